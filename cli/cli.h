@@ -1,0 +1,65 @@
+/* cli/cli.h - declarations shared by the files of the `tapegrad` command.
+ *
+ * Contract:
+ *  - Exit codes: CLI_EXIT_OK (0) success, CLI_EXIT_FAIL (1) a demo or check
+ *    failed, CLI_EXIT_USAGE (2) misuse (unknown command/option, bad value).
+ *  - Misuse is reported by cli_usage_error(): ONE line on stderr starting with
+ *    "tapegrad: ", nothing on stdout.
+ *  - Demos print plain text (no colours or terminal codes), so their output
+ *    reads the same in a terminal, a pipe or a file.
+ *  - Every demo releases every tensor it created; it fails (exit 1) if the
+ *    library reports live objects afterwards.
+ * Names here use the cli_ prefix; tg_ is the library's.
+ */
+#ifndef TAPEGRAD_CLI_H
+#define TAPEGRAD_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAIL 1
+#define CLI_EXIT_USAGE 2
+
+/* Prints "tapegrad: <message>" and a newline on stderr; returns CLI_EXIT_USAGE. */
+int cli_usage_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* Parses s as a decimal integer in [lo, hi] for option `flag`. On failure
+ * prints a one-line usage error and returns false. */
+bool cli_parse_i64(const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out);
+
+/* Parses s as an unsigned 64-bit decimal integer for option `flag`. */
+bool cli_parse_u64(const char *flag, const char *s, uint64_t *out);
+
+/* Prints a section heading: a blank line, the title, a rule. */
+void cli_heading(const char *title);
+
+/* ---- demo inplace (cli/demo_inplace.c) -------------------------------------- */
+
+typedef struct cli_inplace_opts {
+    int64_t rows;  /* rows of the logits, 1..CLI_INPLACE_MAX_ROWS */
+    int64_t vocab; /* columns, 2..CLI_INPLACE_MAX_VOCAB */
+    uint64_t seed; /* seed of tg_randn */
+} cli_inplace_opts;
+
+#define CLI_INPLACE_MAX_ROWS 32
+#define CLI_INPLACE_MAX_VOCAB 128
+
+/* The default options (4 rows, 6 columns, seed 42). */
+cli_inplace_opts cli_inplace_defaults(void);
+
+/* Parses `--rows N --vocab V --seed S` (also --opt=value) from argv[0..argc-1].
+ * Returns CLI_EXIT_OK, or CLI_EXIT_USAGE after printing a one-line error. */
+int cli_inplace_parse(int argc, char **argv, cli_inplace_opts *opts);
+
+/* Runs the demo; returns CLI_EXIT_OK or CLI_EXIT_FAIL. */
+int cli_inplace_run(const cli_inplace_opts *opts);
+
+/* Prints the help of `tapegrad demo inplace` to stdout. */
+void cli_inplace_help(void);
+
+#endif

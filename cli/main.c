@@ -1,0 +1,219 @@
+/* cli/main.c - the `tapegrad` command: argument dispatch, help, version, tour.
+ *
+ * Contract:
+ *   tapegrad help | --help | -h      usage on stdout, exit 0
+ *   tapegrad version | --version     library version and backends, exit 0
+ *   tapegrad tour [--list | SECTION] every tour section in order (or one),
+ *                                    exit 0 when all succeed, 1 otherwise
+ *   tapegrad demo inplace [options]  one demo (see cli_inplace_help)
+ *   anything else                    one line on stderr, exit 2:
+ *     tapegrad: unknown command 'x' (try 'tapegrad --help')
+ * No arguments: usage on stderr, exit 2. Output is plain text.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tapegrad.h>
+
+#include "cli.h"
+
+/* ---- helpers shared with the demos ------------------------------------------ */
+
+int cli_usage_error(const char *fmt, ...) {
+    va_list ap;
+    fflush(stdout);
+    fputs("tapegrad: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return CLI_EXIT_USAGE;
+}
+
+static bool parse_u64_digits(const char *s, uint64_t *out) {
+    if (!s || *s < '0' || *s > '9') /* no sign, no spaces, not empty */
+        return false;
+    errno = 0;
+    char *end = NULL;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return false;
+    *out = (uint64_t)v;
+    return true;
+}
+
+bool cli_parse_i64(const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out) {
+    uint64_t v = 0;
+    if (!parse_u64_digits(s, &v) || lo < 0 || v < (uint64_t)lo || v > (uint64_t)hi) {
+        cli_usage_error("invalid value '%s' for %s (expected an integer from %" PRId64
+                        " to %" PRId64 ")",
+                        s ? s : "", flag, lo, hi);
+        return false;
+    }
+    *out = (int64_t)v;
+    return true;
+}
+
+bool cli_parse_u64(const char *flag, const char *s, uint64_t *out) {
+    if (!parse_u64_digits(s, out)) {
+        cli_usage_error("invalid value '%s' for %s (expected an integer from 0 to %" PRIu64 ")",
+                        s ? s : "", flag, UINT64_MAX);
+        return false;
+    }
+    return true;
+}
+
+void cli_heading(const char *title) {
+    size_t n = strlen(title);
+    printf("\n%s\n", title);
+    for (size_t i = 0; i < n; i++)
+        putchar('=');
+    putchar('\n');
+}
+
+/* ---- help and version ---------------------------------------------------------- */
+
+static void print_usage(FILE *f) {
+    fprintf(f,
+            "tapegrad %s - a small reverse-mode autograd engine in C\n"
+            "\n"
+            "Usage:\n"
+            "  tapegrad tour [SECTION]        walk through the demos, with explanations\n"
+            "  tapegrad tour --list           list the tour's sections\n"
+            "  tapegrad demo inplace [opts]   an in-place edit of a saved tensor makes\n"
+            "                                 backward fail, and the fix\n"
+            "  tapegrad version               library version and compiled backends\n"
+            "  tapegrad help                  this text (also --help, -h)\n"
+            "\n"
+            "Options of 'demo inplace' (see 'tapegrad demo inplace --help'):\n"
+            "  --rows N    rows of the logits (default 4)\n"
+            "  --vocab V   columns, the vocabulary size (default 6)\n"
+            "  --seed S    seed of the random logits (default 42)\n"
+            "\n"
+            "Exit status: 0 success, 1 a demo or check failed, 2 bad usage.\n",
+            tg_lib_version());
+}
+
+static int cmd_version(int argc, char **argv) {
+    if (argc > 0)
+        return cli_usage_error("unknown option '%s' for 'version' (try 'tapegrad --help')",
+                               argv[0]);
+    printf("tapegrad %s\n", tg_lib_version());
+    printf("backends: %s\n", tg_build_backends());
+    if (strcmp(tg_lib_version(), TG_VERSION_STRING) != 0)
+        printf("(built against headers %s)\n", TG_VERSION_STRING);
+    return CLI_EXIT_OK;
+}
+
+/* ---- tour ------------------------------------------------------------------------ */
+
+typedef struct tour_section {
+    const char *name;  /* argument of `tapegrad tour NAME` */
+    const char *title; /* one line */
+    int (*run)(void);  /* CLI_EXIT_OK or CLI_EXIT_FAIL */
+} tour_section;
+
+static int tour_inplace(void) {
+    cli_inplace_opts o = cli_inplace_defaults();
+    return cli_inplace_run(&o);
+}
+
+/* New sections are appended here as the library grows. */
+static const tour_section TOUR[] = {
+    {"inplace", "An in-place edit of a saved tensor breaks backward (and the fix)",
+     tour_inplace},
+};
+#define TOUR_N ((int)(sizeof TOUR / sizeof TOUR[0]))
+
+static void tour_list(void) {
+    printf("Sections of the tour:\n");
+    for (int i = 0; i < TOUR_N; i++)
+        printf("  %d. %-10s %s\n", i + 1, TOUR[i].name, TOUR[i].title);
+}
+
+static int cmd_tour(int argc, char **argv) {
+    const tour_section *only = NULL;
+    if (argc > 1)
+        return cli_usage_error("too many arguments for 'tour' (try 'tapegrad --help')");
+    if (argc == 1) {
+        if (strcmp(argv[0], "--list") == 0) {
+            tour_list();
+            return CLI_EXIT_OK;
+        }
+        if (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0) {
+            print_usage(stdout);
+            return CLI_EXIT_OK;
+        }
+        for (int i = 0; i < TOUR_N; i++)
+            if (strcmp(argv[0], TOUR[i].name) == 0)
+                only = &TOUR[i];
+        if (!only)
+            return cli_usage_error("unknown tour section '%s' (try 'tapegrad tour --list')",
+                                   argv[0]);
+    }
+
+    printf("tapegrad %s tour (backends: %s)\n", tg_lib_version(), tg_build_backends());
+    printf("Each section runs real code against the library and explains what it shows.\n\n");
+    tour_list();
+
+    int failed = 0;
+    for (int i = 0; i < TOUR_N; i++) {
+        if (only && only != &TOUR[i])
+            continue;
+        char title[160];
+        snprintf(title, sizeof title, "Section %d/%d: %s", i + 1, TOUR_N, TOUR[i].title);
+        cli_heading(title);
+        if (TOUR[i].run() != CLI_EXIT_OK) {
+            failed++;
+            printf("\n[section '%s' FAILED]\n", TOUR[i].name);
+        }
+    }
+    printf("\nTour finished: %s.\n", failed ? "some sections FAILED" : "all sections passed");
+    return failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+}
+
+/* ---- demo ------------------------------------------------------------------------- */
+
+static int cmd_demo(int argc, char **argv) {
+    if (argc == 0)
+        return cli_usage_error("'demo' needs a name: tapegrad demo inplace");
+    if (strcmp(argv[0], "inplace") == 0) {
+        cli_inplace_opts o = cli_inplace_defaults();
+        for (int i = 1; i < argc; i++)
+            if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+                cli_inplace_help();
+                return CLI_EXIT_OK;
+            }
+        int rc = cli_inplace_parse(argc - 1, argv + 1, &o);
+        return rc != CLI_EXIT_OK ? rc : cli_inplace_run(&o);
+    }
+    return cli_usage_error("unknown demo '%s' (try 'tapegrad --help')", argv[0]);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        print_usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    int rest_n = argc - 2;
+    char **rest = argv + 2;
+
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        print_usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version"))
+        return cmd_version(rest_n, rest);
+    if (!strcmp(cmd, "tour"))
+        return cmd_tour(rest_n, rest);
+    if (!strcmp(cmd, "demo"))
+        return cmd_demo(rest_n, rest);
+    if (cmd[0] == '-')
+        return cli_usage_error("unknown option '%s' (try 'tapegrad --help')", cmd);
+    return cli_usage_error("unknown command '%s' (try 'tapegrad --help')", cmd);
+}

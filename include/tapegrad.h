@@ -1,0 +1,40 @@
+/* tapegrad.h - a small reverse-mode autograd engine in C11.
+ *
+ * Include this header only; it includes the rest:
+ *   tapegrad/status.h     status codes, per-thread last error, call sites
+ *   tapegrad/tensor.h     tensors: creation, views, metadata, data in/out
+ *   tapegrad/ops.h        differentiable ops and in-place ops
+ *   tapegrad/autograd.h   grad mode, backward, custom functions, scopes
+ *   tapegrad/memory.h     memory accounting, live counts, fault injection
+ *   tapegrad/gradcheck.h  finite-difference gradient checker
+ */
+#ifndef TAPEGRAD_H
+#define TAPEGRAD_H
+
+#include "tapegrad/status.h"
+#include "tapegrad/tensor.h"
+#include "tapegrad/ops.h"
+#include "tapegrad/autograd.h"
+#include "tapegrad/memory.h"
+#include "tapegrad/gradcheck.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TG_VERSION_MAJOR 0
+#define TG_VERSION_MINOR 1
+#define TG_VERSION_PATCH 0
+#define TG_VERSION_STRING "0.1.0"
+
+/* The library's version string ("0.1.0"); may differ from TG_VERSION_STRING
+ * when a program runs against a newer shared library. */
+const char *tg_lib_version(void);
+
+/* "cpu" or "cpu+cuda": the backends this build of the library contains. */
+const char *tg_build_backends(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,157 @@
+/* tapegrad/autograd.h - grad mode, requires_grad, backward, detach, custom
+ * functions, scopes.
+ *
+ * Semantics follow PyTorch's autograd:
+ *  - an op records a graph node (its grad_fn) only when grad mode is on and at
+ *    least one input requires grad; otherwise it records and saves nothing;
+ *  - tensors an op saves for backward remember the version of their storage;
+ *    tg_backward() fails with TG_ERR_INPLACE if it has moved, and the message
+ *    names the in-place ops (and call sites) that moved it;
+ *  - saved tensors are freed by tg_backward() unless retain_graph is true.
+ * Backward itself runs with grad mode off (no higher-order gradients).
+ */
+#ifndef TAPEGRAD_AUTOGRAD_H
+#define TAPEGRAD_AUTOGRAD_H
+
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- grad mode (per thread, on by default) ------------------------------ */
+
+/* Sets this thread's grad mode; returns the previous value. */
+bool tg_set_grad_enabled(bool enabled);
+bool tg_is_grad_enabled(void);
+
+/* Runs the following statement or block with grad mode off, then restores the
+ * previous mode:  TG_NO_GRAD { h = tg_entropy(...); }
+ * Do not leave the block with break/return/goto (the mode would stay off). */
+#define TG_NO_GRAD                                                              \
+    for (int tg__ng_once_ = 1, tg__ng_prev_ = tg_set_grad_enabled(false);       \
+         tg__ng_once_; tg__ng_once_ = 0, tg_set_grad_enabled(tg__ng_prev_))
+
+/* ---- requires_grad, leaves, .grad ---------------------------------------- */
+
+/* Marks a leaf (a tensor with no grad_fn) as requiring grad, or not.
+ * Errors: TG_ERR_NULL; TG_ERR_DTYPE (only f32/f64 can require grad);
+ * TG_ERR_AUTOGRAD (t is not a leaf). */
+tg_status tg_set_requires_grad(tg_tensor *t, bool requires_grad);
+bool tg_requires_grad(const tg_tensor *t);
+/* True when t has no grad_fn (created by the user, or under no-grad). */
+bool tg_is_leaf(const tg_tensor *t);
+/* Name of t's graph node ("MulBackward"), or NULL for a leaf. Static string. */
+const char *tg_grad_fn_name(const tg_tensor *t);
+
+/* A new reference to the gradient accumulated in leaf t, or NULL if there is
+ * none yet (status untouched) or t is NULL (NULL propagation). */
+tg_tensor *tg_grad(const tg_tensor *t);
+
+/* Drops t's accumulated gradient (PyTorch's zero_grad(set_to_none=True)). */
+tg_status tg_zero_grad(tg_tensor *t);
+
+/* A new tensor on the same storage (and version counter) as t, with no
+ * grad_fn and requires_grad false. */
+tg_tensor *tg_detach_at(tg_site s, tg_tensor *t);
+#define tg_detach(t) tg_detach_at(TG_SITE, t)
+
+/* Back-propagates from root. grad is the upstream gradient (same shape and
+ * dtype as root), or NULL for a one-element root (gradient 1). Gradients are
+ * accumulated into the .grad of every leaf that requires grad. Unless
+ * retain_graph, the saved tensors of every node visited are freed.
+ * Errors: TG_ERR_NULL; TG_ERR_AUTOGRAD (root does not require grad, or is not
+ * a single element and grad is NULL); TG_ERR_SHAPE/TG_ERR_DTYPE (grad does
+ * not match root); TG_ERR_INPLACE (a saved tensor was modified in place);
+ * TG_ERR_FREED (saved tensors already freed by an earlier backward);
+ * TG_ERR_NOMEM; whatever a custom function's backward returned.
+ * On failure no leaf's .grad is changed. The graph is validated before any
+ * work starts; a failure found later (a custom backward that fails or modifies
+ * a saved tensor) may leave nodes visited before it with their saved tensors
+ * freed (when retain_graph is false), as in PyTorch. */
+tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph);
+
+/* ---- custom functions (like torch.autograd.Function) ------------------- */
+
+typedef struct tg_ctx tg_ctx;
+
+typedef struct tg_function {
+    /* Node name shown as grad_fn and in messages, e.g. "EntropyBackward". */
+    const char *name;
+    /* Computes outputs[0..n_out-1] (new references) from inputs. Runs with grad
+     * mode off. May save tensors (inputs, outputs or views of them) with
+     * tg_ctx_save and state with tg_ctx_set_state. Return TG_OK or an error
+     * (set with tg_ctx_fail, or any tapegrad error). */
+    tg_status (*forward)(tg_ctx *ctx, int n_in, tg_tensor *const *inputs, int n_out,
+                         tg_tensor **outputs, void *user);
+    /* Computes grad_inputs[i] (new references, same shape/dtype as input i, or
+     * NULL for zero) for each input i with tg_ctx_needs_input_grad(ctx, i).
+     * grad_outputs[k] is never NULL (zeros when output k got no gradient).
+     * Runs with grad mode off. */
+    tg_status (*backward)(tg_ctx *ctx, int n_out, tg_tensor *const *grad_outputs,
+                          int n_in, tg_tensor **grad_inputs, void *user);
+} tg_function;
+
+/* Applies fn: calls fn->forward, and when grad mode is on and an input requires
+ * grad, records a node (named fn->name) as grad_fn of every output. fn and user
+ * must outlive the graph. outputs[] receives n_out new references.
+ * Errors: TG_ERR_NULL, TG_ERR_VALUE (n_in/n_out out of 0..16, 1..16), whatever
+ * forward returned (outputs are then all NULL and nothing is recorded). */
+tg_status tg_function_apply_at(tg_site s, const tg_function *fn, void *user, int n_in,
+                               tg_tensor *const *inputs, int n_out, tg_tensor **outputs);
+#define tg_function_apply(fn, user, n_in, inputs, n_out, outputs)               \
+    tg_function_apply_at(TG_SITE, fn, user, n_in, inputs, n_out, outputs)
+
+/* In forward: saves t for backward (version-checked like any saved tensor).
+ * Saving an output creates no reference cycle. Returns the slot index (>= 0),
+ * or -1 on error (TG_ERR_NULL, TG_ERR_NOMEM). When nothing is being recorded
+ * (grad off / no input requires grad) nothing is saved and the slot index is
+ * still returned, so forward code does not need two paths. */
+int tg_ctx_save(tg_ctx *ctx, tg_tensor *t);
+
+/* In backward: a new reference to saved slot i, as a tensor that does not
+ * require grad. Returns NULL with TG_ERR_INPLACE if the tensor was modified in
+ * place since it was saved, TG_ERR_FREED if freed, TG_ERR_VALUE for a bad i. */
+tg_tensor *tg_ctx_saved(tg_ctx *ctx, int i);
+
+/* True when input i needs a gradient (it requires grad). */
+bool tg_ctx_needs_input_grad(const tg_ctx *ctx, int i);
+
+/* True in forward when a node is being recorded (saves will be kept). */
+bool tg_ctx_is_recording(const tg_ctx *ctx);
+
+/* Copies n bytes of state (scalars, options) into the node; tg_ctx_state()
+ * returns it in backward. Errors: TG_ERR_NOMEM. */
+tg_status tg_ctx_set_state(tg_ctx *ctx, const void *data, size_t n);
+const void *tg_ctx_state(const tg_ctx *ctx);
+
+/* Records an error for this thread (printf-style message) and returns st, for
+ * `return tg_ctx_fail(ctx, TG_ERR_VALUE, "row %d ...", r);` in callbacks. */
+tg_status tg_ctx_fail(tg_ctx *ctx, tg_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* ---- scopes (autorelease pools) ------------------------------------------ */
+
+/* Opens a scope on this thread and returns its token (its depth, >= 1). Every
+ * tensor returned to the caller while it is the innermost open scope is owned
+ * by it and released by tg_scope_end(token), unless kept. Scopes nest.
+ * Returns -1 with TG_ERR_NOMEM on failure. */
+int tg_scope_begin(void);
+
+/* Closes the innermost scope; token must be the one its tg_scope_begin
+ * returned (TG_ERR_STATE otherwise, nothing released). */
+tg_status tg_scope_end(int token);
+
+/* Takes t out of the innermost scope: the reference moves to the enclosing
+ * scope, or to the caller (who must tg_release it) when there is none.
+ * Returns t; NULL passes through. TG_ERR_STATE (returning NULL) if t is not
+ * owned by the innermost scope. */
+tg_tensor *tg_scope_keep(tg_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

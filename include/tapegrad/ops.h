@@ -1,0 +1,118 @@
+/* tapegrad/ops.h - differentiable operations and in-place operations.
+ *
+ * All ops take f32 or f64 tensors (both operands of one dtype; index tensors
+ * are i64), any strides (views are read in place), and return a NEW contiguous
+ * tensor (or NULL, see status.h; NULL inputs propagate). Binary ops broadcast
+ * like NumPy. When grad mode is on and an input requires grad, the result gets
+ * a grad_fn and the tensors needed by backward are saved (version-checked).
+ *
+ * Common errors: TG_ERR_NULL, TG_ERR_DTYPE (dtypes differ or are not
+ * floating), TG_ERR_SHAPE (cannot broadcast), TG_ERR_DIM, TG_ERR_NOMEM.
+ */
+#ifndef TAPEGRAD_OPS_H
+#define TAPEGRAD_OPS_H
+
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- elementwise, binary with broadcasting ------------------------------ */
+tg_tensor *tg_add_at(tg_site s, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_sub_at(tg_site s, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_mul_at(tg_site s, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_div_at(tg_site s, tg_tensor *a, tg_tensor *b);
+/* Elementwise max/min; where a == b the gradient is split evenly (as PyTorch).
+ * NaN in either operand gives NaN. */
+tg_tensor *tg_maximum_at(tg_site s, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_minimum_at(tg_site s, tg_tensor *a, tg_tensor *b);
+/* cond ? a : b, elementwise; cond is any dtype (non-zero = true), broadcast
+ * with a and b; cond gets no gradient. */
+tg_tensor *tg_where_at(tg_site s, tg_tensor *cond, tg_tensor *a, tg_tensor *b);
+#define tg_add(a, b) tg_add_at(TG_SITE, a, b)
+#define tg_sub(a, b) tg_sub_at(TG_SITE, a, b)
+#define tg_mul(a, b) tg_mul_at(TG_SITE, a, b)
+#define tg_div(a, b) tg_div_at(TG_SITE, a, b)
+#define tg_maximum(a, b) tg_maximum_at(TG_SITE, a, b)
+#define tg_minimum(a, b) tg_minimum_at(TG_SITE, a, b)
+#define tg_where(c, a, b) tg_where_at(TG_SITE, c, a, b)
+
+/* ---- elementwise, unary -------------------------------------------------- */
+tg_tensor *tg_neg_at(tg_site s, tg_tensor *t);
+tg_tensor *tg_exp_at(tg_site s, tg_tensor *t);
+tg_tensor *tg_log_at(tg_site s, tg_tensor *t);
+/* t * k and t + k for a constant k. */
+tg_tensor *tg_scale_at(tg_site s, tg_tensor *t, double k);
+tg_tensor *tg_add_scalar_at(tg_site s, tg_tensor *t, double k);
+/* min(max(t, lo), hi); pass -INFINITY / INFINITY for no bound. Gradient 1
+ * where lo <= t <= hi, else 0. Errors: TG_ERR_VALUE (lo > hi, or NaN). */
+tg_tensor *tg_clamp_at(tg_site s, tg_tensor *t, double lo, double hi);
+#define tg_neg(t) tg_neg_at(TG_SITE, t)
+#define tg_exp(t) tg_exp_at(TG_SITE, t)
+#define tg_log(t) tg_log_at(TG_SITE, t)
+#define tg_scale(t, k) tg_scale_at(TG_SITE, t, k)
+#define tg_add_scalar(t, k) tg_add_scalar_at(TG_SITE, t, k)
+#define tg_clamp(t, lo, hi) tg_clamp_at(TG_SITE, t, lo, hi)
+
+/* ---- reductions ------------------------------------------------------------ */
+/* Sum / mean of all elements: a 0-d tensor. Mean of 0 elements is NaN. */
+tg_tensor *tg_sum_at(tg_site s, tg_tensor *t);
+tg_tensor *tg_mean_at(tg_site s, tg_tensor *t);
+/* Along dim (negative allowed); keepdim keeps it as size 1. */
+tg_tensor *tg_sum_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim);
+tg_tensor *tg_mean_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim);
+#define tg_sum(t) tg_sum_at(TG_SITE, t)
+#define tg_mean(t) tg_mean_at(TG_SITE, t)
+#define tg_sum_dim(t, dim, keepdim) tg_sum_dim_at(TG_SITE, t, dim, keepdim)
+#define tg_mean_dim(t, dim, keepdim) tg_mean_dim_at(TG_SITE, t, dim, keepdim)
+
+/* ---- linear algebra ----------------------------------------------------- */
+/* a (..., M, K) @ b (..., K, N) -> (..., M, N) through CBLAS. Both 2-D, or
+ * batched with equal leading dims, or a batched and b 2-D (shared weight).
+ * Errors: TG_ERR_SHAPE (inner sizes or batch dims differ, ndim < 2). */
+tg_tensor *tg_matmul_at(tg_site s, tg_tensor *a, tg_tensor *b);
+#define tg_matmul(a, b) tg_matmul_at(TG_SITE, a, b)
+
+/* ---- softmax family, gather (last dimension) ---------------------------- */
+tg_tensor *tg_softmax_at(tg_site s, tg_tensor *t);
+tg_tensor *tg_log_softmax_at(tg_site s, tg_tensor *t);
+/* out[..., j] = t[..., index[..., j]]; index is i64 with t's leading shape and
+ * any last size. Errors: TG_ERR_DTYPE (index not i64), TG_ERR_SHAPE (leading
+ * shapes differ), TG_ERR_VALUE (an index outside [0, size); the message names
+ * the position and the value). */
+tg_tensor *tg_gather_at(tg_site s, tg_tensor *t, tg_tensor *index);
+#define tg_softmax(t) tg_softmax_at(TG_SITE, t)
+#define tg_log_softmax(t) tg_log_softmax_at(TG_SITE, t)
+#define tg_gather(t, index) tg_gather_at(TG_SITE, t, index)
+
+/* ---- in-place (bump the version counter, record op name and call site) ----
+ * t may be a view (the write goes to the shared storage). other is broadcast
+ * to t's shape. With grad mode on, refused (TG_ERR_AUTOGRAD) on a leaf that
+ * requires grad and on a view of a tensor that requires grad; on any other
+ * tensor requiring grad the op is recorded in the graph (t's grad_fn becomes
+ * the in-place op's node). Errors also: TG_ERR_SHAPE (other does not
+ * broadcast to t), TG_ERR_DTYPE, TG_ERR_LAYOUT (t has overlapping elements,
+ * e.g. an expand view). Nothing is written on failure. */
+tg_status tg_add__at(tg_site s, tg_tensor *t, tg_tensor *other);
+tg_status tg_sub__at(tg_site s, tg_tensor *t, tg_tensor *other);
+tg_status tg_mul__at(tg_site s, tg_tensor *t, tg_tensor *other);
+tg_status tg_scale__at(tg_site s, tg_tensor *t, double k);
+tg_status tg_copy__at(tg_site s, tg_tensor *t, tg_tensor *src);
+tg_status tg_fill__at(tg_site s, tg_tensor *t, double value);
+#define tg_add_(t, o) tg_add__at(TG_SITE, t, o)
+#define tg_sub_(t, o) tg_sub__at(TG_SITE, t, o)
+#define tg_mul_(t, o) tg_mul__at(TG_SITE, t, o)
+#define tg_scale_(t, k) tg_scale__at(TG_SITE, t, k)
+#define tg_copy_(t, src) tg_copy__at(TG_SITE, t, src)
+#define tg_fill_(t, v) tg_fill__at(TG_SITE, t, v)
+
+/* For users who wrote into tg_data(t) by hand: bumps t's version counter and
+ * records op_name (copied pointer: pass a string literal) at the call site. */
+tg_status tg_mark_modified_at(tg_site s, tg_tensor *t, const char *op_name);
+#define tg_mark_modified(t, op_name) tg_mark_modified_at(TG_SITE, t, op_name)
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,190 @@
+/* tapegrad/tensor.h - tensors: creation, views, metadata, data in and out.
+ *
+ * A tg_tensor is a reference-counted handle on a storage (bytes on one device)
+ * plus dtype, shape, strides (in elements) and an offset (in elements). Views
+ * (slice, view, transpose, expand) share the storage, and with it the version
+ * counter that in-place operations bump.
+ *
+ * Ownership: every function that returns a tg_tensor* returns a NEW reference
+ * that the caller must give back with tg_release() - unless a scope is open
+ * (see tg_scope_begin in autograd.h), in which case the scope owns it.
+ * Functions taking tensors never steal the caller's reference.
+ *
+ * Every function returning a tensor is called through a macro (tg_zeros(...))
+ * that passes the caller's file and line to the *_at function (tg_zeros_at(site,
+ * ...)). Use the *_at form for function pointers or from other languages.
+ *
+ * Errors: NULL is returned and tg_last_status()/tg_last_error() say why. No
+ * function in this header aborts or exits on bad input.
+ */
+#ifndef TAPEGRAD_TENSOR_H
+#define TAPEGRAD_TENSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TG_MAX_DIMS 8
+
+typedef enum tg_dtype { TG_F32 = 0, TG_F64 = 1, TG_I64 = 2 } tg_dtype;
+typedef enum tg_device { TG_CPU = 0, TG_CUDA = 1 } tg_device;
+
+typedef struct tg_tensor tg_tensor;
+
+/* Spells a shape as the (ndim, const int64_t *shape) argument pair:
+ * tg_zeros(TG_F32, TG_SHAPE(4, 8)). TG_SCALAR is the empty (0-d) shape. */
+#define TG_SHAPE(...)                                                          \
+    (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),                 \
+        ((const int64_t[]){__VA_ARGS__})
+#define TG_SCALAR 0, ((const int64_t *)0)
+
+/* ---- reference counting and names ------------------------------------- */
+
+/* Adds a reference to t and returns t (NULL passes through). */
+tg_tensor *tg_retain(tg_tensor *t);
+
+/* Gives back one reference. NULL is a no-op returning TG_OK. Returns
+ * TG_ERR_STATE (and does nothing) when every remaining reference belongs to an
+ * open scope: such a tensor is released by tg_scope_end(). */
+tg_status tg_release(tg_tensor *t);
+
+/* Labels t for error messages and reports (copied, truncated to 47 bytes).
+ * Returns t. A NULL t keeps the first error and returns NULL. */
+tg_tensor *tg_set_name(tg_tensor *t, const char *name);
+
+/* Returns t's label, or "" if it has none (or t is NULL). Owned by t. */
+const char *tg_name(const tg_tensor *t);
+
+/* ---- creation (category "leaf" in the memory accounting) --------------- */
+
+/* A new contiguous tensor. shape may be NULL only when ndim == 0 (a scalar).
+ * Errors: TG_ERR_VALUE (ndim outside 0..8, negative size), TG_ERR_DTYPE,
+ * TG_ERR_NOMEM, TG_ERR_SHAPE (element count overflows). */
+tg_tensor *tg_empty_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shape);
+tg_tensor *tg_zeros_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shape);
+tg_tensor *tg_ones_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shape);
+tg_tensor *tg_full_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shape, double value);
+#define tg_empty(dt, ...) tg_empty_at(TG_SITE, dt, __VA_ARGS__)
+#define tg_zeros(dt, ...) tg_zeros_at(TG_SITE, dt, __VA_ARGS__)
+#define tg_ones(dt, ...) tg_ones_at(TG_SITE, dt, __VA_ARGS__)
+#define tg_full(dt, ...) tg_full_at(TG_SITE, dt, __VA_ARGS__)
+
+/* 1-D tensor start, start+step, ... < end (step may be negative, not 0).
+ * Errors: TG_ERR_VALUE (step 0, non-finite bounds), TG_ERR_NOMEM. */
+tg_tensor *tg_arange_at(tg_site s, tg_dtype dt, double start, double end, double step);
+#define tg_arange(dt, start, end, step) tg_arange_at(TG_SITE, dt, start, end, step)
+
+/* A new contiguous tensor holding a copy of data (C order, dtype dt).
+ * Errors: TG_ERR_NULL (data NULL with a non-empty shape), as tg_empty. */
+tg_tensor *tg_from_data_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shape,
+                           const void *data);
+#define tg_from_data(dt, ...) tg_from_data_at(TG_SITE, dt, __VA_ARGS__)
+
+/* Seeded random tensors (f32/f64 only). The generator (xoshiro256** seeded by
+ * splitmix64, polar normal method with a fixed-arithmetic logarithm) gives the
+ * same numbers for the same seed on every IEEE-754 machine.
+ * tg_randn: normal(mean, std); tg_rand: uniform in [lo, hi). */
+tg_tensor *tg_randn_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shape,
+                       uint64_t seed, double mean, double std);
+tg_tensor *tg_rand_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shape,
+                      uint64_t seed, double lo, double hi);
+#define tg_randn(dt, ...) tg_randn_at(TG_SITE, dt, __VA_ARGS__)
+#define tg_rand(dt, ...) tg_rand_at(TG_SITE, dt, __VA_ARGS__)
+
+/* ---- views (share storage and version counter; differentiable) --------- */
+
+/* Elements start, start+step, ... < end along dim. dim, start and end may be
+ * negative (counted from the end, as in Python); start/end are clamped to
+ * [0, size]. Errors: TG_ERR_DIM, TG_ERR_VALUE (step <= 0). */
+tg_tensor *tg_slice_at(tg_site s, tg_tensor *t, int dim, int64_t start, int64_t end,
+                       int64_t step);
+#define tg_slice(t, dim, start, end, step) tg_slice_at(TG_SITE, t, dim, start, end, step)
+
+/* Same data seen with a new shape (one size may be -1). Never copies.
+ * Errors: TG_ERR_SHAPE (element counts differ), TG_ERR_LAYOUT (the strides do
+ * not allow it without a copy: use tg_reshape). */
+tg_tensor *tg_view_at(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
+#define tg_view(t, ...) tg_view_at(TG_SITE, t, __VA_ARGS__)
+
+/* Like tg_view, but copies (differentiably) when a view is impossible. */
+tg_tensor *tg_reshape_at(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
+#define tg_reshape(t, ...) tg_reshape_at(TG_SITE, t, __VA_ARGS__)
+
+/* Swaps two dimensions (negative indices allowed). Errors: TG_ERR_DIM. */
+tg_tensor *tg_transpose_at(tg_site s, tg_tensor *t, int d0, int d1);
+#define tg_transpose(t, d0, d1) tg_transpose_at(TG_SITE, t, d0, d1)
+
+/* Broadcast view to shape (size-1 dims get stride 0, new leading dims added;
+ * -1 keeps a size). Errors: TG_ERR_SHAPE. */
+tg_tensor *tg_expand_at(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
+#define tg_expand(t, ...) tg_expand_at(TG_SITE, t, __VA_ARGS__)
+
+/* t itself (new reference) if contiguous, else a contiguous copy. */
+tg_tensor *tg_contiguous_at(tg_site s, tg_tensor *t);
+#define tg_contiguous(t) tg_contiguous_at(TG_SITE, t)
+
+/* A contiguous copy with its own storage (differentiable). */
+tg_tensor *tg_clone_at(tg_site s, tg_tensor *t);
+#define tg_clone(t) tg_clone_at(TG_SITE, t)
+
+/* A copy converted to dtype dt (f32 <-> f64 differentiable; i64 <-> float
+ * allowed, not differentiable). Returns a new reference to t if t already has
+ * dtype dt. */
+tg_tensor *tg_to_dtype_at(tg_site s, tg_tensor *t, tg_dtype dt);
+#define tg_to_dtype(t, dt) tg_to_dtype_at(TG_SITE, t, dt)
+
+/* ---- metadata (t must not be NULL unless stated) ------------------------ */
+
+int tg_ndim(const tg_tensor *t);            /* -1 if t is NULL */
+/* Size of dim (negative counts from the end); -1 if t is NULL or dim is out of
+ * range (sets TG_ERR_DIM). */
+int64_t tg_size(const tg_tensor *t, int dim);
+/* Stride of dim in elements; -1 on error like tg_size. */
+int64_t tg_stride(const tg_tensor *t, int dim);
+const int64_t *tg_shape(const tg_tensor *t); /* borrowed, ndim entries; NULL if t NULL */
+int64_t tg_numel(const tg_tensor *t);        /* -1 if t is NULL */
+tg_dtype tg_get_dtype(const tg_tensor *t);
+tg_device tg_get_device(const tg_tensor *t);
+size_t tg_dtype_size(tg_dtype dt);           /* 4, 8, 8; 0 for an invalid value */
+const char *tg_dtype_name(tg_dtype dt);      /* "f32", "f64", "i64", "?" */
+bool tg_is_contiguous(const tg_tensor *t);
+/* The version counter of t's storage (shared by views and detached copies). */
+uint64_t tg_version(const tg_tensor *t);
+/* True when a and b share one storage. */
+bool tg_same_storage(const tg_tensor *a, const tg_tensor *b);
+
+/* Pointer to t's first element (storage data + offset), for kernels written by
+ * users (custom functions). Writing through it does NOT bump the version
+ * counter: call tg_mark_modified() afterwards, or use the in-place ops. NULL if
+ * t is NULL. */
+void *tg_data(tg_tensor *t);
+
+/* ---- data out -------------------------------------------------------------- */
+
+/* Copies t's elements in C order (any strides) to dst, converting to dtype
+ * dst_dt. dst_bytes is the size of dst. Errors: TG_ERR_NULL, TG_ERR_VALUE
+ * (dst_bytes too small), TG_ERR_DTYPE. */
+tg_status tg_copy_out(const tg_tensor *t, tg_dtype dst_dt, void *dst, size_t dst_bytes);
+
+/* The single element of a one-element tensor as a double. Errors: TG_ERR_NULL,
+ * TG_ERR_SHAPE (numel != 1). */
+tg_status tg_item(const tg_tensor *t, double *out);
+
+/* The element at index idx[0..ndim-1] as a double. Errors: TG_ERR_NULL,
+ * TG_ERR_DIM (index out of range). */
+tg_status tg_get(const tg_tensor *t, const int64_t *idx, double *out);
+
+/* Prints "name f32[2, 3] (grad_fn=MulBackward)" and up to max_elems values. */
+tg_status tg_print(FILE *f, const tg_tensor *t, int max_elems);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

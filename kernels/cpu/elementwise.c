@@ -1,0 +1,360 @@
+/* kernels/cpu/elementwise.c - CPU elementwise kernels: unary, binary,
+ * ternary (gradient helpers) and where, f32 and f64, any input strides.
+ *
+ * Contract (see elementwise.h): out is contiguous with the iteration shape;
+ * inputs are read through their own strides broadcast to that shape. f32 is
+ * computed in f32. The iteration shape is simplified first (size-1 dims
+ * dropped, dims merged where every operand allows), then split into equal
+ * linear ranges, one per thread; each range starts from its multi-index
+ * (computed once) and walks rows of the innermost dim with a row kernel that
+ * has tight loops for the stride patterns 1/1, 1/0, 0/1.
+ */
+#include <math.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "elementwise.h"
+
+#define EW_MAXOP 4
+
+/* ---- the strided iterator -------------------------------------------------- */
+
+typedef struct ew_iter {
+    int ndim, nop;                       /* ndim >= 1 after simplification */
+    int64_t shape[TG_MAX_DIMS];
+    int64_t st[EW_MAXOP][TG_MAX_DIMS];   /* element strides, operand 0 = out */
+    char *base[EW_MAXOP];                /* element 0 of each operand */
+    size_t esz[EW_MAXOP];                /* element sizes */
+    int64_t numel;
+} ew_iter;
+
+/* p[k] points at the current element of operand k; s[k] is its stride along
+ * the row (elements). out (p[0]) is contiguous: s[0] is 1 (or n is 1). */
+typedef void (*ew_row_fn)(int64_t n, char *const *p, const int64_t *s, const double *prm);
+
+/* Strides to read t broadcast to (ndim, shape): 0 for missing or size-1 dims. */
+static void bstrides(const tg_tensor *t, int ndim, const int64_t *shape, int64_t *st) {
+    for (int d = 0; d < ndim; d++) {
+        int dt = t->ndim - ndim + d;
+        st[d] = (dt < 0 || t->shape[dt] == 1 || shape[d] == 1) ? 0 : t->strides[dt];
+    }
+}
+
+/* Builds the iterator over out's shape. ops[0] is out; strides[k] (ndim
+ * entries) for operand k, or NULL to broadcast ops[k]. ops[k] NULL means a
+ * constant zero of out's dtype (stride 0). */
+static void ew_init(ew_iter *it, tg_tensor *out, int nop, const tg_tensor *const *ops,
+                    const int64_t *const *strides) {
+    static const double zero64 = 0.0;
+    static const float zero32 = 0.0f;
+    int nd = out->ndim;
+    int64_t st[EW_MAXOP][TG_MAX_DIMS];
+    it->nop = nop;
+    it->numel = tg__numel(nd, out->shape);
+    for (int k = 0; k < nop; k++) {
+        const tg_tensor *t = ops[k];
+        if (k == 0) {
+            int64_t acc = 1;
+            for (int d = nd - 1; d >= 0; d--) {
+                st[0][d] = acc;
+                acc *= out->shape[d];
+            }
+        } else if (!t) {
+            for (int d = 0; d < nd; d++) st[k][d] = 0;
+        } else if (strides && strides[k]) {
+            for (int d = 0; d < nd; d++) st[k][d] = out->shape[d] == 1 ? 0 : strides[k][d];
+        } else {
+            bstrides(t, nd, out->shape, st[k]);
+        }
+        if (t) {
+            it->base[k] = (char *)tg__ptr(t);
+            it->esz[k] = tg_dtype_size(t->dtype);
+        } else {
+            it->base[k] = out->dtype == TG_F32 ? (char *)&zero32 : (char *)&zero64;
+            it->esz[k] = tg_dtype_size(out->dtype);
+        }
+    }
+    /* drop size-1 dims, merge dims that are contiguous for every operand */
+    int m = 0;
+    for (int d = 0; d < nd; d++) {
+        if (out->shape[d] == 1) continue;
+        bool merge = m > 0;
+        for (int k = 0; merge && k < nop; k++)
+            if (it->st[k][m - 1] != st[k][d] * out->shape[d]) merge = false;
+        if (merge) {
+            it->shape[m - 1] *= out->shape[d];
+            for (int k = 0; k < nop; k++) it->st[k][m - 1] = st[k][d];
+        } else {
+            it->shape[m] = out->shape[d];
+            for (int k = 0; k < nop; k++) it->st[k][m] = st[k][d];
+            m++;
+        }
+    }
+    if (m == 0) {
+        it->shape[0] = 1;
+        for (int k = 0; k < nop; k++) it->st[k][0] = 0;
+        m = 1;
+    }
+    it->ndim = m;
+}
+
+/* Runs fn over the linear range [start, end) of the iteration space. */
+static void ew_range(const ew_iter *it, ew_row_fn fn, const double *prm, int64_t start,
+                     int64_t end) {
+    int nd = it->ndim, nop = it->nop, last = nd - 1;
+    int64_t idx[TG_MAX_DIMS], off[EW_MAXOP] = {0}, s[EW_MAXOP];
+    char *p[EW_MAXOP];
+    int64_t lin = start;
+    for (int d = last; d >= 0; d--) {
+        idx[d] = lin % it->shape[d];
+        lin /= it->shape[d];
+        for (int k = 0; k < nop; k++) off[k] += idx[d] * it->st[k][d];
+    }
+    for (int k = 0; k < nop; k++) s[k] = it->st[k][last];
+    int64_t pos = start;
+    while (pos < end) {
+        int64_t n = it->shape[last] - idx[last];
+        if (n > end - pos) n = end - pos;
+        for (int k = 0; k < nop; k++) p[k] = it->base[k] + (size_t)off[k] * it->esz[k];
+        fn(n, p, s, prm);
+        pos += n;
+        if (pos >= end) break;
+        /* the row is finished: carry into the outer dims */
+        for (int k = 0; k < nop; k++) off[k] += (n - it->shape[last]) * s[k];
+        idx[last] = 0;
+        for (int d = last - 1; d >= 0; d--) {
+            idx[d]++;
+            for (int k = 0; k < nop; k++) off[k] += it->st[k][d];
+            if (idx[d] < it->shape[d]) break;
+            for (int k = 0; k < nop; k++) off[k] -= it->shape[d] * it->st[k][d];
+            idx[d] = 0;
+        }
+    }
+}
+
+static void ew_run(const ew_iter *it, ew_row_fn fn, const double *prm) {
+    int64_t total = it->numel;
+    if (total <= 0) return;
+    if (total < TG__PAR_MIN) {
+        ew_range(it, fn, prm, 0, total);
+        return;
+    }
+#pragma omp parallel
+    {
+        int nt = 1, tid = 0;
+#ifdef _OPENMP
+        nt = omp_get_num_threads();
+        tid = omp_get_thread_num();
+#endif
+        int64_t chunk = (total + nt - 1) / nt;
+        int64_t a = (int64_t)tid * chunk, b = a + chunk;
+        if (b > total) b = total;
+        if (a < b) ew_range(it, fn, prm, a, b);
+    }
+}
+
+/* ---- unary row kernels ------------------------------------------------------- */
+
+#define UN_ROW(NAME, T, EXPR)                                                   \
+    static void NAME(int64_t n, char *const *p, const int64_t *s, const double *prm) { \
+        T *o = (T *)p[0];                                                       \
+        const T *xp = (const T *)p[1];                                          \
+        const int64_t sx = s[1];                                                \
+        const T p0 = (T)prm[0], p1 = (T)prm[1];                                 \
+        (void)p0;                                                               \
+        (void)p1;                                                               \
+        if (sx == 1) {                                                          \
+            for (int64_t i = 0; i < n; i++) {                                   \
+                const T x = xp[i];                                              \
+                o[i] = (EXPR);                                                  \
+            }                                                                   \
+        } else if (sx == 0) {                                                   \
+            const T x = xp[0];                                                  \
+            const T v = (EXPR);                                                 \
+            for (int64_t i = 0; i < n; i++) o[i] = v;                           \
+        } else {                                                                \
+            for (int64_t i = 0; i < n; i++) {                                   \
+                const T x = xp[i * sx];                                         \
+                o[i] = (EXPR);                                                  \
+            }                                                                   \
+        }                                                                       \
+    }
+
+UN_ROW(un_neg_f32, float, -x)
+UN_ROW(un_neg_f64, double, -x)
+UN_ROW(un_exp_f32, float, expf(x))
+UN_ROW(un_exp_f64, double, exp(x))
+UN_ROW(un_log_f32, float, logf(x))
+UN_ROW(un_log_f64, double, log(x))
+UN_ROW(un_scale_f32, float, x * p0)
+UN_ROW(un_scale_f64, double, x * p0)
+UN_ROW(un_adds_f32, float, x + p0)
+UN_ROW(un_adds_f64, double, x + p0)
+UN_ROW(un_clamp_f32, float, x < p0 ? p0 : (x > p1 ? p1 : x))
+UN_ROW(un_clamp_f64, double, x < p0 ? p0 : (x > p1 ? p1 : x))
+
+static const ew_row_fn un_rows[TG__UN_NOP][2] = {
+    [TG__UN_NEG] = {un_neg_f32, un_neg_f64},       [TG__UN_EXP] = {un_exp_f32, un_exp_f64},
+    [TG__UN_LOG] = {un_log_f32, un_log_f64},       [TG__UN_SCALE] = {un_scale_f32, un_scale_f64},
+    [TG__UN_ADDS] = {un_adds_f32, un_adds_f64},    [TG__UN_CLAMP] = {un_clamp_f32, un_clamp_f64},
+};
+
+void tg__cpu_unary(tg__unop op, tg_tensor *out, const tg_tensor *x, const int64_t *xs,
+                   double p0, double p1) {
+    ew_iter it;
+    const tg_tensor *ops[2] = {out, x};
+    const int64_t *strides[2] = {NULL, xs};
+    double prm[2] = {p0, p1};
+    ew_init(&it, out, 2, ops, strides);
+    ew_run(&it, un_rows[op][out->dtype == TG_F64], prm);
+}
+
+/* ---- binary row kernels -------------------------------------------------------- */
+
+#define BIN_ROW(NAME, T, EXPR)                                                  \
+    static void NAME(int64_t n, char *const *p, const int64_t *s, const double *prm) { \
+        T *o = (T *)p[0];                                                       \
+        const T *ap = (const T *)p[1], *bp = (const T *)p[2];                   \
+        const int64_t sa = s[1], sb = s[2];                                     \
+        const T p0 = (T)prm[0], p1 = (T)prm[1];                                 \
+        (void)p0;                                                               \
+        (void)p1;                                                               \
+        if (sa == 1 && sb == 1) {                                               \
+            for (int64_t i = 0; i < n; i++) {                                   \
+                const T x = ap[i], y = bp[i];                                   \
+                o[i] = (EXPR);                                                  \
+            }                                                                   \
+        } else if (sa == 1 && sb == 0) {                                        \
+            const T y = bp[0];                                                  \
+            for (int64_t i = 0; i < n; i++) {                                   \
+                const T x = ap[i];                                              \
+                o[i] = (EXPR);                                                  \
+            }                                                                   \
+        } else if (sa == 0 && sb == 1) {                                        \
+            const T x = ap[0];                                                  \
+            for (int64_t i = 0; i < n; i++) {                                   \
+                const T y = bp[i];                                              \
+                o[i] = (EXPR);                                                  \
+            }                                                                   \
+        } else {                                                                \
+            for (int64_t i = 0; i < n; i++) {                                   \
+                const T x = ap[i * sa], y = bp[i * sb];                         \
+                o[i] = (EXPR);                                                  \
+            }                                                                   \
+        }                                                                       \
+    }
+
+BIN_ROW(bin_add_f32, float, x + y)
+BIN_ROW(bin_add_f64, double, x + y)
+BIN_ROW(bin_sub_f32, float, x - y)
+BIN_ROW(bin_sub_f64, double, x - y)
+BIN_ROW(bin_mul_f32, float, x * y)
+BIN_ROW(bin_mul_f64, double, x * y)
+BIN_ROW(bin_div_f32, float, x / y)
+BIN_ROW(bin_div_f64, double, x / y)
+/* x != x: NaN in x is kept; NaN in y fails the comparison and y is taken. */
+BIN_ROW(bin_max_f32, float, (x > y || x != x) ? x : y)
+BIN_ROW(bin_max_f64, double, (x > y || x != x) ? x : y)
+BIN_ROW(bin_min_f32, float, (x < y || x != x) ? x : y)
+BIN_ROW(bin_min_f64, double, (x < y || x != x) ? x : y)
+BIN_ROW(bin_clampg_f32, float, (y >= p0 && y <= p1) ? x : 0.0f)
+BIN_ROW(bin_clampg_f64, double, (y >= p0 && y <= p1) ? x : 0.0)
+
+static const ew_row_fn bin_rows[TG__BIN_NOP][2] = {
+    [TG__BIN_ADD] = {bin_add_f32, bin_add_f64},
+    [TG__BIN_SUB] = {bin_sub_f32, bin_sub_f64},
+    [TG__BIN_MUL] = {bin_mul_f32, bin_mul_f64},
+    [TG__BIN_DIV] = {bin_div_f32, bin_div_f64},
+    [TG__BIN_MAX] = {bin_max_f32, bin_max_f64},
+    [TG__BIN_MIN] = {bin_min_f32, bin_min_f64},
+    [TG__BIN_CLAMP_GRAD] = {bin_clampg_f32, bin_clampg_f64},
+};
+
+void tg__cpu_binary(tg__binop op, tg_tensor *out, const tg_tensor *a, const tg_tensor *b,
+                    double p0, double p1) {
+    ew_iter it;
+    const tg_tensor *ops[3] = {out, a, b};
+    double prm[2] = {p0, p1};
+    ew_init(&it, out, 3, ops, NULL);
+    ew_run(&it, bin_rows[op][out->dtype == TG_F64], prm);
+}
+
+/* ---- ternary row kernels (gradient helpers) ---------------------------------- */
+
+#define TER_ROW(NAME, T, EXPR)                                                  \
+    static void NAME(int64_t n, char *const *p, const int64_t *s, const double *prm) { \
+        T *o = (T *)p[0];                                                       \
+        const T *gp = (const T *)p[1], *ap = (const T *)p[2], *bp = (const T *)p[3]; \
+        const int64_t sg = s[1], sa = s[2], sb = s[3];                          \
+        (void)prm;                                                              \
+        if (sg == 1 && sa == 1 && sb == 1) {                                    \
+            for (int64_t i = 0; i < n; i++) {                                   \
+                const T g = gp[i], x = ap[i], y = bp[i];                        \
+                o[i] = (EXPR);                                                  \
+            }                                                                   \
+        } else {                                                                \
+            for (int64_t i = 0; i < n; i++) {                                   \
+                const T g = gp[i * sg], x = ap[i * sa], y = bp[i * sb];         \
+                o[i] = (EXPR);                                                  \
+            }                                                                   \
+        }                                                                       \
+    }
+
+TER_ROW(ter_ge_f32, float, x == y ? g * 0.5f : (x < y ? 0.0f : g))
+TER_ROW(ter_ge_f64, double, x == y ? g * 0.5 : (x < y ? 0.0 : g))
+TER_ROW(ter_le_f32, float, x == y ? g * 0.5f : (x > y ? 0.0f : g))
+TER_ROW(ter_le_f64, double, x == y ? g * 0.5 : (x > y ? 0.0 : g))
+TER_ROW(ter_divgb_f32, float, -g * x / (y * y))
+TER_ROW(ter_divgb_f64, double, -g * x / (y * y))
+
+static const ew_row_fn ter_rows[TG__TER_NOP][2] = {
+    [TG__TER_GE_GRAD] = {ter_ge_f32, ter_ge_f64},
+    [TG__TER_LE_GRAD] = {ter_le_f32, ter_le_f64},
+    [TG__TER_DIV_GRAD_B] = {ter_divgb_f32, ter_divgb_f64},
+};
+
+void tg__cpu_ternary(tg__terop op, tg_tensor *out, const tg_tensor *g, const tg_tensor *a,
+                     const tg_tensor *b) {
+    ew_iter it;
+    const tg_tensor *ops[4] = {out, g, a, b};
+    ew_init(&it, out, 4, ops, NULL);
+    ew_run(&it, ter_rows[op][out->dtype == TG_F64], NULL);
+}
+
+/* ---- where -------------------------------------------------------------------------- */
+
+#define WHERE_ROW(NAME, T, C)                                                   \
+    static void NAME(int64_t n, char *const *p, const int64_t *s, const double *prm) { \
+        T *o = (T *)p[0];                                                       \
+        const C *cp = (const C *)p[1];                                          \
+        const T *ap = (const T *)p[2], *bp = (const T *)p[3];                   \
+        const int64_t sc = s[1], sa = s[2], sb = s[3];                          \
+        (void)prm;                                                              \
+        if (sc == 1 && sa == 1 && sb == 1) {                                    \
+            for (int64_t i = 0; i < n; i++) o[i] = cp[i] != 0 ? ap[i] : bp[i];  \
+        } else {                                                                \
+            for (int64_t i = 0; i < n; i++)                                     \
+                o[i] = cp[i * sc] != 0 ? ap[i * sa] : bp[i * sb];               \
+        }                                                                       \
+    }
+
+WHERE_ROW(where_f32_f32, float, float)
+WHERE_ROW(where_f32_f64, float, double)
+WHERE_ROW(where_f32_i64, float, int64_t)
+WHERE_ROW(where_f64_f32, double, float)
+WHERE_ROW(where_f64_f64, double, double)
+WHERE_ROW(where_f64_i64, double, int64_t)
+
+void tg__cpu_where(tg_tensor *out, const tg_tensor *c, const tg_tensor *a, const tg_tensor *b) {
+    static const ew_row_fn rows[2][3] = {
+        {where_f32_f32, where_f32_f64, where_f32_i64},
+        {where_f64_f32, where_f64_f64, where_f64_i64},
+    };
+    ew_iter it;
+    const tg_tensor *ops[4] = {out, c, a, b};
+    ew_init(&it, out, 4, ops, NULL);
+    ew_run(&it, rows[out->dtype == TG_F64][c->dtype], NULL);
+}

@@ -1,0 +1,307 @@
+/* kernels/cpu/reduce.c - CPU sum over any set of dims (sum, mean, sum_dim,
+ * sum_to and the bias-gradient pattern), f32/f64, any strides, double
+ * accumulation.
+ *
+ * Contract (see reduce.h): out is contiguous over the kept dims of x.
+ * The dims of x are simplified first (size-1 dims dropped; neighbouring dims
+ * of the same kind - both kept or both reduced - merged when their strides
+ * allow). Then:
+ *  - "row" strategy, when the innermost dim is reduced (sum over the last dim,
+ *    sum of everything): each output sums rows pairwise; outputs are split
+ *    over threads, or, when there are few outputs, the reduced range of each
+ *    output is cut into fixed chunks whose partial sums are added in order;
+ *  - "column" strategy, when the innermost dim is kept (sum over leading dims,
+ *    e.g. a bias gradient): a tile of up to COL_TILE outputs along the
+ *    innermost dim is accumulated for every reduced position (unit-stride
+ *    reads), in blocks of COL_BLOCK positions added into a running total.
+ * Chunk counts depend only on the shapes, never on the thread count, so the
+ * result is deterministic.
+ */
+#include <string.h>
+
+#include "elementwise.h" /* TG__PAR_MIN */
+#include "reduce.h"
+
+#define PW_BASE 128      /* pairwise summation: plain loop below this length */
+#define ROW_MAX_CHUNKS 64
+#define ROW_CHUNK_MIN 4096
+#define COL_TILE 64
+#define COL_BLOCK 64
+#define COL_MAX_PARTIAL 4096 /* doubles of partial sums kept on the stack */
+
+typedef struct rdims {
+    int n;                        /* >= 1 */
+    int64_t shape[TG_MAX_DIMS];
+    int64_t st[TG_MAX_DIMS];      /* element strides in x */
+    int64_t numel;
+} rdims;
+
+/* ---- pairwise row sums ------------------------------------------------------ */
+
+#define PW_SUM(NAME, T)                                                         \
+    static double NAME(const T *x, int64_t n, int64_t s) {                      \
+        if (n > PW_BASE) {                                                      \
+            int64_t h = n / 2;                                                  \
+            return NAME(x, h, s) + NAME(x + h * s, n - h, s);                   \
+        }                                                                       \
+        double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;                          \
+        int64_t i = 0;                                                          \
+        if (s == 1) {                                                           \
+            for (; i + 4 <= n; i += 4) {                                        \
+                a0 += (double)x[i];                                             \
+                a1 += (double)x[i + 1];                                         \
+                a2 += (double)x[i + 2];                                         \
+                a3 += (double)x[i + 3];                                         \
+            }                                                                   \
+        } else {                                                                \
+            for (; i + 4 <= n; i += 4) {                                        \
+                a0 += (double)x[i * s];                                         \
+                a1 += (double)x[(i + 1) * s];                                   \
+                a2 += (double)x[(i + 2) * s];                                   \
+                a3 += (double)x[(i + 3) * s];                                   \
+            }                                                                   \
+        }                                                                       \
+        for (; i < n; i++) a0 += (double)x[i * s];                              \
+        return (a0 + a1) + (a2 + a3);                                           \
+    }
+
+PW_SUM(pw_f32, float)
+PW_SUM(pw_f64, double)
+
+static double row_sum(const char *p, tg_dtype dt, int64_t n, int64_t s) {
+    if (s == 0) return n * (dt == TG_F64 ? *(const double *)p : (double)*(const float *)p);
+    return dt == TG_F64 ? pw_f64((const double *)p, n, s) : pw_f32((const float *)p, n, s);
+}
+
+/* Sum of the reduced positions [start, end) (C order over R) starting from
+ * element offset base of x. Rows of R's innermost dim are summed pairwise;
+ * the row sums go into a block total flushed every COL_BLOCK rows. */
+static double red_range(const char *xb, tg_dtype dt, int64_t base, const rdims *R,
+                        int64_t start, int64_t end) {
+    size_t esz = tg_dtype_size(dt);
+    int last = R->n - 1;
+    int64_t idx[TG_MAX_DIMS], off = base, lin = start;
+    for (int d = last; d >= 0; d--) {
+        idx[d] = lin % R->shape[d];
+        lin /= R->shape[d];
+        off += idx[d] * R->st[d];
+    }
+    double tot = 0.0, blk = 0.0;
+    int nblk = 0;
+    int64_t pos = start;
+    while (pos < end) {
+        int64_t n = R->shape[last] - idx[last];
+        if (n > end - pos) n = end - pos;
+        blk += row_sum(xb + off * (int64_t)esz, dt, n, R->st[last]);
+        if (++nblk == COL_BLOCK) {
+            tot += blk;
+            blk = 0.0;
+            nblk = 0;
+        }
+        pos += n;
+        if (pos >= end) break;
+        off += (n - R->shape[last]) * R->st[last];
+        idx[last] = 0;
+        for (int d = last - 1; d >= 0; d--) {
+            idx[d]++;
+            off += R->st[d];
+            if (idx[d] < R->shape[d]) break;
+            off -= R->shape[d] * R->st[d];
+            idx[d] = 0;
+        }
+    }
+    return tot + blk;
+}
+
+static inline void store(tg_tensor *out, int64_t j, double v) {
+    if (out->dtype == TG_F64) ((double *)tg__ptr(out))[j] = v;
+    else ((float *)tg__ptr(out))[j] = (float)v;
+}
+
+/* ---- row strategy ------------------------------------------------------------- */
+
+static void reduce_rows(tg_tensor *out, const char *xb, tg_dtype dt, const rdims *K,
+                        const rdims *R, double scale) {
+    int64_t nout = K->numel, rtot = R->numel;
+    int64_t total = nout * rtot;
+    if (total < TG__PAR_MIN) {
+        for (int64_t j = 0; j < nout; j++) {
+            int64_t base = tg__offset_of(j, K->n, K->shape, K->st);
+            store(out, j, scale * red_range(xb, dt, base, R, 0, rtot));
+        }
+        return;
+    }
+    int64_t nch = (rtot + ROW_CHUNK_MIN - 1) / ROW_CHUNK_MIN;
+    if (nch > ROW_MAX_CHUNKS) nch = ROW_MAX_CHUNKS;
+    if (nout >= ROW_MAX_CHUNKS || nch <= 1) {
+#pragma omp parallel for schedule(static)
+        for (int64_t j = 0; j < nout; j++) {
+            int64_t base = tg__offset_of(j, K->n, K->shape, K->st);
+            store(out, j, scale * red_range(xb, dt, base, R, 0, rtot));
+        }
+        return;
+    }
+    /* few outputs, long reductions: fixed chunks per output, added in order */
+    double part[ROW_MAX_CHUNKS * ROW_MAX_CHUNKS]; /* (nout, nch) */
+    int64_t cs = (rtot + nch - 1) / nch;
+    int64_t nwork = nout * nch;
+#pragma omp parallel for schedule(static)
+    for (int64_t w = 0; w < nwork; w++) {
+        int64_t j = w / nch, c = w % nch;
+        int64_t a = c * cs, b = a + cs < rtot ? a + cs : rtot;
+        int64_t base = tg__offset_of(j, K->n, K->shape, K->st);
+        part[w] = a < b ? red_range(xb, dt, base, R, a, b) : 0.0;
+    }
+    for (int64_t j = 0; j < nout; j++) {
+        double acc = 0.0;
+        for (int64_t c = 0; c < nch; c++) acc += part[j * nch + c];
+        store(out, j, scale * acc);
+    }
+}
+
+/* ---- column strategy ------------------------------------------------------------- */
+
+#define COL_ACC(T)                                                              \
+    do {                                                                        \
+        const T *xp = (const T *)xb + off;                                      \
+        if (sk == 1)                                                            \
+            for (int64_t l = 0; l < tl; l++) blk[l] += (double)xp[l];           \
+        else                                                                    \
+            for (int64_t l = 0; l < tl; l++) blk[l] += (double)xp[l * sk];      \
+    } while (0)
+
+/* Accumulates into tot[0..tl) the tile of tl elements (stride sk) at element
+ * offset base, for the reduced positions [start, end) of R. */
+static void col_tile(const char *xb, tg_dtype dt, int64_t base, int64_t tl, int64_t sk,
+                     const rdims *R, int64_t start, int64_t end, double *tot) {
+    double blk[COL_TILE];
+    int nblk = 0;
+    for (int64_t l = 0; l < tl; l++) tot[l] = blk[l] = 0.0;
+    int last = R->n - 1;
+    int64_t idx[TG_MAX_DIMS], off = base, lin = start;
+    for (int d = last; d >= 0; d--) {
+        idx[d] = lin % R->shape[d];
+        lin /= R->shape[d];
+        off += idx[d] * R->st[d];
+    }
+    for (int64_t pos = start; pos < end; pos++) {
+        if (dt == TG_F64) COL_ACC(double);
+        else COL_ACC(float);
+        if (++nblk == COL_BLOCK) {
+            for (int64_t l = 0; l < tl; l++) {
+                tot[l] += blk[l];
+                blk[l] = 0.0;
+            }
+            nblk = 0;
+        }
+        /* next reduced position */
+        for (int d = last; d >= 0; d--) {
+            idx[d]++;
+            off += R->st[d];
+            if (idx[d] < R->shape[d]) break;
+            off -= R->shape[d] * R->st[d];
+            idx[d] = 0;
+        }
+    }
+    for (int64_t l = 0; l < tl; l++) tot[l] += blk[l];
+}
+
+static void reduce_cols(tg_tensor *out, const char *xb, tg_dtype dt, const rdims *K,
+                        const rdims *R, double scale) {
+    int64_t lk = K->shape[K->n - 1], sk = K->st[K->n - 1];
+    rdims Q = *K; /* the kept dims but the innermost */
+    Q.n = K->n - 1;
+    if (Q.n == 0) {
+        Q.n = 1;
+        Q.shape[0] = 1;
+        Q.st[0] = 0;
+    }
+    int64_t nq = K->numel / lk, rtot = R->numel;
+    int64_t ntile = (lk + COL_TILE - 1) / COL_TILE;
+    int64_t nwork = nq * ntile;
+    int64_t total = K->numel * rtot;
+    int64_t nch = 1;
+    if (total >= TG__PAR_MIN && nwork < 64) {
+        nch = (rtot + 1023) / 1024;
+        if (nch > 64 / nwork) nch = 64 / nwork;
+        if (nch > COL_MAX_PARTIAL / (nwork * COL_TILE)) nch = COL_MAX_PARTIAL / (nwork * COL_TILE);
+        if (nch < 1) nch = 1;
+    }
+    int64_t cs = (rtot + nch - 1) / nch;
+    double part[COL_MAX_PARTIAL]; /* (nwork, nch, COL_TILE) when nch > 1 */
+#pragma omp parallel for schedule(static) if (total >= TG__PAR_MIN)
+    for (int64_t w = 0; w < nwork * nch; w++) {
+        int64_t item = w / nch, c = w % nch;
+        int64_t q = item / ntile, l0 = (item % ntile) * COL_TILE;
+        int64_t tl = lk - l0 < COL_TILE ? lk - l0 : COL_TILE;
+        int64_t base = tg__offset_of(q, Q.n, Q.shape, Q.st) + l0 * sk;
+        int64_t a = c * cs, b = a + cs < rtot ? a + cs : rtot;
+        double tot[COL_TILE];
+        col_tile(xb, dt, base, tl, sk, R, a < b ? a : b, b, tot);
+        if (nch == 1) {
+            for (int64_t l = 0; l < tl; l++) store(out, q * lk + l0 + l, scale * tot[l]);
+        } else {
+            for (int64_t l = 0; l < tl; l++) part[w * COL_TILE + l] = tot[l];
+        }
+    }
+    if (nch == 1) return;
+    for (int64_t item = 0; item < nwork; item++) {
+        int64_t q = item / ntile, l0 = (item % ntile) * COL_TILE;
+        int64_t tl = lk - l0 < COL_TILE ? lk - l0 : COL_TILE;
+        for (int64_t l = 0; l < tl; l++) {
+            double acc = 0.0;
+            for (int64_t c = 0; c < nch; c++) acc += part[(item * nch + c) * COL_TILE + l];
+            store(out, q * lk + l0 + l, scale * acc);
+        }
+    }
+}
+
+/* ---- entry point ------------------------------------------------------------------ */
+
+void tg__cpu_sum_reduce(tg_tensor *out, const tg_tensor *x, const bool *red, double scale) {
+    int64_t nout = tg__numel(out->ndim, out->shape);
+    if (nout == 0) return;
+    if (tg__numel(x->ndim, x->shape) == 0) { /* sum over no elements */
+        for (int64_t j = 0; j < nout; j++) store(out, j, 0.0 * scale);
+        return;
+    }
+    /* simplified dims: L[0..m) in x's order */
+    int64_t ls[TG_MAX_DIMS], lst[TG_MAX_DIMS];
+    bool lr[TG_MAX_DIMS];
+    int m = 0;
+    for (int d = 0; d < x->ndim; d++) {
+        int64_t n = x->shape[d];
+        if (n == 1) continue;
+        if (m > 0 && lr[m - 1] == red[d] && lst[m - 1] == x->strides[d] * n) {
+            ls[m - 1] *= n;
+            lst[m - 1] = x->strides[d];
+        } else {
+            ls[m] = n;
+            lst[m] = x->strides[d];
+            lr[m] = red[d];
+            m++;
+        }
+    }
+    rdims K = {0, {0}, {0}, 1}, R = {0, {0}, {0}, 1};
+    for (int i = 0; i < m; i++) {
+        rdims *D = lr[i] ? &R : &K;
+        D->shape[D->n] = ls[i];
+        D->st[D->n] = lst[i];
+        D->numel *= ls[i];
+        D->n++;
+    }
+    bool col = m > 0 && !lr[m - 1] && R.n > 0;
+    if (R.n == 0) { /* nothing reduced: a scaled copy */
+        R.n = 1;
+        R.shape[0] = 1;
+        R.st[0] = 0;
+    }
+    if (K.n == 0) {
+        K.n = 1;
+        K.shape[0] = 1;
+        K.st[0] = 0;
+    }
+    const char *xb = (const char *)tg__ptr(x);
+    if (col) reduce_cols(out, xb, x->dtype, &K, &R, scale);
+    else reduce_rows(out, xb, x->dtype, &K, &R, scale);
+}

@@ -1,0 +1,444 @@
+/* ops/elementwise.c - elementwise differentiable ops: add, sub, mul, div,
+ * maximum, minimum, where (NumPy broadcasting), neg, exp, log, scale,
+ * add_scalar, clamp, to_dtype; their backward formulas.
+ *
+ * Contract: inputs are f32 or f64 (both operands of one dtype; where's cond
+ * may be any dtype), any strides; results are new contiguous tensors. Each
+ * public tg_X_at() is `return tg__ret(X(...))`; the internal versions
+ * (tg__add, ...) do the same work without touching scopes. A node is recorded
+ * only when grad mode is on and an input requires grad, and only what
+ * backward needs is saved (mul saves b only when a needs a gradient, etc.).
+ * Gradients of broadcast operands are summed back with tg__sum_to.
+ * On failure nothing is leaked, inputs are unchanged and NULL is returned
+ * with the error set.
+ */
+#include <math.h>
+
+#include "../kernels/cpu/elementwise.h"
+#include "tg_internal.h"
+
+/* ---- argument checks ------------------------------------------------------- */
+
+static bool check_device(const char *who, const tg_tensor *t) {
+    if (t->storage->device == TG_CPU) return true;
+    tg__set_error(TG_ERR_DEVICE, "%s: tensor '%s' is not on the CPU (only CPU kernels exist "
+                  "for this op)", who, t->name);
+    return false;
+}
+
+static bool check_float(const char *who, const tg_tensor *t) {
+    if (!check_device(who, t)) return false;
+    if (tg__is_float(t->dtype)) return true;
+    tg__set_error(TG_ERR_DTYPE, "%s: dtype %s is not supported (f32 or f64 required)", who,
+                  tg_dtype_name(t->dtype));
+    return false;
+}
+
+static bool check_pair(const char *who, const tg_tensor *a, const tg_tensor *b) {
+    if (!check_float(who, a) || !check_float(who, b)) return false;
+    if (a->dtype == b->dtype) return true;
+    tg__set_error(TG_ERR_DTYPE, "%s: operands have different dtypes (%s and %s); convert one "
+                  "with tg_to_dtype", who, tg_dtype_name(a->dtype), tg_dtype_name(b->dtype));
+    return false;
+}
+
+static bool needs(const tg__node *n, int i) { return n->edge[i].kind != TG__EDGE_NONE; }
+
+/* Releases gin[0..n) (set so far) and returns the pending error. */
+static tg_status bw_fail(tg_tensor **gin, int n) {
+    for (int i = 0; i < n; i++) {
+        tg__tensor_release(gin[i]);
+        gin[i] = NULL;
+    }
+    return tg_last_status();
+}
+
+/* Unpacks saved slot (>= 0) into *out; false with the error set. */
+static bool unpack(tg__node *n, int64_t slot, tg_tensor **out) {
+    *out = slot >= 0 ? tg__node_saved(n, (int)slot) : NULL;
+    if (*out) return true;
+    if (slot < 0) tg__set_error(TG_ERR_INTERNAL, "%s: a tensor needed by backward was not saved",
+                                n->name);
+    return false;
+}
+
+/* A new tensor of g's shape and dtype, for gradient helpers. */
+static tg_tensor *like(tg__node *n, const tg_tensor *g) {
+    return tg__new_output(n->site, n->name, g->dtype, g->ndim, g->shape);
+}
+
+/* Sums t (a gradient of the broadcast shape) down to input i's shape and
+ * releases t. NULL passes through. */
+static tg_tensor *reduce_to_input(tg__node *n, int i, tg_tensor *t) {
+    if (!t) return NULL;
+    tg_tensor *r = tg__sum_to(n->site, t, &n->in_meta[i]);
+    tg__tensor_release(t);
+    return r;
+}
+
+/* ---- binary ops ------------------------------------------------------------ */
+
+static tg_status add_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
+static tg_status sub_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
+static tg_status mul_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
+static tg_status div_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
+static tg_status max_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
+static tg_status min_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
+
+static const tg__op_def ADD_DEF = {"AddBackward", add_backward};
+static const tg__op_def SUB_DEF = {"SubBackward", sub_backward};
+static const tg__op_def MUL_DEF = {"MulBackward", mul_backward};
+static const tg__op_def DIV_DEF = {"DivBackward", div_backward};
+static const tg__op_def MAX_DEF = {"MaximumBackward", max_backward};
+static const tg__op_def MIN_DEF = {"MinimumBackward", min_backward};
+
+/* out = a op b with broadcasting. Saves per op (iparam[0], iparam[1]: the
+ * slots of a and b, -1 when not saved):
+ *   mul: a if b needs a gradient, b if a does;  div: b always, a if b needs one;
+ *   maximum/minimum: both. */
+static tg_tensor *binary(tg_site s, const char *who, tg__binop op, const tg__op_def *def,
+                         tg_tensor *a, tg_tensor *b) {
+    if (tg__null_arg(a, who, "a") || tg__null_arg(b, who, "b")) return NULL;
+    if (!check_pair(who, a, b)) return NULL;
+    int nd;
+    int64_t shape[TG_MAX_DIMS];
+    if (tg__broadcast_shapes(who, a->ndim, a->shape, b->ndim, b->shape, &nd, shape) != TG_OK)
+        return NULL;
+    tg_tensor *out = tg__new_output(s, who, a->dtype, nd, shape);
+    if (!out) return NULL;
+    tg__cpu_binary(op, out, a, b, 0.0, 0.0);
+    tg_tensor *in[2] = {a, b};
+    if (!tg__needs_grad(2, in)) return out;
+    tg__node *n = tg__record(s, def, 2, in, out);
+    if (!n) goto fail;
+    bool save_a = false, save_b = false;
+    switch (op) {
+    case TG__BIN_MUL: save_a = needs(n, 1); save_b = needs(n, 0); break;
+    case TG__BIN_DIV: save_a = needs(n, 1); save_b = true; break;
+    case TG__BIN_MAX:
+    case TG__BIN_MIN: save_a = save_b = true; break;
+    default: break;
+    }
+    n->iparam[0] = n->iparam[1] = -1;
+    if (save_a && (n->iparam[0] = tg__node_save(n, a, false, 0)) < 0) goto fail;
+    if (save_b && (n->iparam[1] = tg__node_save(n, b, false, 1)) < 0) goto fail;
+    return out;
+fail:
+    tg__tensor_release(out); /* also releases the node it owns */
+    return NULL;
+}
+
+tg_tensor *tg__add(tg_site s, tg_tensor *a, tg_tensor *b) {
+    return binary(s, "tg_add", TG__BIN_ADD, &ADD_DEF, a, b);
+}
+tg_tensor *tg__sub(tg_site s, tg_tensor *a, tg_tensor *b) {
+    return binary(s, "tg_sub", TG__BIN_SUB, &SUB_DEF, a, b);
+}
+tg_tensor *tg__mul(tg_site s, tg_tensor *a, tg_tensor *b) {
+    return binary(s, "tg_mul", TG__BIN_MUL, &MUL_DEF, a, b);
+}
+tg_tensor *tg__div(tg_site s, tg_tensor *a, tg_tensor *b) {
+    return binary(s, "tg_div", TG__BIN_DIV, &DIV_DEF, a, b);
+}
+
+static tg_tensor *ret(tg_tensor *t) { return t ? tg__ret(t) : NULL; }
+
+tg_tensor *tg_add_at(tg_site s, tg_tensor *a, tg_tensor *b) { return ret(tg__add(s, a, b)); }
+tg_tensor *tg_sub_at(tg_site s, tg_tensor *a, tg_tensor *b) { return ret(tg__sub(s, a, b)); }
+tg_tensor *tg_mul_at(tg_site s, tg_tensor *a, tg_tensor *b) { return ret(tg__mul(s, a, b)); }
+tg_tensor *tg_div_at(tg_site s, tg_tensor *a, tg_tensor *b) { return ret(tg__div(s, a, b)); }
+tg_tensor *tg_maximum_at(tg_site s, tg_tensor *a, tg_tensor *b) {
+    return ret(binary(s, "tg_maximum", TG__BIN_MAX, &MAX_DEF, a, b));
+}
+tg_tensor *tg_minimum_at(tg_site s, tg_tensor *a, tg_tensor *b) {
+    return ret(binary(s, "tg_minimum", TG__BIN_MIN, &MIN_DEF, a, b));
+}
+
+/* d(a+b): g summed to each input's shape. */
+static tg_status add_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    for (int i = 0; i < 2; i++) {
+        if (!needs(n, i)) continue;
+        gin[i] = tg__sum_to(n->site, gout[0], &n->in_meta[i]);
+        if (!gin[i]) return bw_fail(gin, 2);
+    }
+    return TG_OK;
+}
+
+/* d(a-b): g and -g, summed to the inputs' shapes. */
+static tg_status sub_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    if (needs(n, 0)) {
+        gin[0] = tg__sum_to(n->site, gout[0], &n->in_meta[0]);
+        if (!gin[0]) return bw_fail(gin, 2);
+    }
+    if (needs(n, 1)) {
+        tg_tensor *r = tg__sum_to(n->site, gout[0], &n->in_meta[1]);
+        gin[1] = r ? tg__neg(n->site, r) : NULL;
+        tg__tensor_release(r);
+        if (!gin[1]) return bw_fail(gin, 2);
+    }
+    return TG_OK;
+}
+
+/* d(a*b): g*b and g*a. */
+static tg_status mul_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    for (int i = 0; i < 2; i++) {
+        if (!needs(n, i)) continue;
+        tg_tensor *other;
+        if (!unpack(n, n->iparam[1 - i], &other)) return bw_fail(gin, 2);
+        gin[i] = reduce_to_input(n, i, tg__mul(n->site, gout[0], other));
+        tg__tensor_release(other);
+        if (!gin[i]) return bw_fail(gin, 2);
+    }
+    return TG_OK;
+}
+
+/* d(a/b): g/b and -g*a/b^2. */
+static tg_status div_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    tg_tensor *g = gout[0], *a = NULL, *b = NULL;
+    if (!unpack(n, n->iparam[1], &b)) return bw_fail(gin, 2);
+    if (needs(n, 0)) {
+        gin[0] = reduce_to_input(n, 0, tg__div(n->site, g, b));
+        if (!gin[0]) goto fail;
+    }
+    if (needs(n, 1)) {
+        if (!unpack(n, n->iparam[0], &a)) goto fail;
+        tg_tensor *t = like(n, g);
+        if (t) tg__cpu_ternary(TG__TER_DIV_GRAD_B, t, g, a, b);
+        gin[1] = reduce_to_input(n, 1, t);
+        if (!gin[1]) goto fail;
+    }
+    tg__tensor_release(a);
+    tg__tensor_release(b);
+    return TG_OK;
+fail:
+    tg__tensor_release(a);
+    tg__tensor_release(b);
+    return bw_fail(gin, 2);
+}
+
+/* Gradients of maximum/minimum: op_a for input 0, op_b for input 1. */
+static tg_status minmax_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin,
+                                 tg__terop op_a, tg__terop op_b) {
+    tg_tensor *a = NULL, *b = NULL;
+    if (!unpack(n, n->iparam[0], &a) || !unpack(n, n->iparam[1], &b)) goto fail;
+    for (int i = 0; i < 2; i++) {
+        if (!needs(n, i)) continue;
+        tg_tensor *t = like(n, gout[0]);
+        if (t) tg__cpu_ternary(i == 0 ? op_a : op_b, t, gout[0], a, b);
+        gin[i] = reduce_to_input(n, i, t);
+        if (!gin[i]) goto fail;
+    }
+    tg__tensor_release(a);
+    tg__tensor_release(b);
+    return TG_OK;
+fail:
+    tg__tensor_release(a);
+    tg__tensor_release(b);
+    return bw_fail(gin, 2);
+}
+
+/* maximum: a gets g where a > b (or a is NaN), g/2 where a == b. */
+static tg_status max_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    return minmax_backward(n, gout, gin, TG__TER_GE_GRAD, TG__TER_LE_GRAD);
+}
+static tg_status min_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    return minmax_backward(n, gout, gin, TG__TER_LE_GRAD, TG__TER_GE_GRAD);
+}
+
+/* ---- where ----------------------------------------------------------------- */
+
+static tg_status where_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
+static const tg__op_def WHERE_DEF = {"WhereBackward", where_backward};
+
+/* The node's inputs are (a, b) only: cond never gets a gradient, so it is not
+ * an edge of the graph; it is saved (slot iparam[0]) for the backward mask. */
+tg_tensor *tg__where(tg_site s, tg_tensor *c, tg_tensor *a, tg_tensor *b) {
+    const char *who = "tg_where";
+    if (tg__null_arg(c, who, "cond") || tg__null_arg(a, who, "a") || tg__null_arg(b, who, "b"))
+        return NULL;
+    if (!check_device(who, c) || !check_pair(who, a, b)) return NULL;
+    int nd;
+    int64_t shape[TG_MAX_DIMS];
+    if (tg__broadcast_shapes(who, a->ndim, a->shape, b->ndim, b->shape, &nd, shape) != TG_OK)
+        return NULL;
+    if (tg__broadcast_shapes(who, c->ndim, c->shape, nd, shape, &nd, shape) != TG_OK)
+        return NULL;
+    tg_tensor *out = tg__new_output(s, who, a->dtype, nd, shape);
+    if (!out) return NULL;
+    tg__cpu_where(out, c, a, b);
+    tg_tensor *in[2] = {a, b};
+    if (!tg__needs_grad(2, in)) return out;
+    tg__node *n = tg__record(s, &WHERE_DEF, 2, in, out);
+    if (!n || (n->iparam[0] = tg__node_save(n, c, false, -1)) < 0) {
+        tg__tensor_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+tg_tensor *tg_where_at(tg_site s, tg_tensor *cond, tg_tensor *a, tg_tensor *b) {
+    return ret(tg__where(s, cond, a, b));
+}
+
+/* d(where(c, a, b)): where(c, g, 0) and where(c, 0, g). */
+static tg_status where_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    tg_tensor *c;
+    if (!unpack(n, n->iparam[0], &c)) return bw_fail(gin, 2);
+    for (int i = 0; i < 2; i++) {
+        if (!needs(n, i)) continue;
+        tg_tensor *t = like(n, gout[0]);
+        if (t) tg__cpu_where(t, c, i == 0 ? gout[0] : NULL, i == 0 ? NULL : gout[0]);
+        gin[i] = reduce_to_input(n, i, t);
+        if (!gin[i]) {
+            tg__tensor_release(c);
+            return bw_fail(gin, 2);
+        }
+    }
+    tg__tensor_release(c);
+    return TG_OK;
+}
+
+/* ---- unary ops -------------------------------------------------------------- */
+
+static tg_status neg_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
+static tg_status exp_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
+static tg_status log_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
+static tg_status scale_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
+static tg_status adds_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
+static tg_status clamp_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
+
+static const tg__op_def NEG_DEF = {"NegBackward", neg_backward};
+static const tg__op_def EXP_DEF = {"ExpBackward", exp_backward};
+static const tg__op_def LOG_DEF = {"LogBackward", log_backward};
+static const tg__op_def SCALE_DEF = {"ScaleBackward", scale_backward};
+static const tg__op_def ADDS_DEF = {"AddScalarBackward", adds_backward};
+static const tg__op_def CLAMP_DEF = {"ClampBackward", clamp_backward};
+
+enum { SAVE_NONE, SAVE_INPUT, SAVE_OUTPUT };
+
+/* out = op(t, p0, p1); p0/p1 are also kept in the node's dparam[0..1].
+ * save says what backward needs (slot 0). */
+static tg_tensor *unary(tg_site s, const char *who, tg__unop op, const tg__op_def *def,
+                        tg_tensor *t, double p0, double p1, int save) {
+    if (tg__null_arg(t, who, "t")) return NULL;
+    if (!check_float(who, t)) return NULL;
+    tg_tensor *out = tg__new_output(s, who, t->dtype, t->ndim, t->shape);
+    if (!out) return NULL;
+    tg__cpu_unary(op, out, t, NULL, p0, p1);
+    if (!tg__needs_grad(1, &t)) return out;
+    tg__node *n = tg__record(s, def, 1, &t, out);
+    if (!n) goto fail;
+    n->dparam[0] = p0;
+    n->dparam[1] = p1;
+    if (save == SAVE_INPUT && tg__node_save(n, t, false, 0) < 0) goto fail;
+    if (save == SAVE_OUTPUT && tg__node_save(n, out, true, 0) < 0) goto fail;
+    return out;
+fail:
+    tg__tensor_release(out);
+    return NULL;
+}
+
+tg_tensor *tg__neg(tg_site s, tg_tensor *t) {
+    return unary(s, "tg_neg", TG__UN_NEG, &NEG_DEF, t, 0.0, 0.0, SAVE_NONE);
+}
+tg_tensor *tg__scale(tg_site s, tg_tensor *t, double k) {
+    return unary(s, "tg_scale", TG__UN_SCALE, &SCALE_DEF, t, k, 0.0, SAVE_NONE);
+}
+tg_tensor *tg_neg_at(tg_site s, tg_tensor *t) { return ret(tg__neg(s, t)); }
+tg_tensor *tg_scale_at(tg_site s, tg_tensor *t, double k) { return ret(tg__scale(s, t, k)); }
+tg_tensor *tg_exp_at(tg_site s, tg_tensor *t) {
+    return ret(unary(s, "tg_exp", TG__UN_EXP, &EXP_DEF, t, 0.0, 0.0, SAVE_OUTPUT));
+}
+tg_tensor *tg_log_at(tg_site s, tg_tensor *t) {
+    return ret(unary(s, "tg_log", TG__UN_LOG, &LOG_DEF, t, 0.0, 0.0, SAVE_INPUT));
+}
+tg_tensor *tg_add_scalar_at(tg_site s, tg_tensor *t, double k) {
+    return ret(unary(s, "tg_add_scalar", TG__UN_ADDS, &ADDS_DEF, t, k, 0.0, SAVE_NONE));
+}
+tg_tensor *tg_clamp_at(tg_site s, tg_tensor *t, double lo, double hi) {
+    if (tg__null_arg(t, "tg_clamp", "t")) return NULL;
+    if (isnan(lo) || isnan(hi) || lo > hi)
+        return tg__fail(TG_ERR_VALUE, "tg_clamp: invalid bounds lo = %g, hi = %g (need lo <= hi, "
+                        "no NaN)", lo, hi);
+    return ret(unary(s, "tg_clamp", TG__UN_CLAMP, &CLAMP_DEF, t, lo, hi, SAVE_INPUT));
+}
+
+static tg_status neg_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    gin[0] = tg__neg(n->site, gout[0]);
+    return gin[0] ? TG_OK : tg_last_status();
+}
+
+/* d exp(x) = g * exp(x), from the saved output. */
+static tg_status exp_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    tg_tensor *y = tg__node_saved(n, 0);
+    if (!y) return tg_last_status();
+    gin[0] = tg__mul(n->site, gout[0], y);
+    tg__tensor_release(y);
+    return gin[0] ? TG_OK : tg_last_status();
+}
+
+/* d log(x) = g / x. */
+static tg_status log_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    tg_tensor *x = tg__node_saved(n, 0);
+    if (!x) return tg_last_status();
+    gin[0] = tg__div(n->site, gout[0], x);
+    tg__tensor_release(x);
+    return gin[0] ? TG_OK : tg_last_status();
+}
+
+static tg_status scale_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    gin[0] = tg__scale(n->site, gout[0], n->dparam[0]);
+    return gin[0] ? TG_OK : tg_last_status();
+}
+
+/* d(x + k) = g: the same tensor (the engine copies before writing into it). */
+static tg_status adds_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    (void)n;
+    gin[0] = tg_retain(gout[0]);
+    return TG_OK;
+}
+
+/* d clamp(x, lo, hi) = g where lo <= x <= hi, else 0. */
+static tg_status clamp_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    tg_tensor *x = tg__node_saved(n, 0);
+    if (!x) return tg_last_status();
+    tg_tensor *t = tg__new_output(n->site, n->name, x->dtype, x->ndim, x->shape);
+    if (t) tg__cpu_binary(TG__BIN_CLAMP_GRAD, t, gout[0], x, n->dparam[0], n->dparam[1]);
+    tg__tensor_release(x);
+    gin[0] = t;
+    return t ? TG_OK : tg_last_status();
+}
+
+/* ---- dtype conversion ---------------------------------------------------------- */
+
+static tg_status to_dtype_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
+static const tg__op_def TO_DTYPE_DEF = {"ToDtypeBackward", to_dtype_backward};
+
+/* f32 <-> f64 is differentiable; to or from i64 is allowed but records
+ * nothing (the result never requires grad). */
+tg_tensor *tg__to_dtype(tg_site s, tg_tensor *t, tg_dtype dt) {
+    const char *who = "tg_to_dtype";
+    if (tg__null_arg(t, who, "t")) return NULL;
+    if (dt != TG_F32 && dt != TG_F64 && dt != TG_I64)
+        return tg__fail(TG_ERR_DTYPE, "%s: invalid dtype %d", who, (int)dt);
+    if (!check_device(who, t)) return NULL;
+    if (dt == t->dtype) return tg_retain(t);
+    tg_tensor *out = tg__new_output(s, who, dt, t->ndim, t->shape);
+    if (!out) return NULL;
+    tg__cpu_copy(out, t);
+    if (tg__is_float(dt) && tg__is_float(t->dtype) && tg__needs_grad(1, &t) &&
+        !tg__record(s, &TO_DTYPE_DEF, 1, &t, out)) {
+        tg__tensor_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+tg_tensor *tg_to_dtype_at(tg_site s, tg_tensor *t, tg_dtype dt) {
+    return ret(tg__to_dtype(s, t, dt));
+}
+
+static tg_status to_dtype_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    gin[0] = tg__to_dtype(n->site, gout[0], n->in_meta[0].dtype);
+    return gin[0] ? TG_OK : tg_last_status();
+}

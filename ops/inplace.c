@@ -1,0 +1,201 @@
+/* ops/inplace.c - in-place ops: add_, sub_, mul_, scale_, copy_, fill_ and
+ * tg_mark_modified. Each bumps the storage's version counter and records its
+ * name and call site, so that a later backward can name it. With grad mode on
+ * they are refused on leaves that require grad and on views of tensors that
+ * require grad; on other tensors that take part in the graph the op is
+ * recorded (the tensor's grad_fn becomes the op's node). */
+#include <string.h>
+
+#include "tg_internal.h"
+
+typedef enum { IP_ADD, IP_SUB, IP_MUL, IP_SCALE, IP_COPY, IP_FILL } ip_kind;
+
+static const char *const ip_name[] = {"add_", "sub_", "mul_", "scale_", "copy_", "fill_"};
+static const char *const ip_who[] = {"tg_add_", "tg_sub_", "tg_mul_", "tg_scale_", "tg_copy_",
+                                     "tg_fill_"};
+
+/* t op= other (broadcast), elementwise; other does not alias t. */
+#define IP_LOOP(T)                                                                       \
+    do {                                                                                 \
+        T *tb = (T *)t->storage->data;                                                   \
+        const T *ob = (const T *)other->storage->data;                                   \
+        _Pragma("omp parallel for if (n >= 32768)")                                      \
+        for (int64_t i = 0; i < n; i++) {                                                \
+            T *x = tb + t->offset + tg__offset_of(i, nd, t->shape, t->strides);          \
+            T y = ob[other->offset + tg__offset_of(i, nd, t->shape, ost)];               \
+            if (k == IP_ADD) *x += y;                                                    \
+            else if (k == IP_SUB) *x -= y;                                               \
+            else *x *= y;                                                                \
+        }                                                                                \
+    } while (0)
+
+static void ip_binary_kernel(ip_kind k, tg_tensor *t, const tg_tensor *other) {
+    int nd = t->ndim;
+    int64_t n = tg__numel(nd, t->shape);
+    int64_t ost[TG_MAX_DIMS];
+    tg__broadcast_strides(other, nd, t->shape, ost);
+    if (t->dtype == TG_F32) IP_LOOP(float);
+    else IP_LOOP(double);
+}
+
+static void ip_scalar_kernel(ip_kind k, tg_tensor *t, double v) {
+    int nd = t->ndim;
+    int64_t n = tg__numel(nd, t->shape);
+    char *b = t->storage->data;
+    #pragma omp parallel for if (n >= 32768)
+    for (int64_t i = 0; i < n; i++) {
+        int64_t o = t->offset + tg__offset_of(i, nd, t->shape, t->strides);
+        switch (t->dtype) {
+        case TG_F32: {
+            float *x = (float *)b + o;
+            *x = k == IP_SCALE ? *x * (float)v : (float)v;
+            break;
+        }
+        case TG_F64: {
+            double *x = (double *)b + o;
+            *x = k == IP_SCALE ? *x * v : v;
+            break;
+        }
+        default: ((int64_t *)b)[o] = (int64_t)v; break;
+        }
+    }
+}
+
+static bool overlapping(const tg_tensor *t) {
+    for (int d = 0; d < t->ndim; d++)
+        if (t->strides[d] == 0 && t->shape[d] > 1) return true;
+    return false;
+}
+
+/* Argument and autograd checks shared by all in-place ops. other may be NULL
+ * (scale_, fill_). Returns TG_OK or the error. */
+static tg_status check(ip_kind k, tg_tensor *t, tg_tensor *other) {
+    const char *who = ip_who[k];
+    char a[160], b[160];
+    if (t->storage->device != TG_CPU || (other && other->storage->device != TG_CPU))
+        return tg__set_error(TG_ERR_DEVICE, "%s: operands must be on the CPU", who);
+    if (k != IP_COPY && k != IP_FILL && !tg__is_float(t->dtype))
+        return tg__set_error(TG_ERR_DTYPE, "%s: needs an f32/f64 tensor, got %s", who,
+                             tg_dtype_name(t->dtype));
+    if (other && k != IP_COPY && other->dtype != t->dtype)
+        return tg__set_error(TG_ERR_DTYPE, "%s: dtypes differ (%s and %s)", who,
+                             tg_dtype_name(t->dtype), tg_dtype_name(other->dtype));
+    if (other) {
+        int nd;
+        int64_t bs[TG_MAX_DIMS];
+        bool ok = other->ndim <= t->ndim &&
+                  tg__broadcast_shapes(who, t->ndim, t->shape, other->ndim, other->shape, &nd,
+                                       bs) == TG_OK;
+        for (int d = 0; ok && d < nd; d++) ok = bs[d] == t->shape[d];
+        if (!ok)
+            return tg__set_error(TG_ERR_SHAPE, "%s: shape %s cannot be broadcast to the "
+                                 "modified tensor's shape %s", who,
+                                 tg__shape_str(a, sizeof a, other->ndim, other->shape),
+                                 tg__shape_str(b, sizeof b, t->ndim, t->shape));
+    }
+    if (overlapping(t))
+        return tg__set_error(TG_ERR_LAYOUT, "%s: the modified tensor has overlapping elements "
+                             "(an expand view, strides %s); clone it first", who,
+                             tg__shape_str(a, sizeof a, t->ndim, t->strides));
+    if (!tg_is_grad_enabled()) return TG_OK;
+    if (t->requires_grad && !t->grad_fn)
+        return tg__set_error(TG_ERR_AUTOGRAD, "%s: a leaf tensor that requires grad ('%s') is "
+                             "being used in an in-place operation; run it under TG_NO_GRAD "
+                             "(e.g. an optimizer update) or use the out-of-place op", who,
+                             t->name);
+    bool recording = t->requires_grad || (other && other->requires_grad && k != IP_FILL);
+    if (recording && t->is_view)
+        return tg__set_error(TG_ERR_AUTOGRAD, "%s: in-place modification of a view ('%s') is not "
+                             "differentiable in tapegrad; use the out-of-place op, or clone the "
+                             "view first", who, t->name);
+    return TG_OK;
+}
+
+/* The out-of-place equivalent, recorded in the graph (grad mode is on). */
+static tg_tensor *out_of_place(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, double v) {
+    switch (k) {
+    case IP_ADD: return tg__add(s, t, other);
+    case IP_SUB: return tg__sub(s, t, other);
+    case IP_SCALE: return tg__scale(s, t, v);
+    case IP_MUL: {
+        /* mul saves its operands: give it a copy of t, which is about to change */
+        tg_tensor *c = tg__clone(s, t);
+        if (!c) return NULL;
+        tg_tensor *r = tg__mul(s, c, other);
+        tg__tensor_release(c);
+        return r;
+    }
+    case IP_COPY: {
+        tg_tensor *e = tg__expand(s, other, t->ndim, t->shape);
+        if (!e) return NULL;
+        tg_tensor *c = tg__to_dtype(s, e, t->dtype);
+        tg__tensor_release(e);
+        if (!c) return NULL;
+        tg_tensor *r = tg__clone(s, c);
+        tg__tensor_release(c);
+        return r;
+    }
+    case IP_FILL: return NULL;
+    }
+    return NULL;
+}
+
+static tg_status apply(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, double v) {
+    const char *who = ip_who[k];
+    if (tg__null_arg(t, who, "t")) return tg_last_status();
+    if ((k == IP_ADD || k == IP_SUB || k == IP_MUL) && tg__null_arg(other, who, "other"))
+        return tg_last_status();
+    if (k == IP_COPY && tg__null_arg(other, who, "src")) return tg_last_status();
+    tg_status st = check(k, t, other);
+    if (st != TG_OK) return st;
+
+    bool grad_on = tg_is_grad_enabled();
+    bool record = grad_on && k != IP_FILL &&
+                  (t->requires_grad || (other && other->requires_grad));
+    if (record) {
+        tg_tensor *r = out_of_place(k, s, t, other, v);
+        if (!r) return tg_last_status();
+        tg__cpu_copy(t, r);
+        tg__node_retain(r->grad_fn);
+        tg__node_release(t->grad_fn);
+        t->grad_fn = r->grad_fn;
+        t->output_nr = r->output_nr;
+        t->requires_grad = r->grad_fn != NULL;
+        tg__tensor_release(r);
+    } else {
+        tg_tensor *src = other;
+        if (other && other->storage == t->storage) { /* aliasing: read from a copy */
+            src = tg__tensor_new(s, who, other->dtype, other->ndim, other->shape,
+                                 TG_MEM_WORKSPACE);
+            if (!src) return tg_last_status();
+            tg__cpu_copy(src, other);
+        }
+        if (k == IP_COPY) tg__cpu_copy(t, src);
+        else if (k == IP_SCALE || k == IP_FILL) ip_scalar_kernel(k, t, v);
+        else ip_binary_kernel(k, t, src);
+        if (src != other) tg__tensor_release(src);
+        if (k == IP_FILL && grad_on && t->grad_fn) {
+            /* a constant now: it no longer depends on its history */
+            tg__node_release(t->grad_fn);
+            t->grad_fn = NULL;
+            t->requires_grad = false;
+        }
+    }
+    tg__storage_bump(t->storage, ip_name[k], s);
+    return TG_OK;
+}
+
+tg_status tg_add__at(tg_site s, tg_tensor *t, tg_tensor *o) { return apply(IP_ADD, s, t, o, 0); }
+tg_status tg_sub__at(tg_site s, tg_tensor *t, tg_tensor *o) { return apply(IP_SUB, s, t, o, 0); }
+tg_status tg_mul__at(tg_site s, tg_tensor *t, tg_tensor *o) { return apply(IP_MUL, s, t, o, 0); }
+tg_status tg_scale__at(tg_site s, tg_tensor *t, double k) { return apply(IP_SCALE, s, t, NULL, k); }
+tg_status tg_copy__at(tg_site s, tg_tensor *t, tg_tensor *src) {
+    return apply(IP_COPY, s, t, src, 0);
+}
+tg_status tg_fill__at(tg_site s, tg_tensor *t, double v) { return apply(IP_FILL, s, t, NULL, v); }
+
+tg_status tg_mark_modified_at(tg_site s, tg_tensor *t, const char *op_name) {
+    if (tg__null_arg(t, "tg_mark_modified", "t")) return tg_last_status();
+    tg__storage_bump(t->storage, op_name ? op_name : "(unnamed in-place write)", s);
+    return TG_OK;
+}

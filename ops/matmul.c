@@ -1,0 +1,161 @@
+/* ops/matmul.c - tg_matmul: a (..., M, K) @ b (..., K, N) -> (..., M, N).
+ *
+ * Contract: f32/f64 CPU operands of one dtype, any strides (transposed
+ * matrices go to BLAS as CblasTrans, other layouts are packed by the kernel).
+ * Shapes: both 2-D; both batched with equal leading dims (up to 8 dims); or a
+ * batched and b 2-D (a weight shared by every batch entry). Zero-size M, N or
+ * K work (K == 0 gives zeros). Errors: TG_ERR_NULL, TG_ERR_DTYPE,
+ * TG_ERR_DEVICE, TG_ERR_SHAPE (ndim < 2, inner sizes differ, batch dims
+ * differ; the message shows both shapes), TG_ERR_NOMEM.
+ * Backward (MmBackward for 2-D, BmmBackward for batched) saves a and b:
+ *   dA = dC @ B^T, dB = A^T @ dC (summed over the batch when b is shared).
+ */
+#include <string.h>
+
+#include "tg_internal.h"
+#include "../kernels/cpu/matmul.h"
+
+static tg_status mm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
+
+/* tg__tensor_release tolerating NULL. */
+static void rel(tg_tensor *t) {
+    if (t)
+        tg__tensor_release(t);
+}
+
+static const tg__op_def mm_def = {"MmBackward", mm_backward};
+static const tg__op_def bmm_def = {"BmmBackward", mm_backward};
+
+/* Argument checks; on success *b_shared tells whether b is a 2-D weight used
+ * by every batch entry of a batched a. */
+static bool mm_check(const tg_tensor *a, const tg_tensor *b, bool *b_shared) {
+    char sa[128], sb[128];
+    if (a->storage->device != TG_CPU || b->storage->device != TG_CPU) {
+        tg__set_error(TG_ERR_DEVICE, "tg_matmul: operands must be CPU tensors");
+        return false;
+    }
+    if (!tg__is_float(a->dtype) || a->dtype != b->dtype) {
+        tg__set_error(TG_ERR_DTYPE,
+                      "tg_matmul: operands must be f32 or f64 of one dtype, got %s and %s",
+                      tg_dtype_name(a->dtype), tg_dtype_name(b->dtype));
+        return false;
+    }
+    tg__shape_str(sa, sizeof sa, a->ndim, a->shape);
+    tg__shape_str(sb, sizeof sb, b->ndim, b->shape);
+    if (a->ndim < 2 || b->ndim < 2) {
+        tg__set_error(TG_ERR_SHAPE,
+                      "tg_matmul: both operands need at least 2 dims, got a %s and b %s", sa, sb);
+        return false;
+    }
+    int64_t ka = a->shape[a->ndim - 1], kb = b->shape[b->ndim - 2];
+    if (ka != kb) {
+        tg__set_error(TG_ERR_SHAPE, "tg_matmul: inner sizes differ: a %s @ b %s (%lld != %lld)", sa,
+                      sb, (long long)ka, (long long)kb);
+        return false;
+    }
+    *b_shared = b->ndim == 2 && a->ndim > 2;
+    if (*b_shared || (a->ndim == 2 && b->ndim == 2))
+        return true;
+    bool same = a->ndim == b->ndim;
+    for (int d = 0; same && d < a->ndim - 2; d++)
+        same = a->shape[d] == b->shape[d];
+    if (!same) {
+        tg__set_error(TG_ERR_SHAPE,
+                      "tg_matmul: batch dims differ: a %s @ b %s "
+                      "(need equal leading dims, or b 2-D)",
+                      sa, sb);
+        return false;
+    }
+    return true;
+}
+
+tg_tensor *tg__matmul(tg_site s, tg_tensor *a, tg_tensor *b) {
+    if (tg__null_arg(a, "tg_matmul", "a") || tg__null_arg(b, "tg_matmul", "b"))
+        return NULL;
+    bool b_shared = false;
+    if (!mm_check(a, b, &b_shared))
+        return NULL;
+
+    int nd = a->ndim, nb = nd - 2;
+    int64_t oshape[TG_MAX_DIMS]; // (..., M, N)
+    memcpy(oshape, a->shape, sizeof(int64_t) * (size_t)nd);
+    oshape[nd - 1] = b->shape[b->ndim - 1];
+    tg_tensor *out = tg__new_output(s, "tg_matmul", a->dtype, nd, oshape);
+    if (!out)
+        return NULL;
+
+    tg__mat ma = tg__mat_of(a, false), mb = tg__mat_of(b, b_shared), mc = tg__mat_of(out, false);
+    if (tg__cpu_matmul("tg_matmul", a->dtype, nb, a->shape, &ma, &mb, &mc, false) != TG_OK) {
+        tg__tensor_release(out);
+        return NULL;
+    }
+
+    tg_tensor *inputs[2] = {a, b};
+    if (tg__needs_grad(2, inputs)) {
+        const tg__op_def *def = nd == 2 ? &mm_def : &bmm_def;
+        tg__node *n = tg__record(s, def, 2, inputs, out);
+        if (!n || tg__node_save(n, a, false, 0) < 0 || tg__node_save(n, b, false, 1) < 0) {
+            tg__tensor_release(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+tg_tensor *tg_matmul_at(tg_site s, tg_tensor *a, tg_tensor *b) {
+    return tg__ret(tg__matmul(s, a, b));
+}
+
+/* Saved slots: 0 = a (..., M, K), 1 = b (..., K, N) or (K, N) when shared. */
+static tg_status mm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    bool need_a = n->edge[0].kind != TG__EDGE_NONE, need_b = n->edge[1].kind != TG__EDGE_NONE;
+    const tg__meta *am = &n->in_meta[0], *bm = &n->in_meta[1];
+    tg_tensor *g = gout[0]; // (..., M, N)
+    int nb = am->ndim - 2;
+    bool b_shared = bm->ndim == 2 && am->ndim > 2;
+    tg_tensor *a = NULL, *b = NULL, *da = NULL, *db = NULL;
+    tg_status st = TG_OK;
+
+    if (need_a) {
+        b = tg__node_saved(n, 1);
+        if (!b)
+            goto fail;
+        da = tg__new_output(n->site, "tg_matmul", am->dtype, am->ndim, am->shape); // (..., M, K)
+        if (!da)
+            goto fail;
+        /* dA = dC @ B^T */
+        tg__mat mg = tg__mat_of(g, false), mbt = tg__mat_t(tg__mat_of(b, b_shared));
+        tg__mat mda = tg__mat_of(da, false);
+        if (tg__cpu_matmul("MmBackward", am->dtype, nb, am->shape, &mg, &mbt, &mda, false) != TG_OK)
+            goto fail;
+    }
+    if (need_b) {
+        a = tg__node_saved(n, 0);
+        if (!a)
+            goto fail;
+        db = tg__new_output(n->site, "tg_matmul", bm->dtype, bm->ndim, bm->shape); // (..., K, N)
+        if (!db)
+            goto fail;
+        /* dB = A^T @ dC, summed over the batch when b is shared. */
+        tg__mat mat = tg__mat_t(tg__mat_of(a, false)), mg = tg__mat_of(g, false);
+        tg__mat mdb = tg__mat_of(db, false);
+        if (tg__cpu_matmul("MmBackward", bm->dtype, nb, am->shape, &mat, &mg, &mdb, b_shared) !=
+            TG_OK)
+            goto fail;
+    }
+    rel(a);
+    rel(b);
+    gin[0] = da;
+    gin[1] = db;
+    return TG_OK;
+
+fail:
+    st = tg_last_status();
+    if (st == TG_OK)
+        st = TG_ERR_INTERNAL;
+    rel(a);
+    rel(b);
+    rel(da);
+    rel(db);
+    return st;
+}

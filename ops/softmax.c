@@ -1,0 +1,89 @@
+/* ops/softmax.c - tg_softmax and tg_log_softmax along the last dimension.
+ *
+ * Contract: f32/f64 CPU input of any shape and strides (a 0-d tensor is one
+ * row of length 1); returns a new contiguous tensor of the same shape.
+ * Numerically stable (row max subtracted); a row of all -inf gives NaN and a
+ * -inf entry probability 0, as in PyTorch. Errors: TG_ERR_NULL, TG_ERR_DTYPE,
+ * TG_ERR_DEVICE, TG_ERR_NOMEM.
+ * Backward saves the OUTPUT y only (its storage, no reference cycle):
+ *   SoftmaxBackward:    dx = y * (g - sum(g * y))
+ *   LogSoftmaxBackward: dx = g - exp(y) * sum(g)
+ */
+#include "tg_internal.h"
+#include "../kernels/cpu/softmax.h"
+
+static tg_status softmax_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
+static tg_status log_softmax_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
+
+static const tg__op_def softmax_def = {"SoftmaxBackward", softmax_backward};
+static const tg__op_def log_softmax_def = {"LogSoftmaxBackward", log_softmax_backward};
+
+static tg_tensor *softmax_common(tg_site s, tg_tensor *t, bool is_log) {
+    const char *who = is_log ? "tg_log_softmax" : "tg_softmax";
+    if (tg__null_arg(t, who, "t"))
+        return NULL;
+    if (t->storage->device != TG_CPU)
+        return tg__fail(TG_ERR_DEVICE, "%s: t must be a CPU tensor", who);
+    if (!tg__is_float(t->dtype))
+        return tg__fail(TG_ERR_DTYPE, "%s: t must be f32 or f64, got %s", who,
+                        tg_dtype_name(t->dtype));
+
+    tg_tensor *out = tg__new_output(s, who, t->dtype, t->ndim, t->shape); // (..., V)
+    if (!out)
+        return NULL;
+    tg__cpu_softmax_forward(t, out, is_log);
+
+    if (tg__needs_grad(1, &t)) {
+        tg__node *n = tg__record(s, is_log ? &log_softmax_def : &softmax_def, 1, &t, out);
+        if (!n || tg__node_save(n, out, true, 0) < 0) {
+            tg__tensor_release(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+tg_tensor *tg__softmax(tg_site s, tg_tensor *t) {
+    return softmax_common(s, t, false);
+}
+
+tg_tensor *tg__log_softmax(tg_site s, tg_tensor *t) {
+    return softmax_common(s, t, true);
+}
+
+tg_tensor *tg_softmax_at(tg_site s, tg_tensor *t) {
+    return tg__ret(tg__softmax(s, t));
+}
+
+tg_tensor *tg_log_softmax_at(tg_site s, tg_tensor *t) {
+    return tg__ret(tg__log_softmax(s, t));
+}
+
+/* Saved slot 0: the output y (..., V). */
+static tg_status backward_common(tg__node *n, tg_tensor *const *gout, tg_tensor **gin,
+                                 bool is_log) {
+    if (n->edge[0].kind == TG__EDGE_NONE)
+        return TG_OK;
+    tg_tensor *y = tg__node_saved(n, 0);
+    if (!y)
+        return tg_last_status();
+    const tg__meta *m = &n->in_meta[0];
+    tg_tensor *dx = tg__new_output(n->site, is_log ? "tg_log_softmax" : "tg_softmax", m->dtype,
+                                   m->ndim, m->shape); // (..., V)
+    if (!dx) {
+        tg__tensor_release(y);
+        return tg_last_status();
+    }
+    tg__cpu_softmax_backward(y, gout[0], dx, is_log);
+    tg__tensor_release(y);
+    gin[0] = dx;
+    return TG_OK;
+}
+
+static tg_status softmax_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    return backward_common(n, gout, gin, false);
+}
+
+static tg_status log_softmax_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    return backward_common(n, gout, gin, true);
+}

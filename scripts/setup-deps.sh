@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# scripts/setup-deps.sh - make sure the build dependencies of tapegrad are present.
+#
+# Contract:
+#   - Checks for: make, cmake, a C compiler with OpenMP (gcc), pkg-config,
+#     Criterion (libcriterion-dev), OpenBLAS with CBLAS (libopenblas-dev), and
+#     optionally ninja (ninja-build). The CUDA toolkit is optional and is only
+#     detected by CMake; this script never installs it.
+#   - Everything present: prints nothing (unless -v) and exits 0 quickly.
+#   - Something missing and running as root: installs the missing Debian
+#     packages with apt-get (non-interactive), then checks again.
+#   - Something required missing and not root: prints the exact
+#     `sudo apt-get install -y ...` line and exits 1. A missing optional
+#     package (ninja) only prints a hint.
+#   - Honours CC (default: cc, else gcc) for the compiler checks.
+set -euo pipefail
+
+verbose=0
+[[ "${1:-}" == "-v" ]] && verbose=1
+
+CC_BIN="${CC:-}"
+if [[ -z "$CC_BIN" ]]; then
+    if command -v cc >/dev/null 2>&1; then CC_BIN=cc; else CC_BIN=gcc; fi
+fi
+
+missing=()   # required Debian packages that are missing
+optional=()  # optional Debian packages that are missing
+
+have_cmd() { command -v "$1" >/dev/null 2>&1; }
+have_cc() { have_cmd "$CC_BIN"; }
+# A header is present when the compiler's preprocessor finds it.
+have_header() { printf '#include <%s>\n' "$1" | "$CC_BIN" -E -x c - >/dev/null 2>&1; }
+# A library is present when the compiler's linker search path has it.
+have_lib() {
+    local p
+    p="$("$CC_BIN" -print-file-name="lib$1.so" 2>/dev/null)" || return 1
+    [[ "$p" == /* && -e "$p" ]]
+}
+# Without a compiler we cannot ask it; ask dpkg instead.
+have_pkg() {
+    have_cmd dpkg-query &&
+        [[ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" == installed ]]
+}
+need() { missing+=("$1"); }
+
+check_all() {
+    missing=()
+    optional=()
+    have_cmd make || need make
+    have_cmd cmake || need cmake
+    have_cmd pkg-config || need pkg-config
+    have_cmd ninja || optional+=(ninja-build)
+    if have_cc; then
+        have_header stdio.h || need libc6-dev
+        { have_header omp.h && have_lib gomp; } || need gcc
+        { have_header criterion/criterion.h && have_lib criterion; } || need libcriterion-dev
+        { have_header cblas.h && have_lib openblas; } || need libopenblas-dev
+    else
+        need gcc
+        need libc6-dev
+        have_pkg libcriterion-dev || need libcriterion-dev
+        have_pkg libopenblas-dev || need libopenblas-dev
+    fi
+    # de-duplicate, keep order
+    if ((${#missing[@]})); then
+        mapfile -t missing < <(printf '%s\n' "${missing[@]}" | awk '!seen[$0]++')
+    fi
+}
+
+check_all
+if ((${#missing[@]} == 0 && ${#optional[@]} == 0)); then
+    ((verbose)) && echo "setup-deps: all build dependencies are present"
+    exit 0
+fi
+
+if [[ "$(id -u)" == 0 ]] && have_cmd apt-get; then
+    pkgs=("${missing[@]}" "${optional[@]}")
+    echo "setup-deps: installing ${pkgs[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}"
+    check_all
+    if ((${#missing[@]})); then
+        echo "setup-deps: still missing after apt-get: ${missing[*]}" >&2
+        exit 1
+    fi
+    exit 0
+fi
+
+if ((${#missing[@]} == 0)); then
+    echo "setup-deps: optional: 'sudo apt-get install -y ${optional[*]}' for faster builds (ninja)" >&2
+    exit 0
+fi
+
+echo "setup-deps: missing build dependencies: ${missing[*]}" >&2
+echo "Install them with:" >&2
+pkgs=("${missing[@]}" "${optional[@]}")
+echo "  sudo apt-get update && sudo apt-get install -y ${pkgs[*]}" >&2
+exit 1

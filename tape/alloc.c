@@ -1,0 +1,191 @@
+/* tape/alloc.c - the allocator: exact byte accounting per device and category,
+ * saved-tensor bytes, peaks, allocation-failure injection, peak RSS, and the
+ * per-thread memory-category override used by the backward engine. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tg_internal.h"
+
+#define TG__NDEV 2
+#define TG__ALIGN 64
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static tg_mem_stats g_stats[TG__NDEV];
+
+/* fault injection: fail when g_counter reaches g_target (>0) */
+static uint64_t g_fault_target = 0;
+static uint64_t g_fault_counter = 0;
+static bool g_fault_persistent = false;
+static uint64_t g_fault_fired = 0;
+
+static _Thread_local tg_mem_category tl_override = TG_MEM_NCAT;
+
+tg_mem_category tg__set_category_override(tg_mem_category c) {
+    tg_mem_category prev = tl_override;
+    tl_override = c;
+    return prev;
+}
+tg_mem_category tg__op_category(void) {
+    return tl_override == TG_MEM_NCAT ? TG_MEM_ACTIVATION : tl_override;
+}
+tg_mem_category tg__creation_category(void) {
+    return tl_override == TG_MEM_NCAT ? TG_MEM_LEAF : tl_override;
+}
+
+/* Called with g_lock held. True when this allocation must fail. */
+static bool fault_now(void) {
+    if (g_fault_target == 0) return false;
+    g_fault_counter++;
+    if (g_fault_counter == g_fault_target ||
+        (g_fault_persistent && g_fault_counter > g_fault_target)) {
+        g_fault_fired++;
+        return true;
+    }
+    return false;
+}
+
+uint64_t tg_fault_inject(uint64_t n, bool persistent) {
+    pthread_mutex_lock(&g_lock);
+    uint64_t fired = g_fault_fired;
+    g_fault_fired = 0;
+    g_fault_target = n;
+    g_fault_counter = 0;
+    g_fault_persistent = persistent;
+    pthread_mutex_unlock(&g_lock);
+    return fired;
+}
+
+static bool injected_failure(void) {
+    pthread_mutex_lock(&g_lock);
+    bool f = fault_now();
+    pthread_mutex_unlock(&g_lock);
+    return f;
+}
+
+void *tg__alloc(tg_device dev, size_t nbytes, tg_mem_category cat) {
+    if ((int)dev < 0 || (int)dev >= TG__NDEV || (int)cat < 0 || cat >= TG_MEM_NCAT)
+        return tg__fail(TG_ERR_INTERNAL, "tg__alloc: bad device %d or category %d", (int)dev,
+                        (int)cat);
+    if (dev != TG_CPU)
+        return tg__fail(TG_ERR_DEVICE, "device %d is not available in this build", (int)dev);
+    size_t rounded = (nbytes + TG__ALIGN - 1) / TG__ALIGN * TG__ALIGN;
+    if (rounded < nbytes) /* overflow */
+        return tg__fail(TG_ERR_NOMEM, "out of memory: cannot allocate %zu bytes", nbytes);
+    if (rounded == 0) rounded = TG__ALIGN;
+    pthread_mutex_lock(&g_lock);
+    bool fail = fault_now();
+    pthread_mutex_unlock(&g_lock);
+    void *p = fail ? NULL : aligned_alloc(TG__ALIGN, rounded);
+    if (!p)
+        return tg__fail(TG_ERR_NOMEM, "out of memory: cannot allocate %zu bytes (%s)%s", nbytes,
+                        tg_mem_category_name(cat), fail ? " [injected failure]" : "");
+    pthread_mutex_lock(&g_lock);
+    tg_mem_stats *st = &g_stats[dev];
+    st->live[cat] += nbytes;
+    if (st->live[cat] > st->peak[cat]) st->peak[cat] = st->live[cat];
+    st->live_total += nbytes;
+    if (st->live_total > st->peak_total) st->peak_total = st->live_total;
+    st->n_alloc++;
+    pthread_mutex_unlock(&g_lock);
+    return p;
+}
+
+void tg__free(tg_device dev, void *p, size_t nbytes, tg_mem_category cat) {
+    if (!p) return;
+    free(p);
+    pthread_mutex_lock(&g_lock);
+    tg_mem_stats *st = &g_stats[dev];
+    st->live[cat] -= nbytes;
+    st->live_total -= nbytes;
+    st->n_free++;
+    pthread_mutex_unlock(&g_lock);
+}
+
+void *tg__xmalloc(size_t n) {
+    if (injected_failure())
+        return tg__fail(TG_ERR_NOMEM, "out of memory: cannot allocate %zu bytes [injected failure]", n);
+    void *p = malloc(n ? n : 1);
+    if (!p) return tg__fail(TG_ERR_NOMEM, "out of memory: cannot allocate %zu bytes", n);
+    return p;
+}
+
+void *tg__xcalloc(size_t n, size_t size) {
+    if (injected_failure())
+        return tg__fail(TG_ERR_NOMEM, "out of memory: cannot allocate %zu x %zu bytes [injected failure]",
+                        n, size);
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) return tg__fail(TG_ERR_NOMEM, "out of memory: cannot allocate %zu x %zu bytes", n, size);
+    return p;
+}
+
+void *tg__xrealloc(void *old, size_t n) {
+    if (injected_failure())
+        return tg__fail(TG_ERR_NOMEM, "out of memory: cannot allocate %zu bytes [injected failure]", n);
+    void *p = realloc(old, n ? n : 1);
+    if (!p) return tg__fail(TG_ERR_NOMEM, "out of memory: cannot allocate %zu bytes", n);
+    return p;
+}
+
+void tg__saved_bytes_add(tg_device dev, size_t n) {
+    pthread_mutex_lock(&g_lock);
+    tg_mem_stats *st = &g_stats[dev];
+    st->saved += n;
+    if (st->saved > st->saved_peak) st->saved_peak = st->saved;
+    pthread_mutex_unlock(&g_lock);
+}
+
+void tg__saved_bytes_sub(tg_device dev, size_t n) {
+    pthread_mutex_lock(&g_lock);
+    g_stats[dev].saved -= n;
+    pthread_mutex_unlock(&g_lock);
+}
+
+tg_status tg_mem_get(tg_device dev, tg_mem_stats *out) {
+    if (tg__null_arg(out, "tg_mem_get", "out")) return TG_ERR_NULL;
+    if ((int)dev < 0 || (int)dev >= TG__NDEV)
+        return tg__set_error(TG_ERR_DEVICE, "tg_mem_get: unknown device %d", (int)dev);
+    pthread_mutex_lock(&g_lock);
+    *out = g_stats[dev];
+    pthread_mutex_unlock(&g_lock);
+    return TG_OK;
+}
+
+tg_status tg_mem_reset_peak(tg_device dev) {
+    if ((int)dev < 0 || (int)dev >= TG__NDEV)
+        return tg__set_error(TG_ERR_DEVICE, "tg_mem_reset_peak: unknown device %d", (int)dev);
+    pthread_mutex_lock(&g_lock);
+    tg_mem_stats *st = &g_stats[dev];
+    for (int c = 0; c < TG_MEM_NCAT; c++) st->peak[c] = st->live[c];
+    st->peak_total = st->live_total;
+    st->saved_peak = st->saved;
+    pthread_mutex_unlock(&g_lock);
+    return TG_OK;
+}
+
+const char *tg_mem_category_name(tg_mem_category c) {
+    switch (c) {
+    case TG_MEM_LEAF: return "leaf";
+    case TG_MEM_ACTIVATION: return "activation";
+    case TG_MEM_GRADIENT: return "gradient";
+    case TG_MEM_WORKSPACE: return "workspace";
+    default: return "?";
+    }
+}
+
+size_t tg_peak_rss_bytes(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    size_t kb = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long v;
+        if (sscanf(line, "VmHWM: %llu kB", &v) == 1) {
+            kb = (size_t)v;
+            break;
+        }
+    }
+    fclose(f);
+    return kb * 1024;
+}

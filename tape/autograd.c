@@ -1,0 +1,56 @@
+/* tape/autograd.c - per-thread grad mode, requires_grad, leaves and their
+ * .grad, detach. */
+#include <string.h>
+
+#include "tg_internal.h"
+
+static _Thread_local bool tl_grad_disabled = false; /* zero-initialised = grad on */
+
+bool tg_set_grad_enabled(bool enabled) {
+    bool prev = !tl_grad_disabled;
+    tl_grad_disabled = !enabled;
+    return prev;
+}
+
+bool tg_is_grad_enabled(void) { return !tl_grad_disabled; }
+
+tg_status tg_set_requires_grad(tg_tensor *t, bool requires_grad) {
+    if (tg__null_arg(t, "tg_set_requires_grad", "t")) return tg_last_status();
+    if (!tg__is_float(t->dtype))
+        return tg__set_error(TG_ERR_DTYPE, "tg_set_requires_grad: only f32/f64 tensors can "
+                                           "require grad ('%s' is %s)",
+                             t->name, tg_dtype_name(t->dtype));
+    if (t->grad_fn)
+        return tg__set_error(TG_ERR_AUTOGRAD, "tg_set_requires_grad: '%s' is not a leaf (its "
+                                              "grad_fn is %s); requires_grad can only be set on "
+                                              "leaves. Use tg_detach to get a leaf.",
+                             t->name, t->grad_fn->name);
+    t->requires_grad = requires_grad;
+    return TG_OK;
+}
+
+bool tg_requires_grad(const tg_tensor *t) { return t && t->requires_grad; }
+bool tg_is_leaf(const tg_tensor *t) { return t && !t->grad_fn; }
+const char *tg_grad_fn_name(const tg_tensor *t) {
+    return t && t->grad_fn ? t->grad_fn->name : NULL;
+}
+
+tg_tensor *tg_grad(const tg_tensor *t) {
+    if (tg__null_arg(t, "tg_grad", "t")) return NULL;
+    return tg__ret(tg_retain(t->grad));
+}
+
+tg_status tg_zero_grad(tg_tensor *t) {
+    if (tg__null_arg(t, "tg_zero_grad", "t")) return tg_last_status();
+    tg__tensor_release(t->grad);
+    t->grad = NULL;
+    return TG_OK;
+}
+
+tg_tensor *tg_detach_at(tg_site s, tg_tensor *t) {
+    if (tg__null_arg(t, "tg_detach", "t")) return NULL;
+    tg_tensor *d = tg__tensor_on(s, t->storage, t->dtype, t->ndim, t->shape, t->strides,
+                                 t->offset);
+    if (d) memcpy(d->name, t->name, TG__NAME_LEN);
+    return tg__ret(d);
+}

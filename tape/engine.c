@@ -1,0 +1,283 @@
+/* tape/engine.c - tg_backward: reverse topological walk of the graph from a
+ * root, gradient accumulation into nodes and leaves, freeing saved tensors.
+ *
+ * Order of work: (1) collect the nodes reachable from the root and count, for
+ * each, the edges that point to it (iterative DFS, no recursion); (2) validate
+ * the whole graph (freed saved tensors, saved tensors modified in place)
+ * before computing anything; (3) run the nodes in an order where a node runs
+ * only after every node that feeds it a gradient (Kahn's algorithm);
+ * (4) commit the leaves' gradients only when everything succeeded. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tg_internal.h"
+
+static _Atomic uint64_t g_epoch = 1;
+
+typedef struct {
+    void **v;
+    size_t n, cap;
+} ptrvec;
+
+static bool vec_push(ptrvec *a, void *p) {
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? 2 * a->cap : 64;
+        void **nv = tg__xrealloc(a->v, cap * sizeof *nv);
+        if (!nv) return false;
+        a->v = nv;
+        a->cap = cap;
+    }
+    a->v[a->n++] = p;
+    return true;
+}
+
+static bool same_meta(const tg_tensor *t, const tg__meta *m) {
+    if (t->dtype != m->dtype || t->ndim != m->ndim) return false;
+    for (int d = 0; d < m->ndim; d++)
+        if (t->shape[d] != m->shape[d]) return false;
+    return true;
+}
+
+/* True when t may be modified in place: nobody else can see it. */
+static bool exclusive(const tg_tensor *t) {
+    return t->refcount == 1 && t->storage->refcount == 1 && tg__is_contiguous(t) &&
+           t->storage->saved_refs == 0;
+}
+
+/* *slot += g, taking ownership of g. In place when *slot is exclusive. */
+static tg_status accumulate(tg_site s, tg_tensor **slot, tg_tensor *g) {
+    if (!*slot) {
+        *slot = g;
+        return TG_OK;
+    }
+    if (exclusive(*slot)) {
+        tg__cpu_accumulate(*slot, g);
+        tg__tensor_release(g);
+        return TG_OK;
+    }
+    tg_tensor *sum = tg__add(s, *slot, g);
+    tg__tensor_release(g);
+    if (!sum) return tg_last_status();
+    tg__tensor_release(*slot);
+    *slot = sum;
+    return TG_OK;
+}
+
+static tg_status check_root(tg_tensor *root, tg_tensor *grad) {
+    char a[160], b[160];
+    if (!root->requires_grad)
+        return tg__set_error(TG_ERR_AUTOGRAD,
+                             "tg_backward: tensor '%s' does not require grad and has no grad_fn "
+                             "(was it computed under no-grad, or only from tensors that do not "
+                             "require grad?)",
+                             root->name);
+    if (!grad) {
+        if (tg__numel(root->ndim, root->shape) != 1)
+            return tg__set_error(TG_ERR_AUTOGRAD,
+                                 "tg_backward: a gradient can be created implicitly only for a "
+                                 "one-element root; '%s' has shape %s: pass grad",
+                                 root->name, tg__shape_str(a, sizeof a, root->ndim, root->shape));
+        return TG_OK;
+    }
+    if (grad->dtype != root->dtype)
+        return tg__set_error(TG_ERR_DTYPE, "tg_backward: grad is %s but the root is %s",
+                             tg_dtype_name(grad->dtype), tg_dtype_name(root->dtype));
+    tg__meta m = {root->dtype, root->ndim, {0}};
+    memcpy(m.shape, root->shape, sizeof m.shape);
+    if (!same_meta(grad, &m))
+        return tg__set_error(TG_ERR_SHAPE, "tg_backward: grad has shape %s but the root has %s",
+                             tg__shape_str(a, sizeof a, grad->ndim, grad->shape),
+                             tg__shape_str(b, sizeof b, root->ndim, root->shape));
+    return TG_OK;
+}
+
+/* Commit, phase A (may fail, changes no .grad): turns the leaf's pending
+ * gradient into the tensor that phase B will install or add. */
+static tg_status prepare_leaf(tg_tensor *leaf) {
+    tg_tensor *g = leaf->pending;
+    if (leaf->grad && !exclusive(leaf->grad)) {
+        /* .grad is shared (the user holds it): replace it with a new sum */
+        tg_tensor *sum = tg__add(leaf->site, leaf->grad, g);
+        if (!sum) return tg_last_status();
+        tg__tensor_release(g);
+        leaf->pending = sum;
+    } else if (!exclusive(g)) {
+        tg_tensor *c = tg__clone(leaf->site, g);
+        if (!c) return tg_last_status();
+        tg__tensor_release(g);
+        leaf->pending = c;
+    }
+    return TG_OK;
+}
+
+/* Commit, phase B (cannot fail). */
+static void install_leaf(tg_tensor *leaf) {
+    tg_tensor *g = leaf->pending;
+    leaf->pending = NULL;
+    if (leaf->grad && exclusive(leaf->grad)) {
+        tg__cpu_accumulate(leaf->grad, g);
+        tg__tensor_release(g);
+    } else {
+        tg__tensor_release(leaf->grad);
+        leaf->grad = g;
+    }
+}
+
+static tg_status run_node(tg__node *n, tg_tensor **gin) {
+    for (int k = 0; k < n->n_out; k++)
+        if (n->gbuf[k]) goto has_grad;
+    return TG_OK; /* no gradient reached it: all its input gradients are zero */
+has_grad:
+    return n->op->backward(n, n->gbuf, gin);
+}
+
+tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
+    if (tg__null_arg(root, "tg_backward", "root")) return tg_last_status();
+    tg_status st = check_root(root, grad);
+    if (st != TG_OK) return st;
+
+    bool prev_grad = tg_set_grad_enabled(false);
+    bool prev_scopes = tg__scopes_suspend();
+    tg_mem_category prev_cat = tg__set_category_override(TG_MEM_GRADIENT);
+    ptrvec nodes = {0}, ready = {0}, leaves = {0};
+
+    tg_tensor *seed;
+    if (grad) {
+        seed = tg_retain(grad);
+    } else {
+        seed = tg__new_output(root->site, "tg_backward", root->dtype, root->ndim, root->shape);
+        if (!seed) goto fail_nomsg;
+        if (root->dtype == TG_F32) *(float *)seed->storage->data = 1.0f;
+        else *(double *)seed->storage->data = 1.0;
+    }
+
+    if (!root->grad_fn) { /* a leaf: its gradient is the seed */
+        root->pending = seed;
+        st = prepare_leaf(root);
+        if (st == TG_OK) install_leaf(root);
+        tg__tensor_release(root->pending);
+        root->pending = NULL;
+        goto done;
+    }
+
+    /* (1) reachable nodes and dependency counts */
+    uint64_t epoch = atomic_fetch_add(&g_epoch, 1);
+    tg__node *rn = root->grad_fn;
+    rn->mark = epoch;
+    rn->deps = 0;
+    if (!vec_push(&nodes, rn)) goto fail_seed;
+    for (size_t i = 0; i < nodes.n; i++) {
+        tg__node *n = nodes.v[i];
+        for (int e = 0; e < n->n_in; e++) {
+            if (n->edge[e].kind != TG__EDGE_NODE) continue;
+            tg__node *c = n->edge[e].node;
+            if (c->mark != epoch) {
+                c->mark = epoch;
+                c->deps = 0;
+                if (!vec_push(&nodes, c)) goto fail_seed;
+            }
+            c->deps++;
+        }
+    }
+
+    /* (2) validate before computing anything */
+    for (size_t i = 0; i < nodes.n; i++) {
+        tg__node *n = nodes.v[i];
+        for (int k = 0; k < n->n_saved; k++) {
+            st = tg__node_check_saved(n, k);
+            if (st != TG_OK) {
+                tg__tensor_release(seed);
+                goto done;
+            }
+        }
+    }
+
+    /* (3) run */
+    rn->gbuf[root->output_nr] = seed;
+    seed = NULL;
+    if (!vec_push(&ready, rn)) goto fail_nomsg;
+    while (ready.n) {
+        tg__node *n = ready.v[--ready.n];
+        tg_tensor *gin[TG__MAX_IO] = {0};
+        st = run_node(n, gin);
+        for (int k = 0; k < n->n_out; k++) {
+            tg__tensor_release(n->gbuf[k]);
+            n->gbuf[k] = NULL;
+        }
+        for (int i = 0; st == TG_OK && i < n->n_in; i++) {
+            if (!gin[i]) continue;
+            tg__edge *e = &n->edge[i];
+            if (e->kind == TG__EDGE_NONE) {
+                tg__tensor_release(gin[i]);
+                gin[i] = NULL;
+                continue;
+            }
+            if (!same_meta(gin[i], &n->in_meta[i])) {
+                char a[160], b[160];
+                st = tg__set_error(n->fn ? TG_ERR_SHAPE : TG_ERR_INTERNAL,
+                                   "%s (created at %s:%d): backward returned a %s%s gradient for "
+                                   "input %d, which is %s%s",
+                                   n->name, n->site.file, n->site.line,
+                                   tg_dtype_name(gin[i]->dtype),
+                                   tg__shape_str(a, sizeof a, gin[i]->ndim, gin[i]->shape), i,
+                                   tg_dtype_name(n->in_meta[i].dtype),
+                                   tg__shape_str(b, sizeof b, n->in_meta[i].ndim,
+                                                 n->in_meta[i].shape));
+                break;
+            }
+            tg_tensor *g = gin[i];
+            gin[i] = NULL;
+            if (e->kind == TG__EDGE_NODE) {
+                st = accumulate(n->site, &e->node->gbuf[e->output_nr], g);
+            } else {
+                if (!e->leaf->pending && !vec_push(&leaves, e->leaf)) {
+                    tg__tensor_release(g);
+                    st = tg_last_status();
+                    break;
+                }
+                st = accumulate(n->site, &e->leaf->pending, g);
+            }
+        }
+        for (int i = 0; i < n->n_in; i++) tg__tensor_release(gin[i]);
+        if (st != TG_OK) goto done;
+        for (int i = 0; i < n->n_in; i++) {
+            tg__edge *e = &n->edge[i];
+            if (e->kind == TG__EDGE_NODE && --e->node->deps == 0 && !vec_push(&ready, e->node))
+                goto fail_nomsg;
+        }
+        if (!retain_graph) tg__node_free_saved(n);
+    }
+
+    /* (4) commit the leaves */
+    for (size_t i = 0; i < leaves.n && st == TG_OK; i++) st = prepare_leaf(leaves.v[i]);
+    if (st == TG_OK)
+        for (size_t i = 0; i < leaves.n; i++) install_leaf(leaves.v[i]);
+    goto done;
+
+fail_seed:
+    tg__tensor_release(seed);
+fail_nomsg:
+    st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_NOMEM;
+done:
+    /* Drop gradients still buffered (failure paths) so nothing leaks. */
+    for (size_t i = 0; i < nodes.n; i++) {
+        tg__node *n = nodes.v[i];
+        for (int k = 0; k < n->n_out; k++) {
+            tg__tensor_release(n->gbuf[k]);
+            n->gbuf[k] = NULL;
+        }
+    }
+    for (size_t i = 0; i < leaves.n; i++) {
+        tg_tensor *l = leaves.v[i];
+        tg__tensor_release(l->pending);
+        l->pending = NULL;
+    }
+    free(nodes.v);
+    free(ready.v);
+    free(leaves.v);
+    tg__set_category_override(prev_cat);
+    tg__scopes_resume(prev_scopes);
+    tg_set_grad_enabled(prev_grad);
+    return st;
+}

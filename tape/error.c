@@ -1,0 +1,85 @@
+/* tape/error.c - the per-thread status and message (tg_last_status/error),
+ * NULL propagation, shape formatting. */
+#include <stdio.h>
+#include <string.h>
+
+#include "tg_internal.h"
+
+#define TG__MSG_LEN 4096
+
+static _Thread_local tg_status tl_status = TG_OK;
+static _Thread_local char tl_msg[TG__MSG_LEN];
+
+tg_status tg_last_status(void) { return tl_status; }
+const char *tg_last_error(void) { return tl_msg; }
+
+void tg_clear_error(void) {
+    tl_status = TG_OK;
+    tl_msg[0] = '\0';
+}
+
+const char *tg_status_name(tg_status s) {
+    switch (s) {
+    case TG_OK: return "TG_OK";
+    case TG_ERR_NULL: return "TG_ERR_NULL";
+    case TG_ERR_SHAPE: return "TG_ERR_SHAPE";
+    case TG_ERR_DTYPE: return "TG_ERR_DTYPE";
+    case TG_ERR_DIM: return "TG_ERR_DIM";
+    case TG_ERR_VALUE: return "TG_ERR_VALUE";
+    case TG_ERR_LAYOUT: return "TG_ERR_LAYOUT";
+    case TG_ERR_NOMEM: return "TG_ERR_NOMEM";
+    case TG_ERR_INPLACE: return "TG_ERR_INPLACE";
+    case TG_ERR_AUTOGRAD: return "TG_ERR_AUTOGRAD";
+    case TG_ERR_FREED: return "TG_ERR_FREED";
+    case TG_ERR_STATE: return "TG_ERR_STATE";
+    case TG_ERR_GRADCHECK: return "TG_ERR_GRADCHECK";
+    case TG_ERR_DEVICE: return "TG_ERR_DEVICE";
+    case TG_ERR_IO: return "TG_ERR_IO";
+    case TG_ERR_CUDA: return "TG_ERR_CUDA";
+    case TG_ERR_INTERNAL: return "TG_ERR_INTERNAL";
+    }
+    return "TG_ERR_UNKNOWN";
+}
+
+tg_status tg__set_errorv(tg_status st, const char *fmt, va_list ap) {
+    /* Format into a scratch buffer first: fmt's arguments may point into tl_msg. */
+    char buf[TG__MSG_LEN];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    memcpy(tl_msg, buf, sizeof buf);
+    tl_status = st;
+    return st;
+}
+
+tg_status tg__set_error(tg_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    tg__set_errorv(st, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+void *tg__fail(tg_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    tg__set_errorv(st, fmt, ap);
+    va_end(ap);
+    return NULL;
+}
+
+bool tg__null_arg(const void *p, const char *fn, const char *arg) {
+    if (p) return false;
+    if (tl_status == TG_OK)
+        tg__set_error(TG_ERR_NULL, "%s: argument '%s' is NULL", fn, arg);
+    return true;
+}
+
+const char *tg__shape_str(char *buf, size_t n, int ndim, const int64_t *shape) {
+    size_t k = 0;
+    if (n == 0) return buf;
+    buf[0] = '\0';
+    k += (size_t)snprintf(buf + k, n - k, "[");
+    for (int d = 0; d < ndim && k < n; d++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    if (k < n) snprintf(buf + k, n - k, "]");
+    return buf;
+}

@@ -1,0 +1,224 @@
+/* tape/node.c - graph nodes: edges to the inputs' nodes, saved tensors with
+ * their version check and the in-place error message, iterative release. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tg_internal.h"
+
+bool tg__needs_grad(int n_in, tg_tensor *const *inputs) {
+    if (!tg_is_grad_enabled()) return false;
+    for (int i = 0; i < n_in; i++)
+        if (inputs[i] && inputs[i]->requires_grad) return true;
+    return false;
+}
+
+static void meta_of(tg__meta *m, const tg_tensor *t) {
+    memset(m, 0, sizeof *m);
+    m->dtype = t->dtype;
+    m->ndim = t->ndim;
+    for (int d = 0; d < t->ndim; d++) m->shape[d] = t->shape[d];
+}
+
+tg__node *tg__node_new(tg_site s, const tg__op_def *op, const char *name, int n_in,
+                       tg_tensor *const *inputs, int n_out) {
+    size_t sz = sizeof(tg__node) + (size_t)n_in * (sizeof(tg__edge) + sizeof(tg__meta)) +
+                (size_t)n_out * (sizeof(tg__meta) + sizeof(tg_tensor *));
+    tg__node *n = tg__xcalloc(1, sz);
+    if (!n) return NULL;
+    char *p = (char *)(n + 1);
+    n->edge = (tg__edge *)p;
+    p += (size_t)n_in * sizeof(tg__edge);
+    n->in_meta = (tg__meta *)p;
+    p += (size_t)n_in * sizeof(tg__meta);
+    n->out_meta = (tg__meta *)p;
+    p += (size_t)n_out * sizeof(tg__meta);
+    n->gbuf = (tg_tensor **)p; /* [n_out], used by the backward engine */
+    n->refcount = 1;
+    n->op = op;
+    n->name = name ? name : (op ? op->name : "Backward");
+    n->site = s;
+    n->n_in = n_in;
+    n->n_out = n_out;
+    for (int i = 0; i < n_in; i++) {
+        tg_tensor *t = inputs[i];
+        if (!t) continue;
+        meta_of(&n->in_meta[i], t);
+        if (!t->requires_grad) continue;
+        if (t->grad_fn) {
+            n->edge[i].kind = TG__EDGE_NODE;
+            n->edge[i].node = t->grad_fn;
+            n->edge[i].output_nr = t->output_nr;
+            tg__node_retain(t->grad_fn);
+        } else {
+            n->edge[i].kind = TG__EDGE_LEAF;
+            n->edge[i].leaf = tg_retain(t);
+        }
+    }
+    tg__reg_node_add(n);
+    return n;
+}
+
+void tg__node_set_output(tg__node *n, int k, tg_tensor *out) {
+    meta_of(&n->out_meta[k], out);
+    tg__node_retain(n);
+    tg__node_release(out->grad_fn);
+    out->grad_fn = n;
+    out->output_nr = k;
+    out->requires_grad = true;
+}
+
+tg__node *tg__record(tg_site s, const tg__op_def *op, int n_in, tg_tensor *const *inputs,
+                     tg_tensor *out) {
+    tg__node *n = tg__node_new(s, op, op->name, n_in, inputs, 1);
+    if (!n) return NULL;
+    tg__node_set_output(n, 0, out);
+    tg__node_release(n); /* out owns it now */
+    return n;
+}
+
+int tg__node_save(tg__node *n, tg_tensor *t, bool is_output, int io) {
+    if (n->n_saved == n->cap_saved) {
+        int cap = n->cap_saved ? 2 * n->cap_saved : 2;
+        tg__saved *ns = tg__xrealloc(n->saved, (size_t)cap * sizeof *ns);
+        if (!ns) return -1;
+        n->saved = ns;
+        n->cap_saved = cap;
+    }
+    tg__saved *sv = &n->saved[n->n_saved];
+    memset(sv, 0, sizeof *sv);
+    sv->storage = t->storage;
+    tg__storage_retain(t->storage);
+    if (t->storage->saved_refs++ == 0) tg__saved_bytes_add(t->storage->device, t->storage->nbytes);
+    meta_of(&sv->meta, t);
+    for (int d = 0; d < t->ndim; d++) sv->strides[d] = t->strides[d];
+    sv->offset = t->offset;
+    sv->version = t->storage->version;
+    sv->is_output = is_output;
+    sv->io_index = io;
+    if (is_output) {
+        sv->producer = n->name;
+        sv->producer_output = io;
+    } else if (t->grad_fn) {
+        sv->producer = t->grad_fn->name;
+        sv->producer_output = t->output_nr;
+    }
+    sv->leaf_requires_grad = !t->grad_fn && t->requires_grad;
+    memcpy(sv->name, t->name, TG__NAME_LEN);
+    return n->n_saved++;
+}
+
+/* Builds the TG_ERR_INPLACE message for slot sv of node n. */
+static tg_status inplace_error(const tg__node *n, const tg__saved *sv) {
+    const tg__storage *st = sv->storage;
+    char shape[160], what[256], hist[1600];
+    tg__shape_str(shape, sizeof shape, sv->meta.ndim, sv->meta.shape);
+    if (sv->producer)
+        snprintf(what, sizeof what, "which is output %d of %s", sv->producer_output, sv->producer);
+    else if (sv->leaf_requires_grad)
+        snprintf(what, sizeof what, "which is a leaf tensor that requires grad");
+    else
+        snprintf(what, sizeof what, "which does not require grad");
+
+    /* In-place events after the save, oldest first, from the ring buffer. */
+    size_t k = 0;
+    hist[0] = '\0';
+    uint64_t first = st->n_events > TG__VERSION_HISTORY ? st->n_events - TG__VERSION_HISTORY : 0;
+    uint64_t listed = 0;
+    for (uint64_t e = first; e < st->n_events && k < sizeof hist; e++) {
+        const tg__version_event *ev = &st->hist[e % TG__VERSION_HISTORY];
+        if (ev->version <= sv->version) continue;
+        k += (size_t)snprintf(hist + k, sizeof hist - k, "%s%s at %s:%d (version %llu -> %llu)",
+                              listed ? "; " : "", ev->op, ev->site.file ? ev->site.file : "?",
+                              ev->site.line, (unsigned long long)(ev->version - 1),
+                              (unsigned long long)ev->version);
+        listed++;
+    }
+    uint64_t moved = st->version - sv->version;
+    char lost[96] = "";
+    if (moved > listed)
+        snprintf(lost, sizeof lost, " (and %llu earlier ones not remembered)",
+                 (unsigned long long)(moved - listed));
+    char role[48] = "";
+    if (sv->io_index >= 0)
+        snprintf(role, sizeof role, " as its %s %d", sv->is_output ? "output" : "input",
+                 sv->io_index);
+    return tg__set_error(
+        TG_ERR_INPLACE,
+        "one of the tensors needed for gradient computation has been modified by an in-place "
+        "operation: [%s %s]%s%s%s, %s, saved by %s (created at %s:%d)%s, is at version %llu; "
+        "expected version %llu instead. In-place operations since it was saved: %s%s. "
+        "Hint: make the modification out of place (e.g. tg_sub instead of tg_sub_), or clone "
+        "the tensor before modifying it.",
+        tg_dtype_name(sv->meta.dtype), shape, sv->name[0] ? " '" : "", sv->name,
+        sv->name[0] ? "'" : "", what, n->name, n->site.file ? n->site.file : "?", n->site.line,
+        role, (unsigned long long)st->version, (unsigned long long)sv->version,
+        listed ? hist : "(none recorded)", lost);
+}
+
+tg_status tg__node_check_saved(tg__node *n, int i) {
+    if (i < 0 || i >= n->n_saved)
+        return tg__set_error(TG_ERR_VALUE, "%s: no saved tensor %d (it saved %d)", n->name, i,
+                             n->n_saved);
+    const tg__saved *sv = &n->saved[i];
+    if (!sv->storage || n->freed)
+        return tg__set_error(
+            TG_ERR_FREED,
+            "trying to backward through the graph a second time (or to access saved tensors "
+            "after they have been freed): the saved tensors of %s (created at %s:%d) were freed "
+            "by an earlier tg_backward. Pass retain_graph = true to the first tg_backward if "
+            "you need to backward through the graph a second time.",
+            n->name, n->site.file ? n->site.file : "?", n->site.line);
+    if (sv->storage->version != sv->version) return inplace_error(n, sv);
+    return TG_OK;
+}
+
+tg_tensor *tg__node_saved(tg__node *n, int i) {
+    if (tg__node_check_saved(n, i) != TG_OK) return NULL;
+    const tg__saved *sv = &n->saved[i];
+    tg_tensor *t = tg__tensor_on(n->site, sv->storage, sv->meta.dtype, sv->meta.ndim,
+                                 sv->meta.shape, sv->strides, sv->offset);
+    if (t) memcpy(t->name, sv->name, TG__NAME_LEN);
+    return t;
+}
+
+void tg__node_free_saved(tg__node *n) {
+    for (int i = 0; i < n->n_saved; i++) {
+        tg__storage *st = n->saved[i].storage;
+        if (!st) continue;
+        if (--st->saved_refs == 0) tg__saved_bytes_sub(st->device, st->nbytes);
+        tg__storage_release(st);
+        n->saved[i].storage = NULL;
+    }
+    if (n->n_saved) n->freed = true;
+}
+
+void tg__node_retain(tg__node *n) {
+    if (n) n->refcount++;
+}
+
+void tg__node_release(tg__node *n) {
+    if (!n || --n->refcount > 0) return;
+    /* Worklist through the intrusive free_next link: no recursion, no allocation. */
+    tg__node *todo = n;
+    n->free_next = NULL;
+    while (todo) {
+        tg__node *cur = todo;
+        todo = cur->free_next;
+        tg__node_free_saved(cur);
+        free(cur->saved);
+        for (int i = 0; i < cur->n_in; i++) {
+            tg__edge *e = &cur->edge[i];
+            if (e->kind == TG__EDGE_LEAF) {
+                tg__tensor_release(e->leaf);
+            } else if (e->kind == TG__EDGE_NODE && --e->node->refcount == 0) {
+                e->node->free_next = todo;
+                todo = e->node;
+            }
+        }
+        for (int k = 0; k < cur->n_out; k++) tg__tensor_release(cur->gbuf[k]);
+        free(cur->state);
+        tg__reg_node_del(cur);
+        free(cur);
+    }
+}

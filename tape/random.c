@@ -1,0 +1,107 @@
+/* tape/random.c - seeded random tensors that are the same on every IEEE-754
+ * machine: xoshiro256** seeded by splitmix64, uniform doubles from the top 53
+ * bits, normals by Marsaglia's polar method with a logarithm computed in plain
+ * double arithmetic (this file is compiled without FMA contraction) instead of
+ * libm, whose last bits differ between implementations. */
+#include <math.h>
+
+#include "tg_internal.h"
+
+typedef struct {
+    uint64_t s[4];
+} rng;
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static void rng_seed(rng *r, uint64_t seed) {
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
+}
+
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static uint64_t rng_next(rng *r) {
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+/* uniform in [0, 1) */
+static double rng_uniform(rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
+
+/* Natural logarithm of x > 0 to about 1 ulp, in plain arithmetic:
+ * x = m * 2^e with m in [sqrt(1/2), sqrt(2)), log m = 2 atanh((m-1)/(m+1)). */
+static double det_log(double x) {
+    int e;
+    double m = frexp(x, &e); /* exact */
+    if (m < 0.70710678118654752440) {
+        m *= 2.0;
+        e--;
+    }
+    double f = (m - 1.0) / (m + 1.0), f2 = f * f;
+    double term = f, sum = 0.0;
+    for (int k = 1; k <= 41; k += 2) {
+        sum += term / (double)k;
+        term *= f2;
+    }
+    const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
+    return ((double)e * ln2_lo + 2.0 * sum) + (double)e * ln2_hi;
+}
+
+static tg_tensor *random_tensor(tg_site s, const char *who, tg_dtype dt, int ndim,
+                                const int64_t *shape, uint64_t seed, bool normal, double a,
+                                double b) {
+    if (!tg__is_float(dt))
+        return tg__fail(TG_ERR_DTYPE, "%s: needs f32 or f64, got %s", who, tg_dtype_name(dt));
+    if (!isfinite(a) || !isfinite(b) || (normal ? b < 0 : b < a))
+        return tg__fail(TG_ERR_VALUE, "%s: invalid parameters (%g, %g)", who, a, b);
+    tg_tensor *t = tg__tensor_new(s, who, dt, ndim, shape, tg__creation_category());
+    if (!t) return NULL;
+    rng r;
+    rng_seed(&r, seed);
+    int64_t n = tg__numel(ndim, t->shape);
+    for (int64_t i = 0; i < n;) {
+        double v[2];
+        int nv = 1;
+        if (normal) {
+            double u, w, q;
+            do {
+                u = 2.0 * rng_uniform(&r) - 1.0;
+                w = 2.0 * rng_uniform(&r) - 1.0;
+                q = u * u + w * w;
+            } while (q >= 1.0 || q == 0.0);
+            double f = sqrt(-2.0 * det_log(q) / q);
+            v[0] = a + b * (u * f);
+            v[1] = a + b * (w * f);
+            nv = 2;
+        } else {
+            v[0] = a + (b - a) * rng_uniform(&r);
+        }
+        for (int j = 0; j < nv && i < n; j++, i++) {
+            if (dt == TG_F32) ((float *)t->storage->data)[i] = (float)v[j];
+            else ((double *)t->storage->data)[i] = v[j];
+        }
+    }
+    return t;
+}
+
+tg_tensor *tg_randn_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shape, uint64_t seed,
+                       double mean, double std) {
+    return tg__ret(random_tensor(s, "tg_randn", dt, ndim, shape, seed, true, mean, std));
+}
+
+tg_tensor *tg_rand_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shape, uint64_t seed,
+                      double lo, double hi) {
+    return tg__ret(random_tensor(s, "tg_rand", dt, ndim, shape, seed, false, lo, hi));
+}

@@ -1,0 +1,97 @@
+/* tape/scope.c - scopes (autorelease pools): tensors returned by the public
+ * API while a scope is open are owned by the innermost scope and released at
+ * tg_scope_end, unless taken out with tg_scope_keep. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tg_internal.h"
+
+typedef struct {
+    tg_tensor **t; // (n) owned references
+    size_t n, cap;
+} scope;
+
+static _Thread_local scope *tl_scopes; // (tl_depth)
+static _Thread_local int tl_depth, tl_cap;
+static _Thread_local bool tl_suspended;
+
+bool tg__scopes_suspend(void) {
+    bool prev = tl_suspended;
+    tl_suspended = true;
+    return prev;
+}
+void tg__scopes_resume(bool prev) { tl_suspended = prev; }
+
+static bool reserve(scope *sc, size_t extra) {
+    if (sc->n + extra <= sc->cap) return true;
+    size_t cap = sc->cap ? 2 * sc->cap : 32;
+    while (cap < sc->n + extra) cap *= 2;
+    tg_tensor **nt = tg__xrealloc(sc->t, cap * sizeof *nt);
+    if (!nt) return false;
+    sc->t = nt;
+    sc->cap = cap;
+    return true;
+}
+
+tg_tensor *tg__ret(tg_tensor *t) {
+    if (!t || tl_depth == 0 || tl_suspended) return t;
+    scope *sc = &tl_scopes[tl_depth - 1];
+    if (!reserve(sc, 1)) {
+        tg__tensor_release(t); /* the caller would never release it */
+        return NULL;
+    }
+    sc->t[sc->n++] = t;
+    t->scope_refs++;
+    return t;
+}
+
+int tg_scope_begin(void) {
+    if (tl_depth == tl_cap) {
+        int cap = tl_cap ? 2 * tl_cap : 8;
+        scope *ns = tg__xrealloc(tl_scopes, (size_t)cap * sizeof *ns);
+        if (!ns) return -1;
+        tl_scopes = ns;
+        tl_cap = cap;
+    }
+    memset(&tl_scopes[tl_depth], 0, sizeof(scope));
+    return ++tl_depth;
+}
+
+tg_status tg_scope_end(int token) {
+    if (tl_depth == 0 || token != tl_depth)
+        return tg__set_error(TG_ERR_STATE, "tg_scope_end: token %d does not match the innermost "
+                                           "open scope (depth %d)", token, tl_depth);
+    scope *sc = &tl_scopes[tl_depth - 1];
+    for (size_t i = sc->n; i-- > 0;) {
+        sc->t[i]->scope_refs--;
+        tg__tensor_release(sc->t[i]);
+    }
+    free(sc->t);
+    tl_depth--;
+    if (tl_depth == 0) {
+        free(tl_scopes);
+        tl_scopes = NULL;
+        tl_cap = 0;
+    }
+    return TG_OK;
+}
+
+tg_tensor *tg_scope_keep(tg_tensor *t) {
+    if (!t) return NULL;
+    if (tl_depth == 0)
+        return tg__fail(TG_ERR_STATE, "tg_scope_keep: no scope is open");
+    scope *sc = &tl_scopes[tl_depth - 1];
+    size_t i = sc->n;
+    while (i-- > 0)
+        if (sc->t[i] == t) break;
+    if (i == (size_t)-1)
+        return tg__fail(TG_ERR_STATE, "tg_scope_keep: tensor '%s' is not owned by the innermost "
+                                      "scope", t->name);
+    scope *parent = tl_depth >= 2 ? &tl_scopes[tl_depth - 2] : NULL;
+    if (parent && !reserve(parent, 1)) return NULL;
+    memmove(&sc->t[i], &sc->t[i + 1], (sc->n - i - 1) * sizeof *sc->t);
+    sc->n--;
+    if (parent) parent->t[parent->n++] = t;
+    else t->scope_refs--;
+    return t;
+}

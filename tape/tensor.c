@@ -1,0 +1,344 @@
+/* tape/tensor.c - tensor handles: creation, reference counting, names,
+ * metadata, copying data out, printing. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tg_internal.h"
+
+size_t tg_dtype_size(tg_dtype dt) {
+    switch (dt) {
+    case TG_F32: return 4;
+    case TG_F64: return 8;
+    case TG_I64: return 8;
+    }
+    return 0;
+}
+
+const char *tg_dtype_name(tg_dtype dt) {
+    switch (dt) {
+    case TG_F32: return "f32";
+    case TG_F64: return "f64";
+    case TG_I64: return "i64";
+    }
+    return "?";
+}
+
+bool tg__is_float(tg_dtype dt) { return dt == TG_F32 || dt == TG_F64; }
+
+int64_t tg__numel(int ndim, const int64_t *shape) {
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    return n;
+}
+
+bool tg__is_contiguous(const tg_tensor *t) {
+    int64_t expect = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        if (t->shape[d] != 1 && t->strides[d] != expect) return false;
+        expect *= t->shape[d];
+    }
+    return true;
+}
+
+int tg__wrap_dim(const char *who, int dim, int ndim) {
+    int n = ndim == 0 ? 1 : ndim; /* a 0-d tensor accepts dim 0 / -1 like PyTorch */
+    if (dim < -n || dim >= n) {
+        tg__set_error(TG_ERR_DIM, "%s: dimension %d out of range (expected to be in [%d, %d])", who,
+                      dim, -n, n - 1);
+        return -1;
+    }
+    return dim < 0 ? dim + n : dim;
+}
+
+/* Validates (dt, ndim, shape) for a new tensor; returns its element count or
+ * -1 with the error set. */
+static int64_t check_shape(const char *who, tg_dtype dt, int ndim, const int64_t *shape) {
+    if (tg_dtype_size(dt) == 0)
+        return tg__set_error(TG_ERR_DTYPE, "%s: invalid dtype %d", who, (int)dt), -1;
+    if (ndim < 0 || ndim > TG_MAX_DIMS)
+        return tg__set_error(TG_ERR_VALUE, "%s: ndim %d outside [0, %d]", who, ndim, TG_MAX_DIMS),
+               -1;
+    if (ndim > 0 && !shape)
+        return tg__set_error(TG_ERR_NULL, "%s: argument 'shape' is NULL with ndim %d", who, ndim),
+               -1;
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] < 0)
+            return tg__set_error(TG_ERR_VALUE, "%s: negative size %lld in dimension %d", who,
+                                 (long long)shape[d], d),
+                   -1;
+        if (shape[d] > 0 && n > (INT64_MAX / 8) / shape[d]) {
+            char buf[160];
+            return tg__set_error(TG_ERR_SHAPE, "%s: shape %s has too many elements", who,
+                                 tg__shape_str(buf, sizeof buf, ndim, shape)),
+                   -1;
+        }
+        n *= shape[d];
+    }
+    return n;
+}
+
+tg_tensor *tg__tensor_on(tg_site s, tg__storage *st, tg_dtype dt, int ndim,
+                         const int64_t *shape, const int64_t *strides, int64_t offset) {
+    tg_tensor *t = tg__xcalloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->refcount = 1;
+    t->storage = st;
+    tg__storage_retain(st);
+    t->dtype = dt;
+    t->ndim = ndim;
+    for (int d = 0; d < ndim; d++) {
+        t->shape[d] = shape[d];
+        t->strides[d] = strides[d];
+    }
+    t->offset = offset;
+    t->site = s;
+    tg__reg_tensor_add(t);
+    return t;
+}
+
+tg_tensor *tg__tensor_new(tg_site s, const char *who, tg_dtype dt, int ndim,
+                          const int64_t *shape, tg_mem_category cat) {
+    int64_t n = check_shape(who, dt, ndim, shape);
+    if (n < 0) return NULL;
+    int64_t strides[TG_MAX_DIMS];
+    int64_t acc = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        strides[d] = acc;
+        acc *= shape[d];
+    }
+    tg__storage *st = tg__storage_new(s, TG_CPU, (size_t)n * tg_dtype_size(dt), cat);
+    if (!st) return NULL;
+    tg_tensor *t = tg__tensor_on(s, st, dt, ndim, shape, strides, 0);
+    tg__storage_release(st); /* t holds it now (or it is freed on failure) */
+    return t;
+}
+
+tg_tensor *tg__new_output(tg_site s, const char *who, tg_dtype dt, int ndim,
+                          const int64_t *shape) {
+    return tg__tensor_new(s, who, dt, ndim, shape, tg__op_category());
+}
+
+tg_tensor *tg__zeros_like_meta(tg_site s, tg_dtype dt, int ndim, const int64_t *shape) {
+    tg_tensor *t = tg__new_output(s, "zeros", dt, ndim, shape);
+    if (t) memset(t->storage->data, 0, t->storage->nbytes);
+    return t;
+}
+
+void tg__tensor_release(tg_tensor *t) {
+    if (!t || --t->refcount > 0) return;
+    tg__reg_tensor_del(t);
+    tg__storage_release(t->storage);
+    tg__tensor_release(t->grad); /* a .grad never has a grad_fn or a .grad: depth 1 */
+    tg__tensor_release(t->pending);
+    tg__node_release(t->grad_fn);
+    free(t);
+}
+
+tg_tensor *tg_retain(tg_tensor *t) {
+    if (t) t->refcount++;
+    return t;
+}
+
+tg_status tg_release(tg_tensor *t) {
+    if (!t) return TG_OK;
+    if (t->refcount <= t->scope_refs)
+        return tg__set_error(TG_ERR_STATE,
+                             "tg_release: tensor '%s' is owned by an open scope; it is released "
+                             "by tg_scope_end (use tg_scope_keep to take it out)",
+                             t->name);
+    tg__tensor_release(t);
+    return TG_OK;
+}
+
+tg_tensor *tg_set_name(tg_tensor *t, const char *name) {
+    if (tg__null_arg(t, "tg_set_name", "t")) return NULL;
+    if (!name) name = "";
+    strncpy(t->name, name, TG__NAME_LEN - 1);
+    t->name[TG__NAME_LEN - 1] = '\0';
+    return t;
+}
+
+const char *tg_name(const tg_tensor *t) { return t ? t->name : ""; }
+
+/* ---- creation ------------------------------------------------------------- */
+
+static void fill_value(tg_tensor *t, double v) {
+    int64_t n = tg__numel(t->ndim, t->shape);
+    void *p = tg__ptr(t);
+    if (t->dtype == TG_F32) {
+        float *x = p; // (n)
+        for (int64_t i = 0; i < n; i++) x[i] = (float)v;
+    } else if (t->dtype == TG_F64) {
+        double *x = p; // (n)
+        for (int64_t i = 0; i < n; i++) x[i] = v;
+    } else {
+        int64_t *x = p; // (n)
+        for (int64_t i = 0; i < n; i++) x[i] = (int64_t)v;
+    }
+}
+
+tg_tensor *tg_empty_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shape) {
+    return tg__ret(tg__tensor_new(s, "tg_empty", dt, ndim, shape, tg__creation_category()));
+}
+
+static tg_tensor *filled(tg_site s, const char *who, tg_dtype dt, int ndim,
+                         const int64_t *shape, double v) {
+    tg_tensor *t = tg__tensor_new(s, who, dt, ndim, shape, tg__creation_category());
+    if (t) fill_value(t, v);
+    return tg__ret(t);
+}
+
+tg_tensor *tg_zeros_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shape) {
+    return filled(s, "tg_zeros", dt, ndim, shape, 0.0);
+}
+tg_tensor *tg_ones_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shape) {
+    return filled(s, "tg_ones", dt, ndim, shape, 1.0);
+}
+tg_tensor *tg_full_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shape, double value) {
+    if (dt == TG_I64 && !isfinite(value))
+        return tg__fail(TG_ERR_VALUE, "tg_full: value %g is not representable as i64", value);
+    return filled(s, "tg_full", dt, ndim, shape, value);
+}
+
+tg_tensor *tg_arange_at(tg_site s, tg_dtype dt, double start, double end, double step) {
+    if (!isfinite(start) || !isfinite(end) || !isfinite(step) || step == 0.0)
+        return tg__fail(TG_ERR_VALUE, "tg_arange: need finite start/end and a non-zero step "
+                                      "(got %g, %g, %g)", start, end, step);
+    double cnt = ceil((end - start) / step);
+    if (cnt < 0) cnt = 0;
+    if (cnt > 1e15) return tg__fail(TG_ERR_SHAPE, "tg_arange: %g elements is too many", cnt);
+    int64_t n = (int64_t)cnt;
+    tg_tensor *t = tg__tensor_new(s, "tg_arange", dt, 1, &n, tg__creation_category());
+    if (!t) return NULL;
+    for (int64_t i = 0; i < n; i++) {
+        double v = start + (double)i * step;
+        if (dt == TG_F32) ((float *)t->storage->data)[i] = (float)v;
+        else if (dt == TG_F64) ((double *)t->storage->data)[i] = v;
+        else ((int64_t *)t->storage->data)[i] = (int64_t)v;
+    }
+    return tg__ret(t);
+}
+
+tg_tensor *tg_from_data_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shape,
+                           const void *data) {
+    int64_t n = check_shape("tg_from_data", dt, ndim, shape);
+    if (n < 0) return NULL;
+    if (n > 0 && tg__null_arg(data, "tg_from_data", "data")) return NULL;
+    tg_tensor *t = tg__tensor_new(s, "tg_from_data", dt, ndim, shape, tg__creation_category());
+    if (!t) return NULL;
+    if (n > 0) memcpy(t->storage->data, data, (size_t)n * tg_dtype_size(dt));
+    return tg__ret(t);
+}
+
+/* ---- metadata ------------------------------------------------------------- */
+
+int tg_ndim(const tg_tensor *t) { return t ? t->ndim : -1; }
+
+int64_t tg_size(const tg_tensor *t, int dim) {
+    if (tg__null_arg(t, "tg_size", "t")) return -1;
+    int d = tg__wrap_dim("tg_size", dim, t->ndim);
+    if (d < 0) return -1;
+    return t->ndim == 0 ? 1 : t->shape[d];
+}
+
+int64_t tg_stride(const tg_tensor *t, int dim) {
+    if (tg__null_arg(t, "tg_stride", "t")) return -1;
+    int d = tg__wrap_dim("tg_stride", dim, t->ndim);
+    if (d < 0) return -1;
+    return t->ndim == 0 ? 1 : t->strides[d];
+}
+
+const int64_t *tg_shape(const tg_tensor *t) { return t ? t->shape : NULL; }
+int64_t tg_numel(const tg_tensor *t) { return t ? tg__numel(t->ndim, t->shape) : -1; }
+tg_dtype tg_get_dtype(const tg_tensor *t) { return t ? t->dtype : TG_F32; }
+tg_device tg_get_device(const tg_tensor *t) { return t ? t->storage->device : TG_CPU; }
+bool tg_is_contiguous(const tg_tensor *t) { return t && tg__is_contiguous(t); }
+uint64_t tg_version(const tg_tensor *t) { return t ? t->storage->version : 0; }
+bool tg_same_storage(const tg_tensor *a, const tg_tensor *b) {
+    return a && b && a->storage == b->storage;
+}
+void *tg_data(tg_tensor *t) { return t ? tg__ptr(t) : NULL; }
+
+/* ---- data out ------------------------------------------------------------- */
+
+static double read_elem(const tg_tensor *t, int64_t off) {
+    const char *base = (const char *)t->storage->data;
+    switch (t->dtype) {
+    case TG_F32: return ((const float *)base)[off];
+    case TG_F64: return ((const double *)base)[off];
+    case TG_I64: return (double)((const int64_t *)base)[off];
+    }
+    return NAN;
+}
+
+tg_status tg_copy_out(const tg_tensor *t, tg_dtype dst_dt, void *dst, size_t dst_bytes) {
+    if (tg__null_arg(t, "tg_copy_out", "t")) return tg_last_status();
+    if (tg_dtype_size(dst_dt) == 0)
+        return tg__set_error(TG_ERR_DTYPE, "tg_copy_out: invalid dtype %d", (int)dst_dt);
+    int64_t n = tg__numel(t->ndim, t->shape);
+    size_t need = (size_t)n * tg_dtype_size(dst_dt);
+    if (n > 0 && tg__null_arg(dst, "tg_copy_out", "dst")) return tg_last_status();
+    if (dst_bytes < need)
+        return tg__set_error(TG_ERR_VALUE, "tg_copy_out: destination has %zu bytes, %zu needed",
+                             dst_bytes, need);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t off = t->offset + tg__offset_of(i, t->ndim, t->shape, t->strides);
+        if (dst_dt == TG_I64 && t->dtype == TG_I64)
+            ((int64_t *)dst)[i] = ((const int64_t *)t->storage->data)[off];
+        else if (dst_dt == TG_I64)
+            ((int64_t *)dst)[i] = (int64_t)read_elem(t, off);
+        else if (dst_dt == TG_F32)
+            ((float *)dst)[i] = (float)read_elem(t, off);
+        else
+            ((double *)dst)[i] = read_elem(t, off);
+    }
+    return TG_OK;
+}
+
+tg_status tg_item(const tg_tensor *t, double *out) {
+    if (tg__null_arg(t, "tg_item", "t") || tg__null_arg(out, "tg_item", "out"))
+        return tg_last_status();
+    if (tg__numel(t->ndim, t->shape) != 1) {
+        char buf[160];
+        return tg__set_error(TG_ERR_SHAPE, "tg_item: tensor of shape %s has %lld elements, not 1",
+                             tg__shape_str(buf, sizeof buf, t->ndim, t->shape),
+                             (long long)tg__numel(t->ndim, t->shape));
+    }
+    *out = read_elem(t, t->offset);
+    return TG_OK;
+}
+
+tg_status tg_get(const tg_tensor *t, const int64_t *idx, double *out) {
+    if (tg__null_arg(t, "tg_get", "t") || tg__null_arg(out, "tg_get", "out"))
+        return tg_last_status();
+    if (t->ndim > 0 && tg__null_arg(idx, "tg_get", "idx")) return tg_last_status();
+    int64_t off = t->offset;
+    for (int d = 0; d < t->ndim; d++) {
+        if (idx[d] < 0 || idx[d] >= t->shape[d])
+            return tg__set_error(TG_ERR_DIM, "tg_get: index %lld out of range for dimension %d "
+                                 "of size %lld", (long long)idx[d], d, (long long)t->shape[d]);
+        off += idx[d] * t->strides[d];
+    }
+    *out = read_elem(t, off);
+    return TG_OK;
+}
+
+tg_status tg_print(FILE *f, const tg_tensor *t, int max_elems) {
+    if (tg__null_arg(f, "tg_print", "f") || tg__null_arg(t, "tg_print", "t"))
+        return tg_last_status();
+    char buf[160];
+    fprintf(f, "%s%s%s%s", t->name, t->name[0] ? " " : "", tg_dtype_name(t->dtype),
+            tg__shape_str(buf, sizeof buf, t->ndim, t->shape));
+    if (t->grad_fn) fprintf(f, " (grad_fn=%s)", t->grad_fn->name);
+    else if (t->requires_grad) fprintf(f, " (requires_grad)");
+    int64_t n = tg__numel(t->ndim, t->shape);
+    fprintf(f, " [");
+    for (int64_t i = 0; i < n && i < max_elems; i++) {
+        double v = read_elem(t, t->offset + tg__offset_of(i, t->ndim, t->shape, t->strides));
+        fprintf(f, "%s%.6g", i ? ", " : "", v);
+    }
+    fprintf(f, "%s]\n", n > max_elems ? ", ..." : "");
+    return TG_OK;
+}

@@ -1,0 +1,321 @@
+/* tape/tg_internal.h - internal structures and helpers shared by tape/, ops/,
+ * kernels/ and leakcheck/. Not installed. Internal non-static names use the
+ * tg__ prefix.
+ *
+ * How an op is written (see ops/elementwise.c for the pattern):
+ *   1. check arguments: tg__null_arg() for NULL propagation, then dtype/shape,
+ *      failing with tg__fail(status, "tg_op: ...") (returns NULL);
+ *   2. allocate the result with tg__new_output() (category activation, or
+ *      gradient while backward runs) and run the kernel;
+ *   3. if tg__needs_grad(n_in, inputs): node = tg__record(site, &def, ...),
+ *      then tg__node_save() what backward needs (inputs, or the output: saving
+ *      the output stores its storage, never the handle, so no cycle);
+ *   4. the public tg_op_at() returns tg__ret(result), which hands it to the
+ *      innermost open scope. Internal callers (backward formulas, composite
+ *      ops) call the tg__ functions, which never touch scopes.
+ * Backward formulas run with grad mode off and return, for each input i with
+ * n->edge[i].kind != TG__EDGE_NONE, a new tensor of shape n->in_meta[i] (or
+ * NULL for zero) in gin[i]. gout[k] may be NULL only for nodes with several
+ * outputs (that output received no gradient).
+ */
+#ifndef TG_INTERNAL_H
+#define TG_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tapegrad.h"
+
+#define TG__MAX_IO 16            /* inputs/outputs of one node */
+#define TG__VERSION_HISTORY 8    /* in-place events remembered per storage */
+#define TG__NAME_LEN 48
+
+#if defined(__GNUC__)
+#define TG__PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define TG__PRINTF(a, b)
+#endif
+
+typedef struct tg__storage tg__storage;
+typedef struct tg__node tg__node;
+
+/* ---- errors (tape/error.c) ----------------------------------------------- */
+
+/* Records st and the formatted message for this thread (overwriting any
+ * previous error) and returns st. */
+tg_status tg__set_error(tg_status st, const char *fmt, ...) TG__PRINTF(2, 3);
+tg_status tg__set_errorv(tg_status st, const char *fmt, va_list ap);
+/* Same, returning NULL: `return tg__fail(TG_ERR_SHAPE, "tg_add: ...");` */
+void *tg__fail(tg_status st, const char *fmt, ...) TG__PRINTF(2, 3);
+/* NULL propagation: if p is NULL, records TG_ERR_NULL "fn: argument 'arg' is
+ * NULL" unless an error is already pending on this thread (the first error is
+ * kept), and returns true. */
+bool tg__null_arg(const void *p, const char *fn, const char *arg);
+/* Formats a shape as "[2, 3]" into buf (always NUL-terminated). */
+const char *tg__shape_str(char *buf, size_t n, int ndim, const int64_t *shape);
+
+/* ---- memory (tape/alloc.c) ------------------------------------------------- */
+
+/* Allocates nbytes (>= 0; 0 gives a valid non-NULL pointer) on dev counting it
+ * in category cat. NULL with TG_ERR_NOMEM on failure (or injected failure).
+ * Every allocation of tensor data and of kernel workspace goes through here. */
+void *tg__alloc(tg_device dev, size_t nbytes, tg_mem_category cat);
+void tg__free(tg_device dev, void *p, size_t nbytes, tg_mem_category cat);
+/* Book-keeping allocations (nodes, scope arrays...): not counted in the byte
+ * figures, but subject to fault injection so every path is tested. */
+void *tg__xmalloc(size_t n);
+void *tg__xcalloc(size_t n, size_t size);
+void *tg__xrealloc(void *p, size_t n);
+void tg__saved_bytes_add(tg_device dev, size_t n);
+void tg__saved_bytes_sub(tg_device dev, size_t n);
+
+/* Category for op results: activation, or gradient while backward runs (the
+ * engine sets an override); creation functions use leaf unless overridden. */
+tg_mem_category tg__op_category(void);
+tg_mem_category tg__creation_category(void);
+/* Sets the per-thread override (TG_MEM_NCAT = none); returns the previous. */
+tg_mem_category tg__set_category_override(tg_mem_category c);
+
+/* ---- storage (tape/storage.c) ------------------------------------------- */
+
+typedef struct tg__version_event {
+    const char *op;      /* "sub_" (static string) */
+    tg_site site;        /* caller of the in-place op */
+    uint64_t version;    /* version after the bump */
+} tg__version_event;
+
+struct tg__storage {
+    int refcount;
+    int saved_refs;            /* saved-tensor slots holding it (saved bytes) */
+    tg_device device;
+    tg_mem_category cat;
+    size_t nbytes;
+    void *data;
+    uint64_t version;
+    uint64_t n_events;         /* bumps recorded in total */
+    tg__version_event hist[TG__VERSION_HISTORY]; /* ring: hist[(k) % N] = event k */
+    tg_site site;
+    uint64_t id, step;
+    tg__storage *reg_prev, *reg_next;
+};
+
+tg__storage *tg__storage_new(tg_site s, tg_device dev, size_t nbytes, tg_mem_category cat);
+void tg__storage_retain(tg__storage *st);
+void tg__storage_release(tg__storage *st);
+/* Bumps the version and records the event. */
+void tg__storage_bump(tg__storage *st, const char *op, tg_site site);
+
+/* ---- tensors (tape/tensor.c) ------------------------------------------------ */
+
+struct tg_tensor {
+    int refcount;
+    int scope_refs;            /* references owned by open scopes */
+    tg__storage *storage;
+    tg_dtype dtype;
+    int ndim;
+    int64_t shape[TG_MAX_DIMS];
+    int64_t strides[TG_MAX_DIMS]; /* in elements */
+    int64_t offset;               /* in elements */
+    bool requires_grad;
+    bool is_view;              /* made by a view op from a tensor that required grad */
+    tg__node *grad_fn;         /* owning, NULL for leaves */
+    int output_nr;             /* which output of grad_fn */
+    tg_tensor *grad;           /* owning, leaves only */
+    tg_tensor *pending;        /* backward scratch: gradient being accumulated */
+    char name[TG__NAME_LEN];
+    tg_site site;
+    uint64_t id, step;
+    tg_tensor *reg_prev, *reg_next;
+};
+
+/* A new contiguous tensor with uninitialised data in category cat. NULL with
+ * an error on bad shape (TG_ERR_VALUE/TG_ERR_SHAPE) or TG_ERR_NOMEM. `who` is
+ * the public function name used in messages. */
+tg_tensor *tg__tensor_new(tg_site s, const char *who, tg_dtype dt, int ndim,
+                          const int64_t *shape, tg_mem_category cat);
+/* Same with category tg__op_category(). */
+tg_tensor *tg__new_output(tg_site s, const char *who, tg_dtype dt, int ndim,
+                          const int64_t *shape);
+/* A handle on st (retained) with the given layout; no grad. NULL on NOMEM. */
+tg_tensor *tg__tensor_on(tg_site s, tg__storage *st, tg_dtype dt, int ndim,
+                         const int64_t *shape, const int64_t *strides, int64_t offset);
+/* A zero-filled tensor (category tg__op_category()). */
+tg_tensor *tg__zeros_like_meta(tg_site s, tg_dtype dt, int ndim, const int64_t *shape);
+void tg__tensor_release(tg_tensor *t); /* ignores scope ownership */
+/* Hands t to the innermost open scope (unless scopes are suspended); returns t. */
+tg_tensor *tg__ret(tg_tensor *t);
+/* Suspends scope registration (during backward and custom-function callbacks);
+ * returns the previous state for tg__scopes_resume. */
+bool tg__scopes_suspend(void);
+void tg__scopes_resume(bool prev);
+
+int64_t tg__numel(int ndim, const int64_t *shape);
+bool tg__is_contiguous(const tg_tensor *t);
+/* Pointer to the element at linear (C-order) position 0 = data + offset. */
+static inline void *tg__ptr(const tg_tensor *t) {
+    return (char *)t->storage->data + (size_t)t->offset * tg_dtype_size(t->dtype);
+}
+/* Normalises a possibly negative dim against ndim; -1 (and TG_ERR_DIM set,
+ * message naming `who`) if out of range. */
+int tg__wrap_dim(const char *who, int dim, int ndim);
+bool tg__is_float(tg_dtype dt);
+
+/* ---- shapes and strided iteration (tape/shape.c) ------------------------------ */
+
+/* NumPy broadcasting of two shapes into out (ndim *nout). TG_ERR_SHAPE with a
+ * message naming `who` when they do not broadcast. */
+tg_status tg__broadcast_shapes(const char *who, int na, const int64_t *sa, int nb,
+                               const int64_t *sb, int *nout, int64_t *out);
+/* Strides (elements) to read t as if it had shape oshape (t broadcast to it):
+ * 0 for broadcast dims. Requires t's shape to broadcast to oshape. */
+void tg__broadcast_strides(const tg_tensor *t, int ndim, const int64_t *oshape,
+                           int64_t *strides);
+/* Element offset (relative) of C-order linear index lin in a tensor of the
+ * given shape and strides. */
+static inline int64_t tg__offset_of(int64_t lin, int ndim, const int64_t *shape,
+                                    const int64_t *strides) {
+    int64_t off = 0;
+    for (int d = ndim - 1; d >= 0; d--) {
+        int64_t i = lin % shape[d];
+        lin /= shape[d];
+        off += i * strides[d];
+    }
+    return off;
+}
+
+/* ---- graph nodes (tape/node.c) ------------------------------------------------ */
+
+typedef struct tg__meta {
+    tg_dtype dtype;
+    int ndim;
+    int64_t shape[TG_MAX_DIMS];
+} tg__meta;
+
+typedef enum { TG__EDGE_NONE = 0, TG__EDGE_NODE, TG__EDGE_LEAF } tg__edge_kind;
+
+typedef struct tg__edge {
+    tg__edge_kind kind;
+    tg__node *node;    /* owning, kind NODE */
+    int output_nr;     /* kind NODE */
+    tg_tensor *leaf;   /* owning, kind LEAF */
+} tg__edge;
+
+typedef struct tg__saved {
+    tg__storage *storage;       /* owning; NULL once freed */
+    tg__meta meta;
+    int64_t strides[TG_MAX_DIMS];
+    int64_t offset;
+    uint64_t version;           /* storage version at save time */
+    const char *producer;       /* grad_fn name of the saved tensor, NULL if none */
+    int producer_output;
+    bool leaf_requires_grad;    /* a leaf that requires grad */
+    bool is_output;             /* an output of the saving node */
+    int io_index;               /* which input/output of the saving node, -1 if neither */
+    char name[TG__NAME_LEN];
+} tg__saved;
+
+typedef tg_status (*tg__backward_fn)(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
+
+typedef struct tg__op_def {
+    const char *name;           /* "MulBackward" */
+    tg__backward_fn backward;
+} tg__op_def;
+
+struct tg__node {
+    int refcount;
+    const tg__op_def *op;       /* NULL for custom functions */
+    const char *name;           /* op->name or the custom function's name */
+    tg_site site;
+    int n_in, n_out;
+    tg__edge *edge;             /* [n_in] */
+    tg__meta *in_meta;          /* [n_in] */
+    tg__meta *out_meta;         /* [n_out] */
+    int n_saved, cap_saved;
+    tg__saved *saved;           /* [n_saved] */
+    bool freed;                 /* saved tensors released by backward */
+    double dparam[4];           /* op parameters (scale factor, bounds...) */
+    int64_t iparam[4];          /* op parameters (dim, keepdim, ...) */
+    void *state;                /* custom function state (owned) */
+    size_t state_bytes;
+    const tg_function *fn;      /* custom function, or NULL */
+    void *fn_user;
+    uint64_t id, step;
+    /* backward engine scratch */
+    int deps;
+    uint64_t mark;
+    tg_tensor **gbuf;           /* [n_out] gradients being accumulated */
+    tg__node *free_next;        /* release worklist link */
+    tg__node *reg_prev, *reg_next;
+};
+
+/* True when grad mode is on and some non-NULL input requires grad. */
+bool tg__needs_grad(int n_in, tg_tensor *const *inputs);
+/* Creates a node with edges to the inputs (retaining their grad_fn, or the
+ * leaf itself when it requires grad) and their metadata. NULL on NOMEM. */
+tg__node *tg__node_new(tg_site s, const tg__op_def *op, const char *name, int n_in,
+                       tg_tensor *const *inputs, int n_out);
+/* Makes n the grad_fn of out as output k (n gains a reference). */
+void tg__node_set_output(tg__node *n, int k, tg_tensor *out);
+/* tg__node_new + tg__node_set_output(out, 0) for single-output ops. Returns
+ * the node (owned by out) or NULL on NOMEM (error set; out untouched). */
+tg__node *tg__record(tg_site s, const tg__op_def *op, int n_in, tg_tensor *const *inputs,
+                     tg_tensor *out);
+/* Saves t for backward: returns the slot index, -1 on NOMEM. is_output/io say
+ * what t is to the node (for messages); io = -1 for neither. */
+int tg__node_save(tg__node *n, tg_tensor *t, bool is_output, int io);
+/* Unpacks slot i as a new tensor (no grad), checking the version: NULL with
+ * TG_ERR_INPLACE (full message) or TG_ERR_FREED. */
+tg_tensor *tg__node_saved(tg__node *n, int i);
+/* Checks slot i without unpacking: TG_OK, TG_ERR_INPLACE or TG_ERR_FREED. */
+tg_status tg__node_check_saved(tg__node *n, int i);
+/* Frees the saved tensors (after backward without retain_graph). */
+void tg__node_free_saved(tg__node *n);
+void tg__node_retain(tg__node *n);
+/* Iterative release: chains of 10^6 nodes are freed without recursion. */
+void tg__node_release(tg__node *n);
+
+/* ---- kernels shared by ops and the engine --------------------------------- */
+
+/* dst += src elementwise (same shape, any strides for src, dst contiguous). */
+void tg__cpu_accumulate(tg_tensor *dst, const tg_tensor *src);
+
+/* ---- internal op entry points (no scope registration) ---------------------- */
+tg_tensor *tg__add(tg_site s, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg__sub(tg_site s, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg__mul(tg_site s, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg__div(tg_site s, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg__neg(tg_site s, tg_tensor *t);
+tg_tensor *tg__scale(tg_site s, tg_tensor *t, double k);
+tg_tensor *tg__where(tg_site s, tg_tensor *c, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg__sum_dim(tg_site s, tg_tensor *t, int dim, bool keepdim);
+/* Sums g over broadcast dimensions down to shape m (for the backward of
+ * broadcasting ops and expand). Returns a new reference (g retained if the
+ * shapes already match). */
+tg_tensor *tg__sum_to(tg_site s, tg_tensor *g, const tg__meta *m);
+tg_tensor *tg__matmul(tg_site s, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg__transpose(tg_site s, tg_tensor *t, int d0, int d1);
+tg_tensor *tg__contiguous(tg_site s, tg_tensor *t);
+tg_tensor *tg__clone(tg_site s, tg_tensor *t);
+tg_tensor *tg__view(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
+tg_tensor *tg__reshape(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
+tg_tensor *tg__expand(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
+tg_tensor *tg__to_dtype(tg_site s, tg_tensor *t, tg_dtype dt);
+/* Copies src (broadcast to dst's shape, any strides, dtype converted) into dst
+ * (any non-overlapping strides). No checks, no version bump. */
+void tg__cpu_copy(tg_tensor *dst, const tg_tensor *src);
+
+/* ---- registry (leakcheck/registry.c) -------------------------------------- */
+void tg__reg_tensor_add(tg_tensor *t);
+void tg__reg_tensor_del(tg_tensor *t);
+void tg__reg_storage_add(tg__storage *s);
+void tg__reg_storage_del(tg__storage *s);
+void tg__reg_node_add(tg__node *n);
+void tg__reg_node_del(tg__node *n);
+uint64_t tg__current_step(void);
+/* Prints every live tensor and node with its creation site (debugging aid). */
+void tg__reg_dump(FILE *f);
+
+#endif

@@ -1,0 +1,12 @@
+/* tape/version.c - library version and the backends compiled in. */
+#include "tg_internal.h"
+
+const char *tg_lib_version(void) { return TG_VERSION_STRING; }
+
+const char *tg_build_backends(void) {
+#ifdef TG_HAVE_CUDA
+    return "cpu+cuda";
+#else
+    return "cpu";
+#endif
+}

@@ -1,0 +1,86 @@
+/* tests/tg_test_util.c - helpers shared by the Criterion suites. */
+#include "tg_test_util.h"
+#include "tg_internal.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+void tgt_setup(void) {
+    tg_clear_error();
+    tg_set_grad_enabled(true);
+}
+
+void tgt_assert_nothing_live(void) {
+    tg_live_counts c = tg_live();
+    cr_assert_eq(c.tensors, 0, "%lld tensors still alive", (long long)c.tensors);
+    cr_assert_eq(c.storages, 0, "%lld storages still alive", (long long)c.storages);
+    cr_assert_eq(c.nodes, 0, "%lld nodes still alive", (long long)c.nodes);
+    tg_mem_stats m;
+    cr_assert_eq(tg_mem_get(TG_CPU, &m), TG_OK);
+    cr_assert_eq(m.live_total, 0, "%zu bytes still counted live", m.live_total);
+    cr_assert_eq(m.saved, 0, "%zu saved bytes still counted", m.saved);
+}
+
+void tgt_teardown(void) {
+    /* Criterion does not count assertion failures in .fini, so a leak ends the
+     * test process with an error instead (reported as a crash). */
+    tg_fault_inject(0, false);
+    tg_live_counts c = tg_live();
+    tg_mem_stats m;
+    tg_mem_get(TG_CPU, &m);
+    if (c.tensors || c.storages || c.nodes || m.live_total || m.saved) {
+        fprintf(stderr, "LEAK after test: %lld tensors, %lld storages, %lld nodes, %zu bytes "
+                "live, %zu saved bytes\n", (long long)c.tensors, (long long)c.storages,
+                (long long)c.nodes, m.live_total, m.saved);
+        tg__reg_dump(stderr);
+        abort();
+    }
+}
+
+void tgt_assert_error(tg_status st, ...) {
+    cr_assert_eq(tg_last_status(), st, "expected %s, got %s: %s", tg_status_name(st),
+                 tg_status_name(tg_last_status()), tg_last_error());
+    cr_assert(strlen(tg_last_error()) > 0, "error %s has no message", tg_status_name(st));
+    va_list ap;
+    va_start(ap, st);
+    const char *sub;
+    while ((sub = va_arg(ap, const char *)) != NULL)
+        cr_assert(strstr(tg_last_error(), sub) != NULL, "message lacks \"%s\": %s", sub,
+                  tg_last_error());
+    va_end(ap);
+}
+
+tg_tensor *tgt_f64(int ndim, const int64_t *shape, const double *data) {
+    tg_tensor *t = tg_from_data(TG_F64, ndim, shape, data);
+    cr_assert_not_null(t, "%s", tg_last_error());
+    return t;
+}
+
+double tgt_at(const tg_tensor *t, int64_t i) {
+    int64_t n = tg_numel(t);
+    cr_assert(i >= 0 && i < n);
+    double *buf = malloc((size_t)n * sizeof *buf);
+    cr_assert_eq(tg_copy_out(t, TG_F64, buf, (size_t)n * sizeof *buf), TG_OK);
+    double v = buf[i];
+    free(buf);
+    return v;
+}
+
+void tgt_assert_values(const tg_tensor *t, const double *want, int64_t n, double tol) {
+    cr_assert_not_null(t, "%s", tg_last_error());
+    cr_assert_eq(tg_numel(t), n, "numel %lld, expected %lld", (long long)tg_numel(t), (long long)n);
+    double *buf = malloc((size_t)(n ? n : 1) * sizeof *buf);
+    cr_assert_eq(tg_copy_out(t, TG_F64, buf, (size_t)(n ? n : 1) * sizeof *buf), TG_OK);
+    for (int64_t i = 0; i < n; i++) {
+        bool ok = (isnan(want[i]) && isnan(buf[i])) || buf[i] == want[i] ||
+                  fabs(buf[i] - want[i]) <= tol;
+        if (!ok) {
+            double got = buf[i];
+            free(buf);
+            cr_assert_fail("element %lld: got %.17g, expected %.17g", (long long)i, got, want[i]);
+        }
+    }
+    free(buf);
+}

@@ -1,0 +1,33 @@
+/* tests/tg_test_util.h - helpers shared by the Criterion suites. */
+#ifndef TG_TEST_UTIL_H
+#define TG_TEST_UTIL_H
+
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "tapegrad.h"
+
+/* Fixture: clear the thread's error before each test; after it, check that
+ * every library object was freed (tensors, storages, nodes) and no byte is
+ * still counted live. Use: TestSuite(name, .init = tgt_setup, .fini = tgt_teardown); */
+void tgt_setup(void);
+void tgt_teardown(void);
+
+/* Asserts that no tensor, storage or node is alive and no byte is counted. */
+void tgt_assert_nothing_live(void);
+
+/* Asserts the last error has status st and its message contains every
+ * NULL-terminated substring given. */
+void tgt_assert_error(tg_status st, ...);
+
+/* f64 tensor from a literal array: TGT_F64(TG_SHAPE(2, 2), 1, 2, 3, 4). */
+tg_tensor *tgt_f64(int ndim, const int64_t *shape, const double *data);
+#define TGT_F64(shape_pair, ...) tgt_f64(shape_pair, (const double[]){__VA_ARGS__})
+
+/* Reads element i (C order) of t as double. */
+double tgt_at(const tg_tensor *t, int64_t i);
+
+/* Asserts t's values equal want[0..n-1] within tol. */
+void tgt_assert_values(const tg_tensor *t, const double *want, int64_t n, double tol);
+
+#endif
