@@ -1,0 +1,100 @@
+/* tests/test_memory.c - exact memory accounting: bytes by category, saved
+ * bytes (each storage once), peaks and their reset, fault injection basics. */
+#include "tg_test_util.h"
+
+TestSuite(memory, .init = tgt_setup, .fini = tgt_teardown);
+
+static tg_mem_stats stats(void) {
+    tg_mem_stats m;
+    cr_assert_eq(tg_mem_get(TG_CPU, &m), TG_OK);
+    return m;
+}
+
+Test(memory, categories_saved_bytes_and_peaks) {
+    const size_t B = 100 * sizeof(double);
+    int sc = tg_scope_begin();
+    tg_tensor *x = tg_zeros(TG_F64, TG_SHAPE(100));
+    tg_set_requires_grad(x, true);
+    tg_mem_stats m = stats();
+    cr_assert_eq(m.live[TG_MEM_LEAF], B);
+    cr_assert_eq(m.live_total, B);
+
+    tg_tensor *y = tg_exp(x); /* saves its output y */
+    m = stats();
+    cr_assert_eq(m.live[TG_MEM_ACTIVATION], B);
+    cr_assert_eq(m.saved, B);
+
+    tg_tensor *z = tg_mul(y, x); /* saves y (already counted) and x */
+    m = stats();
+    cr_assert_eq(m.live[TG_MEM_ACTIVATION], 2 * B);
+    cr_assert_eq(m.saved, 2 * B, "a storage saved twice is counted once");
+
+    tg_tensor *s = tg_sum(z);
+    m = stats();
+    cr_assert_eq(m.live[TG_MEM_ACTIVATION], 2 * B + sizeof(double));
+    cr_assert_eq(m.live_total, 3 * B + sizeof(double));
+    cr_assert_eq(m.peak_total, m.live_total);
+
+    cr_assert_eq(tg_backward(s, NULL, false), TG_OK);
+    m = stats();
+    cr_assert_eq(m.saved, 0, "backward frees saved tensors");
+    cr_assert_eq(m.saved_peak, 2 * B);
+    cr_assert_eq(m.live[TG_MEM_GRADIENT], B, "only x.grad remains");
+    cr_assert_gt(m.peak[TG_MEM_GRADIENT], B, "backward made temporaries");
+    cr_assert_geq(m.peak_total, m.live_total);
+
+    cr_assert_eq(tg_mem_reset_peak(TG_CPU), TG_OK);
+    m = stats();
+    cr_assert_eq(m.peak_total, m.live_total);
+    cr_assert_eq(m.peak[TG_MEM_GRADIENT], m.live[TG_MEM_GRADIENT]);
+    cr_assert_eq(m.saved_peak, 0);
+    cr_assert_eq(tg_scope_end(sc), TG_OK);
+    (void)y;
+}
+
+Test(memory, views_allocate_nothing_and_free_with_the_last_handle) {
+    tg_tensor *x = tg_zeros(TG_F32, TG_SHAPE(4, 8));
+    tg_mem_stats m0 = stats();
+    tg_tensor *v = tg_transpose(x, 0, 1);
+    tg_tensor *s = tg_slice(v, 1, 0, 4, 2);
+    tg_mem_stats m1 = stats();
+    cr_assert_eq(m1.live_total, m0.live_total);
+    cr_assert_eq(m1.n_alloc, m0.n_alloc);
+    tg_release(x);
+    tg_release(v);
+    cr_assert_eq(stats().live_total, 4 * 8 * sizeof(float), "the slice keeps the storage");
+    tg_release(s);
+    cr_assert_eq(stats().live_total, 0);
+}
+
+Test(memory, peak_rss_is_reported) {
+    cr_assert_gt(tg_peak_rss_bytes(), 1024 * 1024);
+}
+
+Test(memory, category_names) {
+    cr_assert_str_eq(tg_mem_category_name(TG_MEM_LEAF), "leaf");
+    cr_assert_str_eq(tg_mem_category_name(TG_MEM_ACTIVATION), "activation");
+    cr_assert_str_eq(tg_mem_category_name(TG_MEM_GRADIENT), "gradient");
+    cr_assert_str_eq(tg_mem_category_name(TG_MEM_WORKSPACE), "workspace");
+    tg_mem_stats m;
+    cr_assert_eq(tg_mem_get((tg_device)7, &m), TG_ERR_DEVICE);
+    cr_assert_eq(tg_mem_get(TG_CPU, NULL), TG_ERR_NULL);
+}
+
+Test(memory, fault_injection_once_and_persistent) {
+    tg_fault_inject(1, false);
+    tg_tensor *a = tg_zeros(TG_F64, TG_SHAPE(3));
+    cr_assert_null(a);
+    tgt_assert_error(TG_ERR_NOMEM, "injected", NULL);
+    tg_tensor *b = tg_zeros(TG_F64, TG_SHAPE(3)); /* once: the next one works */
+    cr_assert_not_null(b);
+    cr_assert_eq(tg_fault_inject(2, true), 1, "one failure fired");
+    tg_tensor *c = tg_ones(TG_F64, TG_SHAPE(3)); /* 1st and 2nd allocation of it */
+    cr_assert_null(c);
+    cr_assert_null(tg_ones(TG_F64, TG_SHAPE(3)));
+    cr_assert_gt(tg_fault_inject(0, false), 0);
+    c = tg_ones(TG_F64, TG_SHAPE(3));
+    cr_assert_not_null(c);
+    tg_release(b);
+    tg_release(c);
+}
