@@ -62,6 +62,7 @@ static void ip_scalar_kernel(ip_kind k, tg_tensor *t, double v) {
 }
 
 static bool overlapping(const tg_tensor *t) {
+    if (tg__numel(t->ndim, t->shape) == 0) return false;
     for (int d = 0; d < t->ndim; d++)
         if (t->strides[d] == 0 && t->shape[d] > 1) return true;
     return false;

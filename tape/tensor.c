@@ -104,9 +104,9 @@ tg_tensor *tg__tensor_new(tg_site s, const char *who, tg_dtype dt, int ndim,
     if (n < 0) return NULL;
     int64_t strides[TG_MAX_DIMS];
     int64_t acc = 1;
-    for (int d = ndim - 1; d >= 0; d--) {
+    for (int d = ndim - 1; d >= 0; d--) { /* as PyTorch: a size-0 dim counts as 1 */
         strides[d] = acc;
-        acc *= shape[d];
+        acc *= shape[d] ? shape[d] : 1;
     }
     tg__storage *st = tg__storage_new(s, TG_CPU, (size_t)n * tg_dtype_size(dt), cat);
     if (!st) return NULL;

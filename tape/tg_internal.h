@@ -296,6 +296,9 @@ tg_tensor *tg__sum_dim(tg_site s, tg_tensor *t, int dim, bool keepdim);
  * shapes already match). */
 tg_tensor *tg__sum_to(tg_site s, tg_tensor *g, const tg__meta *m);
 tg_tensor *tg__matmul(tg_site s, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg__softmax(tg_site s, tg_tensor *t);
+tg_tensor *tg__log_softmax(tg_site s, tg_tensor *t);
+tg_tensor *tg__gather(tg_site s, tg_tensor *t, tg_tensor *index);
 tg_tensor *tg__transpose(tg_site s, tg_tensor *t, int d0, int d1);
 tg_tensor *tg__contiguous(tg_site s, tg_tensor *t);
 tg_tensor *tg__clone(tg_site s, tg_tensor *t);

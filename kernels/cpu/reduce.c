@@ -6,14 +6,17 @@
  * The dims of x are simplified first (size-1 dims dropped; neighbouring dims
  * of the same kind - both kept or both reduced - merged when their strides
  * allow). Then:
- *  - "row" strategy, when the innermost dim is reduced (sum over the last dim,
- *    sum of everything): each output sums rows pairwise; outputs are split
- *    over threads, or, when there are few outputs, the reduced range of each
- *    output is cut into fixed chunks whose partial sums are added in order;
- *  - "column" strategy, when the innermost dim is kept (sum over leading dims,
- *    e.g. a bias gradient): a tile of up to COL_TILE outputs along the
- *    innermost dim is accumulated for every reduced position (unit-stride
- *    reads), in blocks of COL_BLOCK positions added into a running total.
+ *  - "column" strategy, when some kept dim is read with a smaller stride than
+ *    the innermost reduced dim (sum over leading dims, e.g. a bias gradient;
+ *    sum over the last dim of a transposed view): a tile of up to COL_TILE
+ *    outputs along that kept dim is accumulated for every reduced position
+ *    (unit-stride reads when possible), in blocks of COL_BLOCK positions
+ *    added into a running total;
+ *  - "row" strategy otherwise (sum over the last dim, sum of everything):
+ *    each output sums rows of the innermost reduced dim pairwise; outputs are
+ *    split over threads, or, when there are few outputs, the reduced range of
+ *    each output is cut into fixed chunks whose partial sums are added in
+ *    order.
  * Chunk counts depend only on the shapes, never on the thread count, so the
  * result is deterministic.
  */
@@ -33,6 +36,7 @@ typedef struct rdims {
     int n;                        /* >= 1 */
     int64_t shape[TG_MAX_DIMS];
     int64_t st[TG_MAX_DIMS];      /* element strides in x */
+    int64_t ost[TG_MAX_DIMS];     /* kept dims: element strides in out */
     int64_t numel;
 } rdims;
 
@@ -112,6 +116,8 @@ static double red_range(const char *xb, tg_dtype dt, int64_t base, const rdims *
     }
     return tot + blk;
 }
+
+static inline int64_t absi(int64_t v) { return v < 0 ? -v : v; }
 
 static inline void store(tg_tensor *out, int64_t j, double v) {
     if (out->dtype == TG_F64) ((double *)tg__ptr(out))[j] = v;
@@ -206,15 +212,23 @@ static void col_tile(const char *xb, tg_dtype dt, int64_t base, int64_t tl, int6
     for (int64_t l = 0; l < tl; l++) tot[l] += blk[l];
 }
 
-static void reduce_cols(tg_tensor *out, const char *xb, tg_dtype dt, const rdims *K,
+/* Tiles run along kept dim ti of K (the one x reads with the smallest
+ * stride); the other kept dims are enumerated as Q. */
+static void reduce_cols(tg_tensor *out, const char *xb, tg_dtype dt, const rdims *K, int ti,
                         const rdims *R, double scale) {
-    int64_t lk = K->shape[K->n - 1], sk = K->st[K->n - 1];
-    rdims Q = *K; /* the kept dims but the innermost */
-    Q.n = K->n - 1;
+    int64_t lk = K->shape[ti], sk = K->st[ti], ok = K->ost[ti];
+    rdims Q = {0, {0}, {0}, {0}, 1}; /* the kept dims but ti */
+    for (int d = 0; d < K->n; d++) {
+        if (d == ti) continue;
+        Q.shape[Q.n] = K->shape[d];
+        Q.st[Q.n] = K->st[d];
+        Q.ost[Q.n] = K->ost[d];
+        Q.n++;
+    }
     if (Q.n == 0) {
         Q.n = 1;
         Q.shape[0] = 1;
-        Q.st[0] = 0;
+        Q.st[0] = Q.ost[0] = 0;
     }
     int64_t nq = K->numel / lk, rtot = R->numel;
     int64_t ntile = (lk + COL_TILE - 1) / COL_TILE;
@@ -239,7 +253,8 @@ static void reduce_cols(tg_tensor *out, const char *xb, tg_dtype dt, const rdims
         double tot[COL_TILE];
         col_tile(xb, dt, base, tl, sk, R, a < b ? a : b, b, tot);
         if (nch == 1) {
-            for (int64_t l = 0; l < tl; l++) store(out, q * lk + l0 + l, scale * tot[l]);
+            int64_t ob = tg__offset_of(q, Q.n, Q.shape, Q.ost) + l0 * ok;
+            for (int64_t l = 0; l < tl; l++) store(out, ob + l * ok, scale * tot[l]);
         } else {
             for (int64_t l = 0; l < tl; l++) part[w * COL_TILE + l] = tot[l];
         }
@@ -248,10 +263,11 @@ static void reduce_cols(tg_tensor *out, const char *xb, tg_dtype dt, const rdims
     for (int64_t item = 0; item < nwork; item++) {
         int64_t q = item / ntile, l0 = (item % ntile) * COL_TILE;
         int64_t tl = lk - l0 < COL_TILE ? lk - l0 : COL_TILE;
+        int64_t ob = tg__offset_of(q, Q.n, Q.shape, Q.ost) + l0 * ok;
         for (int64_t l = 0; l < tl; l++) {
             double acc = 0.0;
             for (int64_t c = 0; c < nch; c++) acc += part[(item * nch + c) * COL_TILE + l];
-            store(out, q * lk + l0 + l, scale * acc);
+            store(out, ob + l * ok, scale * acc);
         }
     }
 }
@@ -282,7 +298,7 @@ void tg__cpu_sum_reduce(tg_tensor *out, const tg_tensor *x, const bool *red, dou
             m++;
         }
     }
-    rdims K = {0, {0}, {0}, 1}, R = {0, {0}, {0}, 1};
+    rdims K = {0, {0}, {0}, {0}, 1}, R = {0, {0}, {0}, {0}, 1};
     for (int i = 0; i < m; i++) {
         rdims *D = lr[i] ? &R : &K;
         D->shape[D->n] = ls[i];
@@ -290,7 +306,18 @@ void tg__cpu_sum_reduce(tg_tensor *out, const tg_tensor *x, const bool *red, dou
         D->numel *= ls[i];
         D->n++;
     }
-    bool col = m > 0 && !lr[m - 1] && R.n > 0;
+    int64_t ostride = 1; /* out is contiguous over K */
+    for (int d = K.n - 1; d >= 0; d--) {
+        K.ost[d] = ostride;
+        ostride *= K.shape[d];
+    }
+    /* column strategy when a kept dim is read with a smaller stride than the
+     * innermost reduced dim (e.g. sum over the leading dims of a contiguous
+     * tensor, or over the last dim of a transposed one) */
+    int ti = -1;
+    for (int d = 0; d < K.n; d++)
+        if (K.st[d] != 0 && (ti < 0 || absi(K.st[d]) <= absi(K.st[ti]))) ti = d;
+    bool col = R.n > 0 && ti >= 0 && absi(K.st[ti]) < absi(R.st[R.n - 1]);
     if (R.n == 0) { /* nothing reduced: a scaled copy */
         R.n = 1;
         R.shape[0] = 1;
@@ -299,9 +326,9 @@ void tg__cpu_sum_reduce(tg_tensor *out, const tg_tensor *x, const bool *red, dou
     if (K.n == 0) {
         K.n = 1;
         K.shape[0] = 1;
-        K.st[0] = 0;
+        K.st[0] = K.ost[0] = 0;
     }
     const char *xb = (const char *)tg__ptr(x);
-    if (col) reduce_cols(out, xb, x->dtype, &K, &R, scale);
+    if (col) reduce_cols(out, xb, x->dtype, &K, ti, &R, scale);
     else reduce_rows(out, xb, x->dtype, &K, &R, scale);
 }
