@@ -32,6 +32,35 @@ static bool vec_push(ptrvec *a, void *p) {
     return true;
 }
 
+/* Ready nodes: a max-heap on creation id (latest created first). */
+static bool heap_push(ptrvec *h, tg__node *n) {
+    if (!vec_push(h, n)) return false;
+    size_t i = h->n - 1;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (((tg__node *)h->v[p])->id >= n->id) break;
+        h->v[i] = h->v[p];
+        i = p;
+    }
+    h->v[i] = n;
+    return true;
+}
+
+static tg__node *heap_pop(ptrvec *h) {
+    tg__node *top = h->v[0], *last = h->v[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n) break;
+        if (c + 1 < h->n && ((tg__node *)h->v[c + 1])->id > ((tg__node *)h->v[c])->id) c++;
+        if (((tg__node *)h->v[c])->id <= last->id) break;
+        h->v[i] = h->v[c];
+        i = c;
+    }
+    if (h->n) h->v[i] = last;
+    return top;
+}
+
 static bool same_meta(const tg_tensor *t, const tg__meta *m) {
     if (t->dtype != m->dtype || t->ndim != m->ndim) return false;
     for (int d = 0; d < m->ndim; d++)
@@ -138,7 +167,7 @@ tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
     if (st != TG_OK) return st;
 
     bool prev_grad = tg_set_grad_enabled(false);
-    bool prev_scopes = tg__scopes_suspend();
+    int prev_scopes = tg__scopes_suspend();
     tg_mem_category prev_cat = tg__set_category_override(TG_MEM_GRADIENT);
     ptrvec nodes = {0}, ready = {0}, leaves = {0};
 
@@ -196,9 +225,9 @@ tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
     /* (3) run */
     rn->gbuf[root->output_nr] = seed;
     seed = NULL;
-    if (!vec_push(&ready, rn)) goto fail_nomsg;
+    if (!heap_push(&ready, rn)) goto fail_nomsg;
     while (ready.n) {
-        tg__node *n = ready.v[--ready.n];
+        tg__node *n = heap_pop(&ready);
         tg_tensor *gin[TG__MAX_IO] = {0};
         st = run_node(n, gin);
         for (int k = 0; k < n->n_out; k++) {
@@ -243,7 +272,7 @@ tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
         if (st != TG_OK) goto done;
         for (int i = 0; i < n->n_in; i++) {
             tg__edge *e = &n->edge[i];
-            if (e->kind == TG__EDGE_NODE && --e->node->deps == 0 && !vec_push(&ready, e->node))
+            if (e->kind == TG__EDGE_NODE && --e->node->deps == 0 && !heap_push(&ready, e->node))
                 goto fail_nomsg;
         }
         if (!retain_graph) tg__node_free_saved(n);

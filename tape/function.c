@@ -90,7 +90,7 @@ tg_status tg_function_apply_at(tg_site s, const tg_function *fn, void *user, int
     tg_ctx ctx = {node, false, 0};
     tg_tensor *outs[TG__MAX_IO] = {0};
     bool prev_grad = tg_set_grad_enabled(false);
-    bool prev_scopes = tg__scopes_suspend();
+    int prev_scopes = tg__scopes_suspend();
     tg_mem_category prev_cat = tg__set_category_override(TG_MEM_ACTIVATION);
     tg_status st = fn->forward(&ctx, n_in, inputs, n_out, outs, user);
     tg__set_category_override(prev_cat);

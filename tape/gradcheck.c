@@ -55,7 +55,7 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, void *user, int n_in, tg_tensor *cons
     tg_gradcheck_opts o = {1e-6, 1e-5, 1e-3};
     if (opts) o = *opts;
 
-    bool prev_scopes = tg__scopes_suspend();
+    int prev_scopes = tg__scopes_suspend();
     bool prev_grad = tg_set_grad_enabled(true);
     tg_tensor *saved_grad[TG__MAX_IO] = {0};
     for (int i = 0; i < n_in; i++) {

@@ -13,14 +13,17 @@ typedef struct {
 
 static _Thread_local scope *tl_scopes; // (tl_depth)
 static _Thread_local int tl_depth, tl_cap;
-static _Thread_local bool tl_suspended;
+/* Scopes at depth <= tl_floor are hidden: the backward engine and custom
+ * function callbacks raise the floor so that tensors they make are not handed
+ * to the user's scopes, while scopes opened inside a callback still work. */
+static _Thread_local int tl_floor;
 
-bool tg__scopes_suspend(void) {
-    bool prev = tl_suspended;
-    tl_suspended = true;
+int tg__scopes_suspend(void) {
+    int prev = tl_floor;
+    tl_floor = tl_depth;
     return prev;
 }
-void tg__scopes_resume(bool prev) { tl_suspended = prev; }
+void tg__scopes_resume(int prev) { tl_floor = prev; }
 
 static bool reserve(scope *sc, size_t extra) {
     if (sc->n + extra <= sc->cap) return true;
@@ -34,7 +37,7 @@ static bool reserve(scope *sc, size_t extra) {
 }
 
 tg_tensor *tg__ret(tg_tensor *t) {
-    if (!t || tl_depth == 0 || tl_suspended) return t;
+    if (!t || tl_depth <= tl_floor) return t;
     scope *sc = &tl_scopes[tl_depth - 1];
     if (!reserve(sc, 1)) {
         tg__tensor_release(t); /* the caller would never release it */
@@ -58,7 +61,7 @@ int tg_scope_begin(void) {
 }
 
 tg_status tg_scope_end(int token) {
-    if (tl_depth == 0 || token != tl_depth)
+    if (tl_depth <= tl_floor || token != tl_depth)
         return tg__set_error(TG_ERR_STATE, "tg_scope_end: token %d does not match the innermost "
                                            "open scope (depth %d)", token, tl_depth);
     scope *sc = &tl_scopes[tl_depth - 1];
@@ -78,7 +81,7 @@ tg_status tg_scope_end(int token) {
 
 tg_tensor *tg_scope_keep(tg_tensor *t) {
     if (!t) return NULL;
-    if (tl_depth == 0)
+    if (tl_depth <= tl_floor)
         return tg__fail(TG_ERR_STATE, "tg_scope_keep: no scope is open");
     scope *sc = &tl_scopes[tl_depth - 1];
     size_t i = sc->n;
@@ -87,7 +90,7 @@ tg_tensor *tg_scope_keep(tg_tensor *t) {
     if (i == (size_t)-1)
         return tg__fail(TG_ERR_STATE, "tg_scope_keep: tensor '%s' is not owned by the innermost "
                                       "scope", t->name);
-    scope *parent = tl_depth >= 2 ? &tl_scopes[tl_depth - 2] : NULL;
+    scope *parent = tl_depth - 1 > tl_floor ? &tl_scopes[tl_depth - 2] : NULL;
     if (parent && !reserve(parent, 1)) return NULL;
     memmove(&sc->t[i], &sc->t[i + 1], (sc->n - i - 1) * sizeof *sc->t);
     sc->n--;

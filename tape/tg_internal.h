@@ -147,10 +147,11 @@ tg_tensor *tg__zeros_like_meta(tg_site s, tg_dtype dt, int ndim, const int64_t *
 void tg__tensor_release(tg_tensor *t); /* ignores scope ownership */
 /* Hands t to the innermost open scope (unless scopes are suspended); returns t. */
 tg_tensor *tg__ret(tg_tensor *t);
-/* Suspends scope registration (during backward and custom-function callbacks);
- * returns the previous state for tg__scopes_resume. */
-bool tg__scopes_suspend(void);
-void tg__scopes_resume(bool prev);
+/* Hides the scopes open now (during backward and custom-function callbacks:
+ * what they make is not handed to the user's scopes; scopes opened inside a
+ * callback work). Returns the previous state for tg__scopes_resume. */
+int tg__scopes_suspend(void);
+void tg__scopes_resume(int prev);
 
 int64_t tg__numel(int ndim, const int64_t *shape);
 bool tg__is_contiguous(const tg_tensor *t);

@@ -392,3 +392,91 @@ Test(autograd, null_propagates_through_nested_calls) {
     cr_assert_eq(tg_scope_end(sc), TG_OK);
     cr_assert_eq(tg_scope_end(tgt_sc), TG_OK);
 }
+
+/* ---- the shared-storage story: one op saves the logits, another op's backward
+ * shifts and restores a view of them in place ------------------------------- */
+
+/* out = sum over the row of x (a stand-in for a log-prob op); saves x. */
+static tg_status rowsum_fwd(tg_ctx *ctx, int n_in, tg_tensor *const *in, int n_out,
+                            tg_tensor **out, void *user) {
+    (void)n_in, (void)n_out, (void)user;
+    out[0] = tg_sum_dim(in[0], -1, false);
+    if (!out[0]) return tg_last_status();
+    return tg_ctx_save(ctx, in[0]) >= 0 ? TG_OK : tg_last_status();
+}
+static tg_status rowsum_bwd(tg_ctx *ctx, int n_out, tg_tensor *const *gout, int n_in,
+                            tg_tensor **gin, void *user) {
+    (void)n_out, (void)n_in, (void)user;
+    tg_tensor *x = tg_ctx_saved(ctx, 0); /* only to check it is intact */
+    if (!x) return tg_last_status();
+    int64_t v = tg_size(x, -1);
+    tg_release(x);
+    int sc = tg_scope_begin(); /* scopes work inside callbacks too */
+    tg_tensor *g = tg_reshape(gout[0], TG_SHAPE(tg_size(gout[0], 0), 1));
+    gin[0] = tg_scope_keep(tg_contiguous(tg_expand(g, TG_SHAPE(-1, v))));
+    tg_scope_end(sc);
+    return gin[0] ? TG_OK : tg_last_status();
+}
+static const tg_function rowsum_fn = {"RowSumBackward", rowsum_fwd, rowsum_bwd};
+
+/* out = sum of squares of x; saves a view of x; its backward (buggy flavour,
+ * user == non-NULL) shifts the saved view in place and shifts it back. */
+static tg_status sq_fwd(tg_ctx *ctx, int n_in, tg_tensor *const *in, int n_out, tg_tensor **out,
+                        void *user) {
+    (void)n_in, (void)n_out, (void)user;
+    tg_tensor *sq = tg_mul(in[0], in[0]);
+    out[0] = tg_sum_dim(sq, -1, false);
+    tg_release(sq);
+    tg_tensor *view = tg_slice(in[0], 0, 0, tg_size(in[0], 0), 1);
+    int slot = tg_ctx_save(ctx, view);
+    tg_release(view);
+    return out[0] && slot >= 0 ? TG_OK : tg_last_status();
+}
+static tg_status sq_bwd(tg_ctx *ctx, int n_out, tg_tensor *const *gout, int n_in,
+                        tg_tensor **gin, void *user) {
+    (void)n_out, (void)n_in;
+    tg_tensor *x = tg_ctx_saved(ctx, 0);
+    if (!x) return tg_last_status();
+    if (user) { /* the bug: "stabilise" in place, then restore */
+        tg_tensor *c = tg_full(TG_F64, TG_SCALAR, 4.0);
+        tg_sub_(x, c);
+        tg_add_(x, c);
+        tg_release(c);
+    }
+    tg_tensor *g = tg_reshape(gout[0], TG_SHAPE(tg_size(gout[0], 0), 1));
+    tg_tensor *two_x = tg_scale(x, 2.0);
+    gin[0] = tg_mul(two_x, g);
+    tg_release(two_x);
+    tg_release(g);
+    tg_release(x);
+    return gin[0] ? TG_OK : tg_last_status();
+}
+static const tg_function sq_fn = {"SquareSumBackward", sq_fwd, sq_bwd};
+
+static tg_status shared_storage_loss(tg_tensor *logits, bool buggy, tg_tensor **loss) {
+    tg_tensor *a = NULL, *b = NULL;
+    tg_status st = tg_function_apply(&rowsum_fn, NULL, 1, &logits, 1, &a);
+    if (st == TG_OK) st = tg_function_apply(&sq_fn, buggy ? (void *)1 : NULL, 1, &logits, 1, &b);
+    if (st != TG_OK) return st;
+    *loss = tg_sum(tg_add(a, b));
+    return *loss ? TG_OK : tg_last_status();
+}
+
+Test(autograd, inplace_in_another_ops_backward_is_caught_and_grads_untouched) {
+    int sc = tg_scope_begin();
+    tg_tensor *logits = tg_set_name(TGT_F64(TG_SHAPE(2, 3), 1, 2, 3, -1, 0, 1), "logits");
+    tg_set_requires_grad(logits, true);
+    tg_tensor *loss = NULL;
+    cr_assert_eq(shared_storage_loss(logits, true, &loss), TG_OK);
+    cr_assert_eq(tg_backward(loss, NULL, false), TG_ERR_INPLACE);
+    tgt_assert_error(TG_ERR_INPLACE, "'logits'", "RowSumBackward", "sub_", "add_",
+                     "is at version 2; expected version 0", NULL);
+    cr_assert_null(tg_grad(logits), "no leaf gradient written on failure");
+    /* the values were restored, so the fixed version gives the right gradient */
+    tg_clear_error();
+    TG_NO_GRAD { tg_copy_(logits, TGT_F64(TG_SHAPE(2, 3), 1, 2, 3, -1, 0, 1)); }
+    cr_assert_eq(shared_storage_loss(logits, false, &loss), TG_OK);
+    cr_assert_eq(tg_backward(loss, NULL, false), TG_OK, "%s", tg_last_error());
+    tgt_assert_values(tg_grad(logits), (double[]){3, 5, 7, -1, 1, 3}, 6, 1e-15);
+    cr_assert_eq(tg_scope_end(sc), TG_OK);
+}

@@ -87,6 +87,14 @@ static inline tg_tensor *tgo_step2_leaf(int64_t rows, int64_t cols, uint64_t see
     return l;
 }
 
+/* Releases every tensor given (NULL allowed), asserting each release succeeds. */
+#define TGO_RELEASE(...)                                                                   \
+    do {                                                                                   \
+        tg_tensor *tgo_rel_[] = {__VA_ARGS__};                                             \
+        for (size_t tgo_i_ = 0; tgo_i_ < sizeof tgo_rel_ / sizeof tgo_rel_[0]; tgo_i_++)   \
+            cr_assert_eq(tg_release(tgo_rel_[tgo_i_]), TG_OK, "%s", tg_last_error());      \
+    } while (0)
+
 /* ---- reading and asserting ------------------------------------------------------ */
 
 /* t's values as a malloc'ed double array (caller frees). */

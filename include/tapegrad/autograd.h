@@ -138,6 +138,9 @@ tg_status tg_ctx_fail(tg_ctx *ctx, tg_status st, const char *fmt, ...)
 /* Opens a scope on this thread and returns its token (its depth, >= 1). Every
  * tensor returned to the caller while it is the innermost open scope is owned
  * by it and released by tg_scope_end(token), unless kept. Scopes nest.
+ * Inside custom-function callbacks and tg_gradcheck's fn, scopes opened
+ * outside are hidden (the callback owns what it makes, as without scopes);
+ * scopes opened inside the callback work as usual.
  * Returns -1 with TG_ERR_NOMEM on failure. */
 int tg_scope_begin(void);
 
