@@ -276,7 +276,9 @@ static tg_tensor *build_loss(tg_tensor *z, tg_tensor *y, const tg_function *entr
                              loss_names *names) {
     tg_tensor *lp = NULL, *h = NULL;
     tg_tensor *lp_in[2] = {z, y}, *h_in[1] = {z};
-    /* LogprobBackward is recorded first, EntropyBackward second. */
+    /* LogprobBackward is recorded first, EntropyBackward second: backward
+     * reaches EntropyBackward first, so its in-place edit happens before
+     * LogprobBackward reads the logits it saved (the order of the story). */
     if (tg_function_apply(&LOGPROB, NULL, 2, lp_in, 1, &lp) == TG_OK)
         tg_function_apply(entropy, NULL, 1, h_in, 1, &h);
     tg_tensor *sum_lp = tg_sum(lp);

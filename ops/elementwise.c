@@ -21,8 +21,9 @@
 
 static bool check_device(const char *who, const tg_tensor *t) {
     if (t->storage->device == TG_CPU) return true;
-    tg__set_error(TG_ERR_DEVICE, "%s: tensor '%s' is not on the CPU (only CPU kernels exist "
-                  "for this op)", who, t->name);
+    tg__set_error(TG_ERR_DEVICE, "%s: tensor%s%s%s is on %s; this op has CPU kernels only",
+                  who, t->name[0] ? " '" : "", t->name, t->name[0] ? "'" : "",
+                  t->storage->device == TG_CUDA ? "cuda" : "an unknown device");
     return false;
 }
 

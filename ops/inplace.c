@@ -56,7 +56,7 @@ static void ip_scalar_kernel(ip_kind k, tg_tensor *t, double v) {
             *x = k == IP_SCALE ? *x * v : v;
             break;
         }
-        default: ((int64_t *)b)[o] = (int64_t)v; break;
+        default: ((int64_t *)b)[o] = tg__to_i64(v); break;
         }
     }
 }

@@ -71,8 +71,9 @@ static const tg__op_def SUM_TO_DEF = {"SumToBackward", expand_backward};
 
 static bool check_input(const char *who, const tg_tensor *t) {
     if (t->storage->device != TG_CPU) {
-        tg__set_error(TG_ERR_DEVICE, "%s: tensor '%s' is not on the CPU (only CPU kernels exist "
-                      "for this op)", who, t->name);
+        tg__set_error(TG_ERR_DEVICE, "%s: tensor%s%s%s is on %s; this op has CPU kernels only",
+                      who, t->name[0] ? " '" : "", t->name, t->name[0] ? "'" : "",
+                      t->storage->device == TG_CUDA ? "cuda" : "an unknown device");
         return false;
     }
     if (!tg__is_float(t->dtype)) {

@@ -175,7 +175,7 @@ static void fill_value(tg_tensor *t, double v) {
         for (int64_t i = 0; i < n; i++) x[i] = v;
     } else {
         int64_t *x = p; // (n)
-        for (int64_t i = 0; i < n; i++) x[i] = (int64_t)v;
+        for (int64_t i = 0; i < n; i++) x[i] = tg__to_i64(v);
     }
 }
 
@@ -216,7 +216,7 @@ tg_tensor *tg_arange_at(tg_site s, tg_dtype dt, double start, double end, double
         double v = start + (double)i * step;
         if (dt == TG_F32) ((float *)t->storage->data)[i] = (float)v;
         else if (dt == TG_F64) ((double *)t->storage->data)[i] = v;
-        else ((int64_t *)t->storage->data)[i] = (int64_t)v;
+        else ((int64_t *)t->storage->data)[i] = tg__to_i64(v);
     }
     return tg__ret(t);
 }
@@ -288,7 +288,7 @@ tg_status tg_copy_out(const tg_tensor *t, tg_dtype dst_dt, void *dst, size_t dst
         if (dst_dt == TG_I64 && t->dtype == TG_I64)
             ((int64_t *)dst)[i] = ((const int64_t *)t->storage->data)[off];
         else if (dst_dt == TG_I64)
-            ((int64_t *)dst)[i] = (int64_t)read_elem(t, off);
+            ((int64_t *)dst)[i] = tg__to_i64(read_elem(t, off));
         else if (dst_dt == TG_F32)
             ((float *)dst)[i] = (float)read_elem(t, off);
         else

@@ -164,6 +164,15 @@ static inline void *tg__ptr(const tg_tensor *t) {
 int tg__wrap_dim(const char *who, int dim, int ndim);
 bool tg__is_float(tg_dtype dt);
 
+/* double -> i64 without undefined behaviour: truncates toward zero,
+ * saturates out-of-range values, NaN -> 0. */
+static inline int64_t tg__to_i64(double v) {
+    if (v != v) return 0;
+    if (v >= 9223372036854775807.0) return INT64_MAX;
+    if (v <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)v;
+}
+
 /* ---- shapes and strided iteration (tape/shape.c) ------------------------------ */
 
 /* NumPy broadcasting of two shapes into out (ndim *nout). TG_ERR_SHAPE with a

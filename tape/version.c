@@ -3,10 +3,6 @@
 
 const char *tg_lib_version(void) { return TG_VERSION_STRING; }
 
-const char *tg_build_backends(void) {
-#ifdef TG_HAVE_CUDA
-    return "cpu+cuda";
-#else
-    return "cpu";
-#endif
-}
+/* The CUDA toolkit is detected at configure time (TG_HAVE_CUDA), but no CUDA
+ * kernels exist yet, so only the CPU backend is reported. */
+const char *tg_build_backends(void) { return "cpu"; }

@@ -56,9 +56,11 @@ static inline tg_tensor *tgo_rand(tg_dtype dt, int ndim, const int64_t *shape, u
 }
 
 /* A NON-contiguous f64 leaf of shape [rows, cols] that requires grad: the
- * transpose of a [cols, rows] tensor, detached (strides (1, rows)). */
-static inline tg_tensor *tgo_transposed_leaf(int64_t rows, int64_t cols, uint64_t seed) {
-    tg_tensor *base = tgo_randn(TG_F64, TG_SHAPE(cols, rows), seed, false);
+ * transpose of a [cols, rows] uniform [lo, hi) tensor, detached (strides
+ * (1, rows)). */
+static inline tg_tensor *tgo_transposed_leaf(int64_t rows, int64_t cols, uint64_t seed, double lo,
+                                             double hi) {
+    tg_tensor *base = tgo_rand(TG_F64, TG_SHAPE(cols, rows), seed, lo, hi, false);
     tg_tensor *v = tg_transpose(base, 0, 1);
     tg_tensor *l = tg_detach(v);
     cr_assert_not_null(l, "%s", tg_last_error());

@@ -1,5 +1,6 @@
 /* kernels/cpu/copy.c - strided copy with broadcasting and dtype conversion,
  * and the gradient accumulation kernel (dst += src) used by the engine. */
+#include <stdint.h>
 #include <string.h>
 
 #include "tg_internal.h"
@@ -19,7 +20,7 @@ static inline void wr(void *base, tg_dtype dt, int64_t off, double v) {
     switch (dt) {
     case TG_F32: ((float *)base)[off] = (float)v; break;
     case TG_F64: ((double *)base)[off] = v; break;
-    default: ((int64_t *)base)[off] = (int64_t)v; break;
+    default: ((int64_t *)base)[off] = tg__to_i64(v); break;
     }
 }
 

@@ -7,7 +7,9 @@
  * dropped, dims merged where every operand allows), then split into equal
  * linear ranges, one per thread; each range starts from its multi-index
  * (computed once) and walks rows of the innermost dim with a row kernel that
- * has tight loops for the stride patterns 1/1, 1/0, 0/1.
+ * has tight loops for the stride patterns 1/1, 1/0, 0/1. When an input is
+ * read transposed (innermost stride larger than the next one), the last two
+ * dims are walked in square tiles instead, for cache reuse.
  */
 #include <math.h>
 #include <string.h>
@@ -19,6 +21,7 @@
 #include "elementwise.h"
 
 #define EW_MAXOP 4
+#define EW_TILE 32 /* tile side for inputs read transposed */
 
 /* ---- the strided iterator -------------------------------------------------- */
 
@@ -135,9 +138,54 @@ static void ew_range(const ew_iter *it, ew_row_fn fn, const double *prm, int64_t
     }
 }
 
+/* True when some input reads the last two dims "transposed" (a larger
+ * stride along the innermost dim than along the one before it). */
+static bool ew_transposed(const ew_iter *it) {
+    int nd = it->ndim;
+    if (nd < 2) return false;
+    for (int k = 1; k < it->nop; k++) {
+        int64_t si = it->st[k][nd - 1], so = it->st[k][nd - 2];
+        if (si < 0) si = -si;
+        if (so < 0) so = -so;
+        if (si > 1 && so < si) return true;
+    }
+    return false;
+}
+
+/* Walks the last two dims in EW_TILE x EW_TILE tiles so that the cache lines
+ * a transposed input brings in are reused by the next rows of the tile. */
+static void ew_run_tiled(const ew_iter *it, ew_row_fn fn, const double *prm) {
+    int nd = it->ndim, nop = it->nop;
+    int64_t nr = it->shape[nd - 2], nc = it->shape[nd - 1];
+    int64_t tr = (nr + EW_TILE - 1) / EW_TILE, tc = (nc + EW_TILE - 1) / EW_TILE;
+    int64_t ntiles = it->numel / (nr * nc) * tr * tc;
+    int64_t s[EW_MAXOP];
+    for (int k = 0; k < nop; k++) s[k] = it->st[k][nd - 1];
+#pragma omp parallel for schedule(static) if (it->numel >= TG__PAR_MIN)
+    for (int64_t t = 0; t < ntiles; t++) {
+        int64_t o = t / (tr * tc), i0 = (t / tc) % tr * EW_TILE, j0 = t % tc * EW_TILE;
+        int64_t ni = nr - i0 < EW_TILE ? nr - i0 : EW_TILE;
+        int64_t nj = nc - j0 < EW_TILE ? nc - j0 : EW_TILE;
+        int64_t off[EW_MAXOP];
+        char *p[EW_MAXOP];
+        for (int k = 0; k < nop; k++)
+            off[k] = tg__offset_of(o, nd - 2, it->shape, it->st[k]) + i0 * it->st[k][nd - 2] +
+                     j0 * s[k];
+        for (int64_t i = 0; i < ni; i++) {
+            for (int k = 0; k < nop; k++)
+                p[k] = it->base[k] + (size_t)(off[k] + i * it->st[k][nd - 2]) * it->esz[k];
+            fn(nj, p, s, prm);
+        }
+    }
+}
+
 static void ew_run(const ew_iter *it, ew_row_fn fn, const double *prm) {
     int64_t total = it->numel;
     if (total <= 0) return;
+    if (total >= EW_TILE * EW_TILE && ew_transposed(it)) {
+        ew_run_tiled(it, fn, prm);
+        return;
+    }
     if (total < TG__PAR_MIN) {
         ew_range(it, fn, prm, 0, total);
         return;

@@ -1,0 +1,733 @@
+/* tests/test_ops_grad.c - tg_gradcheck (f64, PyTorch's default tolerances) on
+ * every differentiable op: plain inputs, broadcast inputs ([3,1] with [4], a
+ * 0-d scalar with a matrix, 3-D), strided views made inside the checked
+ * function (transpose, slice with step 2) and non-contiguous leaves
+ * (tg_detach of a transpose / step-2 slice, then tg_set_requires_grad).
+ * Plus: a negative control (a custom function with a wrong backward must fail
+ * the check, naming the input), and hand-computed gradients for what a finite
+ * difference cannot see (ties of maximum/minimum, clamp at its bounds, where's
+ * cond, the dtype of to_dtype's gradient).
+ *
+ * Inputs are seeded (tg_randn, or tg_rand where the domain is restricted: log
+ * and the divisor stay in [0.5, 2]); maximum/minimum/clamp inputs are random
+ * so no tie or bound lies within eps. */
+#include "tg_ops_test_util.h"
+
+TestSuite(gradcheck_ops, .init = tgt_setup, .fini = tgt_teardown);
+TestSuite(gradcheck_views, .init = tgt_setup, .fini = tgt_teardown);
+TestSuite(gradcheck_control, .init = tgt_setup, .fini = tgt_teardown);
+TestSuite(grad_values, .init = tgt_setup, .fini = tgt_teardown);
+
+/* Runs tg_gradcheck(fn) on in[0..n_in-1] with the default options and asserts
+ * it passes, leaves every input's values, version and .grad (none) as found. */
+static void check_fn(tg_gradcheck_fn fn, void *user, int n_in, tg_tensor **in,
+                     const tg_gradcheck_opts *opts, const char *what) {
+    tgo_snap snap[4];
+    cr_assert(n_in <= 4);
+    for (int i = 0; i < n_in; i++) snap[i] = tgo_snapshot(in[i]);
+    tg_status st = tg_gradcheck(fn, user, n_in, in, opts);
+    cr_assert_eq(st, TG_OK, "%s: %s: %s", what, tg_status_name(st), tg_last_error());
+    for (int i = 0; i < n_in; i++) {
+        tgo_assert_unchanged(&snap[i]);
+        tg_tensor *g = tg_grad(in[i]);
+        cr_assert_null(g, "%s: gradcheck left a .grad on input %d", what, i);
+    }
+}
+
+/* gradcheck of spec s on (a, b) with default tolerances. */
+static void gc(tgo_spec *s, tg_tensor *a, tg_tensor *b) {
+    tg_tensor *in[2] = {a, b};
+    char what[96];
+    snprintf(what, sizeof what, "%s (pre %d, %d)", tgo_op_name(s->op), (int)s->pre[0],
+             (int)s->pre[1]);
+    check_fn(tgo_spec_fn, s, s->n_in, in, NULL, what);
+}
+
+static tg_tensor *N(int ndim, const int64_t *shape, uint64_t seed) {
+    return tgo_randn(TG_F64, ndim, shape, seed, true);
+}
+static tg_tensor *U(int ndim, const int64_t *shape, uint64_t seed, double lo, double hi) {
+    return tgo_rand(TG_F64, ndim, shape, seed, lo, hi, true);
+}
+
+/* An input for operand `which` of op: the divisor and log's input are
+ * uniform in [0.5, 2], everything else standard normal. */
+static tg_tensor *operand(tgo_op op, int which, int ndim, const int64_t *shape, uint64_t seed) {
+    if ((op == TGO_DIV && which == 1) || op == TGO_LOG) return U(ndim, shape, seed, 0.5, 2.0);
+    return N(ndim, shape, seed);
+}
+static void leaf_range(tgo_op op, int which, double *lo, double *hi) {
+    bool pos = (op == TGO_DIV && which == 1) || op == TGO_LOG;
+    *lo = pos ? 0.5 : -2.0;
+    *hi = 2.0;
+}
+
+/* ---- binary elementwise ops ------------------------------------------------------ */
+
+static void binary_cases(tgo_op op) {
+    uint64_t sd = 1000 + 100 * (uint64_t)op;
+    tgo_spec s = {.op = op, .n_in = 2};
+    tg_tensor *a, *b;
+
+    a = operand(op, 0, TG_SHAPE(3, 4), sd + 1), b = operand(op, 1, TG_SHAPE(3, 4), sd + 2);
+    gc(&s, a, b);
+    TGO_RELEASE(a, b);
+    /* broadcast [3,1] with [4], and the other way round */
+    a = operand(op, 0, TG_SHAPE(3, 1), sd + 3), b = operand(op, 1, TG_SHAPE(4), sd + 4);
+    gc(&s, a, b);
+    TGO_RELEASE(a, b);
+    a = operand(op, 0, TG_SHAPE(4), sd + 5), b = operand(op, 1, TG_SHAPE(3, 1), sd + 6);
+    gc(&s, a, b);
+    TGO_RELEASE(a, b);
+    /* a 0-d scalar with a matrix, and a matrix with a scalar */
+    a = operand(op, 0, TG_SCALAR, sd + 7), b = operand(op, 1, TG_SHAPE(2, 3), sd + 8);
+    gc(&s, a, b);
+    TGO_RELEASE(a, b);
+    a = operand(op, 0, TG_SHAPE(2, 3), sd + 9), b = operand(op, 1, TG_SCALAR, sd + 10);
+    gc(&s, a, b);
+    TGO_RELEASE(a, b);
+    /* 3-D broadcast on both sides */
+    a = operand(op, 0, TG_SHAPE(2, 1, 3), sd + 11), b = operand(op, 1, TG_SHAPE(4, 1), sd + 12);
+    gc(&s, a, b);
+    TGO_RELEASE(a, b);
+    /* strided views made inside the function: transpose and step-2 slices */
+    s.pre[0] = TGO_PRE_T, s.pre[1] = TGO_PRE_STEP2;
+    a = operand(op, 0, TG_SHAPE(4, 3), sd + 13), b = operand(op, 1, TG_SHAPE(6, 4), sd + 14);
+    gc(&s, a, b);
+    TGO_RELEASE(a, b);
+    /* strided and broadcast at once: [3,4] (transposed) with [4] (every 2nd of 8) */
+    s.pre[0] = TGO_PRE_T, s.pre[1] = TGO_PRE_STEP2;
+    a = operand(op, 0, TG_SHAPE(4, 3), sd + 15), b = operand(op, 1, TG_SHAPE(8), sd + 16);
+    gc(&s, a, b);
+    TGO_RELEASE(a, b);
+    s.pre[0] = TGO_PRE_STEP2_LAST, s.pre[1] = TGO_PRE_NONE;
+    a = operand(op, 0, TG_SHAPE(3, 8), sd + 17), b = operand(op, 1, TG_SHAPE(3, 1), sd + 18);
+    gc(&s, a, b);
+    TGO_RELEASE(a, b);
+    /* non-contiguous leaves */
+    s.pre[0] = s.pre[1] = TGO_PRE_NONE;
+    double lo0, hi0, lo1, hi1;
+    leaf_range(op, 0, &lo0, &hi0);
+    leaf_range(op, 1, &lo1, &hi1);
+    a = tgo_transposed_leaf(3, 4, sd + 19, lo0, hi0);
+    b = tgo_step2_leaf(3, 4, sd + 20, lo1, hi1);
+    gc(&s, a, b);
+    TGO_RELEASE(a, b);
+    /* only the second operand requires grad */
+    a = tgo_randn(TG_F64, TG_SHAPE(3, 4), sd + 21, false);
+    if (op == TGO_DIV) tg_release(a), a = tgo_rand(TG_F64, TG_SHAPE(3, 4), sd + 21, -2, 2, false);
+    b = operand(op, 1, TG_SHAPE(4), sd + 22);
+    gc(&s, a, b);
+    TGO_RELEASE(a, b);
+}
+
+Test(gradcheck_ops, add) { binary_cases(TGO_ADD); }
+Test(gradcheck_ops, sub) { binary_cases(TGO_SUB); }
+Test(gradcheck_ops, mul) { binary_cases(TGO_MUL); }
+Test(gradcheck_ops, div) { binary_cases(TGO_DIV); }
+Test(gradcheck_ops, maximum) { binary_cases(TGO_MAXIMUM); }
+Test(gradcheck_ops, minimum) { binary_cases(TGO_MINIMUM); }
+
+Test(gradcheck_ops, div_by_negative_values) {
+    tgo_spec s = {.op = TGO_DIV, .n_in = 2};
+    tg_tensor *a = N(TG_SHAPE(3, 4), 7), *b = U(TG_SHAPE(3, 4), 8, -2.0, -0.5);
+    gc(&s, a, b);
+    TGO_RELEASE(a, b);
+}
+
+Test(gradcheck_ops, where) {
+    tg_tensor *cond = TGO_MAKE(TG_I64, TG_SHAPE(3, 1), 1, 0, 1);
+    tg_tensor *fcond = TGO_MAKE(TG_F64, TG_SHAPE(3, 4), 1, 0, 0, 1, 0, 1, 1, 0, 0.5, 0, -1, 0);
+    tgo_spec s = {.op = TGO_WHERE, .n_in = 2, .aux = cond};
+    tg_tensor *a = N(TG_SHAPE(4), 1), *b = N(TG_SHAPE(3, 4), 2);
+    gc(&s, a, b); /* cond [3,1] with a [4] and b [3,4] */
+    TGO_RELEASE(a, b);
+    a = N(TG_SHAPE(3, 4), 3), b = N(TG_SCALAR, 4);
+    gc(&s, a, b);
+    TGO_RELEASE(a, b);
+    s.aux = fcond;
+    s.pre[0] = TGO_PRE_T, s.pre[1] = TGO_PRE_STEP2;
+    a = N(TG_SHAPE(4, 3), 5), b = N(TG_SHAPE(6, 4), 6);
+    gc(&s, a, b);
+    TGO_RELEASE(a, b);
+    s.pre[0] = s.pre[1] = TGO_PRE_NONE;
+    a = tgo_transposed_leaf(3, 4, 7, -2, 2), b = tgo_step2_leaf(3, 4, 8, -2, 2);
+    gc(&s, a, b);
+    TGO_RELEASE(a, b, cond, fcond);
+}
+
+/* ---- unary elementwise ops --------------------------------------------------------- */
+
+static void unary_cases(tgo_spec s) {
+    uint64_t sd = 5000 + 100 * (uint64_t)s.op;
+    double lo, hi;
+    leaf_range(s.op, 0, &lo, &hi);
+    tg_tensor *a;
+    s.n_in = 1;
+    a = operand(s.op, 0, TG_SHAPE(3, 4), sd + 1);
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+    a = operand(s.op, 0, TG_SCALAR, sd + 2);
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+    a = operand(s.op, 0, TG_SHAPE(2, 2, 3), sd + 3);
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+    s.pre[0] = TGO_PRE_T;
+    a = operand(s.op, 0, TG_SHAPE(4, 3), sd + 4);
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+    s.pre[0] = TGO_PRE_STEP2;
+    a = operand(s.op, 0, TG_SHAPE(6, 4), sd + 5);
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+    s.pre[0] = TGO_PRE_NONE;
+    a = tgo_transposed_leaf(3, 4, sd + 6, lo, hi);
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+    a = tgo_step2_leaf(4, 3, sd + 7, lo, hi);
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+}
+
+Test(gradcheck_ops, neg) { unary_cases((tgo_spec){.op = TGO_NEG}); }
+Test(gradcheck_ops, exp) { unary_cases((tgo_spec){.op = TGO_EXP}); }
+Test(gradcheck_ops, log) { unary_cases((tgo_spec){.op = TGO_LOG}); }
+Test(gradcheck_ops, scale) { unary_cases((tgo_spec){.op = TGO_SCALE, .k = -1.7}); }
+Test(gradcheck_ops, add_scalar) { unary_cases((tgo_spec){.op = TGO_ADD_SCALAR, .k = 0.3}); }
+Test(gradcheck_ops, clamp) {
+    unary_cases((tgo_spec){.op = TGO_CLAMP, .lo = -0.5, .hi = 0.5});
+    unary_cases((tgo_spec){.op = TGO_CLAMP, .lo = -INFINITY, .hi = 0.2});
+    unary_cases((tgo_spec){.op = TGO_CLAMP, .lo = -0.3, .hi = INFINITY});
+}
+
+/* ---- reductions ------------------------------------------------------------------------ */
+
+static void reduce_cases(tgo_spec s) {
+    uint64_t sd = 9000 + 100 * (uint64_t)s.op + 10 * (uint64_t)(s.dim + 4) + s.keepdim;
+    tg_tensor *a;
+    s.n_in = 1;
+    a = N(TG_SHAPE(2, 3, 4), sd + 1);
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+    s.pre[0] = TGO_PRE_T; /* [2,4,3] viewed as [2,3,4] */
+    a = N(TG_SHAPE(2, 4, 3), sd + 2);
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+    s.pre[0] = TGO_PRE_STEP2; /* [4,3,4] -> [2,3,4] */
+    a = N(TG_SHAPE(4, 3, 4), sd + 3);
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+    s.pre[0] = TGO_PRE_STEP2_LAST; /* [2,3,8] -> [2,3,4] */
+    a = N(TG_SHAPE(2, 3, 8), sd + 4);
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+    s.pre[0] = TGO_PRE_NONE;
+    if (s.dim >= -2 && s.dim <= 1) { /* 2-D non-contiguous leaves */
+        a = tgo_transposed_leaf(3, 4, sd + 5, -2, 2);
+        gc(&s, a, NULL);
+        TGO_RELEASE(a);
+        a = tgo_step2_leaf(3, 4, sd + 6, -2, 2);
+        gc(&s, a, NULL);
+        TGO_RELEASE(a);
+    }
+}
+
+Test(gradcheck_ops, sum_mean) {
+    reduce_cases((tgo_spec){.op = TGO_SUM});
+    reduce_cases((tgo_spec){.op = TGO_MEAN});
+    tgo_spec s = {.op = TGO_SUM, .n_in = 1};
+    tg_tensor *a = N(TG_SCALAR, 1);
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+}
+
+Test(gradcheck_ops, sum_dim) {
+    int dims[] = {0, 1, -1, -3};
+    for (int i = 0; i < 4; i++)
+        for (int k = 0; k < 2; k++)
+            reduce_cases((tgo_spec){.op = TGO_SUM_DIM, .dim = dims[i], .keepdim = k});
+}
+
+Test(gradcheck_ops, mean_dim) {
+    int dims[] = {0, 1, -1, -2};
+    for (int i = 0; i < 4; i++)
+        for (int k = 0; k < 2; k++)
+            reduce_cases((tgo_spec){.op = TGO_MEAN_DIM, .dim = dims[i], .keepdim = k});
+}
+
+/* ---- matmul ----------------------------------------------------------------------------- */
+
+Test(gradcheck_ops, matmul) {
+    tgo_spec s = {.op = TGO_MATMUL, .n_in = 2};
+    tg_tensor *a, *b;
+    a = N(TG_SHAPE(3, 4), 1), b = N(TG_SHAPE(4, 2), 2); /* 2-D */
+    gc(&s, a, b);
+    TGO_RELEASE(a, b);
+    a = N(TG_SHAPE(2, 3, 4), 3), b = N(TG_SHAPE(2, 4, 2), 4); /* batched */
+    gc(&s, a, b);
+    TGO_RELEASE(a, b);
+    a = N(TG_SHAPE(2, 3, 4), 5), b = N(TG_SHAPE(4, 2), 6); /* batched @ shared weight */
+    gc(&s, a, b);
+    TGO_RELEASE(a, b);
+    a = N(TG_SHAPE(2, 1, 3, 2), 7), b = N(TG_SHAPE(2, 1, 2, 3), 8); /* 4-D */
+    gc(&s, a, b);
+    TGO_RELEASE(a, b);
+    /* transposed operands made inside the function */
+    s.pre[0] = TGO_PRE_T, s.pre[1] = TGO_PRE_T;
+    a = N(TG_SHAPE(4, 3), 9), b = N(TG_SHAPE(2, 4), 10);
+    gc(&s, a, b);
+    TGO_RELEASE(a, b);
+    a = N(TG_SHAPE(2, 4, 3), 11), b = N(TG_SHAPE(2, 2, 4), 12);
+    gc(&s, a, b);
+    TGO_RELEASE(a, b);
+    a = N(TG_SHAPE(2, 4, 3), 13), b = N(TG_SHAPE(2, 4), 14); /* batched^T @ weight^T */
+    gc(&s, a, b);
+    TGO_RELEASE(a, b);
+    /* step-2 slices: every 2nd row of a, every 2nd column of b */
+    s.pre[0] = TGO_PRE_STEP2, s.pre[1] = TGO_PRE_STEP2_LAST;
+    a = N(TG_SHAPE(6, 4), 15), b = N(TG_SHAPE(4, 4), 16);
+    gc(&s, a, b);
+    TGO_RELEASE(a, b);
+    /* non-contiguous leaves */
+    s.pre[0] = s.pre[1] = TGO_PRE_NONE;
+    a = tgo_transposed_leaf(3, 4, 17, -2, 2), b = tgo_step2_leaf(4, 2, 18, -2, 2);
+    gc(&s, a, b);
+    TGO_RELEASE(a, b);
+    /* only one operand requires grad */
+    a = N(TG_SHAPE(2, 3, 4), 19), b = tgo_randn(TG_F64, TG_SHAPE(4, 2), 20, false);
+    gc(&s, a, b);
+    TGO_RELEASE(a, b);
+    a = tgo_randn(TG_F64, TG_SHAPE(2, 3, 4), 21, false), b = N(TG_SHAPE(4, 2), 22);
+    gc(&s, a, b);
+    TGO_RELEASE(a, b);
+}
+
+/* ---- softmax family, gather ---------------------------------------------------------- */
+
+static void softmax_cases(tgo_op op) {
+    tgo_spec s = {.op = op, .n_in = 1};
+    uint64_t sd = 20000 + 100 * (uint64_t)op;
+    tg_tensor *a;
+    a = N(TG_SHAPE(3, 5), sd + 1);
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+    a = N(TG_SHAPE(2, 2, 4), sd + 2);
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+    a = U(TG_SHAPE(2, 4), sd + 3, 50, 54); /* large logits: the stable path */
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+    a = N(TG_SHAPE(4), sd + 4); /* a single row */
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+    s.pre[0] = TGO_PRE_T;
+    a = N(TG_SHAPE(5, 3), sd + 5);
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+    s.pre[0] = TGO_PRE_STEP2_LAST; /* rows with stride 2 between elements */
+    a = N(TG_SHAPE(3, 10), sd + 6);
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+    s.pre[0] = TGO_PRE_STEP2;
+    a = N(TG_SHAPE(6, 4), sd + 7);
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+    s.pre[0] = TGO_PRE_NONE;
+    a = tgo_transposed_leaf(3, 5, sd + 8, -2, 2);
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+    a = tgo_step2_leaf(3, 5, sd + 9, -2, 2);
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+}
+
+Test(gradcheck_ops, softmax) { softmax_cases(TGO_SOFTMAX); }
+Test(gradcheck_ops, log_softmax) { softmax_cases(TGO_LOG_SOFTMAX); }
+
+Test(gradcheck_ops, gather) {
+    /* repeated indices: their gradients must add up */
+    tg_tensor *idx = TGO_MAKE(TG_I64, TG_SHAPE(3, 4), 0, 4, 4, 2, 1, 1, 1, 3, 4, 0, 2, 0);
+    tgo_spec s = {.op = TGO_GATHER, .n_in = 1, .aux = idx};
+    tg_tensor *a = N(TG_SHAPE(3, 5), 1);
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+    s.pre[0] = TGO_PRE_T;
+    a = N(TG_SHAPE(5, 3), 2);
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+    s.pre[0] = TGO_PRE_STEP2_LAST;
+    a = N(TG_SHAPE(3, 10), 3);
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+    s.pre[0] = TGO_PRE_NONE;
+    a = tgo_transposed_leaf(3, 5, 4, -2, 2);
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+    a = tgo_step2_leaf(3, 5, 5, -2, 2);
+    gc(&s, a, NULL);
+    TGO_RELEASE(a);
+    tg_tensor *idx3 = TGO_MAKE(TG_I64, TG_SHAPE(2, 2, 1), 2, 0, 1, 1);
+    s.aux = idx3;
+    a = N(TG_SHAPE(2, 2, 3), 6);
+    gc(&s, a, NULL);
+    TGO_RELEASE(a, idx, idx3);
+}
+
+/* ---- views, copies and dtype conversion -------------------------------------------- */
+
+typedef enum {
+    V_SLICE,      /* slice(x, 1, 1, 5, 2) of [3, 5] */
+    V_SLICE_NEG,  /* slice(x, 0, -3, -1, 1) of [5, 2] */
+    V_VIEW,       /* view(x, [2, -1]) of [3, 4] */
+    V_RESHAPE,    /* reshape(x, [4, 3]) of [3, 4] (a view) */
+    V_RESHAPE_T,  /* reshape(transpose(x), [12]) of [3, 4] (a copy) */
+    V_TRANSPOSE,  /* transpose(x, 0, 2) of [2, 3, 2] */
+    V_EXPAND,     /* expand(x, [2, -1, 4]) of [3, 1] */
+    V_EXPAND0D,   /* expand(x, [2, 3]) of a 0-d */
+    V_CONTIG_T,   /* contiguous(transpose(x)) of [3, 4] */
+    V_CLONE,      /* clone(x) of [3, 4] */
+    V_TO_F32,     /* to_dtype(x, f32) of [3, 4] f64 */
+    V_F32_EXP_F64 /* to_dtype(exp(to_dtype(x, f32)), f64) */
+} view_kind;
+
+static tg_tensor *view_fn(tg_tensor *const *in, void *user) {
+    view_kind k = *(const view_kind *)user;
+    tg_tensor *x = in[0], *t, *u, *r = NULL;
+    switch (k) {
+    case V_SLICE: return tg_slice(x, 1, 1, 5, 2);
+    case V_SLICE_NEG: return tg_slice(x, 0, -3, -1, 1);
+    case V_VIEW: return tg_view(x, TG_SHAPE(2, -1));
+    case V_RESHAPE: return tg_reshape(x, TG_SHAPE(4, 3));
+    case V_RESHAPE_T:
+        t = tg_transpose(x, 0, 1);
+        r = tg_reshape(t, TG_SHAPE(12));
+        tg_release(t);
+        return r;
+    case V_TRANSPOSE: return tg_transpose(x, 0, 2);
+    case V_EXPAND: return tg_expand(x, TG_SHAPE(2, -1, 4));
+    case V_EXPAND0D: return tg_expand(x, TG_SHAPE(2, 3));
+    case V_CONTIG_T:
+        t = tg_transpose(x, 0, 1);
+        r = tg_contiguous(t);
+        tg_release(t);
+        return r;
+    case V_CLONE: return tg_clone(x);
+    case V_TO_F32: return tg_to_dtype(x, TG_F32);
+    case V_F32_EXP_F64:
+        t = tg_to_dtype(x, TG_F32);
+        u = tg_exp(t);
+        r = tg_to_dtype(u, TG_F64);
+        tg_release(t);
+        tg_release(u);
+        return r;
+    }
+    return NULL;
+}
+
+static void view_case(view_kind k, tg_tensor *x, const tg_gradcheck_opts *opts) {
+    tg_tensor *in[1] = {x};
+    char what[32];
+    snprintf(what, sizeof what, "view kind %d", (int)k);
+    check_fn(view_fn, &k, 1, in, opts, what);
+    TGO_RELEASE(x);
+}
+
+Test(gradcheck_views, slice) {
+    view_case(V_SLICE, N(TG_SHAPE(3, 5), 1), NULL);
+    view_case(V_SLICE, tgo_transposed_leaf(3, 5, 2, -2, 2), NULL);
+    view_case(V_SLICE_NEG, N(TG_SHAPE(5, 2), 3), NULL);
+    view_case(V_SLICE_NEG, tgo_step2_leaf(5, 2, 4, -2, 2), NULL);
+}
+
+Test(gradcheck_views, view_reshape) {
+    view_case(V_VIEW, N(TG_SHAPE(3, 4), 1), NULL);
+    view_case(V_RESHAPE, N(TG_SHAPE(3, 4), 2), NULL);
+    view_case(V_RESHAPE, tgo_transposed_leaf(3, 4, 3, -2, 2), NULL); /* copies */
+    view_case(V_RESHAPE_T, N(TG_SHAPE(3, 4), 4), NULL);
+    view_case(V_RESHAPE_T, tgo_step2_leaf(3, 4, 5, -2, 2), NULL);
+}
+
+Test(gradcheck_views, transpose_expand) {
+    view_case(V_TRANSPOSE, N(TG_SHAPE(2, 3, 2), 1), NULL);
+    view_case(V_EXPAND, N(TG_SHAPE(3, 1), 2), NULL);
+    view_case(V_EXPAND, tgo_step2_leaf(3, 1, 3, -2, 2), NULL);
+    view_case(V_EXPAND0D, N(TG_SCALAR, 4), NULL);
+}
+
+Test(gradcheck_views, contiguous_clone) {
+    view_case(V_CONTIG_T, N(TG_SHAPE(3, 4), 1), NULL);
+    view_case(V_CONTIG_T, tgo_transposed_leaf(3, 4, 2, -2, 2), NULL); /* the view is contiguous */
+    view_case(V_CLONE, N(TG_SHAPE(3, 4), 3), NULL);
+    view_case(V_CLONE, tgo_step2_leaf(3, 4, 4, -2, 2), NULL);
+}
+
+/* f32 <-> f64. Rounding to f32 puts ~6e-8 noise in every value, which central
+ * differences divide by 2*eps: with the default eps 1e-6 that is ~3% and no
+ * check could pass. eps = 1e-2 brings it to ~3e-6 (within atol 1e-5); the
+ * functions are linear (or exp, whose O(eps^2) error is within rtol 1e-3). */
+Test(gradcheck_views, to_dtype_f32_f64) {
+    tg_gradcheck_opts o = {.eps = 1e-2, .atol = 1e-5, .rtol = 1e-3};
+    view_case(V_TO_F32, N(TG_SHAPE(3, 4), 1), &o);
+    view_case(V_TO_F32, tgo_transposed_leaf(3, 4, 2, -2, 2), &o);
+    view_case(V_F32_EXP_F64, N(TG_SHAPE(3, 4), 3), &o);
+    view_case(V_F32_EXP_F64, tgo_step2_leaf(3, 4, 4, -2, 2), &o);
+}
+
+/* f32 leaf -> f64 -> log, checked in f64 downstream of the conversion. */
+static tg_tensor *f32_to_f64_log(tg_tensor *const *in, void *user) {
+    (void)user;
+    tg_tensor *d = tg_to_dtype(in[0], TG_F64);
+    tg_tensor *l = tg_log(d);
+    tg_release(d);
+    return l;
+}
+Test(gradcheck_views, to_dtype_from_f32_leaf) {
+    tg_gradcheck_opts o = {.eps = 1e-2, .atol = 1e-5, .rtol = 1e-3};
+    tg_tensor *x = tgo_rand(TG_F32, TG_SHAPE(2, 3), 5, 1.0, 2.0, true);
+    tg_tensor *in[1] = {x};
+    check_fn(f32_to_f64_log, NULL, 1, in, &o, "f32 -> f64 -> log");
+    TGO_RELEASE(x);
+}
+
+/* ---- composites: one input used many times, several ops deep ------------------------ */
+
+/* mean(gather(log_softmax(x @ w + b), idx)) + sum(x * x * exp(x)) */
+static tg_tensor *loss_fn(tg_tensor *const *in, void *user) {
+    tg_tensor *idx = user;
+    tg_tensor *x = in[0], *w = in[1], *b = in[2];
+    tg_tensor *h = tg_matmul(x, w), *hb = tg_add(h, b), *ls = tg_log_softmax(hb);
+    tg_tensor *g = tg_gather(ls, idx), *m = tg_mean(g);
+    tg_tensor *xx = tg_mul(x, x), *ex = tg_exp(x), *p = tg_mul(xx, ex), *s = tg_sum(p);
+    tg_tensor *out = tg_add(m, s);
+    TGO_RELEASE(h, hb, ls, g, m, xx, ex, p, s);
+    return out;
+}
+
+Test(gradcheck_ops, composite_loss_reuses_inputs) {
+    tg_tensor *idx = TGO_MAKE(TG_I64, TG_SHAPE(3, 1), 2, 0, 3);
+    tg_tensor *in[3] = {N(TG_SHAPE(3, 4), 1), N(TG_SHAPE(4, 5), 2), N(TG_SHAPE(5), 3)};
+    check_fn(loss_fn, idx, 3, in, NULL, "composite loss");
+    TGO_RELEASE(in[0], in[1], in[2], idx);
+}
+
+/* ---- negative control: a custom function with a wrong backward ----------------------- */
+
+/* out = x * y * y; backward gives dx = g*y*y and dy = 2*g*x*y, or, when the
+ * user flag says so, dy = g*x*y (wrong by a factor of 2) / dx = g*y (wrong). */
+typedef struct {
+    int wrong_input; /* -1: correct backward */
+} sq_user;
+
+static tg_status sq_forward(tg_ctx *ctx, int n_in, tg_tensor *const *in, int n_out,
+                            tg_tensor **out, void *user) {
+    (void)n_in, (void)n_out, (void)user;
+    tg_tensor *yy = tg_mul(in[1], in[1]);
+    out[0] = tg_mul(in[0], yy);
+    tg_release(yy);
+    if (!out[0]) return tg_last_status();
+    if (tg_ctx_save(ctx, in[0]) < 0 || tg_ctx_save(ctx, in[1]) < 0) return tg_last_status();
+    return TG_OK;
+}
+
+static tg_status sq_backward(tg_ctx *ctx, int n_out, tg_tensor *const *gout, int n_in,
+                             tg_tensor **gin, void *user) {
+    (void)n_out, (void)n_in;
+    const sq_user *u = user;
+    tg_tensor *x = tg_ctx_saved(ctx, 0), *y = tg_ctx_saved(ctx, 1);
+    if (!x || !y) {
+        TGO_RELEASE(x, y);
+        return tg_last_status();
+    }
+    tg_tensor *gy = tg_mul(gout[0], y);
+    if (tg_ctx_needs_input_grad(ctx, 0))
+        gin[0] = u->wrong_input == 0 ? tg_retain(gy) : tg_mul(gy, y);
+    if (tg_ctx_needs_input_grad(ctx, 1)) {
+        tg_tensor *gxy = tg_mul(gy, x);
+        gin[1] = u->wrong_input == 1 ? tg_retain(gxy) : tg_scale(gxy, 2.0);
+        tg_release(gxy);
+    }
+    TGO_RELEASE(x, y, gy);
+    return TG_OK;
+}
+
+static const tg_function SQ_FN = {"XYYBackward", sq_forward, sq_backward};
+
+static tg_tensor *sq_apply(tg_tensor *const *in, void *user) {
+    tg_tensor *out[1] = {NULL};
+    if (tg_function_apply(&SQ_FN, user, 2, in, 1, out) != TG_OK) return NULL;
+    return out[0];
+}
+
+Test(gradcheck_control, correct_custom_backward_passes) {
+    sq_user u = {-1};
+    tg_tensor *in[2] = {N(TG_SHAPE(2, 3), 1), N(TG_SHAPE(2, 3), 2)};
+    check_fn(sq_apply, &u, 2, in, NULL, "correct custom function");
+    TGO_RELEASE(in[0], in[1]);
+}
+
+static void expect_mismatch(int wrong, const char *input_tag, const char *name_tag) {
+    sq_user u = {wrong};
+    tg_tensor *in[2] = {N(TG_SHAPE(2, 3), 3), N(TG_SHAPE(2, 3), 4)};
+    tg_set_name(in[0], "x_ok");
+    tg_set_name(in[1], "y_bad");
+    if (wrong == 0) tg_set_name(in[0], "x_bad"), tg_set_name(in[1], "y_ok");
+    tgo_snap s0 = tgo_snapshot(in[0]), s1 = tgo_snapshot(in[1]);
+    tg_clear_error();
+    tg_status st = tg_gradcheck(sq_apply, &u, 2, in, NULL);
+    cr_assert_eq(st, TG_ERR_GRADCHECK, "a wrong backward passed the check: %s",
+                 tg_status_name(st));
+    tgt_assert_error(TG_ERR_GRADCHECK, input_tag, name_tag, "numerical", "analytical", NULL);
+    tgo_assert_unchanged(&s0);
+    tgo_assert_unchanged(&s1);
+    for (int i = 0; i < 2; i++) {
+        tg_tensor *g = tg_grad(in[i]);
+        cr_assert_null(g, "a failed gradcheck left a .grad on input %d", i);
+    }
+    TGO_RELEASE(in[0], in[1]);
+}
+
+Test(gradcheck_control, wrong_backward_of_second_input_fails_naming_it) {
+    expect_mismatch(1, "input 1", "y_bad");
+}
+
+Test(gradcheck_control, wrong_backward_of_first_input_fails_naming_it) {
+    expect_mismatch(0, "input 0", "x_bad");
+}
+
+/* A .grad the input had before the check is left exactly as found. */
+Test(gradcheck_control, existing_grad_is_preserved) {
+    tg_tensor *x = N(TG_SHAPE(3), 5);
+    tg_tensor *s = tg_sum(x);
+    cr_assert_eq(tg_backward(s, NULL, false), TG_OK);
+    tg_tensor *g0 = tg_grad(x);
+    tgo_spec sp = {.op = TGO_EXP, .n_in = 1};
+    tg_tensor *in[1] = {x};
+    cr_assert_eq(tg_gradcheck(tgo_spec_fn, &sp, 1, in, NULL), TG_OK, "%s", tg_last_error());
+    tg_tensor *g1 = tg_grad(x);
+    cr_assert_eq(g1, g0, "gradcheck replaced the input's .grad");
+    TGO_ASSERT_VALUES(g1, 0, 1, 1, 1);
+    TGO_RELEASE(x, s, g0, g1);
+}
+
+/* ---- hand-computed gradients (what finite differences cannot check) ----------------- */
+
+static tg_tensor *leaf(tg_dtype dt, int ndim, const int64_t *shape, const double *v) {
+    tg_tensor *t = tgo_make(dt, ndim, shape, v);
+    cr_assert_eq(tg_set_requires_grad(t, true), TG_OK);
+    return t;
+}
+#define LEAF(dt, shape_pair, ...) leaf(dt, shape_pair, (const double[]){__VA_ARGS__})
+
+static void backward_sum(tg_tensor *y) {
+    tg_tensor *s = tg_sum(y);
+    cr_assert_eq(tg_backward(s, NULL, false), TG_OK, "%s", tg_last_error());
+    TGO_RELEASE(s);
+}
+
+static void check_ties(tg_dtype dt) {
+    tg_tensor *a = LEAF(dt, TG_SHAPE(3), 1, 2, 3), *b = LEAF(dt, TG_SHAPE(3), 1, 0, 3);
+    tg_tensor *mx = tg_maximum(a, b);
+    backward_sum(mx);
+    TGO_ASSERT_GRAD(a, 0, 0.5, 1, 0.5);
+    TGO_ASSERT_GRAD(b, 0, 0.5, 0, 0.5);
+    tg_zero_grad(a), tg_zero_grad(b);
+    tg_tensor *mn = tg_minimum(a, b);
+    backward_sum(mn);
+    TGO_ASSERT_GRAD(a, 0, 0.5, 0, 0.5);
+    TGO_ASSERT_GRAD(b, 0, 0.5, 1, 0.5);
+    /* broadcast scalar tied with two entries */
+    tg_tensor *m = LEAF(dt, TG_SHAPE(2, 2), 1, 2, 2, 3), *s = LEAF(dt, TG_SCALAR, 2);
+    tg_tensor *bx = tg_maximum(m, s);
+    backward_sum(bx);
+    TGO_ASSERT_GRAD(m, 0, 0, 0.5, 0.5, 1);
+    TGO_ASSERT_GRAD(s, 0, 2);
+    TGO_RELEASE(a, b, mx, mn, m, s, bx);
+}
+Test(grad_values, maximum_minimum_split_ties_evenly) {
+    check_ties(TG_F32);
+    check_ties(TG_F64);
+}
+
+static void check_clamp_bounds(tg_dtype dt) {
+    tg_tensor *x = LEAF(dt, TG_SHAPE(5), -1, -0.5, 1, 2, -3);
+    tg_tensor *c = tg_clamp(x, -1, 1);
+    backward_sum(c);
+    TGO_ASSERT_GRAD(x, 0, 1, 1, 1, 0, 0); /* gradient 1 on the bounds themselves */
+    tg_zero_grad(x);
+    tg_tensor *c2 = tg_clamp(x, -INFINITY, 0);
+    backward_sum(c2);
+    TGO_ASSERT_GRAD(x, 0, 1, 1, 0, 0, 1);
+    TGO_RELEASE(x, c, c2);
+}
+Test(grad_values, clamp_gradient_is_one_on_the_bounds) {
+    check_clamp_bounds(TG_F32);
+    check_clamp_bounds(TG_F64);
+}
+
+Test(grad_values, where_gives_cond_no_gradient) {
+    tg_tensor *cond = LEAF(TG_F64, TG_SHAPE(3), 1, 0, 2);
+    tg_tensor *a = LEAF(TG_F64, TG_SHAPE(3), 1, 2, 3), *b = LEAF(TG_F64, TG_SCALAR, 5);
+    tg_tensor *w = tg_where(cond, a, b), *wa = tg_mul(w, a);
+    backward_sum(wa); /* d/da sum(where(c,a,b) * a) = c ? 2a : b */
+    TGO_ASSERT_GRAD(a, 1e-15, 2, 5, 6);
+    TGO_ASSERT_GRAD(b, 1e-15, 2);
+    tg_tensor *gc_ = tg_grad(cond);
+    cr_assert_null(gc_, "cond got a gradient");
+    TGO_RELEASE(cond, a, b, w, wa);
+}
+
+Test(grad_values, to_dtype_gradient_has_the_input_dtype) {
+    tg_tensor *x = LEAF(TG_F64, TG_SHAPE(2), 1.5, -2);
+    tg_tensor *f = tg_to_dtype(x, TG_F32), *f2 = tg_mul(f, f);
+    backward_sum(f2);
+    TGO_ASSERT_GRAD(x, 0, 3, -4); /* tgo_assert_grad checks the dtype is f64 */
+    tg_tensor *y = LEAF(TG_F32, TG_SHAPE(2), 0.5, 4);
+    tg_tensor *d = tg_to_dtype(y, TG_F64), *l = tg_log(d);
+    backward_sum(l);
+    TGO_ASSERT_GRAD(y, 0, 2, 0.25);
+    TGO_RELEASE(x, f, f2, y, d, l);
+}
+
+Test(grad_values, broadcast_gradients_are_summed) {
+    tg_tensor *col = LEAF(TG_F64, TG_SHAPE(3, 1), 1, 2, 3), *row = LEAF(TG_F64, TG_SHAPE(4), 1, 2, 3, 4);
+    tg_tensor *p = tg_mul(col, row); /* [3,4] */
+    backward_sum(p);
+    TGO_ASSERT_GRAD(col, 0, 10, 10, 10); /* sum of row */
+    TGO_ASSERT_GRAD(row, 0, 6, 6, 6, 6); /* sum of col */
+    tg_tensor *m = LEAF(TG_F64, TG_SHAPE(2, 3), 1, 2, 3, 4, 5, 6);
+    tg_tensor *md = tg_mean_dim(m, -1, true), *ms = tg_mean(m);
+    backward_sum(md);
+    TGO_ASSERT_GRAD(m, 1e-15, 1.0 / 3, 1.0 / 3, 1.0 / 3, 1.0 / 3, 1.0 / 3, 1.0 / 3);
+    backward_sum(ms); /* accumulates into the existing .grad */
+    double third = 1.0 / 3, sixth = 1.0 / 6;
+    TGO_ASSERT_GRAD(m, 1e-15, third + sixth, third + sixth, third + sixth, third + sixth,
+                    third + sixth, third + sixth);
+    TGO_RELEASE(col, row, p, m, md, ms);
+}
+
+Test(grad_values, matmul_gradients_by_hand) {
+    /* C = A @ B, loss = sum(C): dA = 1 @ B^T (row sums of B), dB = A^T @ 1 */
+    tg_tensor *a = LEAF(TG_F64, TG_SHAPE(2, 3), 1, 2, 3, 4, 5, 6);
+    tg_tensor *b = LEAF(TG_F64, TG_SHAPE(3, 2), 7, 8, 9, 10, 11, 12);
+    tg_tensor *c = tg_matmul(a, b);
+    backward_sum(c);
+    TGO_ASSERT_GRAD(a, 0, 15, 19, 23, 15, 19, 23);
+    TGO_ASSERT_GRAD(b, 0, 5, 5, 7, 7, 9, 9);
+    /* batched @ shared weight: the weight's gradient sums over the batch */
+    tg_tensor *ab = LEAF(TG_F64, TG_SHAPE(2, 1, 2), 1, 2, 3, 4), *w = LEAF(TG_F64, TG_SHAPE(2, 1), 5, 6);
+    tg_tensor *d = tg_matmul(ab, w);
+    backward_sum(d);
+    TGO_ASSERT_GRAD(w, 0, 4, 6);
+    TGO_ASSERT_GRAD(ab, 0, 5, 6, 5, 6);
+    TGO_RELEASE(a, b, c, ab, w, d);
+}
+
+Test(grad_values, gather_repeated_index_accumulates) {
+    tg_tensor *t = LEAF(TG_F32, TG_SHAPE(2, 3), 1, 2, 3, 4, 5, 6);
+    tg_tensor *idx = TGO_MAKE(TG_I64, TG_SHAPE(2, 3), 2, 2, 0, 1, 1, 1);
+    tg_tensor *g = tg_gather(t, idx);
+    backward_sum(g);
+    TGO_ASSERT_GRAD(t, 0, 1, 0, 2, 0, 3, 0);
+    TGO_RELEASE(t, idx, g);
+}

@@ -1,0 +1,375 @@
+/* tests/test_ops_inplace.c - in-place ops add_, sub_, mul_, scale_, copy_,
+ * fill_ (and tg_mark_modified): values, broadcasting of `other`, writes
+ * through strided views landing in the base, aliasing operands, the version
+ * counter moving by exactly 1 per call, refusal on leaves that require grad
+ * (allowed under TG_NO_GRAD), and recording on non-leaves: the gradient of a
+ * loss through an in-place op equals the out-of-place formula's. */
+#include "tg_ops_test_util.h"
+
+TestSuite(inplace_values, .init = tgt_setup, .fini = tgt_teardown);
+TestSuite(inplace_autograd, .init = tgt_setup, .fini = tgt_teardown);
+
+enum { IP_ADD, IP_SUB, IP_MUL, IP_SCALE, IP_COPY, IP_FILL, IP_N };
+static const char *const ip_names[IP_N] = {"add_", "sub_", "mul_", "scale_", "copy_", "fill_"};
+
+/* Applies in-place op k to t (with other, or the scalar v). */
+static tg_status ip(int k, tg_tensor *t, tg_tensor *other, double v) {
+    switch (k) {
+    case IP_ADD: return tg_add_(t, other);
+    case IP_SUB: return tg_sub_(t, other);
+    case IP_MUL: return tg_mul_(t, other);
+    case IP_SCALE: return tg_scale_(t, v);
+    case IP_COPY: return tg_copy_(t, other);
+    case IP_FILL: return tg_fill_(t, v);
+    }
+    return TG_ERR_INTERNAL;
+}
+
+/* ip(), asserting success and a version step of exactly 1 on t. */
+static void ip_ok(int k, tg_tensor *t, tg_tensor *other, double v) {
+    uint64_t v0 = tg_version(t);
+    tg_status st = ip(k, t, other, v);
+    cr_assert_eq(st, TG_OK, "%s: %s", ip_names[k], tg_last_error());
+    cr_assert_eq(tg_version(t), v0 + 1, "%s moved the version %llu -> %llu", ip_names[k],
+                 (unsigned long long)v0, (unsigned long long)tg_version(t));
+}
+
+/* ---- values ------------------------------------------------------------------------- */
+
+static void check_values(tg_dtype dt) {
+    double rt = tgo_rtol(dt);
+    tg_tensor *t = TGO_MAKE(dt, TG_SHAPE(2, 3), 1, 2, 3, 4, 5, 6);
+    tg_tensor *row = TGO_MAKE(dt, TG_SHAPE(3), 10, 20, 30);
+    tg_tensor *one = TGO_MAKE(dt, TG_SCALAR, 1);
+    tg_tensor *col = TGO_MAKE(dt, TG_SHAPE(2, 1), 2, 3);
+    tg_tensor *same = TGO_MAKE(dt, TG_SHAPE(2, 3), 1, 1, 1, 2, 2, 2);
+    uint64_t v0 = tg_version(t);
+    ip_ok(IP_ADD, t, row, 0);
+    TGO_ASSERT_VALUES(t, rt, 11, 22, 33, 14, 25, 36);
+    ip_ok(IP_SUB, t, one, 0);
+    TGO_ASSERT_VALUES(t, rt, 10, 21, 32, 13, 24, 35);
+    ip_ok(IP_MUL, t, col, 0);
+    TGO_ASSERT_VALUES(t, rt, 20, 42, 64, 39, 72, 105);
+    ip_ok(IP_SUB, t, same, 0);
+    TGO_ASSERT_VALUES(t, rt, 19, 41, 63, 37, 70, 103);
+    ip_ok(IP_SCALE, t, NULL, 0.5);
+    TGO_ASSERT_VALUES(t, rt, 9.5, 20.5, 31.5, 18.5, 35, 51.5);
+    ip_ok(IP_COPY, t, row, 0);
+    TGO_ASSERT_VALUES(t, rt, 10, 20, 30, 10, 20, 30);
+    ip_ok(IP_COPY, t, col, 0);
+    TGO_ASSERT_VALUES(t, rt, 2, 2, 2, 3, 3, 3);
+    ip_ok(IP_FILL, t, NULL, -2.5);
+    TGO_ASSERT_VALUES(t, rt, -2.5, -2.5, -2.5, -2.5, -2.5, -2.5);
+    cr_assert_eq(tg_version(t), v0 + 8);
+    /* `other` is never written, and its version never moves */
+    TGO_ASSERT_VALUES(row, rt, 10, 20, 30);
+    cr_assert_eq(tg_version(row), 0);
+    cr_assert(tg_is_contiguous(t));
+    TGO_RELEASE(t, row, one, col, same);
+}
+Test(inplace_values, every_op_with_broadcast_other) {
+    check_values(TG_F32);
+    check_values(TG_F64);
+}
+
+Test(inplace_values, copy_converts_dtypes) {
+    tg_tensor *f = tg_zeros(TG_F32, TG_SHAPE(3));
+    tg_tensor *d = TGO_MAKE(TG_F64, TG_SHAPE(3), 0.1, -2, 3.5);
+    tg_tensor *i = TGO_MAKE(TG_I64, TG_SHAPE(3), 7, -8, 9);
+    ip_ok(IP_COPY, f, d, 0);
+    TGO_ASSERT_VALUES(f, 0, (double)0.1f, -2, 3.5);
+    ip_ok(IP_COPY, f, i, 0);
+    TGO_ASSERT_VALUES(f, 0, 7, -8, 9);
+    tg_tensor *i2 = tg_zeros(TG_I64, TG_SHAPE(3));
+    ip_ok(IP_COPY, i2, i, 0);
+    TGO_ASSERT_VALUES(i2, 0, 7, -8, 9);
+    ip_ok(IP_FILL, i2, NULL, 4);
+    TGO_ASSERT_VALUES(i2, 0, 4, 4, 4);
+    TGO_RELEASE(f, d, i, i2);
+}
+
+Test(inplace_values, writes_through_strided_views_land_in_the_base) {
+    tg_tensor *base = tg_zeros(TG_F64, TG_SHAPE(4, 4));
+    tg_tensor *ones2 = tg_ones(TG_F64, TG_SHAPE(2));
+    /* every second column */
+    tg_tensor *cols = tg_slice(base, 1, 0, 4, 2);
+    uint64_t v0 = tg_version(base);
+    ip_ok(IP_ADD, cols, ones2, 0);
+    cr_assert_eq(tg_version(base), v0 + 1, "the base shares the view's counter");
+    TGO_ASSERT_VALUES(base, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0);
+    /* the transpose, written from a contiguous source */
+    double iv[16];
+    for (int k = 0; k < 16; k++) iv[k] = k;
+    tg_tensor *src = tgo_make(TG_F64, TG_SHAPE(4, 4), iv);
+    tg_tensor *bt = tg_transpose(base, 0, 1);
+    ip_ok(IP_COPY, bt, src, 0);
+    double want[16];
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 4; c++) want[r * 4 + c] = c * 4 + r;
+    tgo_assert_close(base, want, 16, 0);
+    /* every second row, then a scale through the transposed view */
+    tg_tensor *rows = tg_slice(base, 0, 1, 4, 2);
+    ip_ok(IP_FILL, rows, NULL, -1);
+    for (int c = 0; c < 4; c++) want[1 * 4 + c] = want[3 * 4 + c] = -1;
+    tgo_assert_close(base, want, 16, 0);
+    ip_ok(IP_SCALE, bt, NULL, 2);
+    for (int k = 0; k < 16; k++) want[k] *= 2;
+    tgo_assert_close(base, want, 16, 0);
+    /* mul_ and sub_ on a 2-step slice of a 2-step slice */
+    tg_tensor *corner = tg_slice(cols, 0, 0, 4, 2); /* rows 0, 2; columns 0, 2 */
+    tg_tensor *two = TGO_MAKE(TG_F64, TG_SHAPE(2, 1), 10, 100);
+    ip_ok(IP_MUL, corner, two, 0);
+    want[0] *= 10, want[2] *= 10, want[8] *= 100, want[10] *= 100;
+    tgo_assert_close(base, want, 16, 0);
+    ip_ok(IP_SUB, corner, two, 0);
+    want[0] -= 10, want[2] -= 10, want[8] -= 100, want[10] -= 100;
+    tgo_assert_close(base, want, 16, 0);
+    cr_assert_eq(tg_version(base), v0 + 6);
+    cr_assert_eq(tg_version(corner), v0 + 6);
+    cr_assert_eq(tg_version(rows), v0 + 6);
+    TGO_RELEASE(base, ones2, cols, src, bt, rows, corner, two);
+}
+
+Test(inplace_values, aliasing_operands_read_the_old_values) {
+    tg_tensor *x = TGO_MAKE(TG_F64, TG_SHAPE(2, 2), 1, 2, 3, 4);
+    ip_ok(IP_ADD, x, x, 0);
+    TGO_ASSERT_VALUES(x, 0, 2, 4, 6, 8);
+    ip_ok(IP_MUL, x, x, 0);
+    TGO_ASSERT_VALUES(x, 0, 4, 16, 36, 64);
+    tg_tensor *xt = tg_transpose(x, 0, 1);
+    ip_ok(IP_ADD, x, xt, 0); /* x + x^T from the values before the write */
+    TGO_ASSERT_VALUES(x, 0, 8, 52, 52, 128);
+    tg_tensor *y = TGO_MAKE(TG_F64, TG_SHAPE(3, 3), 1, 2, 3, 4, 5, 6, 7, 8, 9);
+    tg_tensor *yt = tg_transpose(y, 0, 1);
+    ip_ok(IP_COPY, y, yt, 0); /* a true transpose, not a half-overwritten one */
+    TGO_ASSERT_VALUES(y, 0, 1, 4, 7, 2, 5, 8, 3, 6, 9);
+    tg_tensor *r0 = tg_slice(y, 0, 0, 1, 1); /* [1,3], broadcast over y's rows */
+    ip_ok(IP_SUB, y, r0, 0);
+    TGO_ASSERT_VALUES(y, 0, 0, 0, 0, 1, 1, 1, 2, 2, 2);
+    TGO_RELEASE(x, xt, y, yt, r0);
+}
+
+Test(inplace_values, mark_modified_bumps_once) {
+    tg_tensor *x = tg_zeros(TG_F32, TG_SHAPE(3));
+    tg_tensor *v = tg_slice(x, 0, 1, 3, 1);
+    uint64_t v0 = tg_version(x);
+    float *p = tg_data(v);
+    cr_assert_not_null(p);
+    p[0] = 5;
+    cr_assert_eq(tg_version(x), v0, "a raw write does not bump by itself");
+    cr_assert_eq(tg_mark_modified(v, "my_kernel_"), TG_OK);
+    cr_assert_eq(tg_version(x), v0 + 1);
+    TGO_ASSERT_VALUES(x, 0, 0, 5, 0);
+    TGO_RELEASE(x, v);
+}
+
+/* ---- autograd rules ------------------------------------------------------------------ */
+
+Test(inplace_autograd, refused_on_leaf_requiring_grad_allowed_under_no_grad) {
+    for (int k = 0; k < IP_N; k++) {
+        tg_tensor *x = TGO_MAKE(TG_F64, TG_SHAPE(2, 2), 1, 2, 3, 4);
+        tg_set_name(x, "param");
+        cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+        tg_tensor *o = TGO_MAKE(TG_F64, TG_SHAPE(2), 5, 6);
+        tgo_snap s = tgo_snapshot(x);
+        tg_clear_error();
+        tg_status st = ip(k, x, o, 3);
+        cr_assert_eq(st, TG_ERR_AUTOGRAD, "%s on a leaf requiring grad: %s", ip_names[k],
+                     tg_status_name(st));
+        tgt_assert_error(TG_ERR_AUTOGRAD, "leaf", "param", NULL);
+        tgo_assert_unchanged(&s);
+        /* the same through a view of that leaf */
+        tg_tensor *v = tg_slice(x, 0, 0, 1, 1);
+        s = tgo_snapshot(x);
+        tg_clear_error();
+        st = ip(k, v, o, 3);
+        cr_assert_eq(st, TG_ERR_AUTOGRAD, "%s on a view of a leaf requiring grad: %s",
+                     ip_names[k], tg_status_name(st));
+        tgt_assert_error(TG_ERR_AUTOGRAD, NULL);
+        tgo_assert_unchanged(&s);
+        /* allowed with grad mode off (an optimizer step) */
+        TG_NO_GRAD {
+            ip_ok(k, x, o, 3);
+            ip_ok(k, v, o, 3);
+        }
+        cr_assert(tg_is_grad_enabled(), "TG_NO_GRAD restores grad mode");
+        cr_assert(tg_requires_grad(x) && tg_is_leaf(x), "%s changed the leaf's status",
+                  ip_names[k]);
+        double *vals = tgo_values(x);
+        bool moved = vals[0] != 1 || vals[1] != 2;
+        free(vals);
+        cr_assert(moved, "%s under no-grad did not write", ip_names[k]);
+        TGO_RELEASE(x, o, v);
+    }
+}
+
+/* Builds loss = sum(y * w) for y made by `make` from leaves x [2,3] and z [3]
+ * (both f64, requiring grad), runs backward, and returns copies of the
+ * gradients of x and z (NULL-able) in gx/gz. */
+typedef tg_tensor *(*make_fn)(tg_tensor *x, tg_tensor *z, bool inplace);
+
+static void grads_of(make_fn make, bool inplace, tg_tensor **gx, tg_tensor **gz,
+                     tg_tensor **yout) {
+    tg_tensor *x = TGO_MAKE(TG_F64, TG_SHAPE(2, 3), 0.5, -1, 2, 1.5, 0.25, -0.75);
+    tg_tensor *z = TGO_MAKE(TG_F64, TG_SHAPE(3), 1.25, -0.5, 2);
+    tg_tensor *w = TGO_MAKE(TG_F64, TG_SHAPE(2, 3), 1, 2, 3, -1, -2, 0.5);
+    cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+    cr_assert_eq(tg_set_requires_grad(z, true), TG_OK);
+    tg_tensor *y = make(x, z, inplace);
+    cr_assert_not_null(y, "%s", tg_last_error());
+    tg_tensor *yw = tg_mul(y, w), *loss = tg_sum(yw);
+    cr_assert_eq(tg_backward(loss, NULL, false), TG_OK, "%s", tg_last_error());
+    *gx = tg_grad(x);
+    *gz = tg_grad(z);
+    *yout = y;
+    TGO_RELEASE(x, z, w, yw, loss);
+}
+
+/* Asserts the in-place and out-of-place versions give the same y and grads. */
+static void compare_with_out_of_place(make_fn make, bool x_gets_grad) {
+    tg_tensor *gx1, *gz1, *y1, *gx2, *gz2, *y2;
+    grads_of(make, true, &gx1, &gz1, &y1);
+    grads_of(make, false, &gx2, &gz2, &y2);
+    tgo_assert_same(y1, y2, 1e-15);
+    cr_assert(tg_requires_grad(y1));
+    cr_assert_not_null(gz1, "z got no gradient through the in-place op");
+    tgo_assert_same(gz1, gz2, 1e-15);
+    if (x_gets_grad) {
+        cr_assert_not_null(gx1, "x got no gradient through the in-place op");
+        tgo_assert_same(gx1, gx2, 1e-15);
+    } else {
+        cr_assert_null(gx1, "x should no longer reach the loss");
+        cr_assert_null(gx2);
+    }
+    TGO_RELEASE(gx1, gz1, y1, gx2, gz2, y2);
+}
+
+/* Each maker builds a non-leaf y from x, then applies the op in place (or out
+ * of place), checking the in-place call's version step and grad_fn. */
+static tg_tensor *after_ip(tg_tensor *y, int k, tg_tensor *o, double v) {
+    ip_ok(k, y, o, v);
+    cr_assert(!tg_is_leaf(y) || k == IP_FILL);
+    return y;
+}
+static tg_tensor *mk_add(tg_tensor *x, tg_tensor *z, bool inplace) {
+    tg_tensor *y = tg_scale(x, 2);
+    if (inplace) return after_ip(y, IP_ADD, z, 0);
+    tg_tensor *r = tg_add(y, z);
+    TGO_RELEASE(y);
+    return r;
+}
+static tg_tensor *mk_sub(tg_tensor *x, tg_tensor *z, bool inplace) {
+    tg_tensor *y = tg_scale(x, 2);
+    if (inplace) return after_ip(y, IP_SUB, z, 0);
+    tg_tensor *r = tg_sub(y, z);
+    TGO_RELEASE(y);
+    return r;
+}
+static tg_tensor *mk_mul(tg_tensor *x, tg_tensor *z, bool inplace) {
+    tg_tensor *y = tg_add_scalar(x, 1);
+    if (inplace) return after_ip(y, IP_MUL, z, 0);
+    tg_tensor *r = tg_mul(y, z);
+    TGO_RELEASE(y);
+    return r;
+}
+static tg_tensor *mk_scale(tg_tensor *x, tg_tensor *z, bool inplace) {
+    tg_tensor *y = tg_add(x, z);
+    if (inplace) return after_ip(y, IP_SCALE, NULL, -3);
+    tg_tensor *r = tg_scale(y, -3);
+    TGO_RELEASE(y);
+    return r;
+}
+static tg_tensor *mk_copy(tg_tensor *x, tg_tensor *z, bool inplace) {
+    tg_tensor *y = tg_scale(x, 2);
+    if (inplace) return after_ip(y, IP_COPY, z, 0);
+    TGO_RELEASE(y);
+    tg_tensor *e = tg_expand(z, TG_SHAPE(2, 3)), *r = tg_clone(e);
+    TGO_RELEASE(e);
+    return r;
+}
+/* two in-place ops in a row on the same non-leaf: y = (2x + z) * z */
+static tg_tensor *mk_chain(tg_tensor *x, tg_tensor *z, bool inplace) {
+    tg_tensor *y = tg_scale(x, 2);
+    if (inplace) {
+        uint64_t v0 = tg_version(y);
+        after_ip(y, IP_ADD, z, 0);
+        after_ip(y, IP_MUL, z, 0);
+        cr_assert_eq(tg_version(y), v0 + 2);
+        return y;
+    }
+    tg_tensor *a = tg_add(y, z), *r = tg_mul(a, z);
+    TGO_RELEASE(y, a);
+    return r;
+}
+
+Test(inplace_autograd, add_on_non_leaf_is_recorded) { compare_with_out_of_place(mk_add, true); }
+Test(inplace_autograd, sub_on_non_leaf_is_recorded) { compare_with_out_of_place(mk_sub, true); }
+Test(inplace_autograd, mul_on_non_leaf_is_recorded) { compare_with_out_of_place(mk_mul, true); }
+Test(inplace_autograd, scale_on_non_leaf_is_recorded) {
+    compare_with_out_of_place(mk_scale, true);
+}
+Test(inplace_autograd, copy_on_non_leaf_cuts_the_old_history) {
+    compare_with_out_of_place(mk_copy, false);
+}
+Test(inplace_autograd, two_inplace_ops_in_a_row) { compare_with_out_of_place(mk_chain, true); }
+
+Test(inplace_autograd, grad_values_through_add_by_hand) {
+    /* y = 2x; y += z; loss = sum(y * w): dx = 2w, dz = column sums of w */
+    tg_tensor *gx, *gz, *y;
+    grads_of(mk_add, true, &gx, &gz, &y);
+    TGO_ASSERT_VALUES(gx, 0, 2, 4, 6, -2, -4, 1);
+    TGO_ASSERT_VALUES(gz, 0, 0, 0, 3.5);
+    TGO_ASSERT_VALUES(y, 0, 2.25, -2.5, 6, 4.25, 0, 0.5);
+    TGO_RELEASE(gx, gz, y);
+}
+
+Test(inplace_autograd, fill_on_non_leaf_makes_a_constant) {
+    tg_tensor *x = tgo_randn(TG_F64, TG_SHAPE(2, 3), 1, true);
+    tg_tensor *y = tg_scale(x, 2);
+    cr_assert(tg_requires_grad(y));
+    ip_ok(IP_FILL, y, NULL, 3);
+    cr_assert_null(tg_grad_fn_name(y));
+    cr_assert(!tg_requires_grad(y));
+    TGO_ASSERT_VALUES(y, 0, 3, 3, 3, 3, 3, 3);
+    TGO_RELEASE(x, y);
+}
+
+Test(inplace_autograd, plain_tensor_plus_grad_requiring_other_is_recorded) {
+    tg_tensor *y = tg_zeros(TG_F64, TG_SHAPE(2, 3));
+    tg_tensor *z = TGO_MAKE(TG_F64, TG_SHAPE(3), 1, 2, 3);
+    tg_tensor *w = TGO_MAKE(TG_F64, TG_SHAPE(2, 3), 1, 2, 3, 4, 5, 6);
+    cr_assert_eq(tg_set_requires_grad(z, true), TG_OK);
+    ip_ok(IP_ADD, y, z, 0);
+    cr_assert(tg_requires_grad(y), "y now depends on z");
+    cr_assert_not_null(tg_grad_fn_name(y));
+    tg_tensor *yw = tg_mul(y, w), *loss = tg_sum(yw);
+    cr_assert_eq(tg_backward(loss, NULL, false), TG_OK, "%s", tg_last_error());
+    TGO_ASSERT_GRAD(z, 0, 5, 7, 9);
+    TGO_RELEASE(y, z, w, yw, loss);
+}
+
+Test(inplace_autograd, view_of_a_non_leaf_requiring_grad_is_refused) {
+    tg_tensor *x = tgo_randn(TG_F64, TG_SHAPE(2, 3), 2, true);
+    tg_tensor *y = tg_scale(x, 2), *v = tg_slice(y, 1, 0, 3, 2);
+    tg_tensor *o = tg_ones(TG_F64, TG_SHAPE(2));
+    tgo_snap s = tgo_snapshot(y);
+    tg_clear_error();
+    cr_assert_eq(tg_add_(v, o), TG_ERR_AUTOGRAD);
+    tgt_assert_error(TG_ERR_AUTOGRAD, "tg_add_", "view", NULL);
+    tgo_assert_unchanged(&s);
+    TGO_RELEASE(x, y, v, o);
+}
+
+Test(inplace_autograd, modifying_a_saved_output_fails_backward_naming_the_op) {
+    tg_tensor *x = tgo_randn(TG_F64, TG_SHAPE(3), 3, true);
+    tg_tensor *e = tg_exp(x); /* saves its output */
+    tg_tensor *o = tg_ones(TG_F64, TG_SHAPE(3));
+    ip_ok(IP_ADD, e, o, 0); /* recorded, but moves the saved output's version */
+    tg_tensor *loss = tg_sum(e);
+    tg_clear_error();
+    cr_assert_eq(tg_backward(loss, NULL, false), TG_ERR_INPLACE);
+    tgt_assert_error(TG_ERR_INPLACE, "add_", "version", NULL);
+    tg_tensor *g = tg_grad(x);
+    cr_assert_null(g, "a failed backward changed .grad");
+    TGO_RELEASE(x, e, o, loss);
+}
