@@ -62,4 +62,14 @@ int cli_inplace_run(const cli_inplace_opts *opts);
 /* Prints the help of `tapegrad demo inplace` to stdout. */
 void cli_inplace_help(void);
 
+/* ---- logprob (cli/cmd_logprob.c) -------------------------------------------- */
+
+/* Runs `tapegrad logprob` with argv[0..argc-1], the arguments after "logprob"
+ * (see the contract at the top of cli/cmd_logprob.c). Returns CLI_EXIT_OK,
+ * CLI_EXIT_FAIL or CLI_EXIT_USAGE. */
+int cli_logprob_main(int argc, char **argv);
+
+/* Prints the help of `tapegrad logprob` to stdout. */
+void cli_logprob_help(void);
+
 #endif

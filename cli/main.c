@@ -6,6 +6,9 @@
  *   tapegrad tour [--list | SECTION] every tour section in order (or one),
  *                                    exit 0 when all succeed, 1 otherwise
  *   tapegrad demo inplace [options]  one demo (see cli_inplace_help)
+ *   tapegrad logprob [options]       .npy in, .npy out (see cli/cmd_logprob.c)
+ *   tapegrad bench NAME [options]    a benchmark (see cli/bench.c); exit 0, 1
+ *                                    when a configuration fails, 2 on misuse
  *   anything else                    one line on stderr, exit 2:
  *     tapegrad: unknown command 'x' (try 'tapegrad --help')
  * No arguments: usage on stderr, exit 2. Output is plain text.
@@ -19,6 +22,7 @@
 
 #include <tapegrad.h>
 
+#include "bench.h"
 #include "cli.h"
 
 /* ---- helpers shared with the demos ------------------------------------------ */
@@ -46,9 +50,24 @@ static bool parse_u64_digits(const char *s, uint64_t *out) {
     return true;
 }
 
+/* "-123" within int64 (a '-' then digits, nothing else). */
+static bool parse_negative_digits(const char *s, int64_t *out) {
+    uint64_t mag = 0;
+    if (!s || s[0] != '-' || !parse_u64_digits(s + 1, &mag) || mag > (uint64_t)INT64_MAX + 1u)
+        return false;
+    *out = mag == (uint64_t)INT64_MAX + 1u ? INT64_MIN : -(int64_t)mag;
+    return true;
+}
+
 bool cli_parse_i64(const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out) {
     uint64_t v = 0;
-    if (!parse_u64_digits(s, &v) || lo < 0 || v < (uint64_t)lo || v > (uint64_t)hi) {
+    int64_t neg = 0;
+    if (lo < 0 && parse_negative_digits(s, &neg) && neg >= lo && neg <= hi) {
+        *out = neg;
+        return true;
+    }
+    if (!parse_u64_digits(s, &v) || v > (uint64_t)INT64_MAX || (int64_t)v < lo ||
+        (int64_t)v > hi) {
         cli_usage_error("invalid value '%s' for %s (expected an integer from %" PRId64
                         " to %" PRId64 ")",
                         s ? s : "", flag, lo, hi);
@@ -86,6 +105,10 @@ static void print_usage(FILE *f) {
             "  tapegrad tour --list           list the tour's sections\n"
             "  tapegrad demo inplace [opts]   an in-place edit of a saved tensor makes\n"
             "                                 backward fail, and the fix\n"
+            "  tapegrad bench logprob [opts]  fused vs composite log-prob/entropy: time,\n"
+            "                                 exact memory, bandwidth roofline\n"
+            "  tapegrad logprob [opts]        log-probs, entropies and their gradient\n"
+            "                                 for .npy logits, written as .npy files\n"
             "  tapegrad version               library version and compiled backends\n"
             "  tapegrad help                  this text (also --help, -h)\n"
             "\n"
@@ -94,7 +117,16 @@ static void print_usage(FILE *f) {
             "  --vocab V   columns, the vocabulary size (default 6)\n"
             "  --seed S    seed of the random logits (default 42)\n"
             "\n"
-            "Exit status: 0 success, 1 a demo or check failed, 2 bad usage.\n",
+            "Options of 'bench logprob' (see 'tapegrad bench logprob --help'):\n"
+            "  --seq N,... --vocab V,... --chunk C,... --impl fused,composite\n"
+            "  --entropy-grad on,off --threads T --reps R --dtype f32|f64 --json\n"
+            "\n"
+            "Options of 'logprob' (see 'tapegrad logprob --help'):\n"
+            "  --logits L.npy --targets T.npy --out DIR   required\n"
+            "  --grad-logprob G.npy --grad-entropy H.npy  upstream gradients\n"
+            "  --temperature T --ignore-index I --chunk C --impl fused|composite\n"
+            "\n"
+            "Exit status: 0 success, 1 a demo, check or command failed, 2 bad usage.\n",
             tg_lib_version());
 }
 
@@ -213,6 +245,10 @@ int main(int argc, char **argv) {
         return cmd_tour(rest_n, rest);
     if (!strcmp(cmd, "demo"))
         return cmd_demo(rest_n, rest);
+    if (!strcmp(cmd, "logprob"))
+        return cli_logprob_main(rest_n, rest);
+    if (!strcmp(cmd, "bench"))
+        return cli_bench(rest_n, rest);
     if (cmd[0] == '-')
         return cli_usage_error("unknown option '%s' (try 'tapegrad --help')", cmd);
     return cli_usage_error("unknown command '%s' (try 'tapegrad --help')", cmd);

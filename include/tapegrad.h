@@ -7,6 +7,7 @@
  *   tapegrad/autograd.h   grad mode, backward, custom functions, scopes
  *   tapegrad/memory.h     memory accounting, live counts, fault injection
  *   tapegrad/gradcheck.h  finite-difference gradient checker
+ *   tapegrad/logprob.h    fused, chunked log-prob and entropy ops
  */
 #ifndef TAPEGRAD_H
 #define TAPEGRAD_H
@@ -17,6 +18,7 @@
 #include "tapegrad/autograd.h"
 #include "tapegrad/memory.h"
 #include "tapegrad/gradcheck.h"
+#include "tapegrad/logprob.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,0 +1,27 @@
+/* cli/bench.h - the `tapegrad bench` command.
+ *
+ * Contract:
+ *  - cli_bench(argc, argv) gets the arguments after "bench": argv[0] names
+ *    the benchmark ("logprob"), the rest are its options. Returns
+ *    CLI_EXIT_OK, CLI_EXIT_FAIL (a configuration failed in the library) or
+ *    CLI_EXIT_USAGE (one line on stderr: unknown benchmark, bad option).
+ *  - Results go to stdout (a table, or JSON lines with --json); progress and
+ *    the measured machine bandwidth go to stderr, with terminal codes only
+ *    when stderr is a terminal.
+ */
+#ifndef TAPEGRAD_CLI_BENCH_H
+#define TAPEGRAD_CLI_BENCH_H
+
+#include <stdio.h>
+
+/* `tapegrad bench NAME [options]`. */
+int cli_bench(int argc, char **argv);
+
+/* `tapegrad bench logprob [options]` (cli/bench_logprob.c); argv holds the
+ * options only. */
+int cli_bench_logprob(int argc, char **argv);
+
+/* Prints the help of `tapegrad bench logprob` to f. */
+void cli_bench_logprob_help(FILE *f);
+
+#endif

@@ -1,0 +1,755 @@
+/* cli/bench_logprob.c - `tapegrad bench logprob`: time, exact memory and
+ * roofline of tg_logprob_entropy, fused vs composite.
+ *
+ * Contract:
+ *   tapegrad bench logprob [--seq N,...] [--vocab V,...] [--chunk C,...]
+ *       [--impl fused,composite] [--entropy-grad on,off] [--threads T]
+ *       [--reps R] [--dtype f32|f64] [--seed S] [--bandwidth-mib M] [--json]
+ *   (also --opt=value). Defaults: seq 8192, vocab 32000, chunk 0, both impls,
+ *   entropy-grad on,off, threads omp_get_max_threads(), reps 5, f32, seed 1,
+ *   bandwidth buffer 1024 MiB.
+ *  - At start: the machine's bandwidth (cli_bandwidth_measure over M MiB with
+ *    T threads, best of 3), printed on stderr and reported as machine_gbps.
+ *  - One configuration per element of seq x vocab x impl x chunk x
+ *    entropy_grad, in that nesting order. Logits: tg_randn (normal, std 2,
+ *    seeded by seed, seq, vocab), shape (seq, vocab), requiring grad; they are
+ *    made once per (seq, vocab) and shared by that pair's configurations.
+ *    Targets: seeded, uniform in [0, vocab), 1% of the rows -100 (ignored).
+ *  - Each of the R repetitions: reset the library's peaks; forward
+ *    (tg_logprob_entropy, want_entropy on, the configuration's impl, chunk and
+ *    entropy_grad); loss = sum(logprob) (+ 0.01 * sum(entropy) when
+ *    entropy_grad is on); tg_backward; release every tensor and the logits'
+ *    gradient. fwd = the op's call, bwd = loss + backward, both on
+ *    CLOCK_MONOTONIC. A repetition that leaves library bytes live is an error.
+ *  - Reported per configuration: median_ms (fwd + bwd), fwd_ms, bwd_ms
+ *    (medians); peak_bytes = the library's exact peak_total during a
+ *    repetition minus the bytes live before it (the logits and targets; the
+ *    largest over repetitions); saved_bytes = tg_mem_stats.saved right after
+ *    the forward call; rss_peak_growth_bytes = VmHWM at the end of the
+ *    configuration minus VmHWM at its start (VmHWM is reset to the current RSS
+ *    at each start through /proc/self/clear_refs when the kernel allows);
+ *    gbps = 3 * elem * seq * vocab / median time (one read forward, one read
+ *    and one write backward); roofline_fraction = gbps / machine_gbps.
+ *  - Output: a table then the tracked ratios on stdout, or with --json one JSON
+ *    object per configuration per line (nothing else on stdout). Progress on
+ *    stderr, one line per repetition, or rewritten in place when stderr is a
+ *    terminal.
+ *  - Exit: 0; 2 with one line on stderr for a bad option (unknown, missing
+ *    value, bad list element, zero or negative size) or configurations
+ *    estimated above 80% of the physical RAM; 1 when the library fails (the
+ *    configuration and tg_last_error() on one line).
+ */
+#include <ctype.h>
+#include <inttypes.h>
+#include <omp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <tapegrad.h>
+
+#include "bandwidth.h"
+#include "bench.h"
+#include "cli.h"
+
+#define LP_MAX_LIST 16
+#define LP_MAX_CONFIGS 4096
+#define LP_MAX_DIM ((int64_t)1 << 31)
+#define LP_BW_PASSES 3
+#define LP_IGNORE (-100)
+#define MIB (1024.0 * 1024.0)
+
+typedef struct lp_opts {
+    int64_t seq[LP_MAX_LIST], vocab[LP_MAX_LIST], chunk[LP_MAX_LIST];
+    int64_t impl[LP_MAX_LIST], eg[LP_MAX_LIST]; /* tg_logprob_impl; 1 = on */
+    int n_seq, n_vocab, n_chunk, n_impl, n_eg;
+    int64_t threads, reps, bw_mib;
+    uint64_t seed;
+    tg_dtype dtype;
+    bool json;
+} lp_opts;
+
+typedef struct lp_config {
+    int64_t seq, vocab, chunk;
+    tg_logprob_impl impl;
+    bool eg;
+} lp_config;
+
+typedef struct lp_result {
+    lp_config c;
+    double median_ms, fwd_ms, bwd_ms, gbps, roofline;
+    size_t peak_bytes, saved_bytes, rss_growth;
+} lp_result;
+
+static const char *impl_name(tg_logprob_impl i) {
+    return i == TG_LOGPROB_FUSED ? "fused" : "composite";
+}
+static const char *on_off(bool b) { return b ? "on" : "off"; }
+
+void cli_bench_logprob_help(FILE *f) {
+    fprintf(f,
+            "Usage: tapegrad bench logprob [options]\n"
+            "\n"
+            "Forward + backward of tg_logprob_entropy on seeded random logits, for every\n"
+            "combination of the listed values (comma-separated lists).\n"
+            "\n"
+            "Options:\n"
+            "  --seq N,...            rows of the logits (default 8192)\n"
+            "  --vocab V,...          columns, the vocabulary size (default 32000)\n"
+            "  --chunk C,...          rows per chunk, 0 = all at once (default 0)\n"
+            "  --impl LIST            fused and/or composite (default fused,composite)\n"
+            "  --entropy-grad LIST    on and/or off (default on,off)\n"
+            "  --threads T            OpenMP threads (default %d here)\n"
+            "  --reps R               repetitions per configuration, median kept (default 5)\n"
+            "  --dtype f32|f64        dtype of the logits (default f32)\n"
+            "  --seed S               seed of logits and targets (default 1)\n"
+            "  --bandwidth-mib M      buffer of the bandwidth pass at start (default 1024)\n"
+            "  --json                 one JSON object per configuration per line\n"
+            "\n"
+            "Columns: median ms (forward + backward), fwd/bwd ms, peak MiB (the library's\n"
+            "exact peak above the logits and targets), saved MiB (bytes held for backward\n"
+            "after forward), rss MiB (growth of the process's peak RSS), GB/s (3 passes\n"
+            "over the logits' bytes per step), roofline (GB/s / the bandwidth measured at\n"
+            "start). See bench/README.md.\n"
+            "\n"
+            "Exit status: 0 success, 1 a configuration failed, 2 bad usage or too big.\n",
+            omp_get_max_threads());
+}
+
+/* ---- option parsing -------------------------------------------------------- */
+
+/* Parses a non-empty decimal integer without sign in [lo, hi]. */
+static bool parse_int(const char *s, size_t len, int64_t lo, int64_t hi, int64_t *out) {
+    if (len == 0 || len > 19)
+        return false;
+    int64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (!isdigit((unsigned char)s[i]))
+            return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* Index of s[0..len) in words[], or -1. */
+static int parse_word(const char *s, size_t len, const char *const *words, int n) {
+    for (int i = 0; i < n; i++)
+        if (strlen(words[i]) == len && strncmp(s, words[i], len) == 0)
+            return i;
+    return -1;
+}
+
+/* A comma-separated list of integers in [lo, hi], or (words != NULL) of
+ * words, stored as their indices. */
+static bool parse_list(const char *flag, const char *val, int64_t lo, int64_t hi,
+                       const char *const *words, int n_words, int64_t *out, int *n_out) {
+    int n = 0;
+    const char *p = val;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        int64_t v = 0;
+        bool ok;
+        if (words) {
+            int w = parse_word(p, len, words, n_words);
+            ok = w >= 0;
+            v = w;
+        } else {
+            ok = parse_int(p, len, lo, hi, &v);
+        }
+        if (!ok || n >= LP_MAX_LIST) {
+            if (n >= LP_MAX_LIST)
+                cli_usage_error("too many values for %s (at most %d)", flag, LP_MAX_LIST);
+            else if (words)
+                cli_usage_error("invalid element '%.*s' in %s '%s' (expected %s%s%s)", (int)len,
+                                p, flag, val, words[0], n_words > 1 ? " or " : "",
+                                n_words > 1 ? words[1] : "");
+            else
+                cli_usage_error("invalid element '%.*s' in %s '%s' (expected integers from "
+                                "%" PRId64 " to %" PRId64 ", comma-separated)",
+                                (int)len, p, flag, val, lo, hi);
+            return false;
+        }
+        out[n++] = v;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    *n_out = n;
+    return true;
+}
+
+static bool parse_one(const char *flag, const char *val, int64_t lo, int64_t hi, int64_t *out) {
+    if (parse_int(val, strlen(val), lo, hi, out))
+        return true;
+    cli_usage_error("invalid value '%s' for %s (expected an integer from %" PRId64 " to %" PRId64
+                    ")",
+                    val, flag, lo, hi);
+    return false;
+}
+
+static const char *const IMPL_WORDS[] = {"fused", "composite"}; /* = tg_logprob_impl */
+static const char *const EG_WORDS[] = {"on", "off"};
+static const char *const DTYPE_WORDS[] = {"f32", "f64"};
+
+static int parse_opts(int argc, char **argv, lp_opts *o) {
+    for (int i = 0; i < argc; i++) {
+        const char *arg = argv[i], *val = NULL;
+        char name[32];
+        const char *eq = strchr(arg, '=');
+        if (strncmp(arg, "--", 2) == 0 && eq && (size_t)(eq - arg) < sizeof name) {
+            memcpy(name, arg, (size_t)(eq - arg));
+            name[eq - arg] = '\0';
+            val = eq + 1;
+        } else {
+            snprintf(name, sizeof name, "%s", arg);
+        }
+        if (!strcmp(name, "--json")) {
+            if (val)
+                return cli_usage_error("option --json takes no value");
+            o->json = true;
+            continue;
+        }
+        static const char *const VALUED[] = {"--seq",     "--vocab", "--chunk",
+                                             "--impl",    "--entropy-grad", "--threads",
+                                             "--reps",    "--dtype", "--seed",
+                                             "--bandwidth-mib"};
+        bool known = false;
+        for (size_t k = 0; k < sizeof VALUED / sizeof VALUED[0]; k++)
+            known = known || !strcmp(name, VALUED[k]);
+        if (!known)
+            return cli_usage_error("unknown option '%s' for 'bench logprob' "
+                                   "(try 'tapegrad bench logprob --help')",
+                                   arg);
+        if (!val) {
+            if (i + 1 >= argc)
+                return cli_usage_error("option %s needs a value", name);
+            val = argv[++i];
+        }
+        bool ok;
+        int64_t v = 0;
+        int n = 0;
+        if (!strcmp(name, "--seq"))
+            ok = parse_list(name, val, 1, LP_MAX_DIM - 1, NULL, 0, o->seq, &o->n_seq);
+        else if (!strcmp(name, "--vocab"))
+            ok = parse_list(name, val, 1, LP_MAX_DIM - 1, NULL, 0, o->vocab, &o->n_vocab);
+        else if (!strcmp(name, "--chunk"))
+            ok = parse_list(name, val, 0, LP_MAX_DIM - 1, NULL, 0, o->chunk, &o->n_chunk);
+        else if (!strcmp(name, "--impl"))
+            ok = parse_list(name, val, 0, 0, IMPL_WORDS, 2, o->impl, &o->n_impl);
+        else if (!strcmp(name, "--entropy-grad")) {
+            ok = parse_list(name, val, 0, 0, EG_WORDS, 2, o->eg, &o->n_eg);
+            for (int k = 0; ok && k < o->n_eg; k++)
+                o->eg[k] = o->eg[k] == 0; /* "on" is word 0 */
+        }
+        else if (!strcmp(name, "--threads"))
+            ok = parse_one(name, val, 1, 4096, &o->threads);
+        else if (!strcmp(name, "--reps"))
+            ok = parse_one(name, val, 1, 10000, &o->reps);
+        else if (!strcmp(name, "--bandwidth-mib"))
+            ok = parse_one(name, val, 1, 1 << 20, &o->bw_mib);
+        else if (!strcmp(name, "--seed"))
+            ok = cli_parse_u64(name, val, &o->seed);
+        else { /* --dtype */
+            ok = parse_list(name, val, 0, 0, DTYPE_WORDS, 2, &v, &n) && n == 1;
+            if (!ok && n > 1)
+                cli_usage_error("option --dtype takes one value (f32 or f64)");
+            o->dtype = v == 1 ? TG_F64 : TG_F32;
+        }
+        if (!ok)
+            return CLI_EXIT_USAGE;
+    }
+    return CLI_EXIT_OK;
+}
+
+/* ---- sizes and the RAM guard --------------------------------------------------- */
+
+/* Rough bytes a configuration needs: composite keeps about 8 (N, V) tensors
+ * alive at its peak (logits, log-probs, probabilities, products, gradients);
+ * fused only the logits and their gradient (3 for headroom). */
+static double estimate_bytes(int64_t n, int64_t v, tg_logprob_impl impl, size_t elem) {
+    return (double)n * (double)v * (double)elem * (impl == TG_LOGPROB_COMPOSITE ? 8.0 : 3.0) +
+           (double)n * 64.0;
+}
+
+static double phys_ram_bytes(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
+}
+
+static int check_ram(const lp_opts *o) {
+    double ram = phys_ram_bytes(), limit = 0.8 * ram;
+    if (ram <= 0.0)
+        return CLI_EXIT_OK; /* unknown: nothing to compare with */
+    if ((double)o->bw_mib * MIB > limit)
+        return cli_usage_error("--bandwidth-mib %" PRId64 " is more than 80%% of this machine's "
+                               "%.1f GiB of RAM",
+                               o->bw_mib, ram / (MIB * 1024.0));
+    size_t elem = tg_dtype_size(o->dtype);
+    for (int a = 0; a < o->n_seq; a++)
+        for (int b = 0; b < o->n_vocab; b++)
+            for (int k = 0; k < o->n_impl; k++) {
+                tg_logprob_impl impl = (tg_logprob_impl)o->impl[k];
+                double need = estimate_bytes(o->seq[a], o->vocab[b], impl, elem);
+                if (need > limit)
+                    return cli_usage_error(
+                        "%s seq=%" PRId64 " vocab=%" PRId64 " needs about %.1f GiB "
+                        "(%s x seq x vocab x %zu bytes), more than 80%% of this machine's "
+                        "%.1f GiB of RAM; refusing",
+                        impl_name(impl), o->seq[a], o->vocab[b], need / (MIB * 1024.0),
+                        impl == TG_LOGPROB_COMPOSITE ? "8" : "3", elem, ram / (MIB * 1024.0));
+            }
+    return CLI_EXIT_OK;
+}
+
+/* ---- progress on stderr ------------------------------------------------------- */
+
+static bool g_tty; /* stderr is a terminal: rewrite one line in place */
+
+static void progress(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+static void progress(const char *fmt, ...) {
+    va_list ap;
+    if (g_tty)
+        fputs("\r\033[K", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    if (!g_tty)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static void progress_done(void) {
+    if (g_tty) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+    }
+}
+
+/* ---- data ------------------------------------------------------------------------ */
+
+static uint64_t splitmix64(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Seeded logits (n, v) requiring grad, and targets (n) with 1% ignored rows. */
+static bool make_inputs(const lp_opts *o, int64_t n, int64_t v, tg_tensor **logits,
+                        tg_tensor **targets) {
+    uint64_t s = o->seed ^ ((uint64_t)n * 0x100000001B3ull) ^ ((uint64_t)v << 20);
+    uint64_t seed_logits = splitmix64(&s);
+    *targets = NULL;
+    *logits = tg_randn(o->dtype, TG_SHAPE(n, v), seed_logits, 0.0, 2.0);
+    if (!*logits || tg_set_requires_grad(*logits, true) != TG_OK)
+        return false;
+    int64_t *y = malloc((size_t)n * sizeof *y);
+    if (!y)
+        return false;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t r = splitmix64(&s);
+        y[i] = (r % 100 == 0) ? LP_IGNORE : (int64_t)((r >> 8) % (uint64_t)v);
+    }
+    *targets = tg_from_data(TG_I64, TG_SHAPE(n), y);
+    free(y);
+    return *targets != NULL;
+}
+
+/* ---- one configuration --------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Resets VmHWM to the current RSS; false when the kernel does not allow it. */
+static bool reset_peak_rss(void) {
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f)
+        return false;
+    bool ok = fputs("5", f) >= 0;
+    return fclose(f) == 0 && ok;
+}
+
+static void describe(char *buf, size_t n, const lp_config *c) {
+    snprintf(buf, n, "%s seq=%" PRId64 " vocab=%" PRId64 " chunk=%" PRId64 " entropy_grad=%s",
+             impl_name(c->impl), c->seq, c->vocab, c->chunk, on_off(c->eg));
+}
+
+static int lib_fail(const lp_config *c, const char *what) {
+    char d[160];
+    describe(d, sizeof d, c);
+    progress_done();
+    fflush(stdout);
+    fprintf(stderr, "tapegrad: bench logprob: %s: %s failed: %s: %s\n", d, what,
+            tg_status_name(tg_last_status()), tg_last_error());
+    return CLI_EXIT_FAIL;
+}
+
+/* One repetition; adds its figures to the arrays at index rep. */
+static int run_rep(const lp_config *c, tg_tensor *logits, tg_tensor *targets, double *fwd,
+                   double *bwd, size_t *peak, size_t *saved) {
+    tg_logprob_opts lo = tg_logprob_opts_default();
+    lo.impl = c->impl;
+    lo.chunk_size = c->chunk;
+    lo.want_entropy = true;
+    lo.entropy_grad = c->eg;
+
+    tg_mem_stats m0, m1, m2;
+    tg_mem_get(TG_CPU, &m0);
+    tg_mem_reset_peak(TG_CPU);
+    tg_clear_error();
+
+    tg_tensor *lp = NULL, *ent = NULL, *s_lp = NULL, *s_h = NULL, *sc = NULL, *loss = NULL;
+    int rc = CLI_EXIT_OK;
+    double t0 = cli_now_s();
+    tg_status st = tg_logprob_entropy(logits, targets, &lo, &lp, &ent);
+    double t1 = cli_now_s();
+    tg_mem_get(TG_CPU, &m1);
+    if (st != TG_OK) {
+        rc = lib_fail(c, "forward");
+        goto done;
+    }
+    s_lp = tg_sum(lp);
+    if (c->eg) {
+        s_h = tg_sum(ent);
+        sc = tg_scale(s_h, 0.01);
+        loss = tg_add(s_lp, sc);
+    } else {
+        loss = tg_retain(s_lp);
+    }
+    if (!loss) {
+        rc = lib_fail(c, "building the loss");
+        goto done;
+    }
+    st = tg_backward(loss, NULL, false);
+    double t2 = cli_now_s();
+    tg_mem_get(TG_CPU, &m2);
+    if (st != TG_OK) {
+        rc = lib_fail(c, "backward");
+        goto done;
+    }
+    *fwd = (t1 - t0) * 1e3;
+    *bwd = (t2 - t1) * 1e3;
+    *peak = m2.peak_total > m0.live_total ? m2.peak_total - m0.live_total : 0;
+    *saved = m1.saved > m0.saved ? m1.saved - m0.saved : 0;
+done:
+    tg_release(loss);
+    tg_release(sc);
+    tg_release(s_h);
+    tg_release(s_lp);
+    tg_release(ent);
+    tg_release(lp);
+    tg_zero_grad(logits);
+    if (rc == CLI_EXIT_OK) {
+        tg_mem_stats m3;
+        tg_mem_get(TG_CPU, &m3);
+        if (m3.live_total != m0.live_total || m3.saved != m0.saved) {
+            char d[160];
+            describe(d, sizeof d, c);
+            progress_done();
+            fprintf(stderr,
+                    "tapegrad: bench logprob: %s: %zu library bytes (%zu saved) live after "
+                    "a repetition, %zu (%zu) before\n",
+                    d, m3.live_total, m3.saved, m0.live_total, m0.saved);
+            rc = CLI_EXIT_FAIL;
+        }
+    }
+    return rc;
+}
+
+static int run_config(const lp_opts *o, int idx, int total, double machine_gbps,
+                      tg_tensor *logits, tg_tensor *targets, lp_result *r) {
+    const lp_config *c = &r->c;
+    int reps = (int)o->reps;
+    double *fwd = calloc((size_t)reps * 3, sizeof *fwd);
+    if (!fwd) {
+        progress_done();
+        fprintf(stderr, "tapegrad: bench logprob: out of memory\n");
+        return CLI_EXIT_FAIL;
+    }
+    double *bwd = fwd + reps, *tot = bwd + reps;
+    char d[160];
+    describe(d, sizeof d, c);
+
+    reset_peak_rss();
+    size_t rss0 = tg_peak_rss_bytes();
+    r->peak_bytes = r->saved_bytes = 0;
+    int rc = CLI_EXIT_OK;
+    for (int k = 0; k < reps && rc == CLI_EXIT_OK; k++) {
+        progress("[%d/%d] %s rep %d/%d", idx + 1, total, d, k + 1, reps);
+        size_t peak = 0, saved = 0;
+        rc = run_rep(c, logits, targets, &fwd[k], &bwd[k], &peak, &saved);
+        tot[k] = fwd[k] + bwd[k];
+        if (peak > r->peak_bytes)
+            r->peak_bytes = peak;
+        if (saved > r->saved_bytes)
+            r->saved_bytes = saved;
+    }
+    if (rc == CLI_EXIT_OK) {
+        size_t rss1 = tg_peak_rss_bytes();
+        r->rss_growth = rss1 > rss0 ? rss1 - rss0 : 0;
+        r->median_ms = median(tot, reps);
+        r->fwd_ms = median(fwd, reps);
+        r->bwd_ms = median(bwd, reps);
+        double bytes = 3.0 * (double)tg_dtype_size(o->dtype) * (double)c->seq * (double)c->vocab;
+        r->gbps = r->median_ms > 0.0 ? bytes / (r->median_ms * 1e-3) / 1e9 : 0.0;
+        r->roofline = machine_gbps > 0.0 ? r->gbps / machine_gbps : 0.0;
+    }
+    free(fwd);
+    return rc;
+}
+
+/* ---- output ------------------------------------------------------------------------------- */
+
+static void print_json(const lp_opts *o, const lp_result *r, double machine_gbps) {
+    printf("{\"impl\":\"%s\",\"seq\":%" PRId64 ",\"vocab\":%" PRId64 ",\"chunk\":%" PRId64
+           ",\"entropy_grad\":%s,\"threads\":%" PRId64 ",\"dtype\":\"%s\",\"median_ms\":%.4f,"
+           "\"fwd_ms\":%.4f,\"bwd_ms\":%.4f,\"peak_bytes\":%zu,\"saved_bytes\":%zu,"
+           "\"rss_peak_growth_bytes\":%zu,\"gbps\":%.4f,\"roofline_fraction\":%.5f,"
+           "\"machine_gbps\":%.4f}\n",
+           impl_name(r->c.impl), r->c.seq, r->c.vocab, r->c.chunk, r->c.eg ? "true" : "false",
+           o->threads, tg_dtype_name(o->dtype), r->median_ms, r->fwd_ms, r->bwd_ms,
+           r->peak_bytes, r->saved_bytes, r->rss_growth, r->gbps, r->roofline, machine_gbps);
+    fflush(stdout);
+}
+
+static void print_table(const lp_opts *o, const lp_result *res, int n, double machine_gbps,
+                        bool rss_reset) {
+    printf("tapegrad bench logprob: %s, %" PRId64 " threads, %" PRId64
+           " reps (medians), machine bandwidth %.2f GB/s\n",
+           tg_dtype_name(o->dtype), o->threads, o->reps, machine_gbps);
+    printf("(bandwidth: b[i] = a[i] + 1 over %" PRId64 " MiB read+write, best of %d; "
+           "rss growth: %s)\n\n",
+           o->bw_mib, LP_BW_PASSES,
+           rss_reset ? "peak RSS reset at the start of each configuration"
+                     : "peak RSS not resettable here, growth over the process's earlier peak");
+    printf("%-9s %7s %7s %6s %12s %7s %10s %9s %9s %9s %9s %9s %8s %8s\n", "impl", "seq",
+           "vocab", "chunk", "entropy_grad", "threads", "median_ms", "fwd_ms", "bwd_ms",
+           "peak_MiB", "saved_MiB", "rss_MiB", "GB/s", "roofline");
+    for (int i = 0; i < n; i++) {
+        const lp_result *r = &res[i];
+        printf("%-9s %7" PRId64 " %7" PRId64 " %6" PRId64 " %12s %7" PRId64
+               " %10.2f %9.2f %9.2f %9.1f %9.1f %9.1f %8.2f %8.3f\n",
+               impl_name(r->c.impl), r->c.seq, r->c.vocab, r->c.chunk, on_off(r->c.eg),
+               o->threads, r->median_ms, r->fwd_ms, r->bwd_ms, (double)r->peak_bytes / MIB,
+               (double)r->saved_bytes / MIB, (double)r->rss_growth / MIB, r->gbps,
+               r->roofline);
+    }
+}
+
+static const lp_result *find(const lp_result *res, int n, int64_t seq, int64_t vocab,
+                             int64_t chunk, tg_logprob_impl impl, bool eg) {
+    for (int i = 0; i < n; i++)
+        if (res[i].c.seq == seq && res[i].c.vocab == vocab && res[i].c.chunk == chunk &&
+            res[i].c.impl == impl && res[i].c.eg == eg)
+            return &res[i];
+    return NULL;
+}
+
+static const char *verdict(bool ok) { return ok ? "meets" : "MISSES"; }
+
+/* The ratios the project tracks, with its targets (issue 3). */
+static void print_ratios(const lp_opts *o, const lp_result *res, int n) {
+    size_t elem = tg_dtype_size(o->dtype);
+    int shown;
+    printf("\nRatios (project targets in brackets)\n");
+
+    printf("\nfused / composite median time [<= 0.125]\n");
+    shown = 0;
+    for (int i = 0; i < n; i++) {
+        const lp_result *f = &res[i], *c;
+        if (f->c.impl != TG_LOGPROB_FUSED ||
+            !(c = find(res, n, f->c.seq, f->c.vocab, f->c.chunk, TG_LOGPROB_COMPOSITE, f->c.eg)))
+            continue;
+        double q = c->median_ms > 0.0 ? f->median_ms / c->median_ms : 0.0;
+        printf("  seq=%-7" PRId64 " vocab=%-7" PRId64 " chunk=%-6" PRId64
+               " entropy_grad=%-3s  %7.4f  (%.1fx faster)  %s\n",
+               f->c.seq, f->c.vocab, f->c.chunk, on_off(f->c.eg), q, q > 0.0 ? 1.0 / q : 0.0,
+               verdict(q <= 0.125));
+        shown++;
+    }
+    if (!shown)
+        printf("  (needs both impls)\n");
+
+    printf("\nfused chunk C / chunk 0 median time [<= 1.15]\n");
+    shown = 0;
+    for (int i = 0; i < n; i++) {
+        const lp_result *f = &res[i], *z;
+        if (f->c.impl != TG_LOGPROB_FUSED || f->c.chunk == 0 ||
+            !(z = find(res, n, f->c.seq, f->c.vocab, 0, TG_LOGPROB_FUSED, f->c.eg)))
+            continue;
+        double q = z->median_ms > 0.0 ? f->median_ms / z->median_ms : 0.0;
+        printf("  seq=%-7" PRId64 " vocab=%-7" PRId64 " chunk=%-6" PRId64
+               " entropy_grad=%-3s  %7.4f  %s\n",
+               f->c.seq, f->c.vocab, f->c.chunk, on_off(f->c.eg), q, verdict(q <= 1.15));
+        shown++;
+    }
+    if (!shown)
+        printf("  (needs fused with chunk 0 and another chunk)\n");
+
+    printf("\ncomposite saved bytes, entropy_grad on - off [>= 2 x seq x vocab x %zu]\n", elem);
+    shown = 0;
+    for (int i = 0; i < n; i++) {
+        const lp_result *on = &res[i], *off;
+        if (on->c.impl != TG_LOGPROB_COMPOSITE || !on->c.eg ||
+            !(off = find(res, n, on->c.seq, on->c.vocab, on->c.chunk, TG_LOGPROB_COMPOSITE,
+                         false)))
+            continue;
+        double nv = (double)on->c.seq * (double)on->c.vocab * (double)elem;
+        double diff = (double)on->saved_bytes - (double)off->saved_bytes;
+        /* a chunked composite is checkpointed: it saves only the logits either
+         * way, so the target applies to chunk 0 */
+        printf("  seq=%-7" PRId64 " vocab=%-7" PRId64 " chunk=%-6" PRId64
+               "  %10.1f MiB = %.3f x seq x vocab x %zu  %s\n",
+               on->c.seq, on->c.vocab, on->c.chunk, diff / MIB, diff / nv, elem,
+               on->c.chunk ? "(chunked: recomputed in backward)" : verdict(diff >= 2.0 * nv));
+        shown++;
+    }
+    if (!shown)
+        printf("  (needs composite with entropy_grad on and off)\n");
+
+    printf("\nfused peak_bytes / logits bytes [<= 1.02 + 64 bytes per row]\n");
+    shown = 0;
+    for (int i = 0; i < n; i++) {
+        const lp_result *f = &res[i];
+        if (f->c.impl != TG_LOGPROB_FUSED)
+            continue;
+        double lb = (double)f->c.seq * (double)f->c.vocab * (double)elem;
+        double q = (double)f->peak_bytes / lb, lim = 1.02 + 64.0 * (double)f->c.seq / lb;
+        printf("  seq=%-7" PRId64 " vocab=%-7" PRId64 " chunk=%-6" PRId64
+               " entropy_grad=%-3s  %7.4f  (limit %.4f)  %s\n",
+               f->c.seq, f->c.vocab, f->c.chunk, on_off(f->c.eg), q, lim, verdict(q <= lim));
+        shown++;
+    }
+    if (!shown)
+        printf("  (needs fused)\n");
+
+    printf("\nfused roofline fraction [>= 0.4]\n");
+    shown = 0;
+    for (int i = 0; i < n; i++) {
+        const lp_result *f = &res[i];
+        if (f->c.impl != TG_LOGPROB_FUSED)
+            continue;
+        printf("  seq=%-7" PRId64 " vocab=%-7" PRId64 " chunk=%-6" PRId64
+               " entropy_grad=%-3s  %7.4f  %s\n",
+               f->c.seq, f->c.vocab, f->c.chunk, on_off(f->c.eg), f->roofline,
+               verdict(f->roofline >= 0.4));
+        shown++;
+    }
+    if (!shown)
+        printf("  (needs fused)\n");
+}
+
+/* ---- the command ------------------------------------------------------------------------------ */
+
+int cli_bench_logprob(int argc, char **argv) {
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            cli_bench_logprob_help(stdout);
+            return CLI_EXIT_OK;
+        }
+    lp_opts o;
+    memset(&o, 0, sizeof o);
+    o.threads = omp_get_max_threads();
+    o.reps = 5;
+    o.bw_mib = 1024;
+    o.seed = 1;
+    o.dtype = TG_F32;
+    int rc = parse_opts(argc, argv, &o);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (!o.n_seq)
+        o.seq[o.n_seq++] = 8192;
+    if (!o.n_vocab)
+        o.vocab[o.n_vocab++] = 32000;
+    if (!o.n_chunk)
+        o.chunk[o.n_chunk++] = 0;
+    if (!o.n_impl) {
+        o.impl[o.n_impl++] = TG_LOGPROB_FUSED;
+        o.impl[o.n_impl++] = TG_LOGPROB_COMPOSITE;
+    }
+    if (!o.n_eg) {
+        o.eg[o.n_eg++] = 1;
+        o.eg[o.n_eg++] = 0;
+    }
+    int total = o.n_seq * o.n_vocab * o.n_impl * o.n_chunk * o.n_eg;
+    if (total > LP_MAX_CONFIGS)
+        return cli_usage_error("%d configurations; at most %d", total, LP_MAX_CONFIGS);
+    if ((rc = check_ram(&o)) != CLI_EXIT_OK)
+        return rc;
+
+    g_tty = isatty(STDERR_FILENO) == 1;
+    omp_set_num_threads((int)o.threads);
+
+    progress("measuring memory bandwidth: b[i] = a[i] + 1 over %" PRId64
+             " MiB, %" PRId64 " threads, best of %d",
+             o.bw_mib, o.threads, LP_BW_PASSES);
+    double machine_gbps =
+        cli_bandwidth_measure((size_t)o.bw_mib << 20, (int)o.threads, LP_BW_PASSES);
+    progress_done();
+    if (machine_gbps <= 0.0) {
+        fprintf(stderr, "tapegrad: bench logprob: cannot allocate the %" PRId64
+                        " MiB bandwidth buffer\n",
+                o.bw_mib);
+        return CLI_EXIT_FAIL;
+    }
+    fprintf(stderr, "machine bandwidth: %.2f GB/s (read+write, %" PRId64 " threads)\n",
+            machine_gbps, o.threads);
+    bool rss_reset = reset_peak_rss();
+
+    lp_result *res = calloc((size_t)total, sizeof *res);
+    if (!res) {
+        fprintf(stderr, "tapegrad: bench logprob: out of memory\n");
+        return CLI_EXIT_FAIL;
+    }
+    int idx = 0;
+    for (int a = 0; a < o.n_seq && rc == CLI_EXIT_OK; a++)
+        for (int b = 0; b < o.n_vocab && rc == CLI_EXIT_OK; b++) {
+            int64_t seq = o.seq[a], vocab = o.vocab[b];
+            progress("making logits (%" PRId64 ", %" PRId64 ") %s and targets", seq, vocab,
+                     tg_dtype_name(o.dtype));
+            tg_tensor *logits = NULL, *targets = NULL;
+            if (!make_inputs(&o, seq, vocab, &logits, &targets)) {
+                lp_config c = {seq, vocab, 0, TG_LOGPROB_FUSED, true};
+                rc = lib_fail(&c, "making the inputs");
+            }
+            for (int k = 0; k < o.n_impl && rc == CLI_EXIT_OK; k++)
+                for (int ch = 0; ch < o.n_chunk && rc == CLI_EXIT_OK; ch++)
+                    for (int e = 0; e < o.n_eg && rc == CLI_EXIT_OK; e++) {
+                        lp_result *r = &res[idx];
+                        r->c = (lp_config){seq, vocab, o.chunk[ch],
+                                           (tg_logprob_impl)o.impl[k], o.eg[e] != 0};
+                        rc = run_config(&o, idx, total, machine_gbps, logits, targets, r);
+                        if (rc == CLI_EXIT_OK && o.json) {
+                            progress_done();
+                            print_json(&o, r, machine_gbps);
+                        }
+                        idx++;
+                    }
+            tg_release(targets);
+            tg_release(logits);
+        }
+    progress_done();
+    if (rc == CLI_EXIT_OK && !o.json) {
+        print_table(&o, res, total, machine_gbps, rss_reset);
+        print_ratios(&o, res, total);
+    }
+    free(res);
+    return rc;
+}

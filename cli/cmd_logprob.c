@@ -1,0 +1,384 @@
+/* cli/cmd_logprob.c - `tapegrad logprob`: log-probs, entropies and the
+ * logits' gradient of .npy inputs, written as .npy files.
+ *
+ * Contract:
+ *   tapegrad logprob --logits L.npy --targets T.npy --out DIR
+ *                    [--grad-logprob G.npy] [--grad-entropy H.npy]
+ *                    [--temperature T] [--ignore-index I] [--chunk C]
+ *                    [--impl fused|composite]
+ *  - L: f32 or f64, shape (..., V). T: integers (<i8 or <i4) of shape (...).
+ *    G, H: upstream gradients of the log-probs and entropies, shape (...),
+ *    any float or integer dtype (converted to the logits' dtype).
+ *  - Writes DIR/logprob.npy and DIR/entropy.npy (shape (...), the logits'
+ *    dtype), and DIR/grad_logits.npy (the logits' shape and dtype) when G or
+ *    H is given: the gradient of sum(logprob * G + entropy * H), a missing
+ *    one counting as zero. Without H the entropy's gradient is not recorded
+ *    (entropy_grad off), as when its coefficient is 0. DIR (and its parents)
+ *    is created if missing; existing files are replaced.
+ *  - Success: one summary line on stdout, exit 0.
+ *  - Misuse (unknown flag, missing value, bad number, missing required
+ *    flag, unexpected argument): one line "tapegrad: ..." on stderr, exit 2.
+ *  - Failure (unreadable or malformed file, shapes that do not match, a
+ *    library error such as a target outside [0, V)): one line
+ *    "tapegrad logprob: <message>" on stderr, exit 1. Every input is read and
+ *    every result computed before DIR is touched, so such failures write
+ *    nothing; only a failing write can leave some of the outputs behind.
+ *  - Releases everything it creates; exit 1 if library objects stay alive.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <tapegrad.h>
+
+#include "cli.h"
+#include "npy.h"
+
+#define PATH_CAP 4096
+
+typedef struct lp_args {
+    const char *logits, *targets, *grad_lp, *grad_h, *out;
+    tg_logprob_opts opts;
+    bool set_temperature, set_ignore, set_chunk, set_impl;
+} lp_args;
+
+void cli_logprob_help(void) {
+    printf("Usage: tapegrad logprob --logits L.npy --targets T.npy --out DIR [options]\n"
+           "\n"
+           "Computes, for each row of the logits (last dimension = vocabulary),\n"
+           "logprob = log softmax(z/T)[target] and entropy = -sum p log p, with the\n"
+           "fused op (or the composite baseline), and writes them as .npy files.\n"
+           "\n"
+           "Inputs (.npy, little-endian, C or Fortran order):\n"
+           "  --logits L.npy         f32 or f64 logits, shape (..., V)\n"
+           "  --targets T.npy        int64 or int32 targets, shape (...)\n"
+           "  --grad-logprob G.npy   upstream gradient of logprob, shape (...)\n"
+           "  --grad-entropy H.npy   upstream gradient of entropy, shape (...)\n"
+           "Options:\n"
+           "  --temperature T        divide the logits by T > 0 (default 1)\n"
+           "  --ignore-index I       rows with this target give 0 (default -100)\n"
+           "  --chunk C              rows per block, 0 = all at once (default 0)\n"
+           "  --impl fused|composite implementation (default fused)\n"
+           "  --out DIR              output directory, created if missing\n"
+           "\n"
+           "Writes DIR/logprob.npy and DIR/entropy.npy (the logits' dtype), and\n"
+           "DIR/grad_logits.npy, the gradient of sum(logprob*G + entropy*H), when G\n"
+           "or H is given (a missing one counts as zero; without H the entropy's\n"
+           "gradient is not recorded at all).\n"
+           "Exit status: 0 success, 1 failure (bad file, library error), 2 bad usage.\n");
+}
+
+/* ---- arguments -------------------------------------------------------------------- */
+
+static bool parse_temperature(const char *flag, const char *s, double *out) {
+    char *end = NULL;
+    errno = 0;
+    double v = s && *s ? strtod(s, &end) : NAN;
+    if (!s || !*s || errno != 0 || !end || *end != '\0' || !isfinite(v) || !(v > 0.0)) {
+        cli_usage_error("invalid value '%s' for %s (expected a finite number > 0)", s ? s : "",
+                        flag);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* Parses argv[0..argc-1]; returns CLI_EXIT_OK or CLI_EXIT_USAGE (reported). */
+static int parse_args(int argc, char **argv, lp_args *a) {
+    struct {
+        const char *name;
+        const char **dst;
+    } paths[] = {{"--logits", &a->logits},     {"--targets", &a->targets},
+                 {"--grad-logprob", &a->grad_lp}, {"--grad-entropy", &a->grad_h},
+                 {"--out", &a->out}};
+    const int n_paths = (int)(sizeof paths / sizeof paths[0]);
+    for (int i = 0; i < argc; i++) {
+        const char *arg = argv[i], *val = NULL;
+        char name[32];
+        const char *eq = strchr(arg, '=');
+        if (strncmp(arg, "--", 2) != 0)
+            return cli_usage_error("unexpected argument '%s' for 'logprob' "
+                                   "(try 'tapegrad logprob --help')",
+                                   arg);
+        if (eq && (size_t)(eq - arg) < sizeof name) {
+            memcpy(name, arg, (size_t)(eq - arg));
+            name[eq - arg] = '\0';
+            val = eq + 1;
+        } else if (eq) {
+            return cli_usage_error("unknown option '%s' for 'logprob' "
+                                   "(try 'tapegrad logprob --help')",
+                                   arg);
+        } else {
+            snprintf(name, sizeof name, "%s", arg);
+            if (strlen(arg) >= sizeof name)
+                return cli_usage_error("unknown option '%s' for 'logprob' "
+                                       "(try 'tapegrad logprob --help')",
+                                       arg);
+        }
+        const char **dst = NULL;
+        bool *seen = NULL;
+        for (int k = 0; k < n_paths; k++)
+            if (!strcmp(name, paths[k].name))
+                dst = paths[k].dst;
+        if (!strcmp(name, "--temperature"))
+            seen = &a->set_temperature;
+        else if (!strcmp(name, "--ignore-index"))
+            seen = &a->set_ignore;
+        else if (!strcmp(name, "--chunk"))
+            seen = &a->set_chunk;
+        else if (!strcmp(name, "--impl"))
+            seen = &a->set_impl;
+        if (!dst && !seen)
+            return cli_usage_error("unknown option '%s' for 'logprob' "
+                                   "(try 'tapegrad logprob --help')",
+                                   arg);
+        if ((dst && *dst) || (seen && *seen))
+            return cli_usage_error("option %s given twice", name);
+        if (!val) {
+            if (i + 1 >= argc)
+                return cli_usage_error("option %s needs a value", name);
+            val = argv[++i];
+        }
+        if (dst) {
+            if (!*val)
+                return cli_usage_error("option %s needs a non-empty path", name);
+            *dst = val;
+            continue;
+        }
+        *seen = true;
+        bool ok = true;
+        if (!strcmp(name, "--temperature"))
+            ok = parse_temperature(name, val, &a->opts.temperature);
+        else if (!strcmp(name, "--ignore-index"))
+            ok = cli_parse_i64(name, val, INT64_MIN, INT64_MAX, &a->opts.ignore_index);
+        else if (!strcmp(name, "--chunk"))
+            ok = cli_parse_i64(name, val, 0, INT64_MAX, &a->opts.chunk_size);
+        else if (!strcmp(val, "fused"))
+            a->opts.impl = TG_LOGPROB_FUSED;
+        else if (!strcmp(val, "composite"))
+            a->opts.impl = TG_LOGPROB_COMPOSITE;
+        else
+            return cli_usage_error("invalid value '%s' for --impl (expected fused or composite)",
+                                   val);
+        if (!ok)
+            return CLI_EXIT_USAGE;
+    }
+    if (!a->logits)
+        return cli_usage_error("'logprob' needs --logits L.npy (try 'tapegrad logprob --help')");
+    if (!a->targets)
+        return cli_usage_error("'logprob' needs --targets T.npy (try 'tapegrad logprob --help')");
+    if (!a->out)
+        return cli_usage_error("'logprob' needs --out DIR (try 'tapegrad logprob --help')");
+    return CLI_EXIT_OK;
+}
+
+/* ---- running ------------------------------------------------------------------------ */
+
+static int fail_line(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+static int fail_line(const char *fmt, ...) {
+    va_list ap;
+    fflush(stdout);
+    fputs("tapegrad logprob: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return CLI_EXIT_FAIL;
+}
+
+static int lib_fail(void) {
+    const char *m = tg_last_error();
+    return fail_line("%s", *m ? m : "unknown error");
+}
+
+/* mkdir -p: creates dir and its missing parents. */
+static int make_dirs(const char *dir) {
+    char p[PATH_CAP];
+    if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p)
+        return fail_line("output directory name is too long");
+    for (char *c = p + 1; *c; c++) {
+        if (*c != '/')
+            continue;
+        *c = '\0';
+        if (mkdir(p, 0777) != 0 && errno != EEXIST)
+            return fail_line("cannot create directory '%s': %s", p, strerror(errno));
+        *c = '/';
+    }
+    if (mkdir(p, 0777) != 0 && errno != EEXIST)
+        return fail_line("cannot create directory '%s': %s", p, strerror(errno));
+    struct stat sb;
+    if (stat(p, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return fail_line("'%s' exists and is not a directory", p);
+    return CLI_EXIT_OK;
+}
+
+static void shape_text(char *buf, size_t cap, const tg_tensor *t) {
+    int nd = tg_ndim(t);
+    size_t k = (size_t)snprintf(buf, cap, "(");
+    for (int d = 0; d < nd && k < cap; d++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s%" PRId64, d ? ", " : "", tg_size(t, d));
+    if (k < cap)
+        snprintf(buf + k, cap - k, "%s)", nd == 1 ? "," : "");
+}
+
+/* Loads an upstream gradient: the targets' shape, converted to dtype dt. */
+static int load_upstream(const char *path, const tg_tensor *y, tg_dtype dt, tg_tensor **out) {
+    tg_tensor *g = NULL;
+    if (tgcli_npy_load(path, &g) != TG_OK)
+        return lib_fail();
+    bool same = tg_ndim(g) == tg_ndim(y);
+    for (int d = 0; same && d < tg_ndim(y); d++)
+        same = tg_size(g, d) == tg_size(y, d);
+    if (!same) {
+        char a[200], b[200];
+        shape_text(a, sizeof a, g);
+        shape_text(b, sizeof b, y);
+        return fail_line("%s: shape %s does not match the targets' shape %s", path, a, b);
+    }
+    *out = tg_to_dtype(g, dt);
+    return *out ? CLI_EXIT_OK : lib_fail();
+}
+
+static int write_output(const char *dir, const char *name, const tg_tensor *t, char *list,
+                        size_t cap) {
+    char path[PATH_CAP];
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+        return fail_line("output path '%s/%s' is too long", dir, name);
+    if (tgcli_npy_save(path, t) != TG_OK)
+        return lib_fail();
+    size_t k = strlen(list);
+    snprintf(list + k, cap - k, "%s%s", k ? ", " : "", path);
+    return CLI_EXIT_OK;
+}
+
+/* Prints the one-line summary: sizes, options, means over the rows kept. */
+static int summary(const lp_args *a, tg_tensor *z, tg_tensor *y, tg_tensor *lp, tg_tensor *h,
+                   const char *written) {
+    int64_t n = tg_numel(y), V = tg_size(z, -1), kept = 0;
+    size_t bytes = (size_t)(n > 0 ? n : 1) * sizeof(double);
+    double *lpv = malloc(bytes), *hv = malloc(bytes);
+    int64_t *yv = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+    if (!lpv || !hv || !yv) {
+        free(lpv);
+        free(hv);
+        free(yv);
+        return fail_line("out of memory");
+    }
+    double s_lp = 0.0, s_h = 0.0;
+    bool ok = n == 0 || (tg_copy_out(lp, TG_F64, lpv, bytes) == TG_OK &&
+                         tg_copy_out(h, TG_F64, hv, bytes) == TG_OK &&
+                         tg_copy_out(y, TG_I64, yv, bytes) == TG_OK);
+    for (int64_t i = 0; ok && i < n; i++) {
+        if (yv[i] == a->opts.ignore_index)
+            continue;
+        kept++;
+        s_lp += lpv[i];
+        s_h += hv[i];
+    }
+    free(lpv);
+    free(hv);
+    free(yv);
+    if (!ok)
+        return lib_fail();
+    char means[96];
+    if (kept > 0)
+        snprintf(means, sizeof means, "mean logprob %.6g, mean entropy %.6g", s_lp / (double)kept,
+                 s_h / (double)kept);
+    else
+        snprintf(means, sizeof means, "no row kept");
+    printf("tapegrad logprob: %" PRId64 " rows x %" PRId64 " (%s, %s, chunk %" PRId64
+           ", temperature %g), %" PRId64 " ignored, %s; wrote %s\n",
+           n, V, tg_dtype_name(tg_get_dtype(z)),
+           a->opts.impl == TG_LOGPROB_FUSED ? "fused" : "composite", a->opts.chunk_size,
+           a->opts.temperature, n - kept, means, written);
+    return CLI_EXIT_OK;
+}
+
+/* Everything that creates tensors; runs inside the caller's scope. */
+static int compute(lp_args *a) {
+    tg_tensor *z = NULL, *y = NULL, *g = NULL, *hg = NULL, *lp = NULL, *h = NULL;
+    if (tgcli_npy_load(a->logits, &z) != TG_OK || tgcli_npy_load(a->targets, &y) != TG_OK)
+        return lib_fail();
+    tg_dtype dt = tg_get_dtype(z);
+    if (dt != TG_F32 && dt != TG_F64)
+        return fail_line("%s: logits must be f32 or f64, got %s", a->logits, tg_dtype_name(dt));
+    if (tg_get_dtype(y) != TG_I64)
+        return fail_line("%s: targets must be integers ('<i8' or '<i4'), got %s", a->targets,
+                         tg_dtype_name(tg_get_dtype(y)));
+    int rc;
+    if (a->grad_lp && (rc = load_upstream(a->grad_lp, y, dt, &g)) != CLI_EXIT_OK)
+        return rc;
+    if (a->grad_h && (rc = load_upstream(a->grad_h, y, dt, &hg)) != CLI_EXIT_OK)
+        return rc;
+    bool want_grad = g || hg;
+    if (want_grad && tg_set_requires_grad(z, true) != TG_OK)
+        return lib_fail();
+    a->opts.want_entropy = true;
+    a->opts.entropy_grad = hg != NULL; /* coefficient 0: record nothing for it */
+    if (tg_logprob_entropy(z, y, &a->opts, &lp, &h) != TG_OK)
+        return lib_fail();
+
+    tg_tensor *grad = NULL;
+    if (want_grad) {
+        tg_tensor *loss = g ? tg_sum(tg_mul(lp, g)) : NULL;
+        if (hg) {
+            tg_tensor *lh = tg_sum(tg_mul(h, hg));
+            loss = loss ? tg_add(loss, lh) : lh;
+        }
+        if (!loss || tg_backward(loss, NULL, false) != TG_OK)
+            return lib_fail();
+        grad = tg_grad(z);
+        if (!grad) /* nothing flowed back (every row ignored): the gradient is 0 */
+            grad = tg_zeros(dt, tg_ndim(z), tg_shape(z));
+        if (!grad)
+            return lib_fail();
+    }
+
+    if ((rc = make_dirs(a->out)) != CLI_EXIT_OK)
+        return rc;
+    char written[3 * PATH_CAP + 8] = "";
+    if ((rc = write_output(a->out, "logprob.npy", lp, written, sizeof written)) != CLI_EXIT_OK ||
+        (rc = write_output(a->out, "entropy.npy", h, written, sizeof written)) != CLI_EXIT_OK ||
+        (grad &&
+         (rc = write_output(a->out, "grad_logits.npy", grad, written, sizeof written)) !=
+             CLI_EXIT_OK))
+        return rc;
+    return summary(a, z, y, lp, h, written);
+}
+
+int cli_logprob_main(int argc, char **argv) {
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            cli_logprob_help();
+            return CLI_EXIT_OK;
+        }
+    lp_args a;
+    memset(&a, 0, sizeof a);
+    a.opts = tg_logprob_opts_default();
+    int rc = parse_args(argc, argv, &a);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+
+    int scope = tg_scope_begin();
+    if (scope < 0)
+        return lib_fail();
+    rc = compute(&a);
+    tg_scope_end(scope);
+
+    tg_live_counts live = tg_live();
+    if (live.tensors || live.storages || live.nodes)
+        return fail_line("internal error: %" PRId64 " tensors, %" PRId64 " storages and %" PRId64
+                         " graph nodes still alive at exit",
+                         live.tensors, live.storages, live.nodes);
+    return rc;
+}

@@ -1,0 +1,78 @@
+/* tapegrad/logprob.h - fused, chunked log-prob and entropy of logits.
+ *
+ * For logits z with rows of length V (any leading shape, flattened to N rows;
+ * rows may be a strided view such as logits[:, -n-1:-1, :], read in place),
+ * integer targets y with the leading shape, and a temperature T, with x = z/T:
+ *   lse = logsumexp(x),  logprob = x[y] - lse,
+ *   p = exp(x - lse),    entropy = lse - sum(p * x).
+ * Backward, for upstream g_lp and g_H per row:
+ *   dx = g_lp * (onehot(y) - p) - g_H * p * (x - lse + entropy),  dz = dx / T.
+ *
+ * The fused implementation makes one pass over the logits in forward (online
+ * max / sum-exp / sum-exp*x) and saves, per row, only what backward needs
+ * (lse, and the entropy when its gradient is wanted) plus a version-checked
+ * reference to the logits; backward is one pass that reads the logits and
+ * writes their gradient. No (N, V) temporary is made. The composite
+ * implementation builds the same quantities from generic ops (log_softmax,
+ * gather, softmax, mul, sum): it is the baseline the fused op is measured
+ * against, and with a chunk size it recomputes each chunk in backward.
+ */
+#ifndef TAPEGRAD_LOGPROB_H
+#define TAPEGRAD_LOGPROB_H
+
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tg_logprob_impl {
+    TG_LOGPROB_FUSED = 0,     /* one-pass kernels, nothing (N, V) saved */
+    TG_LOGPROB_COMPOSITE = 1  /* generic ops: the teaching baseline */
+} tg_logprob_impl;
+
+typedef struct tg_logprob_opts {
+    double temperature;     /* > 0; applied inside the kernels (default 1) */
+    int64_t ignore_index;   /* rows with this target: logprob 0, entropy 0, no
+                               gradient, logits never read (default -100) */
+    int64_t chunk_size;     /* rows per block, 0 = all rows at once (default 0).
+                               Fused: results are bitwise identical for every
+                               chunk size. Composite: each chunk is a
+                               checkpoint recomputed in backward. */
+    bool want_entropy;      /* compute the entropy (default true) */
+    bool entropy_grad;      /* the entropy takes part in backward (default
+                               true). false = its coefficient is 0: nothing is
+                               saved for it and backward has no entropy term;
+                               the entropy returned does not require grad. */
+    tg_logprob_impl impl;   /* default TG_LOGPROB_FUSED */
+} tg_logprob_opts;
+
+/* The defaults listed above. */
+tg_logprob_opts tg_logprob_opts_default(void);
+
+/* Computes logprob (and entropy) of logits at targets.
+ * logits: f32 or f64, ndim >= 1, shape (..., V) with V >= 1, any strides.
+ * targets: i64 with shape (...) (logits' shape without its last dim).
+ * opts: NULL for the defaults.
+ * *logprob receives a new tensor of shape (...) and logits' dtype; *entropy
+ * too when opts->want_entropy (entropy may be NULL otherwise; it is set to
+ * NULL then). Under no-grad, or when logits do not require grad, nothing is
+ * recorded or saved.
+ * Errors (outputs set to NULL, nothing written, nothing leaked):
+ * TG_ERR_NULL; TG_ERR_DTYPE (logits not f32/f64, targets not i64);
+ * TG_ERR_SHAPE (targets' shape is not logits' leading shape, V == 0);
+ * TG_ERR_VALUE (temperature not finite and > 0, chunk_size < 0, impl unknown;
+ * a non-ignored target outside [0, V): the message names the row and value;
+ * a non-ignored row whose logits are all -inf or contain NaN or +inf: the
+ * message names the row, and the column and value of the first bad entry);
+ * TG_ERR_NOMEM. */
+tg_status tg_logprob_entropy_at(tg_site s, tg_tensor *logits, tg_tensor *targets,
+                                const tg_logprob_opts *opts, tg_tensor **logprob,
+                                tg_tensor **entropy);
+#define tg_logprob_entropy(logits, targets, opts, logprob, entropy)                            \
+    tg_logprob_entropy_at(TG_SITE, logits, targets, opts, logprob, entropy)
+
+#ifdef __cplusplus
+}
+#endif
+#endif

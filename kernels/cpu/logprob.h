@@ -1,0 +1,36 @@
+/* kernels/cpu/logprob.h - CPU kernels of the fused log-prob / entropy op
+ * (the math is in include/tapegrad/logprob.h). */
+#ifndef TG_KERNELS_CPU_LOGPROB_H
+#define TG_KERNELS_CPU_LOGPROB_H
+
+#include "tg_internal.h"
+
+/* Where a forward pass found a row it cannot compute. */
+typedef struct tg__lpe_bad {
+    int64_t row;    /* -1 if none */
+    int64_t col;    /* first offending column, -1 when all entries are -inf */
+    double value;   /* its value (NaN or +inf) */
+} tg__lpe_bad;
+
+/* Forward over the N rows of z (..., V) (any strides), targets y (N)
+ * contiguous, rows with y == ignore skipped (outputs 0, logits not read).
+ * Writes lp (N) and, if H is non-NULL, H (N) in z's dtype (contiguous), and,
+ * if stats is non-NULL, stats (N, nstat) f64 with lse in column 0 and the
+ * entropy in column 1 when nstat == 2. Rows are processed chunk rows at a
+ * time (0 = all), each chunk split over the OpenMP threads; results do not
+ * depend on the chunk size. Returns the lowest bad row (NaN or +inf entry, or
+ * all -inf), with nothing meaningful written, or bad.row == -1. */
+tg__lpe_bad tg__cpu_lpe_forward(const tg_tensor *z, const int64_t *y, int64_t ignore,
+                                double inv_t, int64_t chunk, void *lp, void *H,
+                                double *stats, int nstat);
+
+/* Backward: dz (N, V) contiguous in z's dtype receives
+ *   (g_lp * (onehot(y) - p) - g_H * p * (x - lse + H)) * inv_t
+ * with x = z * inv_t, p = exp(x - lse); rows with y == ignore get zeros.
+ * g_lp and g_H are tensors with z's leading shape (any strides, z's dtype) or
+ * NULL for zero; g_H is used only when nstat == 2. */
+void tg__cpu_lpe_backward(const tg_tensor *z, const int64_t *y, int64_t ignore, double inv_t,
+                          int64_t chunk, const double *stats, int nstat, const tg_tensor *g_lp,
+                          const tg_tensor *g_H, tg_tensor *dz);
+
+#endif

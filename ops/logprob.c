@@ -1,0 +1,177 @@
+/* ops/logprob.c - tg_logprob_entropy: argument checks, the fused path (one
+ * forward pass, a node that saves the logits by reference plus lse/entropy
+ * per row, one backward pass) and dispatch to the composite baseline
+ * (ops/logprob_composite.c). The math is in include/tapegrad/logprob.h. */
+#include <math.h>
+#include <string.h>
+
+#include "../kernels/cpu/logprob.h"
+#include "logprob_internal.h"
+
+tg_logprob_opts tg_logprob_opts_default(void) {
+    tg_logprob_opts o = {1.0, -100, 0, true, true, TG_LOGPROB_FUSED};
+    return o;
+}
+
+/* ---- checks ---------------------------------------------------------------- */
+
+tg_status tg__lpe_check(const char *who, const tg_tensor *z, const tg_tensor *y,
+                        const tg_logprob_opts *o) {
+    char a[160], b[160];
+    if (!tg__is_float(z->dtype))
+        return tg__set_error(TG_ERR_DTYPE, "%s: logits must be f32 or f64, got %s", who,
+                             tg_dtype_name(z->dtype));
+    if (y->dtype != TG_I64)
+        return tg__set_error(TG_ERR_DTYPE, "%s: targets must be i64, got %s", who,
+                             tg_dtype_name(y->dtype));
+    if (z->storage->device != TG_CPU || y->storage->device != TG_CPU)
+        return tg__set_error(TG_ERR_DEVICE, "%s: logits and targets must be on the CPU", who);
+    bool same = z->ndim >= 1 && y->ndim == z->ndim - 1;
+    for (int d = 0; same && d < y->ndim; d++) same = y->shape[d] == z->shape[d];
+    if (!same)
+        return tg__set_error(TG_ERR_SHAPE, "%s: targets of shape %s do not match logits of shape "
+                             "%s (targets must have the logits' shape without its last "
+                             "dimension)", who, tg__shape_str(a, sizeof a, y->ndim, y->shape),
+                             tg__shape_str(b, sizeof b, z->ndim, z->shape));
+    if (z->shape[z->ndim - 1] == 0)
+        return tg__set_error(TG_ERR_SHAPE, "%s: logits of shape %s have an empty vocabulary",
+                             who, tg__shape_str(a, sizeof a, z->ndim, z->shape));
+    if (!(o->temperature > 0.0) || !isfinite(o->temperature))
+        return tg__set_error(TG_ERR_VALUE, "%s: temperature must be finite and > 0, got %g", who,
+                             o->temperature);
+    if (o->chunk_size < 0)
+        return tg__set_error(TG_ERR_VALUE, "%s: chunk_size must be >= 0, got %lld", who,
+                             (long long)o->chunk_size);
+    if (o->impl != TG_LOGPROB_FUSED && o->impl != TG_LOGPROB_COMPOSITE)
+        return tg__set_error(TG_ERR_VALUE, "%s: unknown impl %d", who, (int)o->impl);
+    return TG_OK;
+}
+
+tg_tensor *tg__lpe_targets(tg_site s, const char *who, tg_tensor *y, int64_t V, int64_t ignore) {
+    tg_tensor *yc = tg__contiguous(s, y);
+    if (!yc) return NULL;
+    const int64_t *t = tg__ptr(yc); // (N)
+    int64_t N = tg__numel(yc->ndim, yc->shape);
+    for (int64_t i = 0; i < N; i++) {
+        if (t[i] != ignore && (t[i] < 0 || t[i] >= V)) {
+            tg__tensor_release(yc);
+            return tg__fail(TG_ERR_VALUE, "%s: row %lld: target %lld is outside [0, %lld) (and "
+                            "is not ignore_index %lld)", who, (long long)i, (long long)t[i],
+                            (long long)V, (long long)ignore);
+        }
+    }
+    return yc;
+}
+
+tg_status tg__lpe_bad_row_error(const char *who, const tg__lpe_bad *bad) {
+    if (bad->col < 0)
+        return tg__set_error(TG_ERR_VALUE, "%s: row %lld: every logit is -inf (the row has no "
+                             "valid token; give it ignore_index)", who, (long long)bad->row);
+    return tg__set_error(TG_ERR_VALUE, "%s: row %lld: logit %lld is %g (logits must be finite "
+                         "or -inf)", who, (long long)bad->row, (long long)bad->col, bad->value);
+}
+
+/* ---- fused node ------------------------------------------------------------- */
+
+/* Saved slots: 0 logits, 1 targets (contiguous), 2 stats (N, nstat) f64. */
+static tg_status lpe_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    if (n->edge[0].kind == TG__EDGE_NONE) return TG_OK;
+    tg_tensor *z = tg__node_saved(n, 0), *y = NULL, *st = NULL, *dz = NULL;
+    if (!z || !(y = tg__node_saved(n, 1)) || !(st = tg__node_saved(n, 2))) goto out;
+    dz = tg__new_output(n->site, "LogprobEntropyBackward", z->dtype, z->ndim, z->shape);
+    if (!dz) goto out;
+    tg__cpu_lpe_backward(z, tg__ptr(y), n->iparam[0], n->dparam[0], n->iparam[1], tg__ptr(st),
+                         (int)n->iparam[2], gout[0], n->n_out > 1 ? gout[1] : NULL, dz);
+    gin[0] = dz;
+out:
+    tg__tensor_release(z);
+    tg__tensor_release(y);
+    tg__tensor_release(st);
+    return gin[0] ? TG_OK : tg_last_status();
+}
+
+static const tg__op_def lpe_def = {"LogprobEntropyBackward", lpe_backward};
+
+static tg_status fused(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logprob_opts *o,
+                       tg_tensor **lp_out, tg_tensor **h_out) {
+    const char *who = "tg_logprob_entropy";
+    const int64_t V = z->shape[z->ndim - 1];
+    const int lead = z->ndim - 1;
+    tg_tensor *yc = tg__lpe_targets(s, who, y, V, o->ignore_index);
+    if (!yc) return tg_last_status();
+    const bool record = tg__needs_grad(1, &z);
+    const bool grad_h = record && o->want_entropy && o->entropy_grad;
+    const int nstat = grad_h ? 2 : 1;
+    const int64_t N = tg__numel(lead, z->shape);
+    tg_tensor *lp = tg__new_output(s, who, z->dtype, lead, z->shape);                   // (N)
+    tg_tensor *h = o->want_entropy ? tg__new_output(s, who, z->dtype, lead, z->shape) : NULL;
+    tg_tensor *st = record ? tg__new_output(s, who, TG_F64, 2, (int64_t[]){N, nstat}) : NULL;
+    tg__node *n = NULL;
+    if (!lp || (o->want_entropy && !h) || (record && !st)) goto fail;
+    tg__lpe_bad bad = tg__cpu_lpe_forward(z, tg__ptr(yc), o->ignore_index, 1.0 / o->temperature,
+                                          o->chunk_size, tg__ptr(lp), h ? tg__ptr(h) : NULL,
+                                          st ? tg__ptr(st) : NULL, nstat);
+    if (bad.row >= 0) {
+        tg__lpe_bad_row_error(who, &bad);
+        goto fail;
+    }
+    if (record) {
+        tg_tensor *in[2] = {z, yc};
+        n = tg__node_new(s, &lpe_def, lpe_def.name, 2, in, grad_h ? 2 : 1);
+        if (!n) goto fail;
+        n->dparam[0] = 1.0 / o->temperature;
+        n->iparam[0] = o->ignore_index;
+        n->iparam[1] = o->chunk_size;
+        n->iparam[2] = nstat;
+        tg_set_name(st, "lse/entropy per row");
+        if (tg__node_save(n, z, false, 0) < 0 || tg__node_save(n, yc, false, 1) < 0 ||
+            tg__node_save(n, st, false, -1) < 0)
+            goto fail;
+        tg__node_set_output(n, 0, lp);
+        if (grad_h) tg__node_set_output(n, 1, h);
+        tg__node_release(n); /* the outputs own it */
+    }
+    tg__tensor_release(st);
+    tg__tensor_release(yc);
+    *lp_out = lp;
+    if (h_out) *h_out = h;
+    return TG_OK;
+fail:
+    tg__node_release(n);
+    tg__tensor_release(st);
+    tg__tensor_release(h);
+    tg__tensor_release(lp);
+    tg__tensor_release(yc);
+    return tg_last_status();
+}
+
+/* ---- public entry ------------------------------------------------------------ */
+
+tg_status tg_logprob_entropy_at(tg_site s, tg_tensor *logits, tg_tensor *targets,
+                                const tg_logprob_opts *opts, tg_tensor **logprob,
+                                tg_tensor **entropy) {
+    const char *who = "tg_logprob_entropy";
+    tg_logprob_opts o = opts ? *opts : tg_logprob_opts_default();
+    if (logprob) *logprob = NULL;
+    if (entropy) *entropy = NULL;
+    if (tg__null_arg(logits, who, "logits") || tg__null_arg(targets, who, "targets") ||
+        tg__null_arg(logprob, who, "logprob") ||
+        (o.want_entropy && tg__null_arg(entropy, who, "entropy")))
+        return tg_last_status();
+    tg_status st = tg__lpe_check(who, logits, targets, &o);
+    if (st != TG_OK) return st;
+    tg_tensor *lp = NULL, *h = NULL;
+    st = o.impl == TG_LOGPROB_FUSED ? fused(s, logits, targets, &o, &lp, &h)
+                                    : tg__lpe_composite(s, logits, targets, &o, &lp, &h);
+    if (st != TG_OK) return st;
+    *logprob = tg__ret(lp);
+    if (!*logprob) {
+        tg__tensor_release(h);
+        return tg_last_status();
+    }
+    if (o.want_entropy) {
+        *entropy = tg__ret(h);
+        if (!*entropy) return tg_last_status(); /* *logprob belongs to the scope */
+    }
+    return TG_OK;
+}

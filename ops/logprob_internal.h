@@ -1,0 +1,21 @@
+/* ops/logprob_internal.h - shared by the fused (ops/logprob.c) and composite
+ * (ops/logprob_composite.c) implementations of tg_logprob_entropy. */
+#ifndef TG_OPS_LOGPROB_INTERNAL_H
+#define TG_OPS_LOGPROB_INTERNAL_H
+
+#include "../kernels/cpu/logprob.h"
+#include "tg_internal.h"
+
+/* Validates dtypes, shapes and options (not the target values). */
+tg_status tg__lpe_check(const char *who, const tg_tensor *z, const tg_tensor *y,
+                        const tg_logprob_opts *o);
+/* A contiguous copy (or reference) of y with every non-ignored target checked
+ * to be in [0, V); NULL with TG_ERR_VALUE naming the row otherwise. */
+tg_tensor *tg__lpe_targets(tg_site s, const char *who, tg_tensor *y, int64_t V, int64_t ignore);
+/* Sets the error for a row the forward kernel rejected. */
+tg_status tg__lpe_bad_row_error(const char *who, const tg__lpe_bad *bad);
+/* The composite implementation; outputs are new references (not in scopes). */
+tg_status tg__lpe_composite(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logprob_opts *o,
+                            tg_tensor **lp, tg_tensor **h);
+
+#endif
