@@ -28,8 +28,9 @@ int cli_usage_error(const char *fmt, ...)
 #endif
     ;
 
-/* Parses s as a decimal integer in [lo, hi] for option `flag`. On failure
- * prints a one-line usage error and returns false. */
+/* Parses s as a decimal integer in [lo, hi] for option `flag` ("-7" is
+ * accepted when lo < 0). On failure prints a one-line usage error and returns
+ * false. */
 bool cli_parse_i64(const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out);
 
 /* Parses s as an unsigned 64-bit decimal integer for option `flag`. */

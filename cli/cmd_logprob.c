@@ -48,6 +48,7 @@ typedef struct lp_args {
     bool set_temperature, set_ignore, set_chunk, set_impl;
 } lp_args;
 
+/* Prints the help of `tapegrad logprob` to stdout. */
 void cli_logprob_help(void) {
     printf("Usage: tapegrad logprob --logits L.npy --targets T.npy --out DIR [options]\n"
            "\n"
@@ -296,11 +297,12 @@ static int summary(const lp_args *a, tg_tensor *z, tg_tensor *y, tg_tensor *lp, 
                  s_h / (double)kept);
     else
         snprintf(means, sizeof means, "no row kept");
+    const char *grad = a->grad_lp ? (a->grad_h ? "G and H" : "G") : a->grad_h ? "H" : "none";
     printf("tapegrad logprob: %" PRId64 " rows x %" PRId64 " (%s, %s, chunk %" PRId64
-           ", temperature %g), %" PRId64 " ignored, %s; wrote %s\n",
+           ", temperature %g, upstream gradient %s), %" PRId64 " ignored, %s; wrote %s\n",
            n, V, tg_dtype_name(tg_get_dtype(z)),
            a->opts.impl == TG_LOGPROB_FUSED ? "fused" : "composite", a->opts.chunk_size,
-           a->opts.temperature, n - kept, means, written);
+           a->opts.temperature, grad, n - kept, means, written);
     return CLI_EXIT_OK;
 }
 
@@ -327,6 +329,10 @@ static int compute(lp_args *a) {
     a->opts.entropy_grad = hg != NULL; /* coefficient 0: record nothing for it */
     if (tg_logprob_entropy(z, y, &a->opts, &lp, &h) != TG_OK)
         return lib_fail();
+    if (tg_requires_grad(h) != (hg != NULL)) /* the op must honour entropy_grad */
+        return fail_line("internal error: the entropy %s grad with entropy_grad %s",
+                         tg_requires_grad(h) ? "requires" : "does not require",
+                         hg ? "on" : "off");
 
     tg_tensor *grad = NULL;
     if (want_grad) {
@@ -356,6 +362,8 @@ static int compute(lp_args *a) {
     return summary(a, z, y, lp, h, written);
 }
 
+/* `tapegrad logprob ARGS`: argv holds the arguments after "logprob". Returns
+ * CLI_EXIT_OK, CLI_EXIT_FAIL or CLI_EXIT_USAGE (contract at the top). */
 int cli_logprob_main(int argc, char **argv) {
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {

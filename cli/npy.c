@@ -37,7 +37,7 @@
 
 /* Records "PATH: message" with status st for tg_last_error() and returns st.
  * The public API's way to record an error from outside the library is
- * tg_ctx_fail(); its context argument is only used inside callbacks. */
+ * tg_set_error(). */
 static tg_status npy_fail(tg_status st, const char *path, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
@@ -49,7 +49,7 @@ static tg_status npy_fail(tg_status st, const char *path, const char *fmt, ...) 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return tg_ctx_fail(NULL, st, "%s: %s", path, msg);
+    return tg_set_error(st, "%s: %s", path, msg);
 }
 
 static bool host_is_little_endian(void) {
@@ -96,6 +96,8 @@ static const char *snippet(const parser *p, char *buf, size_t cap) {
         unsigned char c = (unsigned char)p->s[j];
         buf[k++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
     }
+    while (k > 0 && buf[k - 1] == ' ') /* the header's padding */
+        k--;
     if (k == 0 && cap > 5) {
         memcpy(buf, "(end)", 6);
         return buf;
@@ -511,17 +513,24 @@ static tg_status load_file(FILE *f, const char *path, tg_tensor **out) {
         return tg_last_status();
     tg_tensor *t = NULL;
     st = read_data(f, path, &h, numel, need, &t);
-    if (st == TG_OK)
+    if (st == TG_OK) {
+        /* to the enclosing scope (which may fail to grow) or to the caller */
         *out = tg_scope_keep(t);
+        if (!*out)
+            st = tg_last_status();
+    }
     tg_scope_end(scope);
     return st;
 }
 
+/* Reads the .npy file at path into a new contiguous CPU tensor (*out, a new
+ * reference; NULL on failure). TG_ERR_NULL, TG_ERR_IO (message "PATH: ..."),
+ * TG_ERR_NOMEM. Contract in npy.h. */
 tg_status tgcli_npy_load(const char *path, tg_tensor **out) {
     if (out)
         *out = NULL;
     if (!path || !out)
-        return tg_ctx_fail(NULL, TG_ERR_NULL, "tgcli_npy_load: argument '%s' is NULL",
+        return tg_set_error(TG_ERR_NULL, "tgcli_npy_load: argument '%s' is NULL",
                            path ? "out" : "path");
     if (!host_is_little_endian())
         return npy_fail(TG_ERR_IO, path, ".npy files are supported on little-endian machines only");
@@ -604,12 +613,15 @@ static size_t build_header(unsigned char *hdr, const char *descr, int ndim, cons
     return pre + hlen + pad;
 }
 
+/* Writes t in C order as a version 1.0 .npy file, byte for byte as NumPy
+ * does. TG_ERR_NULL, TG_ERR_DTYPE, TG_ERR_IO (message "PATH: ..."),
+ * TG_ERR_NOMEM. Contract in npy.h. */
 tg_status tgcli_npy_save(const char *path, const tg_tensor *t) {
     if (!path)
-        return tg_ctx_fail(NULL, TG_ERR_NULL, "tgcli_npy_save: argument 'path' is NULL");
+        return tg_set_error(TG_ERR_NULL, "tgcli_npy_save: argument 'path' is NULL");
     if (!t) {
         if (tg_last_status() == TG_OK)
-            tg_ctx_fail(NULL, TG_ERR_NULL, "tgcli_npy_save: argument 't' is NULL");
+            tg_set_error(TG_ERR_NULL, "tgcli_npy_save: argument 't' is NULL");
         return TG_ERR_NULL;
     }
     if (!host_is_little_endian())
@@ -645,6 +657,10 @@ tg_status tgcli_npy_save(const char *path, const tg_tensor *t) {
         free(host);
         return npy_fail(TG_ERR_IO, path, "cannot create: %s", strerror(e));
     }
+    /* Only a regular file is removed after a failed write (never a device or
+     * a pipe given as the path, such as /dev/full or /dev/stdout). */
+    struct stat sb;
+    bool regular = fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode);
     bool ok = fwrite(hdr, 1, hn, f) == hn;
     if (ok && numel > 0)
         ok = host ? fwrite(host, isz, (size_t)numel, f) == (size_t)numel
@@ -656,7 +672,8 @@ tg_status tgcli_npy_save(const char *path, const tg_tensor *t) {
         e = errno;
     }
     if (!ok) {
-        remove(path);
+        if (regular)
+            remove(path);
         return npy_fail(TG_ERR_IO, path, "write failed: %s", strerror(e));
     }
     return TG_OK;

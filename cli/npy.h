@@ -44,8 +44,8 @@
 tg_status tgcli_npy_load(const char *path, tg_tensor **out);
 
 /* Writes t (f32, f64 or i64, any strides and offset) to path as a .npy file
- * in C order, replacing the file if it exists. On failure the partly written
- * file is removed. Errors: TG_ERR_NULL (path or t NULL; a NULL t keeps an
+ * in C order, replacing the file if it exists. On failure a partly written
+ * regular file is removed (a device or pipe given as path is left alone). Errors: TG_ERR_NULL (path or t NULL; a NULL t keeps an
  * error already recorded), TG_ERR_DTYPE (dtype unknown), TG_ERR_IO (cannot
  * create or write the file: the message names it and has strerror's text),
  * TG_ERR_NOMEM (copying a non-CPU tensor). */

@@ -73,7 +73,8 @@ tg_status tg__lpe_bad_row_error(const char *who, const tg__lpe_bad *bad) {
 
 /* ---- fused node ------------------------------------------------------------- */
 
-/* Saved slots: 0 logits, 1 targets (contiguous), 2 stats (N, nstat) f64. */
+/* Saved slots: 0 logits, 1 targets (contiguous), 2 stats (N, nstat) f64:
+ * row max, log-sum-exp of the shifted row, entropy (when its grad is wanted). */
 static tg_status lpe_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
     if (n->edge[0].kind == TG__EDGE_NONE) return TG_OK;
     tg_tensor *z = tg__node_saved(n, 0), *y = NULL, *st = NULL, *dz = NULL;
@@ -101,7 +102,7 @@ static tg_status fused(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logprob_o
     if (!yc) return tg_last_status();
     const bool record = tg__needs_grad(1, &z);
     const bool grad_h = record && o->want_entropy && o->entropy_grad;
-    const int nstat = grad_h ? 2 : 1;
+    const int nstat = grad_h ? 3 : 2;
     const int64_t N = tg__numel(lead, z->shape);
     tg_tensor *lp = tg__new_output(s, who, z->dtype, lead, z->shape);                   // (N)
     tg_tensor *h = o->want_entropy ? tg__new_output(s, who, z->dtype, lead, z->shape) : NULL;
@@ -123,7 +124,7 @@ static tg_status fused(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logprob_o
         n->iparam[0] = o->ignore_index;
         n->iparam[1] = o->chunk_size;
         n->iparam[2] = nstat;
-        tg_set_name(st, "lse/entropy per row");
+        tg_set_name(st, "row max/logsumexp/entropy");
         if (tg__node_save(n, z, false, 0) < 0 || tg__node_save(n, yc, false, 1) < 0 ||
             tg__node_save(n, st, false, -1) < 0)
             goto fail;

@@ -1,16 +1,17 @@
 /* ops/logprob_composite.c - the composite (teaching baseline) implementation
  * of tg_logprob_entropy, built from generic ops:
  *   x = z / T; lsm = log_softmax(x); logprob = gather(lsm, y) * mask
- *   entropy = -sum(softmax(x) * log_softmax(x)) * mask
+ *   entropy = -sum(p * where(p, log_softmax(x), 0)) * mask,  p = softmax(x)
  * (the entropy computes its own softmax/log_softmax, as a separate entropy
- * function in a trainer does). With entropy_grad off the entropy is computed
+ * function in a trainer does; the where() keeps masked -inf logits from
+ * turning 0 * -inf into NaN). With entropy_grad off the entropy is computed
  * under no-grad, which is the fix of the entropy-coefficient-0 story: the
  * (N, V) softmax and log-softmax it would save are never kept.
  * With chunk_size c (0 < c < N) the rows are processed c at a time inside one
  * custom function that keeps nothing but the logits and, in backward,
  * recomputes each chunk with grad on (activation checkpointing): bounded
- * memory, more compute. Unlike the fused path it reads ignored rows and does
- * not reject non-finite logits (they give NaN, as the naive formula does). */
+ * memory, more compute. Rows are checked like in the fused path (NaN, +inf,
+ * all -inf are refused); unlike it, ignored rows are read by the generic ops. */
 #include <string.h>
 
 #include "logprob_internal.h"
@@ -28,7 +29,7 @@ static tg_status rows_forward(tg_site s, tg_tensor *z2, tg_tensor *idx, tg_tenso
                               tg_tensor **h) {
     const int64_t n = z2->shape[0];
     tg_tensor *x = NULL, *lsm = NULL, *g = NULL, *g1 = NULL, *p = NULL, *l2 = NULL, *pl = NULL,
-              *sm = NULL, *hn = NULL;
+              *sm = NULL, *hn = NULL, *l2z = NULL, *zero = NULL;
     *lp = NULL;
     if (h) *h = NULL;
     x = inv_t == 1.0 ? tg_retain(z2) : tg__scale(s, z2, inv_t);
@@ -37,7 +38,9 @@ static tg_status rows_forward(tg_site s, tg_tensor *z2, tg_tensor *idx, tg_tenso
         goto out;
     if (want_h) {
         bool prev = h_grad ? tg_is_grad_enabled() : tg_set_grad_enabled(false);
-        if ((p = tg__softmax(s, x)) && (l2 = tg__log_softmax(s, x)) && (pl = tg__mul(s, p, l2)) &&
+        if ((p = tg__softmax(s, x)) && (l2 = tg__log_softmax(s, x)) &&
+            (zero = tg__zeros_like_meta(s, x->dtype, 0, NULL)) &&
+            (l2z = tg__where(s, p, l2, zero)) && (pl = tg__mul(s, p, l2z)) &&
             (sm = tg__sum_dim(s, pl, -1, false)) && (hn = tg__neg(s, sm)))
             *h = tg__mul(s, hn, mask);
         tg_set_grad_enabled(prev);
@@ -56,6 +59,8 @@ out:
     tg__tensor_release(pl);
     tg__tensor_release(sm);
     tg__tensor_release(hn);
+    tg__tensor_release(l2z);
+    tg__tensor_release(zero);
     return *lp ? TG_OK : tg_last_status();
 }
 
@@ -183,6 +188,11 @@ tg_status tg__lpe_composite(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logp
     tg_status st = TG_OK;
     if (!idx || !mask || !(z2 = tg__reshape(s, z, 2, (int64_t[]){N, V}))) goto fail;
     const int64_t *t = tg__ptr(yc);
+    tg__lpe_bad bad = tg__cpu_lpe_check_rows(z, t, o->ignore_index, 1.0 / o->temperature);
+    if (bad.row >= 0) {
+        tg__lpe_bad_row_error(who, &bad);
+        goto fail;
+    }
     for (int64_t i = 0; i < N; i++) {
         bool keep = t[i] != o->ignore_index;
         ((int64_t *)tg__ptr(idx))[i] = keep ? t[i] : 0;

@@ -4,14 +4,16 @@
 # Contract:
 #   - Checks for: make, cmake, a C compiler with OpenMP (gcc), pkg-config,
 #     Criterion (libcriterion-dev), OpenBLAS with CBLAS (libopenblas-dev), and
-#     optionally ninja (ninja-build). The CUDA toolkit is optional and is only
-#     detected by CMake; this script never installs it.
+#     optionally ninja (ninja-build) and NumPy for python3 (python3-numpy: the
+#     CLI test compares `tapegrad logprob` with bench/reference_logprob.py,
+#     and skips that comparison without it). The CUDA toolkit is optional and
+#     is only detected by CMake; this script never installs it.
 #   - Everything present: prints nothing (unless -v) and exits 0 quickly.
 #   - Something missing and running as root: installs the missing Debian
 #     packages with apt-get (non-interactive), then checks again.
 #   - Something required missing and not root: prints the exact
 #     `sudo apt-get install -y ...` line and exits 1. A missing optional
-#     package (ninja) only prints a hint.
+#     package (ninja, numpy) only prints a hint.
 #   - Honours CC (default: cc, else gcc) for the compiler checks.
 set -euo pipefail
 
@@ -42,6 +44,15 @@ have_pkg() {
         [[ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" == installed ]]
 }
 need() { missing+=("$1"); }
+# NumPy importable by python3 on PATH or by the system's /usr/bin/python3
+# (where python3-numpy installs it), as tests/cli/logprob.sh looks for it.
+have_numpy() {
+    local py
+    for py in python3 /usr/bin/python3; do
+        have_cmd "$py" && "$py" -c 'import numpy' >/dev/null 2>&1 && return 0
+    done
+    return 1
+}
 
 check_all() {
     missing=()
@@ -50,6 +61,7 @@ check_all() {
     have_cmd cmake || need cmake
     have_cmd pkg-config || need pkg-config
     have_cmd ninja || optional+=(ninja-build)
+    have_numpy || optional+=(python3-numpy)
     if have_cc; then
         have_header stdio.h || need libc6-dev
         { have_header omp.h && have_lib gomp; } || need gcc
@@ -87,7 +99,8 @@ if [[ "$(id -u)" == 0 ]] && have_cmd apt-get; then
 fi
 
 if ((${#missing[@]} == 0)); then
-    echo "setup-deps: optional: 'sudo apt-get install -y ${optional[*]}' for faster builds (ninja)" >&2
+    echo "setup-deps: optional: 'sudo apt-get install -y ${optional[*]}' (ninja: faster" \
+        "builds; numpy: the reference comparison of the logprob CLI test)" >&2
     exit 0
 fi
 

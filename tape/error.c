@@ -58,6 +58,14 @@ tg_status tg__set_error(tg_status st, const char *fmt, ...) {
     return st;
 }
 
+tg_status tg_set_error(tg_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    tg__set_errorv(st, fmt ? fmt : "", ap);
+    va_end(ap);
+    return st;
+}
+
 void *tg__fail(tg_status st, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

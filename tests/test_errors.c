@@ -205,6 +205,10 @@ Test(errors_null, tensor_api) {
     cr_assert_str_eq(tg_name(NULL), "");
     cr_assert_eq(tg_last_status(), TG_OK, "NULL no-ops must not record an error");
     EXPECT_NULL(tg_set_name(NULL, "a"), TG_ERR_NULL, "tg_set_name");
+    tg_clear_error();
+    cr_assert_eq(tg_set_name(x, NULL), x, "a NULL name clears the label");
+    cr_assert_str_eq(tg_name(x), "");
+    cr_assert_eq(tg_last_status(), TG_OK);
     EXPECT_NULL(tg_zeros(TG_F64, 2, NULL), TG_ERR_NULL, "tg_zeros", "shape");
     EXPECT_NULL(tg_ones(TG_F64, 1, NULL), TG_ERR_NULL, "tg_ones");
     EXPECT_NULL(tg_empty(TG_F64, 1, NULL), TG_ERR_NULL, "tg_empty");
@@ -533,6 +537,25 @@ Test(errors_value, item_of_a_non_scalar) {
     cr_assert_eq(tg_item(one, &v), TG_OK);
     cr_assert_eq(v, 3.5);
     TGO_RELEASE(x, e, one);
+}
+
+Test(errors_value, gradcheck_refuses_bad_inputs_and_leaves_them_alone) {
+    tg_tensor *x = leaf_rg(TG_F64, TG_SHAPE(3, 1), 1);
+    tg_tensor *e = tg_expand(x, TG_SHAPE(3, 4)); /* overlapping, and not a leaf */
+    tg_tensor *d = tg_detach(e);                 /* a leaf with stride 0 */
+    cr_assert_eq(tg_set_requires_grad(d, true), TG_OK);
+    tg_tensor *in_e[1] = {e}, *in_d[1] = {d}, *in_x[1] = {x};
+    tgo_snap sx = tgo_snapshot(x);
+    EXPECT_STATUS(tg_gradcheck(ident_fn, NULL, 1, in_d, NULL), TG_ERR_LAYOUT, "tg_gradcheck",
+                  "expand");
+    EXPECT_STATUS(tg_gradcheck(ident_fn, NULL, 1, in_e, NULL), TG_ERR_VALUE, "tg_gradcheck",
+                  "leaf");
+    EXPECT_STATUS(tg_gradcheck(ident_fn, NULL, 0, in_x, NULL), TG_ERR_VALUE, "tg_gradcheck");
+    EXPECT_STATUS(tg_gradcheck(ident_fn, NULL, 17, in_x, NULL), TG_ERR_VALUE, "tg_gradcheck");
+    tgo_assert_unchanged(&sx);
+    tg_tensor *g = tg_grad(x);
+    cr_assert_null(g);
+    TGO_RELEASE(x, e, d);
 }
 
 /* ---- scopes ------------------------------------------------------------------------------- */

@@ -10,8 +10,8 @@
  *
  * The fused implementation makes one pass over the logits in forward (online
  * max / sum-exp / sum-exp*x) and saves, per row, only what backward needs
- * (lse, and the entropy when its gradient is wanted) plus a version-checked
- * reference to the logits; backward is one pass that reads the logits and
+ * (the row max and log-sum-exp, and the entropy when its gradient is wanted:
+ * 16 or 24 bytes) plus a version-checked reference to the logits; backward is one pass that reads the logits and
  * writes their gradient. No (N, V) temporary is made. The composite
  * implementation builds the same quantities from generic ops (log_softmax,
  * gather, softmax, mul, sum): it is the baseline the fused op is measured

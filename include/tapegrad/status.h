@@ -60,6 +60,15 @@ const char *tg_last_error(void);
 /* Resets this thread's status to TG_OK and its message to "". */
 void tg_clear_error(void);
 
+/* Records st and a printf-style message as this thread's last error and
+ * returns st, for code built on tapegrad (file readers, custom ops) that
+ * wants to report errors the same way. */
+tg_status tg_set_error(tg_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
 /* Returns a static, stable name for a status ("TG_ERR_SHAPE"), or
  * "TG_ERR_UNKNOWN" for a value outside the enum. */
 const char *tg_status_name(tg_status s);

@@ -3,18 +3,19 @@
  * Forward reads each row once: blocks of LPE_BLOCK entries are loaded into L1,
  * their max found, the running (max M, S = sum exp(x - M), T = sum exp(x - M)
  * * (x - M)) rescaled when the max grows, then the block's exponentials added
- * (f32 lanes within a block, f64 across blocks, so V = 262144 keeps ~1e-7
- * relative accuracy). lse = M + log S, entropy = log S - T / S.
+ * (f32 exponentials summed in f64, so V = 262144 keeps ~1e-7 relative
+ * accuracy). lse = M / T + log S, entropy = log S - A / S with
+ * A = sum exp(d) * d, the max M taken on the raw logits and d = (z - M) / T.
  * Backward reads each row once and writes its gradient.
  *
  * f32 uses exp_nonpos(), a Cephes-style single-precision exponential written
  * so that GCC vectorises it (magic-number rounding, degree-6 polynomial,
  * 2^n built in the exponent bits); arguments are always <= 0 here (x - max).
- * Measured against exp() in double over [-87, 0]: max relative error 1.2e-7
- * (about 2 ulp), see tests/test_logprob.c. Below -87 it returns 0 (the true
- * value is < 1.7e-38). The row functions are compiled for AVX-512, AVX2 and
- * baseline x86-64 and picked at run time (this file is compiled with FMA
- * contraction). f64 uses libm's exp. */
+ * Measured against exp() in double over [-87, 0] in 2e6 steps: max relative
+ * error 8.2e-8 (about 1.4 ulp); tests/test_logprob.c keeps it under 3e-7.
+ * Below -87 it returns 0 (the true value is < 1.7e-38). The row functions
+ * are compiled for AVX-512, AVX2+FMA and baseline x86-64 and picked at run
+ * time (this file is compiled with FMA contraction). f64 uses libm's exp. */
 #include "logprob.h"
 
 #include <float.h>
@@ -53,16 +54,25 @@ static inline float exp_nonpos(float d) {
     return d < -87.0f ? 0.0f : p * scale;
 }
 
+float tg__cpu_exp_nonpos(float d) { return exp_nonpos(d); }
+
 /* ---- one row, f32, forward ------------------------------------------------ */
 
 typedef struct {
-    double lse, H;
-    int bad; /* 1: NaN or +inf present; 2: all -inf */
+    double M;    /* max of the raw row z (before scaling by 1/T) */
+    double ls;   /* log sum exp((z - M) / T): lse = M / T + ls */
+    double H;
+    int bad;     /* 1: NaN or +inf present; 2: all -inf */
 } row_out;
+
+/* The entries are scaled after subtracting the max, d = (z - M) * it, so that
+ * no rounding of z * it leaks into lse (and logprob stays <= 0). The sums are
+ * accumulated in f64 (exponentials in f32), so their accuracy does not depend
+ * on how the loop is vectorised. */
 
 static inline __attribute__((always_inline)) row_out fwd_row_f32_impl(const float *x, int64_t xs,
                                                                       int64_t V, float it) {
-    row_out o = {0, 0, 0};
+    row_out o = {-INFINITY, 0, 0, 0};
     float M = -INFINITY;
     double S = 0.0, T = 0.0;
     for (int64_t b0 = 0; b0 < V; b0 += LPE_BLOCK) {
@@ -72,7 +82,7 @@ static inline __attribute__((always_inline)) row_out fwd_row_f32_impl(const floa
         int nbad = 0;
         #pragma omp simd reduction(max : bm) reduction(+ : nbad)
         for (int64_t j = 0; j < n; j++) {
-            const float v = xb[j * xs] * it;
+            const float v = xb[j * xs];
             bm = v > bm ? v : bm;
             nbad += !(v <= FLT_MAX); /* NaN or +inf */
         }
@@ -83,16 +93,16 @@ static inline __attribute__((always_inline)) row_out fwd_row_f32_impl(const floa
         if (bm == -INFINITY) continue;
         if (bm > M) {
             if (S > 0.0) {
-                const double dm = (double)M - (double)bm, f = exp(dm);
+                const double dm = ((double)M - (double)bm) * it, f = exp(dm);
                 T = (T + S * dm) * f;
                 S *= f;
             }
             M = bm;
         }
-        float bs = 0.0f, bt = 0.0f;
+        double bs = 0.0, bt = 0.0;
         #pragma omp simd reduction(+ : bs, bt)
         for (int64_t j = 0; j < n; j++) {
-            const float d = xb[j * xs] * it - M;
+            const float d = (xb[j * xs] - M) * it;
             const float e = exp_nonpos(d);
             bs += e;
             bt += e * (d < -87.0f ? 0.0f : d);
@@ -104,22 +114,22 @@ static inline __attribute__((always_inline)) row_out fwd_row_f32_impl(const floa
         o.bad = 2;
         return o;
     }
-    const double ls = log(S);
-    o.lse = (double)M + ls;
-    o.H = ls - T / S;
+    o.M = M;
+    o.ls = log(S);
+    o.H = o.ls - T / S;
     return o;
 }
 
 /* ---- one row, f32, backward ----------------------------------------------- */
 
 static inline __attribute__((always_inline)) void
-bwd_row_f32_impl(const float *x, int64_t xs, int64_t V, float it, double lse, float H, float glp,
-                 float gH, float *out) {
-    const float c_hi = (float)lse, c_lo = (float)(lse - (double)c_hi);
+bwd_row_f32_impl(const float *x, int64_t xs, int64_t V, float it, float M, double ls, float H,
+                 float glp, float gH, float *out) {
+    const float l_hi = (float)ls, l_lo = (float)(ls - (double)l_hi);
     const float a = -glp * it, b = -gH * it;
     #pragma omp simd
     for (int64_t j = 0; j < V; j++) {
-        const float d = (x[j * xs] * it - c_hi) - c_lo;
+        const float d = ((x[j * xs] - M) * it - l_hi) - l_lo; /* x - lse, scaled */
         const float p = exp_nonpos(d < 0.0f ? d : 0.0f);
         out[j] = a * p + b * p * ((d < -87.0f ? 0.0f : d) + H);
     }
@@ -128,17 +138,17 @@ bwd_row_f32_impl(const float *x, int64_t xs, int64_t V, float it, double lse, fl
 /* Unit-stride rows (the common case) get their own copies so that the loops
  * vectorise with plain loads; each is compiled per instruction set. */
 typedef row_out (*fwd_fn)(const float *x, int64_t xs, int64_t V, float it);
-typedef void (*bwd_fn)(const float *x, int64_t xs, int64_t V, float it, double lse, float H,
-                       float glp, float gH, float *out);
+typedef void (*bwd_fn)(const float *x, int64_t xs, int64_t V, float it, float M, double ls,
+                       float H, float glp, float gH, float *out);
 
 #define LPE_VARIANTS(SFX, ATTR)                                                               \
     ATTR static row_out fwd_##SFX(const float *x, int64_t xs, int64_t V, float it) {          \
         return xs == 1 ? fwd_row_f32_impl(x, 1, V, it) : fwd_row_f32_impl(x, xs, V, it);      \
     }                                                                                         \
-    ATTR static void bwd_##SFX(const float *x, int64_t xs, int64_t V, float it, double lse,   \
-                               float H, float glp, float gH, float *out) {                    \
-        if (xs == 1) bwd_row_f32_impl(x, 1, V, it, lse, H, glp, gH, out);                     \
-        else bwd_row_f32_impl(x, xs, V, it, lse, H, glp, gH, out);                            \
+    ATTR static void bwd_##SFX(const float *x, int64_t xs, int64_t V, float it, float M,      \
+                               double ls, float H, float glp, float gH, float *out) {         \
+        if (xs == 1) bwd_row_f32_impl(x, 1, V, it, M, ls, H, glp, gH, out);                   \
+        else bwd_row_f32_impl(x, xs, V, it, M, ls, H, glp, gH, out);                          \
     }
 
 LPE_VARIANTS(base, )
@@ -170,25 +180,25 @@ static row_out fwd_row_f32(const float *x, int64_t xs, int64_t V, float it) {
     return f(x, xs, V, it);
 }
 
-static void bwd_row_f32(const float *x, int64_t xs, int64_t V, float it, double lse, float H,
-                        float glp, float gH, float *out) {
+static void bwd_row_f32(const float *x, int64_t xs, int64_t V, float it, float M, double ls,
+                        float H, float glp, float gH, float *out) {
     fwd_fn f;
     bwd_fn b;
     pick(&f, &b);
-    b(x, xs, V, it, lse, H, glp, gH, out);
+    b(x, xs, V, it, M, ls, H, glp, gH, out);
 }
 
 /* ---- f64 rows (libm exp) --------------------------------------------------- */
 
 static row_out fwd_row_f64(const double *x, int64_t xs, int64_t V, double it) {
-    row_out o = {0, 0, 0};
+    row_out o = {-INFINITY, 0, 0, 0};
     double M = -INFINITY, S = 0.0, T = 0.0;
     for (int64_t b0 = 0; b0 < V; b0 += LPE_BLOCK) {
         const int64_t n = V - b0 < LPE_BLOCK ? V - b0 : LPE_BLOCK;
         const double *xb = x + b0 * xs;
         double bm = -INFINITY;
         for (int64_t j = 0; j < n; j++) {
-            const double v = xb[j * xs] * it;
+            const double v = xb[j * xs];
             if (!(v <= DBL_MAX)) {
                 o.bad = 1;
                 return o;
@@ -198,7 +208,7 @@ static row_out fwd_row_f64(const double *x, int64_t xs, int64_t V, double it) {
         if (bm == -INFINITY) continue;
         if (bm > M) {
             if (S > 0.0) {
-                const double dm = M - bm, f = exp(dm);
+                const double dm = (M - bm) * it, f = exp(dm);
                 T = (T + S * dm) * f;
                 S *= f;
             }
@@ -206,7 +216,7 @@ static row_out fwd_row_f64(const double *x, int64_t xs, int64_t V, double it) {
         }
         double bs = 0.0, bt = 0.0;
         for (int64_t j = 0; j < n; j++) {
-            const double d = xb[j * xs] * it - M;
+            const double d = (xb[j * xs] - M) * it;
             const double e = exp(d);
             bs += e;
             bt += e == 0.0 ? 0.0 : e * d;
@@ -218,17 +228,17 @@ static row_out fwd_row_f64(const double *x, int64_t xs, int64_t V, double it) {
         o.bad = 2;
         return o;
     }
-    const double ls = log(S);
-    o.lse = M + ls;
-    o.H = ls - T / S;
+    o.M = M;
+    o.ls = log(S);
+    o.H = o.ls - T / S;
     return o;
 }
 
-static void bwd_row_f64(const double *x, int64_t xs, int64_t V, double it, double lse, double H,
-                        double glp, double gH, double *out) {
+static void bwd_row_f64(const double *x, int64_t xs, int64_t V, double it, double M, double ls,
+                        double H, double glp, double gH, double *out) {
     const double a = -glp * it, b = -gH * it;
     for (int64_t j = 0; j < V; j++) {
-        const double d = x[j * xs] * it - lse;
+        const double d = (x[j * xs] - M) * it - ls;
         const double p = exp(d);
         out[j] = p == 0.0 ? 0.0 : a * p + b * p * (d + H);
     }
@@ -279,23 +289,24 @@ tg__lpe_bad tg__cpu_lpe_forward(const tg_tensor *z, const int64_t *y, int64_t ig
         const int64_t c1 = c0 + chunk < N ? c0 + chunk : N;
         #pragma omp parallel for schedule(dynamic, 4) reduction(min : first_bad) if (c1 - c0 > 1 && V >= 1024)
         for (int64_t i = c0; i < c1; i++) {
-            row_out o = {0, 0, 0};
-            double xy = 0.0;
+            row_out o = {0, 0, 0, 0};
+            double zy = 0.0;
             if (y[i] != ignore) {
                 const char *p = row_ptr(z, i);
                 if (f32) {
                     o = fwd_row_f32((const float *)p, xs, V, (float)inv_t);
-                    xy = (double)(((const float *)p)[y[i] * xs] * (float)inv_t);
+                    zy = ((const float *)p)[y[i] * xs];
                 } else {
                     o = fwd_row_f64((const double *)p, xs, V, inv_t);
-                    xy = ((const double *)p)[y[i] * xs] * inv_t;
+                    zy = ((const double *)p)[y[i] * xs];
                 }
                 if (o.bad) {
                     if (i < first_bad) first_bad = i;
                     continue;
                 }
             }
-            const double lpi = y[i] == ignore ? 0.0 : xy - o.lse;
+            /* -inf at the target gives -inf; (z_y - M) is exact for f32 z in double */
+            const double lpi = y[i] == ignore ? 0.0 : (zy - o.M) * inv_t - o.ls;
             if (f32) {
                 ((float *)lp)[i] = (float)lpi;
                 if (H) ((float *)H)[i] = (float)o.H;
@@ -304,11 +315,34 @@ tg__lpe_bad tg__cpu_lpe_forward(const tg_tensor *z, const int64_t *y, int64_t ig
                 if (H) ((double *)H)[i] = o.H;
             }
             if (stats) {
-                stats[i * nstat] = o.lse;
-                if (nstat == 2) stats[i * nstat + 1] = o.H;
+                stats[i * nstat] = o.M;
+                stats[i * nstat + 1] = o.ls;
+                if (nstat == 3) stats[i * nstat + 2] = o.H;
             }
         }
         if (first_bad < N) break;
+    }
+    tg__lpe_bad bad = {-1, -1, 0.0};
+    if (first_bad < N) find_bad_entry(z, first_bad, inv_t, &bad);
+    return bad;
+}
+
+tg__lpe_bad tg__cpu_lpe_check_rows(const tg_tensor *z, const int64_t *y, int64_t ignore,
+                                   double inv_t) {
+    const int64_t N = nrows(z), V = z->shape[z->ndim - 1], xs = z->strides[z->ndim - 1];
+    int64_t first_bad = N;
+    #pragma omp parallel for schedule(dynamic, 4) reduction(min : first_bad) if (N > 1 && V >= 1024)
+    for (int64_t i = 0; i < N; i++) {
+        if (y[i] == ignore) continue;
+        const char *p = row_ptr(z, i);
+        int nbad = 0, nfinite = 0;
+        for (int64_t j = 0; j < V; j++) {
+            const double v = z->dtype == TG_F32 ? (double)((const float *)p)[j * xs] * inv_t
+                                                : ((const double *)p)[j * xs] * inv_t;
+            nbad += !(v <= (z->dtype == TG_F32 ? FLT_MAX : DBL_MAX));
+            nfinite += v > -INFINITY;
+        }
+        if ((nbad || !nfinite) && i < first_bad) first_bad = i;
     }
     tg__lpe_bad bad = {-1, -1, 0.0};
     if (first_bad < N) find_bad_entry(z, first_bad, inv_t, &bad);
@@ -332,15 +366,16 @@ void tg__cpu_lpe_backward(const tg_tensor *z, const int64_t *y, int64_t ignore, 
                 memset(o, 0, (size_t)V * es);
                 continue;
             }
-            const double glp = grad_at(g_lp, i), gH = nstat == 2 ? grad_at(g_H, i) : 0.0;
-            const double lse = stats[i * nstat], H = nstat == 2 ? stats[i * nstat + 1] : 0.0;
+            const double glp = grad_at(g_lp, i), gH = nstat == 3 ? grad_at(g_H, i) : 0.0;
+            const double M = stats[i * nstat], ls = stats[i * nstat + 1];
+            const double H = nstat == 3 ? stats[i * nstat + 2] : 0.0;
             const char *p = row_ptr(z, i);
             if (f32) {
-                bwd_row_f32((const float *)p, xs, V, (float)inv_t, lse, (float)H, (float)glp,
-                            (float)gH, (float *)o);
+                bwd_row_f32((const float *)p, xs, V, (float)inv_t, (float)M, ls, (float)H,
+                            (float)glp, (float)gH, (float *)o);
                 ((float *)o)[y[i]] += (float)(glp * inv_t);
             } else {
-                bwd_row_f64((const double *)p, xs, V, inv_t, lse, H, glp, gH, (double *)o);
+                bwd_row_f64((const double *)p, xs, V, inv_t, M, ls, H, glp, gH, (double *)o);
                 ((double *)o)[y[i]] += glp * inv_t;
             }
         }
