@@ -143,10 +143,14 @@ tg_tensor *tg_retain(tg_tensor *t) {
 
 tg_status tg_release(tg_tensor *t) {
     if (!t) return TG_OK;
-    if (t->refcount <= t->scope_refs)
+    /* Refused while any open scope owns it: the reference given back could be
+     * the scope's own (a library object may hold others), and the scope
+     * would then free it a second time. */
+    if (t->scope_refs > 0)
         return tg__set_error(TG_ERR_STATE,
                              "tg_release: tensor '%s' is owned by an open scope; it is released "
-                             "by tg_scope_end (use tg_scope_keep to take it out)",
+                             "by tg_scope_end (take it out with tg_scope_keep, or release "
+                             "references of your own after the scope ends)",
                              t->name);
     tg__tensor_release(t);
     return TG_OK;

@@ -567,11 +567,32 @@ Test(errors_state, release_of_a_scope_owned_tensor) {
     tg_set_name(t, "owned");
     EXPECT_STATUS(tg_release(t), TG_ERR_STATE, "tg_release", "scope", "owned");
     cr_assert_eq(tg_numel(t), 2, "the tensor must still be alive");
-    /* a reference of the caller's own may be given back */
+    /* a reference of the caller's own is given back after the scope ends */
     cr_assert_eq(tg_retain(t), t);
-    cr_assert_eq(tg_release(t), TG_OK);
+    EXPECT_STATUS(tg_release(t), TG_ERR_STATE, "tg_release", "scope");
     cr_assert_eq(tg_live().tensors, 1);
     cr_assert_eq(tg_scope_end(tok), TG_OK);
+    cr_assert_eq(tg_live().tensors, 1, "the caller's reference keeps it");
+    cr_assert_eq(tg_release(t), TG_OK);
+}
+
+/* A tensor the library also holds (a leaf's .grad) must not lose the scope's
+ * reference to a tg_release inside the scope. */
+Test(errors_state, release_inside_a_scope_cannot_take_the_scopes_reference) {
+    tg_tensor *x = tg_randn(TG_F64, TG_SHAPE(3), 1, 0, 1);
+    tg_set_requires_grad(x, true);
+    tg_tensor *y = tg_sum(x);
+    cr_assert_eq(tg_backward(y, NULL, false), TG_OK);
+    int tok = tg_scope_begin();
+    tg_tensor *g = tg_grad(x);
+    EXPECT_STATUS(tg_release(g), TG_ERR_STATE, "tg_release", "scope");
+    cr_assert_eq(tg_scope_end(tok), TG_OK);
+    tg_tensor *g2 = tg_grad(x); /* still x's, still alive */
+    cr_assert_eq(g2, g);
+    TGO_ASSERT_VALUES(g2, 0, 1, 1, 1);
+    tg_release(g2);
+    tg_release(y);
+    tg_release(x);
 }
 
 Test(errors_state, scope_end_with_a_wrong_token_releases_nothing) {

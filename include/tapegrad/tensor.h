@@ -51,8 +51,9 @@ typedef struct tg_tensor tg_tensor;
 tg_tensor *tg_retain(tg_tensor *t);
 
 /* Gives back one reference. NULL is a no-op returning TG_OK. Returns
- * TG_ERR_STATE (and does nothing) when every remaining reference belongs to an
- * open scope: such a tensor is released by tg_scope_end(). */
+ * TG_ERR_STATE (and does nothing) while an open scope owns t: the scope
+ * releases it at tg_scope_end(); take it out first with tg_scope_keep(), or
+ * give back references of your own (tg_retain) after the scope has ended. */
 tg_status tg_release(tg_tensor *t);
 
 /* Labels t for error messages and reports (copied, truncated to 47 bytes).
