@@ -8,6 +8,7 @@
  *   tapegrad/memory.h     memory accounting, live counts, fault injection
  *   tapegrad/gradcheck.h  finite-difference gradient checker
  *   tapegrad/logprob.h    fused, chunked log-prob and entropy ops
+ *   tapegrad/leakcheck.h  graphs kept alive, cycles, per-step growth
  */
 #ifndef TAPEGRAD_H
 #define TAPEGRAD_H
@@ -19,6 +20,7 @@
 #include "tapegrad/memory.h"
 #include "tapegrad/gradcheck.h"
 #include "tapegrad/logprob.h"
+#include "tapegrad/leakcheck.h"
 
 #ifdef __cplusplus
 extern "C" {

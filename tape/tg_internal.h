@@ -99,6 +99,7 @@ struct tg__storage {
     tg__version_event hist[TG__VERSION_HISTORY]; /* ring: hist[(k) % N] = event k */
     tg_site site;
     uint64_t id, step;
+    int64_t scan;              /* index during a leak scan, -1 when not listed */
     tg__storage *reg_prev, *reg_next;
 };
 
@@ -128,6 +129,7 @@ struct tg_tensor {
     char name[TG__NAME_LEN];
     tg_site site;
     uint64_t id, step;
+    int64_t scan;              /* index during a leak scan, -1 when not listed */
     tg_tensor *reg_prev, *reg_next;
 };
 
@@ -258,6 +260,7 @@ struct tg__node {
     uint64_t mark;
     tg_tensor **gbuf;           /* [n_out] gradients being accumulated */
     tg__node *free_next;        /* release worklist link */
+    int64_t scan;               /* index during a leak scan, -1 when not listed */
     tg__node *reg_prev, *reg_next;
 };
 
@@ -328,7 +331,27 @@ void tg__reg_storage_del(tg__storage *s);
 void tg__reg_node_add(tg__node *n);
 void tg__reg_node_del(tg__node *n);
 uint64_t tg__current_step(void);
-/* Prints every live tensor and node with its creation site (debugging aid). */
-void tg__reg_dump(FILE *f);
+/* Prints every live tensor, storage and node with its creation site; returns
+ * the number of live objects (listed or not). */
+int64_t tg__reg_dump(FILE *f);
+
+/* For the leak scan (leakcheck/scan.c): the registry lock, the lists, and the
+ * step history kept by tg_step_mark. */
+void tg__reg_lock(void);
+void tg__reg_unlock(void);
+uint64_t tg__current_step_locked(void);
+tg_tensor *tg__reg_tensors(void);
+tg__storage *tg__reg_storages(void);
+tg__node *tg__reg_nodes(void);
+typedef struct tg__step_rec {
+    uint64_t step;          /* the step that ended */
+    char label[32];
+    uint64_t live_bytes;    /* allocator live bytes (all devices) at the mark */
+    int64_t old_nodes;      /* nodes created before this step still alive */
+} tg__step_rec;
+#define TG__STEP_HISTORY 16
+/* Copies up to TG__STEP_HISTORY most recent records, oldest first; returns
+ * how many. Call with the registry lock held. */
+int tg__reg_step_history(tg__step_rec *out);
 
 #endif

@@ -34,6 +34,7 @@ typedef enum tg_status {
     TG_ERR_DEVICE,     /* device not available / operands on different devices */
     TG_ERR_IO,         /* file input/output failed or a file is malformed */
     TG_ERR_CUDA,       /* a CUDA or cuBLAS call failed */
+    TG_ERR_LEAK,       /* tg_leak_check found graphs kept alive or cycles */
     TG_ERR_INTERNAL    /* a bug in tapegrad; please report it */
 } tg_status;
 

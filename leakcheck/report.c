@@ -1,0 +1,153 @@
+/* leakcheck/report.c - leak reports as text and JSON, the test assertion
+ * (tg_leak_check) and the teardown check (tg_shutdown). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "leakcheck_internal.h"
+
+void tg_leak_report_free(tg_leak_report *r) {
+    if (!r) return;
+    free(r->roots);
+    free(r);
+}
+
+int64_t tg_leak_report_nroots(const tg_leak_report *r) { return r ? r->nroots : 0; }
+const tg_leak_root *tg_leak_report_root(const tg_leak_report *r, int64_t i) {
+    return r && i >= 0 && i < r->nroots ? &r->roots[i] : NULL;
+}
+int64_t tg_leak_report_outlived_nodes(const tg_leak_report *r) { return r ? r->outlived : 0; }
+uint64_t tg_leak_report_kept_bytes(const tg_leak_report *r) { return r ? r->kept_bytes : 0; }
+int64_t tg_leak_report_unreachable(const tg_leak_report *r) { return r ? r->unreachable : 0; }
+double tg_leak_report_growth(const tg_leak_report *r, int *steps) {
+    if (steps) *steps = r ? r->growth_steps : 0;
+    return r ? r->growth : 0.0;
+}
+
+static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
+
+/* The text report into a growing buffer (also used as an error message). */
+static char *report_text(const tg_leak_report *r) {
+    size_t cap = 4096 + (size_t)r->nroots * 900 + (size_t)r->n_lines * 220;
+    char *b = malloc(cap);
+    if (!b) return NULL;
+    size_t k = 0;
+#define OUT(...) (k += (size_t)snprintf(b + k, k < cap ? cap - k : 0, __VA_ARGS__))
+    if (!r->nroots && !r->unreachable) {
+        OUT("no graph node from an earlier step is alive; no reference cycle (step %llu)",
+            (unsigned long long)r->step);
+    } else {
+        if (r->nroots)
+            OUT("%lld graph node%s from earlier steps still alive (step %llu), keeping %.2f MiB, "
+                "held by %lld root%s:\n",
+                (long long)r->outlived, r->outlived == 1 ? "" : "s", (unsigned long long)r->step,
+                mib(r->kept_bytes), (long long)r->nroots, r->nroots == 1 ? "" : "s");
+        for (int64_t i = 0; i < r->nroots; i++) {
+            const tg_leak_root *q = &r->roots[i];
+            OUT("  %s\n", q->path);
+            OUT("      root created at %s:%d in step %llu; %lld node%s (%s); keeps %.2f MiB%s\n",
+                q->file ? q->file : "?", q->line, (unsigned long long)q->step,
+                (long long)q->nodes, q->nodes == 1 ? "" : "s",
+                q->nodes_with_saved
+                    ? "saved tensors still live: backward never ran through them"
+                    : "saved tensors already freed: only the node chain and its inputs",
+                mib(q->bytes), q->saved_bytes ? "" : "");
+            if (q->saved_bytes) OUT("      of which %.2f MiB held as saved tensors\n", mib(q->saved_bytes));
+        }
+        if (r->nroots)
+            OUT("  fix: keep a detached copy for logging (tg_detach, or tg_item for a number), "
+                "or release the tensor once the step is done\n");
+        if (r->unreachable) {
+            OUT("%lld object%s alive but reachable from no reference held by the program "
+                "(a reference cycle):\n", (long long)r->unreachable, r->unreachable == 1 ? "" : "s");
+            for (int i = 0; i < r->n_lines; i++) OUT("  %s\n", r->lines[i]);
+        }
+    }
+    if (r->growth_steps)
+        OUT("%slive memory grew at each of the last %d steps: +%.2f MiB per step\n",
+            (r->nroots || r->unreachable) ? "" : "\n", r->growth_steps, mib((uint64_t)r->growth));
+#undef OUT
+    if (k >= cap) b[cap - 1] = '\0';
+    return b;
+}
+
+tg_status tg_leak_report_print(FILE *f, const tg_leak_report *r) {
+    if (tg__null_arg(f, "tg_leak_report_print", "f") ||
+        tg__null_arg(r, "tg_leak_report_print", "r"))
+        return tg_last_status();
+    char *t = report_text(r);
+    if (!t) return tg__set_error(TG_ERR_NOMEM, "tg_leak_report_print: out of memory");
+    int rc = fprintf(f, "%s%s", t, t[0] && t[strlen(t) - 1] == '\n' ? "" : "\n");
+    free(t);
+    return rc < 0 ? tg__set_error(TG_ERR_IO, "tg_leak_report_print: write failed") : TG_OK;
+}
+
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+tg_status tg_leak_report_json(FILE *f, const tg_leak_report *r) {
+    if (tg__null_arg(f, "tg_leak_report_json", "f") ||
+        tg__null_arg(r, "tg_leak_report_json", "r"))
+        return tg_last_status();
+    fprintf(f, "{\"step\":%llu,\"outlived_nodes\":%lld,\"kept_bytes\":%llu,\"unreachable\":%lld,"
+            "\"growth_bytes_per_step\":%.0f,\"growth_steps\":%d,\"roots\":[",
+            (unsigned long long)r->step, (long long)r->outlived,
+            (unsigned long long)r->kept_bytes, (long long)r->unreachable, r->growth,
+            r->growth_steps);
+    for (int64_t i = 0; i < r->nroots; i++) {
+        const tg_leak_root *q = &r->roots[i];
+        fprintf(f, "%s{\"name\":", i ? "," : "");
+        json_str(f, q->name);
+        fprintf(f, ",\"shape\":");
+        json_str(f, q->shape);
+        fprintf(f, ",\"site\":");
+        char site[300];
+        snprintf(site, sizeof site, "%s:%d", q->file ? q->file : "?", q->line);
+        json_str(f, site);
+        fprintf(f, ",\"step\":%llu,\"nodes\":%lld,\"nodes_with_saved\":%lld,\"bytes\":%llu,"
+                "\"saved_bytes\":%llu,\"path\":",
+                (unsigned long long)q->step, (long long)q->nodes, (long long)q->nodes_with_saved,
+                (unsigned long long)q->bytes, (unsigned long long)q->saved_bytes);
+        json_str(f, q->path);
+        fputc('}', f);
+    }
+    fprintf(f, "],\"unreachable_objects\":[");
+    for (int i = 0; i < r->n_lines; i++) {
+        if (i) fputc(',', f);
+        json_str(f, r->lines[i]);
+    }
+    fprintf(f, "]}");
+    return ferror(f) ? tg__set_error(TG_ERR_IO, "tg_leak_report_json: write failed") : TG_OK;
+}
+
+tg_status tg_leak_check(void) {
+    tg_leak_report *r = tg_leak_scan();
+    if (!r) return tg_last_status();
+    tg_status st = TG_OK;
+    if (r->nroots || r->unreachable) {
+        char *t = report_text(r);
+        st = tg__set_error(TG_ERR_LEAK, "%s", t ? t : "graph nodes from earlier steps are alive");
+        free(t);
+    }
+    tg_leak_report_free(r);
+    return st;
+}
+
+int64_t tg_shutdown(FILE *f) {
+    if (!f) f = stderr;
+    tg_live_counts c = tg_live();
+    int64_t n = c.tensors + c.storages + c.nodes;
+    if (n == 0) return 0;
+    fprintf(f, "tapegrad: %lld tensor%s, %lld storage%s and %lld graph node%s still alive:\n",
+            (long long)c.tensors, c.tensors == 1 ? "" : "s", (long long)c.storages,
+            c.storages == 1 ? "" : "s", (long long)c.nodes, c.nodes == 1 ? "" : "s");
+    tg__reg_dump(f);
+    return n;
+}

@@ -1,0 +1,343 @@
+/* leakcheck/scan.c - the leak scan: roots (references held from outside the
+ * library), graph nodes that outlived their step grouped by the root that
+ * keeps them, the bytes only that root keeps alive, objects reachable from no
+ * root (cycles), and step-over-step growth. Reports in text and JSON.
+ *
+ * Objects are numbered in one index space: tensors, then storages, then
+ * nodes. Edges: tensor -> its storage, its grad_fn, its .grad; node -> the
+ * nodes and leaves of its inputs, its saved storages. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "leakcheck_internal.h"
+
+/* Labels and paths are cut to their buffers on purpose. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+#endif
+
+typedef struct {
+    int64_t nt, ns, nn, n;
+    tg_tensor **t;
+    tg__storage **s;
+    tg__node **nd;
+} objs;
+
+static int64_t idx_t(const tg_tensor *t) { return t && t->scan >= 0 ? t->scan : -1; }
+
+/* Calls f(ctx, j) for every object j that object i references. */
+static int neighbours(const objs *o, int64_t i, int64_t *out) {
+    int k = 0;
+    if (i < o->nt) {
+        const tg_tensor *t = o->t[i];
+        if (t->storage && t->storage->scan >= 0) out[k++] = o->nt + t->storage->scan;
+        if (t->grad_fn && t->grad_fn->scan >= 0) out[k++] = o->nt + o->ns + t->grad_fn->scan;
+        if (idx_t(t->grad) >= 0) out[k++] = idx_t(t->grad);
+        if (idx_t(t->pending) >= 0) out[k++] = idx_t(t->pending);
+    } else if (i >= o->nt + o->ns) {
+        /* nodes have at most TG__MAX_IO edges and outputs; saved slots vary:
+         * the caller passes a buffer sized for the largest node */
+        const tg__node *n = o->nd[i - o->nt - o->ns];
+        for (int e = 0; e < n->n_in; e++) {
+            if (n->edge[e].kind == TG__EDGE_NODE && n->edge[e].node->scan >= 0)
+                out[k++] = o->nt + o->ns + n->edge[e].node->scan;
+            else if (n->edge[e].kind == TG__EDGE_LEAF && idx_t(n->edge[e].leaf) >= 0)
+                out[k++] = idx_t(n->edge[e].leaf);
+        }
+        for (int sl = 0; sl < n->n_saved; sl++)
+            if (n->saved[sl].storage && n->saved[sl].storage->scan >= 0)
+                out[k++] = o->nt + n->saved[sl].storage->scan;
+        for (int q = 0; q < n->n_out; q++)
+            if (idx_t(n->gbuf[q]) >= 0) out[k++] = idx_t(n->gbuf[q]);
+    }
+    return k;
+}
+
+static int refcount_of(const objs *o, int64_t i) {
+    if (i < o->nt) return o->t[i]->refcount;
+    if (i < o->nt + o->ns) return o->s[i - o->nt]->refcount;
+    return o->nd[i - o->nt - o->ns]->refcount;
+}
+
+static const char *fmt_bytes(char *buf, size_t n, double b) {
+    if (b >= 1024.0 * 1024.0) snprintf(buf, n, "%.1f MiB", b / (1024.0 * 1024.0));
+    else if (b >= 1024.0) snprintf(buf, n, "%.1f KiB", b / 1024.0);
+    else snprintf(buf, n, "%.0f B", b);
+    return buf;
+}
+
+static void tensor_label(const tg_tensor *t, char *name, size_t nn, char *shape, size_t ns) {
+    if (t->name[0]) snprintf(name, nn, "%s", t->name);
+    else snprintf(name, nn, "tensor #%llu", (unsigned long long)t->id);
+    char sh[96];
+    snprintf(shape, ns, "%s %s", tg_dtype_name(t->dtype),
+             tg__shape_str(sh, sizeof sh, t->ndim, t->shape));
+}
+
+/* Short description of object i for paths and cycle lines. */
+static void describe(const objs *o, int64_t i, char *buf, size_t n) {
+    char a[64], b[112], c[32];
+    if (i < o->nt) {
+        const tg_tensor *t = o->t[i];
+        tensor_label(t, a, sizeof a, b, sizeof b);
+        snprintf(buf, n, "%s '%s' %s (%s, created at %s:%d)", t->grad_fn ? "tensor" : "leaf", a, b,
+                 fmt_bytes(c, sizeof c, (double)t->storage->nbytes),
+                 t->site.file ? t->site.file : "?", t->site.line);
+    } else if (i < o->nt + o->ns) {
+        const tg__storage *s = o->s[i - o->nt];
+        snprintf(buf, n, "storage #%llu (%s, %s, created at %s:%d)", (unsigned long long)s->id,
+                 fmt_bytes(c, sizeof c, (double)s->nbytes), tg_mem_category_name(s->cat),
+                 s->site.file ? s->site.file : "?", s->site.line);
+    } else {
+        const tg__node *nd = o->nd[i - o->nt - o->ns];
+        snprintf(buf, n, "%s (created at %s:%d, step %llu)", nd->name,
+                 nd->site.file ? nd->site.file : "?", nd->site.line,
+                 (unsigned long long)nd->step);
+    }
+}
+
+/* Bytes of live saved storages of node nd, and the largest slot. */
+static uint64_t node_saved(const tg__node *nd, int *largest) {
+    uint64_t b = 0, best = 0;
+    *largest = -1;
+    for (int k = 0; k < nd->n_saved; k++) {
+        const tg__storage *s = nd->saved[k].storage;
+        if (!s) continue;
+        b += s->nbytes;
+        if (s->nbytes >= best) {
+            best = s->nbytes;
+            *largest = k;
+        }
+    }
+    return b;
+}
+
+/* Path root -> ... -> target as op names (tensors by name), with what the
+ * target holds. */
+static void build_path(const objs *o, const int64_t *parent, int64_t root, int64_t target,
+                       const char *root_name, char *out, size_t n) {
+    int64_t chain[64];
+    int len = 0;
+    for (int64_t j = target; j >= 0 && j != root && len < 64; j = parent[j]) chain[len++] = j;
+    size_t k = (size_t)snprintf(out, n, "%s", root_name);
+    if (len == 64 && k < n) k += (size_t)snprintf(out + k, n - k, " -> ...");
+    for (int q = len - 1; q >= 0 && k < n; q--) {
+        int64_t j = chain[q];
+        char a[64], b[112], c[32];
+        if (j < o->nt) {
+            const tg_tensor *t = o->t[j];
+            tensor_label(t, a, sizeof a, b, sizeof b);
+            k += (size_t)snprintf(out + k, n - k, " -> %s '%s' %s (%s)",
+                                  t->grad_fn ? "tensor" : "leaf", a, b,
+                                  fmt_bytes(c, sizeof c, (double)t->storage->nbytes));
+        } else if (j >= o->nt + o->ns) {
+            const tg__node *nd = o->nd[j - o->nt - o->ns];
+            k += (size_t)snprintf(out + k, n - k, " -> %s", nd->name);
+            if (j == target) {
+                int big;
+                uint64_t sb = node_saved(nd, &big);
+                if (big >= 0) {
+                    const tg__saved *sv = &nd->saved[big];
+                    char sh[96];
+                    k += (size_t)snprintf(out + k, n - k, " (saved: %s%s%s %s %s, %s in all)",
+                                          sv->name[0] ? "'" : "", sv->name, sv->name[0] ? "'" : "",
+                                          tg__shape_str(sh, sizeof sh, sv->meta.ndim,
+                                                        sv->meta.shape),
+                                          tg_dtype_name(sv->meta.dtype),
+                                          fmt_bytes(c, sizeof c, (double)sb));
+                } else if (nd->freed) {
+                    k += (size_t)snprintf(out + k, n - k, " (saved tensors freed)");
+                }
+            }
+        }
+    }
+}
+
+static int cmp_root(const void *a, const void *b) {
+    const tg_leak_root *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
+    return x->step < y->step ? -1 : x->step > y->step;
+}
+
+tg_leak_report *tg_leak_scan(void) {
+    tg_leak_report *r = tg__xcalloc(1, sizeof *r);
+    if (!r) return NULL;
+    objs o = {0};
+    int64_t *internal = NULL, *reach = NULL, *owner = NULL, *parent = NULL, *queue = NULL,
+            *nb = NULL, *roots = NULL;
+    uint64_t *mark = NULL;
+    bool ok = false;
+    tg__reg_lock();
+    r->step = tg__current_step_locked();
+    for (tg_tensor *t = tg__reg_tensors(); t; t = t->reg_next) o.nt++;
+    for (tg__storage *s = tg__reg_storages(); s; s = s->reg_next) o.ns++;
+    for (tg__node *n = tg__reg_nodes(); n; n = n->reg_next) o.nn++;
+    o.n = o.nt + o.ns + o.nn;
+    int max_deg = 4 + 2 * TG__MAX_IO;
+    for (tg__node *n = tg__reg_nodes(); n; n = n->reg_next)
+        if (n->n_in + n->n_saved + n->n_out > max_deg) max_deg = n->n_in + n->n_saved + n->n_out;
+    o.t = tg__xcalloc((size_t)o.nt + 1, sizeof *o.t);
+    o.s = tg__xcalloc((size_t)o.ns + 1, sizeof *o.s);
+    o.nd = tg__xcalloc((size_t)o.nn + 1, sizeof *o.nd);
+    internal = tg__xcalloc((size_t)o.n + 1, sizeof *internal);
+    reach = tg__xcalloc((size_t)o.n + 1, sizeof *reach);
+    owner = tg__xcalloc((size_t)o.n + 1, sizeof *owner);
+    parent = tg__xcalloc((size_t)o.n + 1, sizeof *parent);
+    queue = tg__xcalloc((size_t)o.n + 1, sizeof *queue);
+    mark = tg__xcalloc((size_t)o.n + 1, sizeof *mark);
+    roots = tg__xcalloc((size_t)o.n + 1, sizeof *roots);
+    nb = tg__xcalloc((size_t)max_deg + 1, sizeof *nb);
+    if (!o.t || !o.s || !o.nd || !internal || !reach || !owner || !parent || !queue || !mark ||
+        !roots || !nb)
+        goto out;
+    int64_t k = 0;
+    for (tg_tensor *t = tg__reg_tensors(); t; t = t->reg_next) o.t[t->scan = k++] = t;
+    k = 0;
+    for (tg__storage *s = tg__reg_storages(); s; s = s->reg_next) o.s[s->scan = k++] = s;
+    k = 0;
+    for (tg__node *n = tg__reg_nodes(); n; n = n->reg_next) o.nd[n->scan = k++] = n;
+
+    /* 1. references held by other live objects; the rest come from outside */
+    for (int64_t i = 0; i < o.n; i++) {
+        int d = neighbours(&o, i, nb);
+        for (int q = 0; q < d; q++) internal[nb[q]]++;
+    }
+    int64_t nroots = 0;
+    for (int64_t i = 0; i < o.n; i++) {
+        owner[i] = -1;
+        if (refcount_of(&o, i) > internal[i]) roots[nroots++] = i;
+    }
+    /* roots in creation order (ids), tensors first */
+    for (int64_t a = 1; a < nroots; a++) { /* insertion sort on (kind, id): roots are few */
+        int64_t v = roots[a], b = a - 1;
+        while (b >= 0 && roots[b] > v) {
+            roots[b + 1] = roots[b];
+            b--;
+        }
+        roots[b + 1] = v;
+    }
+
+    /* 2. per root: what it reaches (BFS), which outlived nodes it is first to
+     * reach, and the path to the largest thing it keeps */
+    tg_leak_root *out_roots = tg__xcalloc((size_t)nroots + 1, sizeof *out_roots);
+    if (!out_roots) goto out;
+    r->roots = out_roots;
+    for (int64_t ri = 0; ri < nroots; ri++) {
+        int64_t root = roots[ri], head = 0, tail = 0;
+        queue[tail++] = root;
+        mark[root] = (uint64_t)ri + 1;
+        parent[root] = -1;
+        while (head < tail) {
+            int64_t i = queue[head++];
+            reach[i]++;
+            owner[i] = owner[i] < 0 ? root : owner[i];
+            int d = neighbours(&o, i, nb);
+            for (int q = 0; q < d; q++) {
+                if (mark[nb[q]] == (uint64_t)ri + 1) continue;
+                mark[nb[q]] = (uint64_t)ri + 1;
+                parent[nb[q]] = i;
+                queue[tail++] = nb[q];
+            }
+        }
+        /* outlived nodes attributed to this root, and the heaviest target */
+        tg_leak_root lr = {0};
+        int64_t target = -1;
+        uint64_t best = 0;
+        for (int64_t q = 0; q < tail; q++) {
+            int64_t i = queue[q];
+            if (i < o.nt + o.ns || owner[i] != root) continue;
+            const tg__node *nd = o.nd[i - o.nt - o.ns];
+            if (nd->step >= r->step) continue;
+            lr.nodes++;
+            int big;
+            uint64_t sb = node_saved(nd, &big);
+            if (sb) lr.nodes_with_saved++;
+            if (sb + 1 > best || target < 0) {
+                best = sb + 1;
+                target = i;
+            }
+            /* a leaf that only the graph holds (the program let go of it) */
+            for (int e = 0; e < nd->n_in; e++) {
+                const tg_tensor *lf = nd->edge[e].kind == TG__EDGE_LEAF ? nd->edge[e].leaf : NULL;
+                int64_t li = idx_t(lf);
+                if (li < 0 || refcount_of(&o, li) > internal[li]) continue;
+                if (lf->storage->nbytes + 1 > best) {
+                    best = lf->storage->nbytes + 1;
+                    target = li;
+                }
+            }
+        }
+        if (lr.nodes == 0) continue;
+        const tg_tensor *rt = root < o.nt ? o.t[root] : NULL;
+        if (rt) {
+            tensor_label(rt, lr.name, sizeof lr.name, lr.shape, sizeof lr.shape);
+            lr.file = rt->site.file;
+            lr.line = rt->site.line;
+            lr.step = rt->step;
+        } else {
+            describe(&o, root, lr.name, sizeof lr.name);
+        }
+        char rn[96];
+        snprintf(rn, sizeof rn, "root \"%s\" (%s)", lr.name, lr.shape);
+        build_path(&o, parent, root, target, rn, lr.path, sizeof lr.path);
+        lr.bytes = (uint64_t)root; /* temporarily: the root's index, bytes filled below */
+        out_roots[r->nroots++] = lr;
+        r->outlived += lr.nodes;
+    }
+    /* 3. bytes kept by one root only */
+    for (int64_t q = 0; q < r->nroots; q++) {
+        int64_t root = (int64_t)out_roots[q].bytes;
+        uint64_t bytes = 0, saved = 0;
+        for (int64_t j = 0; j < o.ns; j++) {
+            int64_t i = o.nt + j;
+            if (reach[i] == 1 && owner[i] == root) {
+                bytes += o.s[j]->nbytes;
+                if (o.s[j]->saved_refs) saved += o.s[j]->nbytes;
+            }
+        }
+        out_roots[q].bytes = bytes;
+        out_roots[q].saved_bytes = saved;
+        r->kept_bytes += bytes;
+    }
+    qsort(out_roots, (size_t)r->nroots, sizeof *out_roots, cmp_root);
+    /* 4. alive but reachable from no root */
+    for (int64_t i = 0; i < o.n; i++) {
+        if (reach[i]) continue;
+        if (r->n_lines < MAX_UNREACH_LINES)
+            describe(&o, i, r->lines[r->n_lines++], sizeof r->lines[0]);
+        r->unreachable++;
+    }
+    /* 5. growth over the step history */
+    r->n_hist = tg__reg_step_history(r->hist);
+    int inc = 0;
+    for (int h = r->n_hist - 1; h > 0 && r->hist[h].live_bytes > r->hist[h - 1].live_bytes; h--)
+        inc++;
+    /* at least 3 increases in a row, averaging 4 KiB or more (logged scalars
+     * alone do not count as growth) */
+    if (inc >= 3 && r->hist[r->n_hist - 1].live_bytes -
+                            r->hist[r->n_hist - 1 - inc].live_bytes >= (uint64_t)inc * 4096) {
+        r->growth_steps = inc;
+        r->growth = (double)(r->hist[r->n_hist - 1].live_bytes -
+                             r->hist[r->n_hist - 1 - inc].live_bytes) / inc;
+    }
+    ok = true;
+out:
+    tg__reg_unlock();
+    free(o.t);
+    free(o.s);
+    free(o.nd);
+    free(internal);
+    free(reach);
+    free(owner);
+    free(parent);
+    free(queue);
+    free(mark);
+    free(roots);
+    free(nb);
+    if (!ok) {
+        tg_leak_report_free(r);
+        return NULL;
+    }
+    return r;
+}
