@@ -63,6 +63,37 @@ int cli_inplace_run(const cli_inplace_opts *opts);
 /* Prints the help of `tapegrad demo inplace` to stdout. */
 void cli_inplace_help(void);
 
+/* ---- demo leak (cli/demo_leak.c) ------------------------------------------ */
+
+typedef struct cli_leak_opts {
+    int64_t microbatches;   /* 1..CLI_LEAK_MAX_MICROBATCHES */
+    int64_t seq;            /* rows of each microbatch's logits, 1..CLI_LEAK_MAX_SEQ */
+    int64_t vocab;          /* columns, 2..CLI_LEAK_MAX_VOCAB */
+    bool detach;            /* keep tg_detach(loss) instead of the loss */
+    bool entropy_with_grad; /* also keep an entropy recorded with its gradient */
+    bool json;              /* one JSON object per line on stdout, nothing else */
+    bool brief;             /* no introduction or step headings (for the tour's
+                               second run); not a command-line option */
+} cli_leak_opts;
+
+#define CLI_LEAK_MAX_MICROBATCHES 4096
+#define CLI_LEAK_MAX_SEQ (1 << 20)
+#define CLI_LEAK_MAX_VOCAB (1 << 20)
+
+/* The defaults: 8 microbatches of [512, 8192] f32 logits, losses kept as
+ * they are, text output. */
+cli_leak_opts cli_leak_defaults(void);
+
+/* Parses the options of `demo leak` (also --opt=value) from argv[0..argc-1].
+ * Returns CLI_EXIT_OK, or CLI_EXIT_USAGE after printing a one-line error. */
+int cli_leak_parse(int argc, char **argv, cli_leak_opts *opts);
+
+/* Runs the demo; returns CLI_EXIT_OK or CLI_EXIT_FAIL. */
+int cli_leak_run(const cli_leak_opts *opts);
+
+/* Prints the help of `tapegrad demo leak` to stdout. */
+void cli_leak_help(void);
+
 /* ---- logprob (cli/cmd_logprob.c) -------------------------------------------- */
 
 /* Runs `tapegrad logprob` with argv[0..argc-1], the arguments after "logprob"

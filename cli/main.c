@@ -6,6 +6,7 @@
  *   tapegrad tour [--list | SECTION] every tour section in order (or one),
  *                                    exit 0 when all succeed, 1 otherwise
  *   tapegrad demo inplace [options]  one demo (see cli_inplace_help)
+ *   tapegrad demo leak [options]     one demo (see cli_leak_help)
  *   tapegrad logprob [options]       .npy in, .npy out (see cli/cmd_logprob.c)
  *   tapegrad bench NAME [options]    a benchmark (see cli/bench.c); exit 0, 1
  *                                    when a configuration fails, 2 on misuse
@@ -105,6 +106,8 @@ static void print_usage(FILE *f) {
             "  tapegrad tour --list           list the tour's sections\n"
             "  tapegrad demo inplace [opts]   an in-place edit of a saved tensor makes\n"
             "                                 backward fail, and the fix\n"
+            "  tapegrad demo leak [opts]      losses kept for logging keep their graphs\n"
+            "                                 alive; the leak checker names them\n"
             "  tapegrad bench logprob [opts]  fused vs composite log-prob/entropy: time,\n"
             "                                 exact memory, bandwidth roofline\n"
             "  tapegrad logprob [opts]        log-probs, entropies and their gradient\n"
@@ -116,6 +119,13 @@ static void print_usage(FILE *f) {
             "  --rows N    rows of the logits (default 4)\n"
             "  --vocab V   columns, the vocabulary size (default 6)\n"
             "  --seed S    seed of the random logits (default 42)\n"
+            "\n"
+            "Options of 'demo leak' (see 'tapegrad demo leak --help'):\n"
+            "  --microbatches K   microbatches (default 8)\n"
+            "  --seq N --vocab V  logits of each microbatch (default 512 x 8192, f32)\n"
+            "  --detach           keep tg_detach(loss): the fix\n"
+            "  --log-entropy-with-grad   also keep an entropy recorded with its gradient\n"
+            "  --json             one JSON object per microbatch, then the report\n"
             "\n"
             "Options of 'bench logprob' (see 'tapegrad bench logprob --help'):\n"
             "  --seq N,... --vocab V,... --chunk C,... --impl fused,composite\n"
@@ -154,10 +164,33 @@ static int tour_inplace(void) {
     return cli_inplace_run(&o);
 }
 
+/* The leak demo, smaller than its defaults so that the tour stays quick: first
+ * the bug (losses kept as they are), then the fix (--detach). */
+static int tour_leak(void) {
+    cli_leak_opts o = cli_leak_defaults();
+    o.microbatches = 6;
+    o.seq = 256;
+    o.vocab = 4096;
+    printf("The loop of 'tapegrad demo leak', at a smaller size. First the bug: each\n"
+           "microbatch's loss is kept for logging as it is.\n\n");
+    int rc = cli_leak_run(&o);
+    printf("\nNow the fix, the same loop with --detach: each loss is kept as\n"
+           "tg_detach(loss). (Peak RSS is the process's high-water mark: it keeps the\n"
+           "value the first loop reached.)\n\n");
+    o.detach = true;
+    o.brief = true;
+    int rc2 = cli_leak_run(&o);
+    printf("\nOne more case: 'tapegrad demo leak --log-entropy-with-grad' keeps an\n"
+           "entropy computed with its gradient recorded: its node holds the logits as a\n"
+           "saved tensor, even with --detach.\n");
+    return rc == CLI_EXIT_OK && rc2 == CLI_EXIT_OK ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+}
+
 /* New sections are appended here as the library grows. */
 static const tour_section TOUR[] = {
     {"inplace", "An in-place edit of a saved tensor breaks backward (and the fix)",
      tour_inplace},
+    {"leak", "Losses kept for logging keep their graphs alive (and the fix)", tour_leak},
 };
 #define TOUR_N ((int)(sizeof TOUR / sizeof TOUR[0]))
 
@@ -212,7 +245,7 @@ static int cmd_tour(int argc, char **argv) {
 
 static int cmd_demo(int argc, char **argv) {
     if (argc == 0)
-        return cli_usage_error("'demo' needs a name: tapegrad demo inplace");
+        return cli_usage_error("'demo' needs a name: tapegrad demo inplace|leak");
     if (strcmp(argv[0], "inplace") == 0) {
         cli_inplace_opts o = cli_inplace_defaults();
         for (int i = 1; i < argc; i++)
@@ -222,6 +255,16 @@ static int cmd_demo(int argc, char **argv) {
             }
         int rc = cli_inplace_parse(argc - 1, argv + 1, &o);
         return rc != CLI_EXIT_OK ? rc : cli_inplace_run(&o);
+    }
+    if (strcmp(argv[0], "leak") == 0) {
+        cli_leak_opts o = cli_leak_defaults();
+        for (int i = 1; i < argc; i++)
+            if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+                cli_leak_help();
+                return CLI_EXIT_OK;
+            }
+        int rc = cli_leak_parse(argc - 1, argv + 1, &o);
+        return rc != CLI_EXIT_OK ? rc : cli_leak_run(&o);
     }
     return cli_usage_error("unknown demo '%s' (try 'tapegrad --help')", argv[0]);
 }

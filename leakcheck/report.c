@@ -44,13 +44,17 @@ static char *report_text(const tg_leak_report *r) {
         for (int64_t i = 0; i < r->nroots; i++) {
             const tg_leak_root *q = &r->roots[i];
             OUT("  %s\n", q->path);
+            char shared[64] = "";
+            if (q->shared_bytes)
+                snprintf(shared, sizeof shared, " (%.2f MiB shared with other roots)",
+                         mib(q->shared_bytes));
             OUT("      root created at %s:%d in step %llu; %lld node%s (%s); keeps %.2f MiB%s\n",
                 q->file ? q->file : "?", q->line, (unsigned long long)q->step,
                 (long long)q->nodes, q->nodes == 1 ? "" : "s",
                 q->nodes_with_saved
                     ? "saved tensors still live: backward never ran through them"
                     : "saved tensors already freed: only the node chain and its inputs",
-                mib(q->bytes), q->saved_bytes ? "" : "");
+                mib(q->bytes), shared);
             if (q->saved_bytes) OUT("      of which %.2f MiB held as saved tensors\n", mib(q->saved_bytes));
         }
         if (r->nroots)
@@ -112,9 +116,10 @@ tg_status tg_leak_report_json(FILE *f, const tg_leak_report *r) {
         snprintf(site, sizeof site, "%s:%d", q->file ? q->file : "?", q->line);
         json_str(f, site);
         fprintf(f, ",\"step\":%llu,\"nodes\":%lld,\"nodes_with_saved\":%lld,\"bytes\":%llu,"
-                "\"saved_bytes\":%llu,\"path\":",
+                "\"shared_bytes\":%llu,\"saved_bytes\":%llu,\"path\":",
                 (unsigned long long)q->step, (long long)q->nodes, (long long)q->nodes_with_saved,
-                (unsigned long long)q->bytes, (unsigned long long)q->saved_bytes);
+                (unsigned long long)q->bytes, (unsigned long long)q->shared_bytes,
+                (unsigned long long)q->saved_bytes);
         json_str(f, q->path);
         fputc('}', f);
     }

@@ -54,6 +54,24 @@ static int neighbours(const objs *o, int64_t i, int64_t *out) {
     return k;
 }
 
+/* Breadth-first walk from root (marks with `epoch`); returns how many objects
+ * it reached, listed in queue[0..]. */
+static int64_t bfs(const objs *o, int64_t root, int64_t *queue, uint64_t *mark, uint64_t epoch,
+                   int64_t *nb) {
+    int64_t head = 0, tail = 0;
+    queue[tail++] = root;
+    mark[root] = epoch;
+    while (head < tail) {
+        int d = neighbours(o, queue[head++], nb);
+        for (int q = 0; q < d; q++)
+            if (mark[nb[q]] != epoch) {
+                mark[nb[q]] = epoch;
+                queue[tail++] = nb[q];
+            }
+    }
+    return tail;
+}
+
 static int refcount_of(const objs *o, int64_t i) {
     if (i < o->nt) return o->t[i]->refcount;
     if (i < o->nt + o->ns) return o->s[i - o->nt]->refcount;
@@ -128,9 +146,13 @@ static void build_path(const objs *o, const int64_t *parent, int64_t root, int64
         if (j < o->nt) {
             const tg_tensor *t = o->t[j];
             tensor_label(t, a, sizeof a, b, sizeof b);
-            k += (size_t)snprintf(out + k, n - k, " -> %s '%s' %s (%s)",
+            char g[48] = "";
+            if (t->grad)
+                snprintf(g, sizeof g, ", .grad %s",
+                         fmt_bytes(c, sizeof c, (double)t->grad->storage->nbytes));
+            k += (size_t)snprintf(out + k, n - k, " -> %s '%s' %s (%s%s)",
                                   t->grad_fn ? "tensor" : "leaf", a, b,
-                                  fmt_bytes(c, sizeof c, (double)t->storage->nbytes));
+                                  fmt_bytes(c, sizeof c, (double)t->storage->nbytes), g);
         } else if (j >= o->nt + o->ns) {
             const tg__node *nd = o->nd[j - o->nt - o->ns];
             k += (size_t)snprintf(out + k, n - k, " -> %s", nd->name);
@@ -142,9 +164,9 @@ static void build_path(const objs *o, const int64_t *parent, int64_t root, int64
                     char sh[96];
                     k += (size_t)snprintf(out + k, n - k, " (saved: %s%s%s %s %s, %s in all)",
                                           sv->name[0] ? "'" : "", sv->name, sv->name[0] ? "'" : "",
+                                          tg_dtype_name(sv->meta.dtype),
                                           tg__shape_str(sh, sizeof sh, sv->meta.ndim,
                                                         sv->meta.shape),
-                                          tg_dtype_name(sv->meta.dtype),
                                           fmt_bytes(c, sizeof c, (double)sb));
                 } else if (nd->freed) {
                     k += (size_t)snprintf(out + k, n - k, " (saved tensors freed)");
@@ -285,25 +307,40 @@ tg_leak_report *tg_leak_scan(void) {
         out_roots[r->nroots++] = lr;
         r->outlived += lr.nodes;
     }
-    /* 3. bytes kept by one root only */
+    /* 3. bytes: a storage counts for a reported root when it reaches it and no
+     * root without outlived nodes (a parameter the program holds, ...) does;
+     * the total counts each such storage once */
+    for (int64_t i = 0; i < o.n; i++) reach[i] = 0;   /* reported roots reaching i */
+    for (int64_t i = 0; i < o.n; i++) parent[i] = 0;  /* other roots reaching i */
+    for (int64_t ri = 0; ri < nroots; ri++) {
+        int64_t root = roots[ri];
+        bool reported = false;
+        for (int64_t q = 0; q < r->nroots; q++) reported |= (int64_t)out_roots[q].bytes == root;
+        int64_t tail = bfs(&o, root, queue, mark, (uint64_t)(nroots + ri) + 1, nb);
+        for (int64_t q = 0; q < tail; q++) (reported ? reach : parent)[queue[q]]++;
+    }
     for (int64_t q = 0; q < r->nroots; q++) {
         int64_t root = (int64_t)out_roots[q].bytes;
-        uint64_t bytes = 0, saved = 0;
-        for (int64_t j = 0; j < o.ns; j++) {
-            int64_t i = o.nt + j;
-            if (reach[i] == 1 && owner[i] == root) {
-                bytes += o.s[j]->nbytes;
-                if (o.s[j]->saved_refs) saved += o.s[j]->nbytes;
-            }
+        int64_t tail = bfs(&o, root, queue, mark, (uint64_t)(2 * nroots + q) + 1, nb);
+        uint64_t bytes = 0, shared = 0, saved = 0;
+        for (int64_t t = 0; t < tail; t++) {
+            int64_t i = queue[t];
+            if (i < o.nt || i >= o.nt + o.ns || parent[i]) continue;
+            const tg__storage *st = o.s[i - o.nt];
+            bytes += st->nbytes;
+            if (reach[i] > 1) shared += st->nbytes;
+            if (st->saved_refs) saved += st->nbytes;
         }
         out_roots[q].bytes = bytes;
+        out_roots[q].shared_bytes = shared;
         out_roots[q].saved_bytes = saved;
-        r->kept_bytes += bytes;
     }
+    for (int64_t j = 0; j < o.ns; j++)
+        if (reach[o.nt + j] && !parent[o.nt + j]) r->kept_bytes += o.s[j]->nbytes;
     qsort(out_roots, (size_t)r->nroots, sizeof *out_roots, cmp_root);
     /* 4. alive but reachable from no root */
     for (int64_t i = 0; i < o.n; i++) {
-        if (reach[i]) continue;
+        if (owner[i] >= 0) continue;
         if (r->n_lines < MAX_UNREACH_LINES)
             describe(&o, i, r->lines[r->n_lines++], sizeof r->lines[0]);
         r->unreachable++;

@@ -42,7 +42,9 @@ typedef struct tg_leak_root {
     uint64_t step;             /* step the root was created in */
     int64_t nodes;             /* outlived nodes reachable from it */
     int64_t nodes_with_saved;  /* of which still hold saved tensors */
-    uint64_t bytes;            /* bytes of storages kept alive by this root only */
+    uint64_t bytes;            /* bytes of storages this root keeps alive that no
+                                  root without leaked nodes reaches */
+    uint64_t shared_bytes;     /* of which also kept by other such roots */
     uint64_t saved_bytes;      /* of which held as saved tensors */
     char path[512];            /* "losses[3] -> SumBackward -> LogprobEntropyBackward" */
 } tg_leak_root;
@@ -59,7 +61,8 @@ void tg_leak_report_free(tg_leak_report *r);
 int64_t tg_leak_report_nroots(const tg_leak_report *r);        /* roots with outlived nodes */
 const tg_leak_root *tg_leak_report_root(const tg_leak_report *r, int64_t i); /* NULL if out of range */
 int64_t tg_leak_report_outlived_nodes(const tg_leak_report *r); /* all outlived nodes */
-uint64_t tg_leak_report_kept_bytes(const tg_leak_report *r);    /* bytes kept by them, unique */
+/* Bytes that would be freed if the reported roots let go (each storage once). */
+uint64_t tg_leak_report_kept_bytes(const tg_leak_report *r);
 int64_t tg_leak_report_unreachable(const tg_leak_report *r);    /* objects in cycles */
 /* Average growth of live bytes per step over the last steps when it grew at
  * every one of the last 3 or more marks by 4 KiB or more on average, else 0;
