@@ -22,4 +22,7 @@ struct tg_leak_report {
     tg__step_rec hist[TG__STEP_HISTORY];
 };
 
+/* "1.5 MiB", "12.0 KiB", "40 B". */
+const char *tg__fmt_bytes(char *buf, size_t n, double bytes);
+
 #endif

@@ -23,7 +23,8 @@ double tg_leak_report_growth(const tg_leak_report *r, int *steps) {
     return r ? r->growth : 0.0;
 }
 
-static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
+/* Bytes for people: MiB, KiB or B so that small amounts do not read as 0. */
+#define B(x) tg__fmt_bytes((char[32]){0}, 32, (double)(x))
 
 /* The text report into a growing buffer (also used as an error message). */
 static char *report_text(const tg_leak_report *r) {
@@ -37,25 +38,26 @@ static char *report_text(const tg_leak_report *r) {
             (unsigned long long)r->step);
     } else {
         if (r->nroots)
-            OUT("%lld graph node%s from earlier steps still alive (step %llu), keeping %.2f MiB, "
+            OUT("%lld graph node%s from earlier steps still alive (step %llu), keeping %s, "
                 "held by %lld root%s:\n",
                 (long long)r->outlived, r->outlived == 1 ? "" : "s", (unsigned long long)r->step,
-                mib(r->kept_bytes), (long long)r->nroots, r->nroots == 1 ? "" : "s");
+                B(r->kept_bytes), (long long)r->nroots, r->nroots == 1 ? "" : "s");
         for (int64_t i = 0; i < r->nroots; i++) {
             const tg_leak_root *q = &r->roots[i];
             OUT("  %s\n", q->path);
-            char shared[64] = "";
+            char shared[64] = "", label[48] = "";
             if (q->shared_bytes)
-                snprintf(shared, sizeof shared, " (%.2f MiB shared with other roots)",
-                         mib(q->shared_bytes));
-            OUT("      root created at %s:%d in step %llu; %lld node%s (%s); keeps %.2f MiB%s\n",
-                q->file ? q->file : "?", q->line, (unsigned long long)q->step,
+                snprintf(shared, sizeof shared, " (%s shared with other roots)",
+                         B(q->shared_bytes));
+            if (q->step_label[0]) snprintf(label, sizeof label, " (\"%s\")", q->step_label);
+            OUT("      root created at %s:%d in step %llu%s; %lld node%s (%s); keeps %s%s\n",
+                q->file ? q->file : "?", q->line, (unsigned long long)q->step, label,
                 (long long)q->nodes, q->nodes == 1 ? "" : "s",
                 q->nodes_with_saved
                     ? "saved tensors still live: backward never ran through them"
                     : "saved tensors already freed: only the node chain and its inputs",
-                mib(q->bytes), shared);
-            if (q->saved_bytes) OUT("      of which %.2f MiB held as saved tensors\n", mib(q->saved_bytes));
+                B(q->bytes), shared);
+            if (q->saved_bytes) OUT("      of which %s held as saved tensors\n", B(q->saved_bytes));
         }
         if (r->nroots)
             OUT("  fix: keep a detached copy for logging (tg_detach, or tg_item for a number), "
@@ -67,8 +69,8 @@ static char *report_text(const tg_leak_report *r) {
         }
     }
     if (r->growth_steps)
-        OUT("%slive memory grew at each of the last %d steps: +%.2f MiB per step\n",
-            (r->nroots || r->unreachable) ? "" : "\n", r->growth_steps, mib((uint64_t)r->growth));
+        OUT("%slive memory grew at each of the last %d steps: +%s per step\n",
+            (r->nroots || r->unreachable) ? "" : "\n", r->growth_steps, B(r->growth));
 #undef OUT
     if (k >= cap) b[cap - 1] = '\0';
     return b;
@@ -115,6 +117,8 @@ tg_status tg_leak_report_json(FILE *f, const tg_leak_report *r) {
         char site[300];
         snprintf(site, sizeof site, "%s:%d", q->file ? q->file : "?", q->line);
         json_str(f, site);
+        fprintf(f, ",\"step_label\":");
+        json_str(f, q->step_label);
         fprintf(f, ",\"step\":%llu,\"nodes\":%lld,\"nodes_with_saved\":%lld,\"bytes\":%llu,"
                 "\"shared_bytes\":%llu,\"saved_bytes\":%llu,\"path\":",
                 (unsigned long long)q->step, (long long)q->nodes, (long long)q->nodes_with_saved,

@@ -78,7 +78,7 @@ static int refcount_of(const objs *o, int64_t i) {
     return o->nd[i - o->nt - o->ns]->refcount;
 }
 
-static const char *fmt_bytes(char *buf, size_t n, double b) {
+const char *tg__fmt_bytes(char *buf, size_t n, double b) {
     if (b >= 1024.0 * 1024.0) snprintf(buf, n, "%.1f MiB", b / (1024.0 * 1024.0));
     else if (b >= 1024.0) snprintf(buf, n, "%.1f KiB", b / 1024.0);
     else snprintf(buf, n, "%.0f B", b);
@@ -100,12 +100,12 @@ static void describe(const objs *o, int64_t i, char *buf, size_t n) {
         const tg_tensor *t = o->t[i];
         tensor_label(t, a, sizeof a, b, sizeof b);
         snprintf(buf, n, "%s '%s' %s (%s, created at %s:%d)", t->grad_fn ? "tensor" : "leaf", a, b,
-                 fmt_bytes(c, sizeof c, (double)t->storage->nbytes),
+                 tg__fmt_bytes(c, sizeof c, (double)t->storage->nbytes),
                  t->site.file ? t->site.file : "?", t->site.line);
     } else if (i < o->nt + o->ns) {
         const tg__storage *s = o->s[i - o->nt];
         snprintf(buf, n, "storage #%llu (%s, %s, created at %s:%d)", (unsigned long long)s->id,
-                 fmt_bytes(c, sizeof c, (double)s->nbytes), tg_mem_category_name(s->cat),
+                 tg__fmt_bytes(c, sizeof c, (double)s->nbytes), tg_mem_category_name(s->cat),
                  s->site.file ? s->site.file : "?", s->site.line);
     } else {
         const tg__node *nd = o->nd[i - o->nt - o->ns];
@@ -149,10 +149,10 @@ static void build_path(const objs *o, const int64_t *parent, int64_t root, int64
             char g[48] = "";
             if (t->grad)
                 snprintf(g, sizeof g, ", .grad %s",
-                         fmt_bytes(c, sizeof c, (double)t->grad->storage->nbytes));
+                         tg__fmt_bytes(c, sizeof c, (double)t->grad->storage->nbytes));
             k += (size_t)snprintf(out + k, n - k, " -> %s '%s' %s (%s%s)",
                                   t->grad_fn ? "tensor" : "leaf", a, b,
-                                  fmt_bytes(c, sizeof c, (double)t->storage->nbytes), g);
+                                  tg__fmt_bytes(c, sizeof c, (double)t->storage->nbytes), g);
         } else if (j >= o->nt + o->ns) {
             const tg__node *nd = o->nd[j - o->nt - o->ns];
             k += (size_t)snprintf(out + k, n - k, " -> %s", nd->name);
@@ -167,7 +167,7 @@ static void build_path(const objs *o, const int64_t *parent, int64_t root, int64
                                           tg_dtype_name(sv->meta.dtype),
                                           tg__shape_str(sh, sizeof sh, sv->meta.ndim,
                                                         sv->meta.shape),
-                                          fmt_bytes(c, sizeof c, (double)sb));
+                                          tg__fmt_bytes(c, sizeof c, (double)sb));
                 } else if (nd->freed) {
                     k += (size_t)snprintf(out + k, n - k, " (saved tensors freed)");
                 }
@@ -262,16 +262,18 @@ tg_leak_report *tg_leak_scan(void) {
                 queue[tail++] = nb[q];
             }
         }
-        /* outlived nodes attributed to this root, and the heaviest target */
+        /* outlived nodes this root reaches (each counted once in the total, for
+         * the first root that reaches it), and the heaviest target */
         tg_leak_root lr = {0};
-        int64_t target = -1;
+        int64_t target = -1, first = 0;
         uint64_t best = 0;
         for (int64_t q = 0; q < tail; q++) {
             int64_t i = queue[q];
-            if (i < o.nt + o.ns || owner[i] != root) continue;
+            if (i < o.nt + o.ns) continue;
             const tg__node *nd = o.nd[i - o.nt - o.ns];
             if (nd->step >= r->step) continue;
             lr.nodes++;
+            first += owner[i] == root;
             int big;
             uint64_t sb = node_saved(nd, &big);
             if (sb) lr.nodes_with_saved++;
@@ -297,6 +299,10 @@ tg_leak_report *tg_leak_scan(void) {
             lr.file = rt->site.file;
             lr.line = rt->site.line;
             lr.step = rt->step;
+            tg__step_rec hist[TG__STEP_HISTORY];
+            int nh = tg__reg_step_history(hist);
+            for (int h = 0; h < nh; h++)
+                if (hist[h].step == rt->step) memcpy(lr.step_label, hist[h].label, sizeof lr.step_label);
         } else {
             describe(&o, root, lr.name, sizeof lr.name);
         }
@@ -305,7 +311,7 @@ tg_leak_report *tg_leak_scan(void) {
         build_path(&o, parent, root, target, rn, lr.path, sizeof lr.path);
         lr.bytes = (uint64_t)root; /* temporarily: the root's index, bytes filled below */
         out_roots[r->nroots++] = lr;
-        r->outlived += lr.nodes;
+        r->outlived += first;
     }
     /* 3. bytes: a storage counts for a reported root when it reaches it and no
      * root without outlived nodes (a parameter the program holds, ...) does;

@@ -93,13 +93,21 @@ static tg_status chunked_forward(tg_ctx *ctx, int n_in, tg_tensor *const *in, in
         tg_status st = zc && ic && mc ? rows_forward(s, zc, ic, mc, cs->inv_t, cs->want_h, false,
                                                      &lp, cs->want_h ? &h : NULL)
                                       : tg_last_status();
-        if (st == TG_OK && (dst = rows(s, out[0], c0, c1))) {
-            tg__cpu_copy(dst, lp);
-            tg__tensor_release(dst);
+        if (st == TG_OK) {
+            if ((dst = rows(s, out[0], c0, c1))) {
+                tg__cpu_copy(dst, lp);
+                tg__tensor_release(dst);
+            } else {
+                st = tg_last_status();
+            }
         }
-        if (st == TG_OK && h && (dst = rows(s, out[1], c0, c1))) {
-            tg__cpu_copy(dst, h);
-            tg__tensor_release(dst);
+        if (st == TG_OK && h) {
+            if ((dst = rows(s, out[1], c0, c1))) {
+                tg__cpu_copy(dst, h);
+                tg__tensor_release(dst);
+            } else {
+                st = tg_last_status();
+            }
         }
         tg__tensor_release(lp);
         tg__tensor_release(h);
@@ -135,6 +143,10 @@ static tg_status chunked_backward(tg_ctx *ctx, int n_out, tg_tensor *const *gout
     for (int64_t c0 = 0; c0 < N && st == TG_OK; c0 += cs->chunk) {
         const int64_t c1 = c0 + cs->chunk < N ? c0 + cs->chunk : N;
         int sc = tg_scope_begin(); /* everything below is released at its end */
+        if (sc < 0) {
+            st = tg_last_status();
+            break;
+        }
         tg_tensor *zc = tg_contiguous(tg__ret(rows(s, z2, c0, c1)));
         tg_tensor *leaf = tg_clone(zc);
         st = leaf ? tg_set_requires_grad(leaf, true) : tg_last_status();
@@ -207,18 +219,17 @@ tg_status tg__lpe_composite(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logp
     } else {
         comp_state cs = {1.0 / o->temperature, o->chunk_size, o->want_entropy, h_grad};
         tg_tensor *in[3] = {z2, idx, mask}, *out[2] = {NULL, NULL};
+        int prev = tg__scopes_suspend(); /* the outputs are ours, not a scope's */
         st = tg_function_apply_at(s, &chunked_fn, &cs, 3, in, o->want_entropy ? 2 : 1, out);
+        tg__scopes_resume(prev);
         lp = out[0];
         h = out[1];
         if (st == TG_OK && h && !h_grad) { /* entropy only logged: cut it from the graph */
             tg_tensor *d = tg__tensor_on(s, h->storage, h->dtype, h->ndim, h->shape, h->strides,
                                          h->offset);
-            tg_release(h);
+            tg__tensor_release(h);
             h = d;
         }
-        /* apply handed the outputs to an open scope, if any: take them back */
-        if (lp && lp->scope_refs) tg_scope_keep(lp);
-        if (h && h->scope_refs) tg_scope_keep(h);
     }
     if (st != TG_OK || (o->want_entropy && !h)) goto fail;
     if (!(lpv = tg__view(s, lp, lead, z->shape))) goto fail;

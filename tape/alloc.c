@@ -2,6 +2,7 @@
  * saved-tensor bytes, peaks, allocation-failure injection, peak RSS, and the
  * per-thread memory-category override used by the backward engine. */
 #include <pthread.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,11 @@
 
 #define TG__NDEV 2
 #define TG__ALIGN 64
+/* Large buffers (the (N, V) logits and their gradient) are aligned to 2 MiB
+ * and marked for transparent huge pages: a fresh 1 GiB gradient then costs
+ * 512 page faults instead of 262144. */
+#define TG__HUGE_MIN ((size_t)4 << 20)
+#define TG__HUGE_ALIGN ((size_t)2 << 20)
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static tg_mem_stats g_stats[TG__NDEV];
@@ -70,14 +76,18 @@ void *tg__alloc(tg_device dev, size_t nbytes, tg_mem_category cat) {
                         (int)cat);
     if (dev != TG_CPU)
         return tg__fail(TG_ERR_DEVICE, "device %d is not available in this build", (int)dev);
-    size_t rounded = (nbytes + TG__ALIGN - 1) / TG__ALIGN * TG__ALIGN;
+    const size_t align = nbytes >= TG__HUGE_MIN ? TG__HUGE_ALIGN : TG__ALIGN;
+    size_t rounded = (nbytes + align - 1) / align * align;
     if (rounded < nbytes) /* overflow */
         return tg__fail(TG_ERR_NOMEM, "out of memory: cannot allocate %zu bytes", nbytes);
     if (rounded == 0) rounded = TG__ALIGN;
     pthread_mutex_lock(&g_lock);
     bool fail = fault_now();
     pthread_mutex_unlock(&g_lock);
-    void *p = fail ? NULL : aligned_alloc(TG__ALIGN, rounded);
+    void *p = fail ? NULL : aligned_alloc(align, rounded);
+#ifdef MADV_HUGEPAGE
+    if (p && align == TG__HUGE_ALIGN) (void)madvise(p, rounded, MADV_HUGEPAGE); /* a hint only */
+#endif
     if (!p)
         return tg__fail(TG_ERR_NOMEM, "out of memory: cannot allocate %zu bytes (%s)%s", nbytes,
                         tg_mem_category_name(cat), fail ? " [injected failure]" : "");

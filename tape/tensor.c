@@ -159,8 +159,13 @@ tg_status tg_release(tg_tensor *t) {
 tg_tensor *tg_set_name(tg_tensor *t, const char *name) {
     if (tg__null_arg(t, "tg_set_name", "t")) return NULL;
     if (!name) name = "";
-    strncpy(t->name, name, TG__NAME_LEN - 1);
-    t->name[TG__NAME_LEN - 1] = '\0';
+    size_t n = strlen(name);
+    if (n > TG__NAME_LEN - 1) { /* cut, but not inside a UTF-8 character */
+        n = TG__NAME_LEN - 1;
+        while (n > 0 && ((unsigned char)name[n] & 0xC0) == 0x80) n--;
+    }
+    memcpy(t->name, name, n);
+    t->name[n] = '\0';
     return t;
 }
 

@@ -40,6 +40,7 @@ typedef struct tg_leak_root {
     const char *file;          /* creation site of the root tensor */
     int line;
     uint64_t step;             /* step the root was created in */
+    char step_label[32];       /* that step's tg_step_mark label, if remembered */
     int64_t nodes;             /* outlived nodes reachable from it */
     int64_t nodes_with_saved;  /* of which still hold saved tensors */
     uint64_t bytes;            /* bytes of storages this root keeps alive that no
