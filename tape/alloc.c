@@ -28,6 +28,69 @@ static uint64_t g_fault_fired = 0;
 
 static _Thread_local tg_mem_category tl_override = TG_MEM_NCAT;
 
+/* The CPU cache of large blocks: a training loop allocates the same large
+ * buffers (a logits gradient...) every step; reusing a freed one saves the
+ * kernel from zeroing fresh pages each time. Bytes in the cache are not live
+ * (they are reported as `cached`); tg_mem_empty_cache gives them back. */
+#define TG__CACHE_SLOTS 8
+static struct {
+    void *p;
+    size_t size; /* rounded size of the block */
+} g_cache[TG__CACHE_SLOTS];
+static size_t g_cache_limit = (size_t)-1; /* (size_t)-1: not yet read from the environment */
+
+/* Called with g_lock held. */
+static size_t cache_limit(void) {
+    if (g_cache_limit == (size_t)-1) {
+        const char *e = getenv("TAPEGRAD_CPU_CACHE_MB");
+        g_cache_limit = e ? (size_t)strtoull(e, NULL, 10) << 20 : (size_t)2 << 30;
+    }
+    return g_cache_limit;
+}
+
+/* Takes a cached block of at least `size` bytes (and at most 1.25x), or NULL.
+ * Called with g_lock held. */
+static void *cache_take(size_t size) {
+    int best = -1;
+    for (int i = 0; i < TG__CACHE_SLOTS; i++)
+        if (g_cache[i].p && g_cache[i].size >= size && g_cache[i].size <= size + size / 4 &&
+            (best < 0 || g_cache[i].size < g_cache[best].size))
+            best = i;
+    if (best < 0) return NULL;
+    void *p = g_cache[best].p;
+    g_stats[TG_CPU].cached -= g_cache[best].size;
+    g_cache[best].p = NULL;
+    return p;
+}
+
+/* Puts a freed block in the cache; false if it does not fit (then free it).
+ * Called with g_lock held. */
+static bool cache_put(void *p, size_t size) {
+    if (g_stats[TG_CPU].cached + size > cache_limit()) return false;
+    for (int i = 0; i < TG__CACHE_SLOTS; i++)
+        if (!g_cache[i].p) {
+            g_cache[i].p = p;
+            g_cache[i].size = size;
+            g_stats[TG_CPU].cached += size;
+            return true;
+        }
+    return false;
+}
+
+tg_status tg_mem_empty_cache(tg_device dev) {
+    if ((int)dev < 0 || (int)dev >= TG__NDEV)
+        return tg__set_error(TG_ERR_DEVICE, "tg_mem_empty_cache: unknown device %d", (int)dev);
+    if (dev != TG_CPU) return TG_OK;
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < TG__CACHE_SLOTS; i++) {
+        free(g_cache[i].p);
+        g_cache[i].p = NULL;
+    }
+    g_stats[TG_CPU].cached = 0;
+    pthread_mutex_unlock(&g_lock);
+    return TG_OK;
+}
+
 tg_mem_category tg__set_category_override(tg_mem_category c) {
     tg_mem_category prev = tl_override;
     tl_override = c;
@@ -83,11 +146,14 @@ void *tg__alloc(tg_device dev, size_t nbytes, tg_mem_category cat) {
     if (rounded == 0) rounded = TG__ALIGN;
     pthread_mutex_lock(&g_lock);
     bool fail = fault_now();
+    void *p = !fail && align == TG__HUGE_ALIGN ? cache_take(rounded) : NULL;
     pthread_mutex_unlock(&g_lock);
-    void *p = fail ? NULL : aligned_alloc(align, rounded);
+    if (!p && !fail) {
+        p = aligned_alloc(align, rounded);
 #ifdef MADV_HUGEPAGE
-    if (p && align == TG__HUGE_ALIGN) (void)madvise(p, rounded, MADV_HUGEPAGE); /* a hint only */
+        if (p && align == TG__HUGE_ALIGN) (void)madvise(p, rounded, MADV_HUGEPAGE); /* a hint */
 #endif
+    }
     if (!p)
         return tg__fail(TG_ERR_NOMEM, "out of memory: cannot allocate %zu bytes (%s)%s", nbytes,
                         tg_mem_category_name(cat), fail ? " [injected failure]" : "");
@@ -104,8 +170,9 @@ void *tg__alloc(tg_device dev, size_t nbytes, tg_mem_category cat) {
 
 void tg__free(tg_device dev, void *p, size_t nbytes, tg_mem_category cat) {
     if (!p) return;
-    free(p);
     pthread_mutex_lock(&g_lock);
+    size_t rounded = (nbytes + TG__HUGE_ALIGN - 1) / TG__HUGE_ALIGN * TG__HUGE_ALIGN;
+    if (!(nbytes >= TG__HUGE_MIN && cache_put(p, rounded))) free(p);
     tg_mem_stats *st = &g_stats[dev];
     st->live[cat] -= nbytes;
     st->live_total -= nbytes;

@@ -37,12 +37,21 @@ typedef struct tg_mem_stats {
     size_t peak_total;        /* highest live_total since the last reset */
     size_t saved;             /* bytes of storages held by saved tensors now */
     size_t saved_peak;        /* highest saved since the last reset */
+    size_t cached;            /* freed large blocks kept for reuse (not live) */
     uint64_t n_alloc;         /* allocations since start */
     uint64_t n_free;          /* frees since start */
 } tg_mem_stats;
 
 /* Fills *out with dev's figures. Errors: TG_ERR_NULL, TG_ERR_DEVICE. */
 tg_status tg_mem_get(tg_device dev, tg_mem_stats *out);
+
+/* Gives the blocks kept for reuse back to the system. Large CPU blocks
+ * (4 MiB and more) freed by the library are kept, up to 2 GiB in all
+ * (TAPEGRAD_CPU_CACHE_MB sets the limit; 0 turns the cache off), and reused
+ * for allocations of the same size, so that a loop does not pay the kernel
+ * for fresh zeroed pages every step. They are not counted as live; the
+ * process's RSS includes them. Errors: TG_ERR_DEVICE. */
+tg_status tg_mem_empty_cache(tg_device dev);
 
 /* Sets every peak of dev to the current live value. */
 tg_status tg_mem_reset_peak(tg_device dev);

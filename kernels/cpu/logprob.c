@@ -89,12 +89,15 @@ VINLINE vf vload(const float *x, int64_t xs, int n, float pad) {
     return v;
 }
 
-VINLINE vf vexp_nonpos(vf d) {
-    const vi keep = d >= vsplat(-87.0f);
-    const vf dc = vsel(keep, d, vsplat(-87.0f));
-    const vf t = dc * vsplat(1.44269504088896341f) + vsplat(12582912.0f);
+/* exp(d) for d <= 0 (or a tiny positive rounding residue). Lanes below -87
+ * (including -inf, and the NaN that -inf produces inside) come out as exactly
+ * 0 through the final mask, so no clamp is needed; *keep receives the mask.
+ * No intermediate is ever denormal: 2^n is built with a zero mantissa. */
+VINLINE vf vexp_nonpos_k(vf d, vi *keep) {
+    *keep = d >= vsplat(-87.0f);
+    const vf t = d * vsplat(1.44269504088896341f) + vsplat(12582912.0f);
     const vf n = t - vsplat(12582912.0f);
-    vf r = dc - n * vsplat(0.693359375f);
+    vf r = d - n * vsplat(0.693359375f);
     r = r - n * vsplat(-2.12194440e-4f);
     vf p = vsplat(1.9875691500e-4f);
     p = p * r + vsplat(1.3981999507e-3f);
@@ -104,13 +107,7 @@ VINLINE vf vexp_nonpos(vf d) {
     p = p * r + vsplat(5.0000001201e-1f);
     p = p * r * r + r + vsplat(1.0f);
     const vf scale = (vf)((((vi)t) - visplat(0x4B400000 - 127)) << 23);
-    return (vf)((vi)(p * scale) & keep);
-}
-
-VINLINE float vhmax(vf v) {
-    float m = v[0];
-    for (int l = 1; l < VL; l++) m = v[l] > m ? v[l] : m;
-    return m;
+    return (vf)((vi)(p * scale) & *keep);
 }
 
 /* Pairwise sum of the lanes, in double. */
@@ -142,21 +139,18 @@ static inline __attribute__((always_inline)) row_out fwd_row_f32_impl(const floa
     for (int64_t b0 = 0; b0 < V; b0 += LPE_BLOCK) {
         const int64_t n = V - b0 < LPE_BLOCK ? V - b0 : LPE_BLOCK;
         const float *xb = x + b0 * xs;
-        vf vm = vsplat(-INFINITY);
-        vi bad = visplat(0);
-        for (int64_t j = 0; j < n; j += VL) {
-            const int m = n - j < VL ? (int)(n - j) : VL;
-            const vf v = vload(xb + j * xs, xs, m, -INFINITY);
-            bad |= ~(v <= vsplat(FLT_MAX)); /* NaN or +inf */
-            vm = vsel(v > vm, v, vm);
-        }
+        float bm = -INFINITY;
         int nbad = 0;
-        for (int l = 0; l < VL; l++) nbad |= bad[l];
+        #pragma omp simd reduction(max : bm) reduction(| : nbad)
+        for (int64_t j = 0; j < n; j++) {
+            const float v = xb[j * xs];
+            bm = v > bm ? v : bm;
+            nbad |= !(v <= FLT_MAX); /* NaN or +inf */
+        }
         if (nbad) {
             o.bad = 1;
             return o;
         }
-        const float bm = vhmax(vm);
         if (bm == -INFINITY) continue;
         if (bm > M) {
             if (S > 0.0) {
@@ -166,14 +160,15 @@ static inline __attribute__((always_inline)) row_out fwd_row_f32_impl(const floa
             }
             M = bm;
         }
-        const vf vM = vsplat(M), vit = vsplat(it), lo = vsplat(-87.0f), zero = vsplat(0.0f);
+        const vf vM = vsplat(M), vit = vsplat(it), zero = vsplat(0.0f);
         vf bs = zero, bt = zero;
         for (int64_t j = 0; j < n; j += VL) {
             const int m = n - j < VL ? (int)(n - j) : VL;
             const vf d = (vload(xb + j * xs, xs, m, -INFINITY) - vM) * vit;
-            const vf e = vexp_nonpos(d);
+            vi keep;
+            const vf e = vexp_nonpos_k(d, &keep);
             bs += e;
-            bt += e * vsel(d >= lo, d, zero);
+            bt += (vf)((vi)(e * d) & keep); /* 0 * -inf would be NaN */
         }
         S += vhsum(bs);
         A += vhsum(bt);
@@ -195,14 +190,13 @@ bwd_row_f32_impl(const float *x, int64_t xs, int64_t V, float it, float M, doubl
                  float glp, float gH, float *out) {
     const float l_hi = (float)ls, l_lo = (float)(ls - (double)l_hi);
     const vf a = vsplat(-glp * it), b = vsplat(-gH * it), vM = vsplat(M), vit = vsplat(it);
-    const vf vhi = vsplat(l_hi), vlo = vsplat(l_lo), vH = vsplat(H), zero = vsplat(0.0f),
-             lo = vsplat(-87.0f);
+    const vf vhi = vsplat(l_hi), vlo = vsplat(l_lo), vH = vsplat(H);
     for (int64_t j = 0; j < V; j += VL) {
         const int m = V - j < VL ? (int)(V - j) : VL;
-        vf d = ((vload(x + j * xs, xs, m, -INFINITY) - vM) * vit - vhi) - vlo; /* x - lse */
-        d = vsel(d < zero, d, zero);
-        const vf p = vexp_nonpos(d);
-        const vf g = a * p + b * p * (vsel(d >= lo, d, zero) + vH);
+        const vf d = ((vload(x + j * xs, xs, m, -INFINITY) - vM) * vit - vhi) - vlo; /* x - lse */
+        vi keep;
+        const vf p = vexp_nonpos_k(d, &keep);
+        const vf g = p * (a + b * ((vf)((vi)d & keep) + vH));
         if (m == VL) {
             memcpy(out + j, &g, sizeof g);
         } else {
