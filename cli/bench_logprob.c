@@ -5,6 +5,7 @@
  *   tapegrad bench logprob [--seq N,...] [--vocab V,...] [--chunk C,...]
  *       [--impl fused,composite] [--entropy-grad on,off] [--threads T]
  *       [--reps R] [--dtype f32|f64] [--seed S] [--bandwidth-mib M] [--json]
+ *       [--trace FILE.json] [--plot FILE.svg] [--dot FILE]
  *   (also --opt=value). Defaults: seq 8192, vocab 32000, chunk 0, both impls,
  *   entropy-grad on,off, threads omp_get_max_threads(), reps 5, f32, seed 1,
  *   bandwidth buffer 1024 MiB.
@@ -34,6 +35,10 @@
  *    object per configuration per line (nothing else on stdout). Progress on
  *    stderr, one line per repetition, or rewritten in place when stderr is a
  *    terminal.
+ *  - --trace/--plot (cli/common.h): the memory timeline of every
+ *    configuration (after the bandwidth pass), a step mark after each; --dot:
+ *    the first configuration's loss just before its first backward. The
+ *    lines announcing the files go to stderr.
  *  - Exit: 0; 2 with one line on stderr for a bad option (unknown, missing
  *    value, bad list element, zero or negative size) or configurations
  *    estimated above 80% of the physical RAM; 1 when the library fails (the
@@ -53,6 +58,7 @@
 #include "bandwidth.h"
 #include "bench.h"
 #include "cli.h"
+#include "common.h"
 
 #define LP_MAX_LIST 16
 #define LP_MAX_CONFIGS 4096
@@ -69,6 +75,7 @@ typedef struct lp_opts {
     uint64_t seed;
     tg_dtype dtype;
     bool json;
+    cli_outputs out;
 } lp_opts;
 
 typedef struct lp_config {
@@ -107,6 +114,8 @@ void cli_bench_logprob_help(FILE *f) {
             "  --seed S               seed of logits and targets (default 1)\n"
             "  --bandwidth-mib M      buffer of the bandwidth pass at start (default 1024)\n"
             "  --json                 one JSON object per configuration per line\n"
+            CLI_OUTPUTS_HELP
+            "                         (--dot: the first configuration's loss before backward)\n"
             "\n"
             "Columns: median ms (forward + backward), fwd/bwd ms, peak MiB (the library's\n"
             "exact peak above the logits and targets), saved MiB (bytes held for backward\n"
@@ -209,6 +218,11 @@ static int parse_opts(int argc, char **argv, lp_opts *o) {
         } else {
             snprintf(name, sizeof name, "%s", arg);
         }
+        int r = cli_outputs_parse(&o->out, name, val, argc, argv, &i);
+        if (r == CLI_EXIT_USAGE)
+            return r;
+        if (r == 1)
+            continue;
         if (!strcmp(name, "--json")) {
             if (val)
                 return cli_usage_error("option --json takes no value");
@@ -264,7 +278,7 @@ static int parse_opts(int argc, char **argv, lp_opts *o) {
         if (!ok)
             return CLI_EXIT_USAGE;
     }
-    return CLI_EXIT_OK;
+    return cli_outputs_check(&o->out);
 }
 
 /* ---- sizes and the RAM guard --------------------------------------------------- */
@@ -403,7 +417,7 @@ static int lib_fail(const lp_config *c, const char *what) {
 
 /* One repetition; adds its figures to the arrays at index rep. */
 static int run_rep(const lp_config *c, tg_tensor *logits, tg_tensor *targets, double *fwd,
-                   double *bwd, size_t *peak, size_t *saved) {
+                   double *bwd, size_t *peak, size_t *saved, const cli_outputs *dot) {
     tg_logprob_opts lo = tg_logprob_opts_default();
     lo.impl = c->impl;
     lo.chunk_size = c->chunk;
@@ -437,8 +451,19 @@ static int run_rep(const lp_config *c, tg_tensor *logits, tg_tensor *targets, do
         rc = lib_fail(c, "building the loss");
         goto done;
     }
+    double t_dot = 0.0;
+    if (dot) { /* --dot: this loss, before backward; not timed */
+        char name[160];
+        describe(name, sizeof name, c);
+        const char *names[1] = {name};
+        double td = cli_now_s();
+        progress_done();
+        if ((rc = cli_outputs_dot(dot, &loss, 1, names, stderr)) != CLI_EXIT_OK)
+            goto done;
+        t_dot = cli_now_s() - td;
+    }
     st = tg_backward(loss, NULL, false);
-    double t2 = cli_now_s();
+    double t2 = cli_now_s() - t_dot;
     tg_mem_get(TG_CPU, &m2);
     if (st != TG_OK) {
         rc = lib_fail(c, "backward");
@@ -494,7 +519,8 @@ static int run_config(const lp_opts *o, int idx, int total, double machine_gbps,
     for (int k = 0; k < reps && rc == CLI_EXIT_OK; k++) {
         progress("[%d/%d] %s rep %d/%d", idx + 1, total, d, k + 1, reps);
         size_t peak = 0, saved = 0;
-        rc = run_rep(c, logits, targets, &fwd[k], &bwd[k], &peak, &saved);
+        rc = run_rep(c, logits, targets, &fwd[k], &bwd[k], &peak, &saved,
+                     idx == 0 && k == 0 && o->out.dot ? &o->out : NULL);
         tot[k] = fwd[k] + bwd[k];
         if (peak > r->peak_bytes)
             r->peak_bytes = peak;
@@ -696,6 +722,8 @@ int cli_bench_logprob(int argc, char **argv) {
 
     g_tty = isatty(STDERR_FILENO) == 1;
     omp_set_num_threads((int)o.threads);
+    if ((rc = cli_outputs_begin(&o.out)) != CLI_EXIT_OK)
+        return rc;
 
     progress("measuring memory bandwidth: b[i] = a[i] + 1 over %" PRId64
              " MiB, %" PRId64 " threads, best of %d",
@@ -707,6 +735,7 @@ int cli_bench_logprob(int argc, char **argv) {
         fprintf(stderr, "tapegrad: bench logprob: cannot allocate the %" PRId64
                         " MiB bandwidth buffer\n",
                 o.bw_mib);
+        cli_outputs_end(&o.out, NULL, false, stderr);
         return CLI_EXIT_FAIL;
     }
     fprintf(stderr, "machine bandwidth: %.2f GB/s (read+write, %" PRId64 " threads)\n",
@@ -716,8 +745,10 @@ int cli_bench_logprob(int argc, char **argv) {
     lp_result *res = calloc((size_t)total, sizeof *res);
     if (!res) {
         fprintf(stderr, "tapegrad: bench logprob: out of memory\n");
+        cli_outputs_end(&o.out, NULL, false, stderr);
         return CLI_EXIT_FAIL;
     }
+
     int idx = 0;
     for (int a = 0; a < o.n_seq && rc == CLI_EXIT_OK; a++)
         for (int b = 0; b < o.n_vocab && rc == CLI_EXIT_OK; b++) {
@@ -736,6 +767,11 @@ int cli_bench_logprob(int argc, char **argv) {
                         r->c = (lp_config){seq, vocab, o.chunk[ch],
                                            (tg_logprob_impl)o.impl[k], o.eg[e] != 0};
                         rc = run_config(&o, idx, total, machine_gbps, logits, targets, r);
+                        if (rc == CLI_EXIT_OK) {
+                            char label[160];
+                            describe(label, sizeof label, &r->c);
+                            tg_step_mark(label);
+                        }
                         if (rc == CLI_EXIT_OK && o.json) {
                             progress_done();
                             print_json(&o, r, machine_gbps);
@@ -750,6 +786,10 @@ int cli_bench_logprob(int argc, char **argv) {
         print_table(&o, res, total, machine_gbps, rss_reset);
         print_ratios(&o, res, total);
     }
+    fflush(stdout);
+    if (cli_outputs_end(&o.out, "tapegrad bench logprob", rc == CLI_EXIT_OK, stderr) !=
+        CLI_EXIT_OK)
+        rc = CLI_EXIT_FAIL;
     free(res);
     return rc;
 }

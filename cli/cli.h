@@ -6,7 +6,10 @@
  *  - Misuse is reported by cli_usage_error(): ONE line on stderr starting with
  *    "tapegrad: ", nothing on stdout.
  *  - Demos print plain text (no colours or terminal codes), so their output
- *    reads the same in a terminal, a pipe or a file.
+ *    reads the same in a terminal, a pipe or a file. Progress lines go to
+ *    stderr, only when it is a terminal (cli/common.h).
+ *  - Every demo takes --trace FILE.json, --plot FILE.svg and --dot FILE
+ *    (cli/common.h).
  *  - Every demo releases every tensor it created; it fails (exit 1) if the
  *    library reports live objects afterwards.
  * Names here use the cli_ prefix; tg_ is the library's.
@@ -16,6 +19,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "common.h"
 
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAIL 1
@@ -42,9 +47,10 @@ void cli_heading(const char *title);
 /* ---- demo inplace (cli/demo_inplace.c) -------------------------------------- */
 
 typedef struct cli_inplace_opts {
-    int64_t rows;  /* rows of the logits, 1..CLI_INPLACE_MAX_ROWS */
-    int64_t vocab; /* columns, 2..CLI_INPLACE_MAX_VOCAB */
-    uint64_t seed; /* seed of tg_randn */
+    int64_t rows;    /* rows of the logits, 1..CLI_INPLACE_MAX_ROWS */
+    int64_t vocab;   /* columns, 2..CLI_INPLACE_MAX_VOCAB */
+    uint64_t seed;   /* seed of tg_randn */
+    cli_outputs out; /* --trace, --plot, --dot (the buggy loss before backward) */
 } cli_inplace_opts;
 
 #define CLI_INPLACE_MAX_ROWS 32
@@ -53,12 +59,13 @@ typedef struct cli_inplace_opts {
 /* The default options (4 rows, 6 columns, seed 42). */
 cli_inplace_opts cli_inplace_defaults(void);
 
-/* Parses `--rows N --vocab V --seed S` (also --opt=value) from argv[0..argc-1].
+/* Parses `--rows N --vocab V --seed S` and the output flags (also
+ * --opt=value) from argv[0..argc-1].
  * Returns CLI_EXIT_OK, or CLI_EXIT_USAGE after printing a one-line error. */
 int cli_inplace_parse(int argc, char **argv, cli_inplace_opts *opts);
 
 /* Runs the demo; returns CLI_EXIT_OK or CLI_EXIT_FAIL. */
-int cli_inplace_run(const cli_inplace_opts *opts);
+int cli_inplace_run(cli_inplace_opts *opts);
 
 /* Prints the help of `tapegrad demo inplace` to stdout. */
 void cli_inplace_help(void);
@@ -74,6 +81,8 @@ typedef struct cli_leak_opts {
     bool json;              /* one JSON object per line on stdout, nothing else */
     bool brief;             /* no introduction or step headings (for the tour's
                                second run); not a command-line option */
+    cli_outputs out;        /* --trace, --plot, --dot (the kept losses after the
+                               loop) */
 } cli_leak_opts;
 
 #define CLI_LEAK_MAX_MICROBATCHES 4096
@@ -89,10 +98,72 @@ cli_leak_opts cli_leak_defaults(void);
 int cli_leak_parse(int argc, char **argv, cli_leak_opts *opts);
 
 /* Runs the demo; returns CLI_EXIT_OK or CLI_EXIT_FAIL. */
-int cli_leak_run(const cli_leak_opts *opts);
+int cli_leak_run(cli_leak_opts *opts);
 
 /* Prints the help of `tapegrad demo leak` to stdout. */
 void cli_leak_help(void);
+
+/* ---- demo entropy (cli/demo_entropy.c) ------------------------------------ */
+
+typedef struct cli_entropy_opts {
+    int64_t seq, vocab; /* f32 logits [seq, vocab] */
+    int64_t reps;       /* steps per configuration, 1..100 */
+    uint64_t seed;
+    bool json;          /* one JSON object per configuration per line */
+    cli_outputs out;    /* --trace, --plot, --dot */
+} cli_entropy_opts;
+
+/* The defaults: [1024, 32000] logits, 3 steps, seed 7, text output. */
+cli_entropy_opts cli_entropy_defaults(void);
+
+/* Parses the options of `demo entropy` (also --opt=value). Returns
+ * CLI_EXIT_OK, or CLI_EXIT_USAGE after printing a one-line error. */
+int cli_entropy_parse(int argc, char **argv, cli_entropy_opts *opts);
+
+/* Runs the demo; returns CLI_EXIT_OK or CLI_EXIT_FAIL. */
+int cli_entropy_run(cli_entropy_opts *opts);
+
+/* Prints the help of `tapegrad demo entropy` to stdout. */
+void cli_entropy_help(void);
+
+/* ---- demo chunk (cli/demo_chunk.c) ---------------------------------------- */
+
+#define CLI_CHUNK_MAX_LIST 8
+
+typedef struct cli_chunk_opts {
+    int64_t seq[CLI_CHUNK_MAX_LIST];   /* rows of the logits, in order */
+    int n_seq;
+    int64_t chunk[CLI_CHUNK_MAX_LIST]; /* ascending, distinct, chunk[0] == 0 */
+    int n_chunk;
+    int64_t vocab;
+    int64_t reps;                      /* steps per row, 1..100 */
+    bool entropy_grad;                 /* entropy in the loss (coefficient 0.01) */
+    uint64_t seed;
+    bool json;                         /* one JSON object per row per line */
+    cli_outputs out;                   /* --trace, --plot, --dot */
+} cli_chunk_opts;
+
+/* The defaults: seq 256,1024, vocab 32000, chunk 0,128,512, 3 steps,
+ * entropy_grad on, seed 11, text output. */
+cli_chunk_opts cli_chunk_defaults(void);
+
+/* Parses the options of `demo chunk` (also --opt=value). Returns CLI_EXIT_OK,
+ * or CLI_EXIT_USAGE after printing a one-line error. */
+int cli_chunk_parse(int argc, char **argv, cli_chunk_opts *opts);
+
+/* Runs the demo; returns CLI_EXIT_OK or CLI_EXIT_FAIL. */
+int cli_chunk_run(cli_chunk_opts *opts);
+
+/* Prints the help of `tapegrad demo chunk` to stdout. */
+void cli_chunk_help(void);
+
+/* ---- tour (cli/tour.c) ------------------------------------------------------ */
+
+/* `tapegrad tour [--list | SECTION]` with argv[0..argc-1] after "tour". */
+int cli_tour(int argc, char **argv);
+
+/* Prints the usage of the whole command to f (cli/main.c). */
+void cli_print_usage(FILE *f);
 
 /* ---- logprob (cli/cmd_logprob.c) -------------------------------------------- */
 

@@ -14,6 +14,8 @@
  *  - loss = sum(logprob) + COEF * sum(entropy).
  *  - The fixed gradient is compared with central differences (by hand: max abs
  *    error printed) and with tg_gradcheck.
+ *  - --trace/--plot (cli/common.h): the memory timeline of the whole demo;
+ *    --dot: the buggy loss's graph just before its backward.
  *  - Returns CLI_EXIT_OK when every step behaved as described, CLI_EXIT_FAIL
  *    otherwise (saying which step). Releases everything it creates.
  */
@@ -373,12 +375,17 @@ static int fail(const char *step) {
 /* ---- options ----------------------------------------------------------------------- */
 
 cli_inplace_opts cli_inplace_defaults(void) {
-    cli_inplace_opts o = {4, 6, 42};
+    cli_inplace_opts o;
+    memset(&o, 0, sizeof o);
+    o.rows = 4;
+    o.vocab = 6;
+    o.seed = 42;
     return o;
 }
 
 void cli_inplace_help(void) {
     printf("Usage: tapegrad demo inplace [--rows N] [--vocab V] [--seed S]\n"
+           "                             [--trace FILE.json] [--plot FILE.svg] [--dot FILE]\n"
            "\n"
            "Two custom ops save the same logits storage. One op's backward modifies its\n"
            "saved view in place and restores it (sub_ then add_); backward fails with\n"
@@ -387,22 +394,21 @@ void cli_inplace_help(void) {
            "\n"
            "  --rows N    rows of the logits, 1..%d (default 4)\n"
            "  --vocab V   columns (vocabulary size), 2..%d (default 6)\n"
-           "  --seed S    seed of the random logits, 0..2^64-1 (default 42)\n",
+           "  --seed S    seed of the random logits, 0..2^64-1 (default 42)\n"
+           CLI_OUTPUTS_HELP
+           "                     (--dot: the buggy loss just before backward)\n",
            CLI_INPLACE_MAX_ROWS, CLI_INPLACE_MAX_VOCAB);
 }
 
 int cli_inplace_parse(int argc, char **argv, cli_inplace_opts *o) {
     for (int i = 0; i < argc; i++) {
-        const char *arg = argv[i], *val = NULL;
         char name[32];
-        const char *eq = strchr(arg, '=');
-        if (strncmp(arg, "--", 2) == 0 && eq && (size_t)(eq - arg) < sizeof name) {
-            memcpy(name, arg, (size_t)(eq - arg));
-            name[eq - arg] = '\0';
-            val = eq + 1;
-        } else {
-            snprintf(name, sizeof name, "%s", arg);
-        }
+        const char *arg = argv[i], *val = cli_split_opt(arg, name, sizeof name);
+        int r = cli_outputs_parse(&o->out, name, val, argc, argv, &i);
+        if (r == CLI_EXIT_USAGE)
+            return r;
+        if (r == 1)
+            continue;
         bool known = !strcmp(name, "--rows") || !strcmp(name, "--vocab") ||
                      !strcmp(name, "--seed");
         if (!known)
@@ -421,13 +427,14 @@ int cli_inplace_parse(int argc, char **argv, cli_inplace_opts *o) {
         if (!ok)
             return CLI_EXIT_USAGE;
     }
-    return CLI_EXIT_OK;
+    return cli_outputs_check(&o->out);
 }
 
 /* ---- the demo ------------------------------------------------------------------------ */
 
 /* Step 2: the buggy loss; backward must fail with TG_ERR_INPLACE. */
-static int run_buggy(tg_tensor *logits, tg_tensor *targets, const double *before, int64_t n) {
+static int run_buggy(const cli_inplace_opts *o, tg_tensor *logits, tg_tensor *targets,
+                     const double *before, int64_t n) {
     loss_names nm;
     double v = 0.0;
     tg_tensor *loss = build_loss(logits, targets, &ENTROPY_BUGGY, &nm);
@@ -436,7 +443,13 @@ static int run_buggy(tg_tensor *logits, tg_tensor *targets, const double *before
     printf("loss = sum(logprob) + %.1f * sum(entropy) = %.6f\n", COEF, v);
     printf("graph: loss (%s) <- %s <- %s(logits, targets)\n", nm.loss, nm.sum_lp, nm.lp);
     printf("                      <- %s <- %s <- %s(logits)\n", nm.scaled_h, nm.sum_h, nm.h);
-    printf("logits version before backward: %" PRIu64 "\n\n", tg_version(logits));
+    printf("logits version before backward: %" PRIu64 "\n", tg_version(logits));
+    const char *names[1] = {"loss (buggy EntropyBackward)"};
+    if (cli_outputs_dot(&o->out, &loss, 1, names, stdout) != CLI_EXIT_OK) {
+        tg_release(loss);
+        return CLI_EXIT_FAIL;
+    }
+    putchar('\n');
 
     tg_clear_error();
     tg_status st = tg_backward(loss, NULL, false);
@@ -528,7 +541,7 @@ out:
     return rc;
 }
 
-int cli_inplace_run(const cli_inplace_opts *o) {
+int cli_inplace_run(cli_inplace_opts *o) {
     const int64_t n = o->rows * o->vocab;
     int rc = CLI_EXIT_FAIL;
     double *before = malloc((size_t)n * sizeof *before);
@@ -538,6 +551,8 @@ int cli_inplace_run(const cli_inplace_opts *o) {
         printf("out of memory\n");
         goto out;
     }
+    if (cli_outputs_begin(&o->out) != CLI_EXIT_OK)
+        goto out;
 
     printf("A policy-gradient loss needs, per token, the log-probability of the sampled\n"
            "token and the entropy of the distribution. Two custom ops compute them from\n"
@@ -584,7 +599,7 @@ int cli_inplace_run(const cli_inplace_opts *o) {
            "which restores every value but moves the version counter 1 -> 3. The view\n"
            "shares the counter with the logits that LogprobBackward saved at version 1,\n"
            "so LogprobBackward's backward, which runs next, refuses to use them.\n\n");
-    if (run_buggy(logits, targets, before, n) != CLI_EXIT_OK)
+    if (run_buggy(o, logits, targets, before, n) != CLI_EXIT_OK)
         goto out;
     printf("\nWhy it fails although the values are back: the counter only counts\n"
            "writes; it cannot know that two writes cancelled. Besides, in floating\n"
@@ -612,6 +627,9 @@ out:
     tg_release(logits);
     free(y);
     free(before);
+    if (cli_outputs_end(&o->out, "tapegrad demo inplace: the buggy backward, then the fix",
+                        rc == CLI_EXIT_OK, stdout) != CLI_EXIT_OK)
+        rc = CLI_EXIT_FAIL;
     tg_live_counts live = tg_live();
     if (live.tensors || live.storages || live.nodes) {
         printf("LEAK: %" PRId64 " tensors, %" PRId64 " storages, %" PRId64

@@ -31,6 +31,10 @@
  *    it releases everything; tg_shutdown() must report nothing alive.
  *    Returns CLI_EXIT_OK, or CLI_EXIT_FAIL saying which check failed (on
  *    stderr in --json mode).
+ *  - --trace/--plot (cli/common.h): the memory timeline of the loop, with a
+ *    step mark per microbatch; --dot: after the loop, the graphs of the kept
+ *    losses (roots "losses[k]", and "entropies[k]" when kept). The lines
+ *    announcing the files go to stdout, or to stderr with --json.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -52,13 +56,18 @@
 /* ---- options ------------------------------------------------------------------- */
 
 cli_leak_opts cli_leak_defaults(void) {
-    cli_leak_opts o = {8, 512, 8192, false, false, false, false};
+    cli_leak_opts o;
+    memset(&o, 0, sizeof o);
+    o.microbatches = 8;
+    o.seq = 512;
+    o.vocab = 8192;
     return o;
 }
 
 void cli_leak_help(void) {
     printf("Usage: tapegrad demo leak [--microbatches K] [--seq N] [--vocab V] [--detach]\n"
            "                          [--log-entropy-with-grad] [--json]\n"
+           "                          [--trace FILE.json] [--plot FILE.svg] [--dot FILE]\n"
            "\n"
            "A microbatch loop keeps each loss for logging (losses[k] = loss). Each kept\n"
            "loss keeps its graph alive, and with it the microbatch's logits and their\n"
@@ -73,6 +82,8 @@ void cli_leak_help(void) {
            "                            recorded and never backpropagated: its node keeps\n"
            "                            the logits alive as a saved tensor\n"
            "  --json                    one JSON object per microbatch, then the report\n"
+           CLI_OUTPUTS_HELP
+           "                     (--dot: the kept losses' graphs after the loop)\n"
            "\n"
            "seq x vocab is at most 2^28 (1 GiB of f32 logits per microbatch), and what\n"
            "the loop can keep alive in all at most 16 GiB.\n",
@@ -93,16 +104,13 @@ static uint64_t worst_kept(const cli_leak_opts *o, int64_t k) {
 
 int cli_leak_parse(int argc, char **argv, cli_leak_opts *o) {
     for (int i = 0; i < argc; i++) {
-        const char *arg = argv[i], *val = NULL;
         char name[40];
-        const char *eq = strchr(arg, '=');
-        if (strncmp(arg, "--", 2) == 0 && eq && (size_t)(eq - arg) < sizeof name) {
-            memcpy(name, arg, (size_t)(eq - arg));
-            name[eq - arg] = '\0';
-            val = eq + 1;
-        } else {
-            snprintf(name, sizeof name, "%s", arg);
-        }
+        const char *arg = argv[i], *val = cli_split_opt(arg, name, sizeof name);
+        int r = cli_outputs_parse(&o->out, name, val, argc, argv, &i);
+        if (r == CLI_EXIT_USAGE)
+            return r;
+        if (r == 1)
+            continue;
         bool *flag = !strcmp(name, "--detach")                  ? &o->detach
                      : !strcmp(name, "--log-entropy-with-grad") ? &o->entropy_with_grad
                      : !strcmp(name, "--json")                  ? &o->json
@@ -142,7 +150,7 @@ int cli_leak_parse(int argc, char **argv, cli_leak_opts *o) {
                                "lower --microbatches, --seq or --vocab",
                                o->microbatches, o->seq, o->vocab,
                                (double)worst_kept(o, o->microbatches) / GIB);
-    return CLI_EXIT_OK;
+    return cli_outputs_check(&o->out);
 }
 
 /* ---- output helpers ------------------------------------------------------------- */
@@ -408,7 +416,36 @@ static void explain(const run_state *s) {
             o->detach ? "" : "\n(the same buffers as the kept loss's graph)");
 }
 
-int cli_leak_run(const cli_leak_opts *o) {
+/* --dot: the kept losses (and entropies) as roots, after the loop. */
+static int write_dot(const run_state *s) {
+    const cli_leak_opts *o = s->o;
+    const int64_t K = o->microbatches;
+    int n = 0;
+    tg_tensor **roots = calloc((size_t)K * 2, sizeof *roots);
+    const char **names = calloc((size_t)K * 2, sizeof *names);
+    int rc = CLI_EXIT_FAIL;
+    if (!roots || !names) {
+        fprintf(stderr, "tapegrad: out of memory\n");
+        goto out;
+    }
+    for (int64_t k = 0; k < K; k++) {
+        if (s->losses[k]) {
+            names[n] = tg_name(s->losses[k]); /* "losses[k]" */
+            roots[n++] = s->losses[k];
+        }
+        if (s->entropies[k]) {
+            names[n] = tg_name(s->entropies[k]);
+            roots[n++] = s->entropies[k];
+        }
+    }
+    rc = cli_outputs_dot(&o->out, roots, n, names, o->json ? stderr : stdout);
+out:
+    free(roots);
+    free(names);
+    return rc;
+}
+
+int cli_leak_run(cli_leak_opts *o) {
     const int64_t K = o->microbatches;
     run_state s = {o, isatty(STDERR_FILENO) == 1 && isatty(STDOUT_FILENO) != 1, NULL, NULL,
                    NULL, NULL, NULL};
@@ -424,6 +461,9 @@ int cli_leak_run(const cli_leak_opts *o) {
         goto out;
     }
     tg_clear_error();
+    if ((rc = cli_outputs_begin(&o->out)) != CLI_EXIT_OK)
+        goto out;
+    rc = CLI_EXIT_FAIL;
 
     if (!o->brief)
         intro(&s);
@@ -461,6 +501,8 @@ int cli_leak_run(const cli_leak_opts *o) {
     }
     if (s.progress)
         fprintf(stderr, "\r%*s\r", 40, "");
+    if (write_dot(&s) != CLI_EXIT_OK)
+        goto out;
 
     if (o->json) {
         printf("{\"report\":");
@@ -515,6 +557,10 @@ out:
             rc = fail(&s, "tg_leak_check after releasing everything", true);
     }
     fflush(stdout);
+    if (cli_outputs_end(&o->out, o->detach ? "tapegrad demo leak --detach: kept losses detached"
+                                           : "tapegrad demo leak: kept losses keep their graphs",
+                        rc == CLI_EXIT_OK, o->json ? stderr : stdout) != CLI_EXIT_OK)
+        rc = CLI_EXIT_FAIL;
     int64_t alive = tg_shutdown(stderr);
     if (alive != 0) {
         fprintf(o->json ? stderr : stdout, "LEAK: %" PRId64 " objects still alive after the "

@@ -1,11 +1,14 @@
-/* cli/main.c - the `tapegrad` command: argument dispatch, help, version, tour.
+/* cli/main.c - the `tapegrad` command: argument dispatch, help, version.
  *
  * Contract:
  *   tapegrad help | --help | -h      usage on stdout, exit 0
  *   tapegrad version | --version     library version and backends, exit 0
  *   tapegrad tour [--list | SECTION] every tour section in order (or one),
  *                                    exit 0 when all succeed, 1 otherwise
+ *                                    (see cli/tour.c)
  *   tapegrad demo inplace [options]  one demo (see cli_inplace_help)
+ *   tapegrad demo entropy [options]  one demo (see cli_entropy_help)
+ *   tapegrad demo chunk [options]    one demo (see cli_chunk_help)
  *   tapegrad demo leak [options]     one demo (see cli_leak_help)
  *   tapegrad logprob [options]       .npy in, .npy out (see cli/cmd_logprob.c)
  *   tapegrad bench NAME [options]    a benchmark (see cli/bench.c); exit 0, 1
@@ -97,7 +100,7 @@ void cli_heading(const char *title) {
 
 /* ---- help and version ---------------------------------------------------------- */
 
-static void print_usage(FILE *f) {
+void cli_print_usage(FILE *f) {
     fprintf(f,
             "tapegrad %s - a small reverse-mode autograd engine in C\n"
             "\n"
@@ -106,6 +109,10 @@ static void print_usage(FILE *f) {
             "  tapegrad tour --list           list the tour's sections\n"
             "  tapegrad demo inplace [opts]   an in-place edit of a saved tensor makes\n"
             "                                 backward fail, and the fix\n"
+            "  tapegrad demo entropy [opts]   an entropy only logged but recorded for\n"
+            "                                 backward: saved and peak bytes, and the fix\n"
+            "  tapegrad demo chunk [opts]     chunked log-probs: time vs memory, composite\n"
+            "                                 vs fused, seq x chunk\n"
             "  tapegrad demo leak [opts]      losses kept for logging keep their graphs\n"
             "                                 alive; the leak checker names them\n"
             "  tapegrad bench logprob [opts]  fused vs composite log-prob/entropy: time,\n"
@@ -120,6 +127,14 @@ static void print_usage(FILE *f) {
             "  --vocab V   columns, the vocabulary size (default 6)\n"
             "  --seed S    seed of the random logits (default 42)\n"
             "\n"
+            "Options of 'demo entropy' (see 'tapegrad demo entropy --help'):\n"
+            "  --seq N --vocab V  f32 logits (default 1024 x 32000)\n"
+            "  --reps R --seed S --json\n"
+            "\n"
+            "Options of 'demo chunk' (see 'tapegrad demo chunk --help'):\n"
+            "  --seq N,... --vocab V --chunk C,...   (default 256,1024 x 32000, 0,128,512)\n"
+            "  --reps R --entropy-grad on|off --seed S --json\n"
+            "\n"
             "Options of 'demo leak' (see 'tapegrad demo leak --help'):\n"
             "  --microbatches K   microbatches (default 8)\n"
             "  --seq N --vocab V  logits of each microbatch (default 512 x 8192, f32)\n"
@@ -130,6 +145,8 @@ static void print_usage(FILE *f) {
             "Options of 'bench logprob' (see 'tapegrad bench logprob --help'):\n"
             "  --seq N,... --vocab V,... --chunk C,... --impl fused,composite\n"
             "  --entropy-grad on,off --threads T --reps R --dtype f32|f64 --json\n"
+            "\n"
+            "Every demo and 'bench logprob' also take:\n" CLI_OUTPUTS_HELP
             "\n"
             "Options of 'logprob' (see 'tapegrad logprob --help'):\n"
             "  --logits L.npy --targets T.npy --out DIR   required\n"
@@ -151,101 +168,36 @@ static int cmd_version(int argc, char **argv) {
     return CLI_EXIT_OK;
 }
 
-/* ---- tour ------------------------------------------------------------------------ */
-
-typedef struct tour_section {
-    const char *name;  /* argument of `tapegrad tour NAME` */
-    const char *title; /* one line */
-    int (*run)(void);  /* CLI_EXIT_OK or CLI_EXIT_FAIL */
-} tour_section;
-
-static int tour_inplace(void) {
-    cli_inplace_opts o = cli_inplace_defaults();
-    return cli_inplace_run(&o);
-}
-
-/* The leak demo, smaller than its defaults so that the tour stays quick: first
- * the bug (losses kept as they are), then the fix (--detach). */
-static int tour_leak(void) {
-    cli_leak_opts o = cli_leak_defaults();
-    o.microbatches = 6;
-    o.seq = 256;
-    o.vocab = 4096;
-    printf("The loop of 'tapegrad demo leak', at a smaller size. First the bug: each\n"
-           "microbatch's loss is kept for logging as it is.\n\n");
-    int rc = cli_leak_run(&o);
-    printf("\nNow the fix, the same loop with --detach: each loss is kept as\n"
-           "tg_detach(loss). (Peak RSS is the process's high-water mark: it keeps the\n"
-           "value the first loop reached.)\n\n");
-    o.detach = true;
-    o.brief = true;
-    int rc2 = cli_leak_run(&o);
-    printf("\nOne more case: 'tapegrad demo leak --log-entropy-with-grad' keeps an\n"
-           "entropy computed with its gradient recorded: its node holds the logits as a\n"
-           "saved tensor, even with --detach.\n");
-    return rc == CLI_EXIT_OK && rc2 == CLI_EXIT_OK ? CLI_EXIT_OK : CLI_EXIT_FAIL;
-}
-
-/* New sections are appended here as the library grows. */
-static const tour_section TOUR[] = {
-    {"inplace", "An in-place edit of a saved tensor breaks backward (and the fix)",
-     tour_inplace},
-    {"leak", "Losses kept for logging keep their graphs alive (and the fix)", tour_leak},
-};
-#define TOUR_N ((int)(sizeof TOUR / sizeof TOUR[0]))
-
-static void tour_list(void) {
-    printf("Sections of the tour:\n");
-    for (int i = 0; i < TOUR_N; i++)
-        printf("  %d. %-10s %s\n", i + 1, TOUR[i].name, TOUR[i].title);
-}
-
-static int cmd_tour(int argc, char **argv) {
-    const tour_section *only = NULL;
-    if (argc > 1)
-        return cli_usage_error("too many arguments for 'tour' (try 'tapegrad --help')");
-    if (argc == 1) {
-        if (strcmp(argv[0], "--list") == 0) {
-            tour_list();
-            return CLI_EXIT_OK;
-        }
-        if (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0) {
-            print_usage(stdout);
-            return CLI_EXIT_OK;
-        }
-        for (int i = 0; i < TOUR_N; i++)
-            if (strcmp(argv[0], TOUR[i].name) == 0)
-                only = &TOUR[i];
-        if (!only)
-            return cli_usage_error("unknown tour section '%s' (try 'tapegrad tour --list')",
-                                   argv[0]);
-    }
-
-    printf("tapegrad %s tour (backends: %s)\n", tg_lib_version(), tg_build_backends());
-    printf("Each section runs real code against the library and explains what it shows.\n\n");
-    tour_list();
-
-    int failed = 0;
-    for (int i = 0; i < TOUR_N; i++) {
-        if (only && only != &TOUR[i])
-            continue;
-        char title[160];
-        snprintf(title, sizeof title, "Section %d/%d: %s", i + 1, TOUR_N, TOUR[i].title);
-        cli_heading(title);
-        if (TOUR[i].run() != CLI_EXIT_OK) {
-            failed++;
-            printf("\n[section '%s' FAILED]\n", TOUR[i].name);
-        }
-    }
-    printf("\nTour finished: %s.\n", failed ? "some sections FAILED" : "all sections passed");
-    return failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-}
-
 /* ---- demo ------------------------------------------------------------------------- */
+
+static bool wants_help(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return true;
+    return false;
+}
 
 static int cmd_demo(int argc, char **argv) {
     if (argc == 0)
-        return cli_usage_error("'demo' needs a name: tapegrad demo inplace|leak");
+        return cli_usage_error("'demo' needs a name: tapegrad demo inplace|entropy|chunk|leak");
+    if (strcmp(argv[0], "entropy") == 0) {
+        cli_entropy_opts o = cli_entropy_defaults();
+        if (wants_help(argc, argv)) {
+            cli_entropy_help();
+            return CLI_EXIT_OK;
+        }
+        int rc = cli_entropy_parse(argc - 1, argv + 1, &o);
+        return rc != CLI_EXIT_OK ? rc : cli_entropy_run(&o);
+    }
+    if (strcmp(argv[0], "chunk") == 0) {
+        cli_chunk_opts o = cli_chunk_defaults();
+        if (wants_help(argc, argv)) {
+            cli_chunk_help();
+            return CLI_EXIT_OK;
+        }
+        int rc = cli_chunk_parse(argc - 1, argv + 1, &o);
+        return rc != CLI_EXIT_OK ? rc : cli_chunk_run(&o);
+    }
     if (strcmp(argv[0], "inplace") == 0) {
         cli_inplace_opts o = cli_inplace_defaults();
         for (int i = 1; i < argc; i++)
@@ -271,7 +223,7 @@ static int cmd_demo(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        print_usage(stderr);
+        cli_print_usage(stderr);
         return CLI_EXIT_USAGE;
     }
     const char *cmd = argv[1];
@@ -279,13 +231,13 @@ int main(int argc, char **argv) {
     char **rest = argv + 2;
 
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
-        print_usage(stdout);
+        cli_print_usage(stdout);
         return CLI_EXIT_OK;
     }
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version"))
         return cmd_version(rest_n, rest);
     if (!strcmp(cmd, "tour"))
-        return cmd_tour(rest_n, rest);
+        return cli_tour(rest_n, rest);
     if (!strcmp(cmd, "demo"))
         return cmd_demo(rest_n, rest);
     if (!strcmp(cmd, "logprob"))

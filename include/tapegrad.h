@@ -9,6 +9,8 @@
  *   tapegrad/gradcheck.h  finite-difference gradient checker
  *   tapegrad/logprob.h    fused, chunked log-prob and entropy ops
  *   tapegrad/leakcheck.h  graphs kept alive, cycles, per-step growth
+ *   tapegrad/timeline.h   memory timeline: Chrome trace JSON, SVG plot
+ *   tapegrad/graph.h      graph export as Graphviz DOT
  */
 #ifndef TAPEGRAD_H
 #define TAPEGRAD_H
@@ -21,6 +23,8 @@
 #include "tapegrad/gradcheck.h"
 #include "tapegrad/logprob.h"
 #include "tapegrad/leakcheck.h"
+#include "tapegrad/timeline.h"
+#include "tapegrad/graph.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,6 +1,7 @@
 /* leakcheck/registry.c - the weak (non-owning) registry of live tensors,
  * storages and graph nodes: ids, creation step, live counts, step marks and
- * their history. leakcheck/scan.c turns it into retention reports. */
+ * their history (each mark is also an event of the memory timeline).
+ * leakcheck/scan.c turns it into retention reports. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,8 +120,10 @@ uint64_t tg_step_mark(const char *label) {
     r->live_bytes = live;
     for (tg__node *n = g_nodes; n; n = n->reg_next) r->old_nodes += n->step < g_step;
     g_n_hist++;
+    uint64_t ended = g_step;
     uint64_t s = ++g_step;
     pthread_mutex_unlock(&g_reg_lock);
+    if (tg__timeline_on()) tg__tl_step(ended, label);
     return s;
 }
 

@@ -84,7 +84,9 @@ tg_status tg_leak_report_print(FILE *f, const tg_leak_report *r) {
     if (!t) return tg__set_error(TG_ERR_NOMEM, "tg_leak_report_print: out of memory");
     int rc = fprintf(f, "%s%s", t, t[0] && t[strlen(t) - 1] == '\n' ? "" : "\n");
     free(t);
-    return rc < 0 ? tg__set_error(TG_ERR_IO, "tg_leak_report_print: write failed") : TG_OK;
+    if (fflush(f) != 0) rc = -1;
+    return rc < 0 || ferror(f) ? tg__set_error(TG_ERR_IO, "tg_leak_report_print: write failed")
+                               : TG_OK;
 }
 
 static void json_str(FILE *f, const char *s) {
@@ -133,7 +135,9 @@ tg_status tg_leak_report_json(FILE *f, const tg_leak_report *r) {
         json_str(f, r->lines[i]);
     }
     fprintf(f, "]}");
-    return ferror(f) ? tg__set_error(TG_ERR_IO, "tg_leak_report_json: write failed") : TG_OK;
+    return fflush(f) != 0 || ferror(f)
+               ? tg__set_error(TG_ERR_IO, "tg_leak_report_json: write failed")
+               : TG_OK;
 }
 
 tg_status tg_leak_check(void) {

@@ -277,7 +277,7 @@ tg_leak_report *tg_leak_scan(void) {
             int big;
             uint64_t sb = node_saved(nd, &big);
             if (sb) lr.nodes_with_saved++;
-            if (sb + 1 > best || target < 0) {
+            if (sb + 1 >= best || target < 0) { /* ties: the deepest node */
                 best = sb + 1;
                 target = i;
             }

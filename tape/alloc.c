@@ -1,6 +1,9 @@
 /* tape/alloc.c - the allocator: exact byte accounting per device and category,
  * saved-tensor bytes, peaks, allocation-failure injection, peak RSS, and the
- * per-thread memory-category override used by the backward engine. */
+ * per-thread memory-category override used by the backward engine. Every
+ * change of the figures is reported to the memory timeline (tape/timeline.c)
+ * while it records, under the allocator lock, so the timeline sees them in
+ * the order they happened. */
 #include <pthread.h>
 #include <sys/mman.h>
 #include <stdio.h>
@@ -134,6 +137,13 @@ static bool injected_failure(void) {
 }
 
 void *tg__alloc(tg_device dev, size_t nbytes, tg_mem_category cat) {
+    uint64_t tag;
+    return tg__alloc_op(dev, nbytes, cat, NULL, &tag);
+}
+
+void *tg__alloc_op(tg_device dev, size_t nbytes, tg_mem_category cat, const char *op,
+                   uint64_t *tag) {
+    *tag = 0;
     if ((int)dev < 0 || (int)dev >= TG__NDEV || (int)cat < 0 || cat >= TG_MEM_NCAT)
         return tg__fail(TG_ERR_INTERNAL, "tg__alloc: bad device %d or category %d", (int)dev,
                         (int)cat);
@@ -164,11 +174,16 @@ void *tg__alloc(tg_device dev, size_t nbytes, tg_mem_category cat) {
     st->live_total += nbytes;
     if (st->live_total > st->peak_total) st->peak_total = st->live_total;
     st->n_alloc++;
+    if (tg__timeline_on()) *tag = tg__tl_alloc(dev, cat, nbytes, st, op);
     pthread_mutex_unlock(&g_lock);
     return p;
 }
 
 void tg__free(tg_device dev, void *p, size_t nbytes, tg_mem_category cat) {
+    tg__free_op(dev, p, nbytes, cat, TG__TL_LAST_OP);
+}
+
+void tg__free_op(tg_device dev, void *p, size_t nbytes, tg_mem_category cat, uint64_t tag) {
     if (!p) return;
     pthread_mutex_lock(&g_lock);
     size_t rounded = (nbytes + TG__HUGE_ALIGN - 1) / TG__HUGE_ALIGN * TG__HUGE_ALIGN;
@@ -177,7 +192,14 @@ void tg__free(tg_device dev, void *p, size_t nbytes, tg_mem_category cat) {
     st->live[cat] -= nbytes;
     st->live_total -= nbytes;
     st->n_free++;
+    if (tg__timeline_on()) tg__tl_free(dev, cat, nbytes, st, tag);
     pthread_mutex_unlock(&g_lock);
+}
+
+void tg__mem_lock(void) { pthread_mutex_lock(&g_lock); }
+void tg__mem_unlock(void) { pthread_mutex_unlock(&g_lock); }
+const tg_mem_stats *tg__mem_stats_locked(tg_device dev) {
+    return (int)dev >= 0 && (int)dev < TG__NDEV ? &g_stats[dev] : NULL;
 }
 
 void *tg__xmalloc(size_t n) {
@@ -210,12 +232,14 @@ void tg__saved_bytes_add(tg_device dev, size_t n) {
     tg_mem_stats *st = &g_stats[dev];
     st->saved += n;
     if (st->saved > st->saved_peak) st->saved_peak = st->saved;
+    if (tg__timeline_on()) tg__tl_saved(dev, st);
     pthread_mutex_unlock(&g_lock);
 }
 
 void tg__saved_bytes_sub(tg_device dev, size_t n) {
     pthread_mutex_lock(&g_lock);
     g_stats[dev].saved -= n;
+    if (tg__timeline_on()) tg__tl_saved(dev, &g_stats[dev]);
     pthread_mutex_unlock(&g_lock);
 }
 

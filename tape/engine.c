@@ -6,7 +6,9 @@
  * the whole graph (freed saved tensors, saved tensors modified in place)
  * before computing anything; (3) run the nodes in an order where a node runs
  * only after every node that feeds it a gradient (Kahn's algorithm);
- * (4) commit the leaves' gradients only when everything succeeded. */
+ * (4) commit the leaves' gradients only when everything succeeded. While the
+ * memory timeline records, backward is a span named "tg_backward" and each
+ * node run a span inside it named by the node. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,13 +160,19 @@ static tg_status run_node(tg__node *n, tg_tensor **gin) {
         if (n->gbuf[k]) goto has_grad;
     return TG_OK; /* no gradient reached it: all its input gradients are zero */
 has_grad:
-    return n->op->backward(n, n->gbuf, gin);
+    if (!tg__timeline_on()) return n->op->backward(n, n->gbuf, gin);
+    uint64_t token = tg__tl_span_begin(n->name); /* a span in the memory timeline */
+    tg_status st = n->op->backward(n, n->gbuf, gin);
+    tg__tl_span_end(n->name, token);
+    return st;
 }
 
 tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
     if (tg__null_arg(root, "tg_backward", "root")) return tg_last_status();
     tg_status st = check_root(root, grad);
     if (st != TG_OK) return st;
+    const bool timeline = tg__timeline_on(); /* the whole backward is a span too */
+    uint64_t tl_token = timeline ? tg__tl_span_begin("tg_backward") : 0;
 
     bool prev_grad = tg_set_grad_enabled(false);
     int prev_scopes = tg__scopes_suspend();
@@ -308,5 +316,6 @@ done:
     tg__set_category_override(prev_cat);
     tg__scopes_resume(prev_scopes);
     tg_set_grad_enabled(prev_grad);
+    if (timeline) tg__tl_span_end("tg_backward", tl_token);
     return st;
 }

@@ -108,7 +108,7 @@ tg_tensor *tg__tensor_new(tg_site s, const char *who, tg_dtype dt, int ndim,
         strides[d] = acc;
         acc *= shape[d] ? shape[d] : 1;
     }
-    tg__storage *st = tg__storage_new(s, TG_CPU, (size_t)n * tg_dtype_size(dt), cat);
+    tg__storage *st = tg__storage_new(s, TG_CPU, (size_t)n * tg_dtype_size(dt), cat, who);
     if (!st) return NULL;
     tg_tensor *t = tg__tensor_on(s, st, dt, ndim, shape, strides, 0);
     tg__storage_release(st); /* t holds it now (or it is freed on failure) */

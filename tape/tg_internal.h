@@ -22,6 +22,7 @@
 #define TG_INTERNAL_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -71,6 +72,18 @@ void *tg__xcalloc(size_t n, size_t size);
 void *tg__xrealloc(void *p, size_t n);
 void tg__saved_bytes_add(tg_device dev, size_t n);
 void tg__saved_bytes_sub(tg_device dev, size_t n);
+/* tg__alloc / tg__free naming the op that allocates the bytes (`op` may be
+ * NULL: the op last named on this thread) for the memory timeline. *tag
+ * receives what tg__free_op needs to name the op again at free time (0 when
+ * not recording; tg__free passes TG__TL_LAST_OP). */
+void *tg__alloc_op(tg_device dev, size_t nbytes, tg_mem_category cat, const char *op,
+                   uint64_t *tag);
+void tg__free_op(tg_device dev, void *p, size_t nbytes, tg_mem_category cat, uint64_t tag);
+/* The allocator lock and its figures (for tg_timeline_start's first sample):
+ * tg__mem_stats_locked returns NULL for an unknown device. */
+void tg__mem_lock(void);
+void tg__mem_unlock(void);
+const tg_mem_stats *tg__mem_stats_locked(tg_device dev);
 
 /* Category for op results: activation, or gradient while backward runs (the
  * engine sets an override); creation functions use leaf unless overridden. */
@@ -101,9 +114,12 @@ struct tg__storage {
     uint64_t id, step;
     int64_t scan;              /* index during a leak scan, -1 when not listed */
     tg__storage *reg_prev, *reg_next;
+    uint64_t tl_tag;           /* memory timeline: the op that allocated it (0: none) */
 };
 
-tg__storage *tg__storage_new(tg_site s, tg_device dev, size_t nbytes, tg_mem_category cat);
+/* `who` (may be NULL) names the op allocating it in the memory timeline. */
+tg__storage *tg__storage_new(tg_site s, tg_device dev, size_t nbytes, tg_mem_category cat,
+                             const char *who);
 void tg__storage_retain(tg__storage *st);
 void tg__storage_release(tg__storage *st);
 /* Bumps the version and records the event. */
@@ -322,6 +338,41 @@ tg_tensor *tg__to_dtype(tg_site s, tg_tensor *t, tg_dtype dt);
 /* Copies src (broadcast to dst's shape, any strides, dtype converted) into dst
  * (any non-overlapping strides). No checks, no version bump. */
 void tg__cpu_copy(tg_tensor *dst, const tg_tensor *src);
+
+/* ---- memory timeline (tape/timeline.c) ------------------------------------- */
+
+/* Nonzero while tg_timeline_start has the recorder on. The hooks below are
+ * called only when tg__timeline_on() (one relaxed load and a predictable
+ * branch when off); each checks again under the timeline's own lock. They
+ * never fail and never touch the thread's error: when the event buffer cannot
+ * grow (plain malloc, not counted, not fault-injected) the event is dropped
+ * and counted. */
+extern atomic_int tg__timeline_flag;
+static inline bool tg__timeline_on(void) {
+    return atomic_load_explicit(&tg__timeline_flag, memory_order_relaxed) != 0;
+}
+/* Allocation / free of nbytes in dev/cat; `after` is dev's figures after it.
+ * Called with the allocator lock held (lock order: allocator, then timeline).
+ * tg__tl_alloc returns the tag naming op (NULL: the op last named on this
+ * thread) for tg__tl_free; tag 0 names no op, TG__TL_LAST_OP the op last
+ * named on this thread. */
+#define TG__TL_LAST_OP UINT64_MAX
+uint64_t tg__tl_alloc(tg_device dev, tg_mem_category cat, size_t nbytes,
+                      const tg_mem_stats *after, const char *op);
+void tg__tl_free(tg_device dev, tg_mem_category cat, size_t nbytes, const tg_mem_stats *after,
+                 uint64_t tag);
+/* Saved bytes of dev changed (allocator lock held). */
+void tg__tl_saved(tg_device dev, const tg_mem_stats *after);
+/* A graph node run by backward on this thread: begin returns a token to give
+ * to end (allocations in between are attributed to the node). */
+uint64_t tg__tl_span_begin(const char *node);
+void tg__tl_span_end(const char *node, uint64_t token);
+/* tg_step_mark ended step `step` (label may be NULL). */
+void tg__tl_step(uint64_t step, const char *label);
+/* For tests: keep at most max_events events (0: no limit), dropping the rest
+ * as if the buffer could not grow; and the number dropped so far. */
+void tg__timeline_set_limit(size_t max_events);
+uint64_t tg__timeline_dropped(void);
 
 /* ---- registry (leakcheck/registry.c) -------------------------------------- */
 void tg__reg_tensor_add(tg_tensor *t);

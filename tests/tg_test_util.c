@@ -2,6 +2,16 @@
 #include "tg_test_util.h"
 #include "tg_internal.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#define TGT_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#include <sanitizer/lsan_interface.h>
+#define TGT_LSAN 1
+#endif
+#endif
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,6 +47,13 @@ void tgt_teardown(void) {
         tg__reg_dump(stderr);
         abort();
     }
+#ifdef TGT_LSAN
+    /* plain-malloc leaks too: LeakSanitizer's report at exit would not fail the test */
+    if (__lsan_do_recoverable_leak_check()) {
+        fprintf(stderr, "LEAK after test: LeakSanitizer found unreleased memory (above)\n");
+        abort();
+    }
+#endif
 }
 
 void tgt_assert_error(tg_status st, ...) {

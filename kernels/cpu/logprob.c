@@ -61,8 +61,10 @@ float tg__cpu_exp_nonpos(float d) { return exp_nonpos(d); }
  * on every target without relying on the auto-vectoriser (one zmm on
  * AVX-512, two ymm on AVX2, four xmm on SSE2), and give the same lane-wise
  * arithmetic, hence the same sums, whatever the width. */
-#if defined(__GNUC__) && !defined(__clang__)
 /* The vector helpers are always inlined: no vector crosses a call boundary. */
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wpsabi"
+#elif defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 #define VINLINE static inline __attribute__((always_inline))
@@ -74,7 +76,6 @@ VINLINE vf vsplat(float c) { return (vf){c, c, c, c, c, c, c, c, c, c, c, c, c, 
 VINLINE vi visplat(int32_t c) {
     return (vi){c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c};
 }
-VINLINE vf vsel(vi m, vf a, vf b) { return (vf)(((vi)a & m) | ((vi)b & ~m)); }
 
 /* Loads 16 entries x[0], x[xs], ...; the first `n` (< 16 allowed) are real,
  * the rest are `pad`. */

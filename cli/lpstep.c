@@ -1,0 +1,220 @@
+/* cli/lpstep.c - one measured training step of tg_logprob_entropy, shared by
+ * the entropy and chunk demos.
+ *
+ * Contract: see cli/lpstep.h. Uses only the public API (<tapegrad.h>).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <tapegrad.h>
+
+#include "bandwidth.h"
+#include "cli.h"
+#include "common.h"
+#include "lpstep.h"
+
+#define MIB (1024.0 * 1024.0)
+
+static int lib_fail(const char *who, const char *what) {
+    cli_progress_clear();
+    fprintf(stderr, "tapegrad: %s: %s failed: %s: %s\n", who, what,
+            tg_status_name(tg_last_status()), tg_last_error());
+    return CLI_EXIT_FAIL;
+}
+
+static uint64_t splitmix64(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+int cli_lp_inputs(const char *who, int64_t seq, int64_t vocab, uint64_t seed,
+                  tg_tensor **logits, tg_tensor **targets) {
+    uint64_t s = seed ^ ((uint64_t)seq * 0x100000001B3ull) ^ ((uint64_t)vocab << 20);
+    *targets = NULL;
+    tg_clear_error();
+    *logits = tg_set_name(tg_randn(TG_F32, TG_SHAPE(seq, vocab), splitmix64(&s), 0.0, 2.0),
+                          "logits");
+    if (!*logits || tg_set_requires_grad(*logits, true) != TG_OK) {
+        tg_release(*logits);
+        *logits = NULL;
+        return lib_fail(who, "making the logits");
+    }
+    int64_t *y = malloc((size_t)seq * sizeof *y);
+    if (!y) {
+        tg_release(*logits);
+        *logits = NULL;
+        cli_progress_clear();
+        fprintf(stderr, "tapegrad: %s: out of memory\n", who);
+        return CLI_EXIT_FAIL;
+    }
+    for (int64_t i = 0; i < seq; i++)
+        y[i] = (int64_t)(splitmix64(&s) % (uint64_t)vocab);
+    *targets = tg_set_name(tg_from_data(TG_I64, TG_SHAPE(seq), y), "targets");
+    free(y);
+    if (!*targets) {
+        tg_release(*logits);
+        *logits = NULL;
+        return lib_fail(who, "making the targets");
+    }
+    return CLI_EXIT_OK;
+}
+
+int cli_lp_step(const char *who, tg_tensor *logits, tg_tensor *targets, const cli_lp_config *c,
+                cli_lp_measure *m, cli_lp_hook hook, void *user, float *gsample,
+                const int64_t *rows, int nrows) {
+    tg_logprob_opts lo = tg_logprob_opts_default();
+    lo.impl = c->impl;
+    lo.chunk_size = c->chunk;
+    lo.want_entropy = true;
+    lo.entropy_grad = c->entropy_grad;
+
+    tg_mem_stats m0, m1, m2;
+    tg_mem_get(TG_CPU, &m0);
+    tg_mem_reset_peak(TG_CPU);
+    tg_clear_error();
+
+    tg_tensor *lp = NULL, *ent = NULL, *mlp = NULL, *nlp = NULL, *mh = NULL, *sh = NULL,
+              *loss = NULL, *g = NULL;
+    int rc = CLI_EXIT_OK;
+    double t0 = cli_now_s();
+    tg_status st = tg_logprob_entropy(logits, targets, &lo, &lp, &ent);
+    double t1 = cli_now_s();
+    tg_mem_get(TG_CPU, &m1);
+    if (st != TG_OK) {
+        rc = lib_fail(who, "the forward call");
+        goto done;
+    }
+    mlp = tg_mean(lp);
+    nlp = tg_neg(mlp);
+    mh = tg_mean(ent); /* recorded only when the entropy requires grad */
+    if (c->entropy_grad) {
+        sh = tg_scale(mh, -c->entropy_coef);
+        loss = tg_add(nlp, sh);
+    } else {
+        loss = tg_retain(nlp);
+    }
+    if (!loss || tg_item(loss, &m->loss) != TG_OK || tg_item(mh, &m->entropy_mean) != TG_OK) {
+        rc = lib_fail(who, "building the loss");
+        goto done;
+    }
+    double t2 = cli_now_s();
+    if (hook && (rc = hook(loss, user)) != CLI_EXIT_OK)
+        goto done;
+    double t3 = cli_now_s();
+    st = tg_backward(loss, NULL, false);
+    double t4 = cli_now_s();
+    tg_mem_get(TG_CPU, &m2);
+    if (st != TG_OK) {
+        rc = lib_fail(who, "backward");
+        goto done;
+    }
+    m->fwd_ms = (t1 - t0) * 1e3;
+    m->bwd_ms = ((t2 - t1) + (t4 - t3)) * 1e3;
+    m->peak_bytes = m2.peak_total > m0.live_total ? m2.peak_total - m0.live_total : 0;
+    m->saved_bytes = m1.saved > m0.saved ? m1.saved - m0.saved : 0;
+    m->held_bytes = m1.live_total > m0.live_total ? m1.live_total - m0.live_total : 0;
+    if (gsample && nrows > 0) {
+        const int64_t V = tg_size(logits, 1);
+        g = tg_grad(logits);
+        const float *gp = g && tg_get_dtype(g) == TG_F32 && tg_is_contiguous(g) ? tg_data(g)
+                                                                                 : NULL;
+        if (!gp) {
+            rc = lib_fail(who, "reading the gradient");
+            goto done;
+        }
+        for (int i = 0; i < nrows; i++)
+            memcpy(gsample + (size_t)i * (size_t)V, gp + (size_t)rows[i] * (size_t)V,
+                   (size_t)V * sizeof *gp);
+    }
+done:
+    tg_release(g);
+    tg_release(loss);
+    tg_release(sh);
+    tg_release(mh);
+    tg_release(nlp);
+    tg_release(mlp);
+    tg_release(ent);
+    tg_release(lp);
+    tg_zero_grad(logits);
+    if (rc == CLI_EXIT_OK) {
+        tg_mem_stats m3;
+        tg_mem_get(TG_CPU, &m3);
+        if (m3.live_total != m0.live_total || m3.saved != m0.saved) {
+            cli_progress_clear();
+            fprintf(stderr,
+                    "tapegrad: %s: %zu library bytes (%zu saved) live after a step, "
+                    "%zu (%zu) before\n",
+                    who, m3.live_total, m3.saved, m0.live_total, m0.saved);
+            rc = CLI_EXIT_FAIL;
+        }
+    }
+    return rc;
+}
+
+int cli_lp_steps(const char *who, const char *label, tg_tensor *logits, tg_tensor *targets,
+                 const cli_lp_config *c, int reps, cli_lp_measure *m, double *total_ms,
+                 int *steps, cli_lp_hook hook, void *user, float *gsample, const int64_t *rows,
+                 int nrows) {
+    const int max = reps * CLI_LP_MORE;
+    double *t = calloc((size_t)max * 3, sizeof *t);
+    if (!t) {
+        cli_progress_clear();
+        fprintf(stderr, "tapegrad: %s: out of memory\n", who);
+        return CLI_EXIT_FAIL;
+    }
+    double *fwd = t, *bwd = t + max, *tot = t + 2 * max, spent = 0.0;
+    int rc = CLI_EXIT_OK, n = 0;
+    memset(m, 0, sizeof *m);
+    while (n < max && (n < reps || spent < CLI_LP_SHORT_S)) {
+        cli_progress("%s: step %d/%d (forward + backward)", label, n + 1, n < reps ? reps : max);
+        cli_lp_measure s;
+        rc = cli_lp_step(who, logits, targets, c, &s, n == 0 ? hook : NULL, user,
+                         n == 0 ? gsample : NULL, rows, nrows);
+        if (rc != CLI_EXIT_OK)
+            break;
+        fwd[n] = s.fwd_ms;
+        bwd[n] = s.bwd_ms;
+        tot[n] = s.fwd_ms + s.bwd_ms;
+        spent += tot[n] * 1e-3;
+        n++;
+        if (s.peak_bytes > m->peak_bytes)
+            m->peak_bytes = s.peak_bytes;
+        if (s.saved_bytes > m->saved_bytes)
+            m->saved_bytes = s.saved_bytes;
+        if (s.held_bytes > m->held_bytes)
+            m->held_bytes = s.held_bytes;
+        m->loss = s.loss;
+        m->entropy_mean = s.entropy_mean;
+    }
+    if (rc == CLI_EXIT_OK) {
+        m->fwd_ms = cli_median(fwd, n);
+        m->bwd_ms = cli_median(bwd, n);
+        *total_ms = cli_median(tot, n);
+        *steps = n;
+    }
+    free(t);
+    return rc;
+}
+
+int cli_lp_check_size(int64_t seq, int64_t vocab, bool composite) {
+    if (seq * vocab > CLI_LP_MAX_ELEMS)
+        return cli_usage_error("seq %" PRId64 " x vocab %" PRId64 " is %.1f GiB of f32 logits "
+                               "(at most %.0f GiB)",
+                               seq, vocab, (double)seq * (double)vocab * 4.0 / (MIB * 1024.0),
+                               (double)CLI_LP_MAX_ELEMS * 4.0 / (MIB * 1024.0));
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    double ram = pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
+    double need = (double)seq * (double)vocab * 4.0 * (composite ? 8.0 : 3.0);
+    if (ram > 0.0 && need > 0.8 * ram)
+        return cli_usage_error("seq %" PRId64 " x vocab %" PRId64 " needs about %.1f GiB "
+                               "(%s x seq x vocab x 4 bytes), more than 80%% of this "
+                               "machine's %.1f GiB of RAM; refusing",
+                               seq, vocab, need / (MIB * 1024.0), composite ? "8" : "3",
+                               ram / (MIB * 1024.0));
+    return CLI_EXIT_OK;
+}

@@ -1,0 +1,88 @@
+/* cli/lpstep.h - one measured training step of tg_logprob_entropy, shared by
+ * `tapegrad demo entropy` and `tapegrad demo chunk`.
+ *
+ * Contract:
+ *  - cli_lp_inputs() makes seeded f32 logits "logits" (seq, vocab), normal
+ *    with std 2, requiring grad, and targets "targets" (seq) i64 uniform in
+ *    [0, vocab): the same numbers for the same (seed, seq, vocab).
+ *  - cli_lp_step() runs one step on them and measures it with the library's
+ *    exact accounting:
+ *      forward   tg_logprob_entropy(logits, targets) with the configuration's
+ *                impl, chunk size and entropy_grad (want_entropy on);
+ *      loss      -mean(logprob), minus entropy_coef * mean(entropy) when
+ *                entropy_grad is on (the entropy then takes part in backward,
+ *                even with a coefficient of 0); the mean entropy is read for
+ *                logging in every case;
+ *      hook      called with the loss just before backward (untimed), if given;
+ *      backward  tg_backward(loss);
+ *    then releases every tensor it made and the logits' gradient. fwd_ms is
+ *    the op's call, bwd_ms the loss and the backward; peak_bytes is the
+ *    library's peak_total during the step minus the bytes live before it
+ *    (tg_mem_reset_peak first); saved_bytes is tg_mem_stats.saved right after
+ *    the forward call minus before; held_bytes is what the forward call left
+ *    live (its outputs and what its graph saved).
+ *  - Failures of the library: one line "tapegrad: <who>: <what> failed:
+ *    STATUS: message" on stderr, CLI_EXIT_FAIL. A step that leaves library
+ *    bytes live is a failure too.
+ *  - cli_lp_check_size(): a usage error (exit 2, one line) when a size is out
+ *    of range or the composite path would need more than 80% of the RAM.
+ */
+#ifndef TAPEGRAD_CLI_LPSTEP_H
+#define TAPEGRAD_CLI_LPSTEP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tapegrad.h>
+
+#define CLI_LP_MAX_SEQ ((int64_t)1 << 22)
+#define CLI_LP_MAX_VOCAB ((int64_t)1 << 22)
+#define CLI_LP_MAX_ELEMS ((int64_t)1 << 30) /* 4 GiB of f32 logits */
+
+typedef struct cli_lp_config {
+    tg_logprob_impl impl;
+    int64_t chunk;       /* rows per chunk, 0 = all at once */
+    bool entropy_grad;   /* the entropy is recorded for backward */
+    double entropy_coef; /* its coefficient in the loss (used when entropy_grad) */
+} cli_lp_config;
+
+typedef struct cli_lp_measure {
+    double fwd_ms, bwd_ms;
+    size_t peak_bytes, saved_bytes, held_bytes;
+    double loss, entropy_mean;
+} cli_lp_measure;
+
+/* Called before backward with the loss (borrowed); returns CLI_EXIT_OK to go on. */
+typedef int (*cli_lp_hook)(tg_tensor *loss, void *user);
+
+/* Makes the inputs (see the contract). Returns CLI_EXIT_OK or CLI_EXIT_FAIL. */
+int cli_lp_inputs(const char *who, int64_t seq, int64_t vocab, uint64_t seed,
+                  tg_tensor **logits, tg_tensor **targets);
+
+/* One step (see the contract). When gsample is not NULL, copies rows
+ * rows[0..nrows-1] of the logits' gradient into gsample (nrows x vocab f32). */
+int cli_lp_step(const char *who, tg_tensor *logits, tg_tensor *targets, const cli_lp_config *c,
+                cli_lp_measure *m, cli_lp_hook hook, void *user, float *gsample,
+                const int64_t *rows, int nrows);
+
+/* Steps of one configuration, timed: at least `reps`, and more while all of
+ * them took less than CLI_LP_SHORT_S (short steps are the noisiest), up to
+ * CLI_LP_MORE x reps. *m receives the largest peak, saved and held bytes over
+ * the steps, the medians of the forward, backward (and *total_ms of the
+ * total) times, and the loss and entropy of the last step; *steps the number
+ * of steps. hook and gsample (see cli_lp_step) apply to the first step.
+ * Progress: "<label>: step k/n" (cli_progress). Returns CLI_EXIT_OK or
+ * CLI_EXIT_FAIL. */
+#define CLI_LP_SHORT_S 0.3
+#define CLI_LP_MORE 5
+int cli_lp_steps(const char *who, const char *label, tg_tensor *logits, tg_tensor *targets,
+                 const cli_lp_config *c, int reps, cli_lp_measure *m, double *total_ms,
+                 int *steps, cli_lp_hook hook, void *user, float *gsample, const int64_t *rows,
+                 int nrows);
+
+/* Checks seq and vocab (and the composite path's memory, about 8 x seq x
+ * vocab x 4 bytes, when composite). Returns CLI_EXIT_OK or CLI_EXIT_USAGE. */
+int cli_lp_check_size(int64_t seq, int64_t vocab, bool composite);
+
+#endif
