@@ -770,7 +770,7 @@ int cli_bench_logprob(int argc, char **argv) {
                         if (rc == CLI_EXIT_OK) {
                             char label[160];
                             describe(label, sizeof label, &r->c);
-                            tg_step_mark(label);
+                            cli_outputs_mark(&o.out, label);
                         }
                         if (rc == CLI_EXIT_OK && o.json) {
                             progress_done();

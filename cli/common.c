@@ -119,10 +119,17 @@ int cli_outputs_dot(const cli_outputs *o, tg_tensor *const *roots, int n,
         return write_fail("the graph", o->dot, tg_last_error());
     if (closed != 0)
         return write_fail("the graph", o->dot, strerror(errno));
+    if (note)
+        cli_outputs_dot_note(o, note);
+    return CLI_EXIT_OK;
+}
+
+void cli_outputs_dot_note(const cli_outputs *o, FILE *note) {
+    if (!o->dot)
+        return;
     cli_progress_clear();
     fprintf(note, "wrote %s (the loss graph as Graphviz DOT: dot -Tsvg %s > graph.svg)\n",
             o->dot, o->dot);
-    return CLI_EXIT_OK;
 }
 
 int cli_outputs_end(cli_outputs *o, const char *title, bool write, FILE *note) {
@@ -154,6 +161,11 @@ int cli_outputs_end(cli_outputs *o, const char *title, bool write, FILE *note) {
     }
     tg_timeline_clear();
     return rc;
+}
+
+void cli_outputs_mark(const cli_outputs *o, const char *label) {
+    if (o->recording)
+        tg_step_mark(label);
 }
 
 /* ---- progress --------------------------------------------------------------------- */

@@ -61,14 +61,23 @@ int cli_outputs_check(const cli_outputs *o);
 /* Before the work (see the contract). Returns CLI_EXIT_OK or CLI_EXIT_FAIL. */
 int cli_outputs_begin(cli_outputs *o);
 
-/* Writes the graph of roots[0..n-1] (names may be NULL) to the --dot file.
- * Returns CLI_EXIT_OK (also when --dot is absent) or CLI_EXIT_FAIL. */
+/* Writes the graph of roots[0..n-1] (names may be NULL) to the --dot file
+ * and announces it on `note` (nothing when note is NULL: the caller then
+ * calls cli_outputs_dot_note later). Returns CLI_EXIT_OK (also when --dot is
+ * absent) or CLI_EXIT_FAIL. */
 int cli_outputs_dot(const cli_outputs *o, tg_tensor *const *roots, int n,
                     const char *const *names, FILE *note);
+
+/* The line announcing the --dot file, on note. */
+void cli_outputs_dot_note(const cli_outputs *o, FILE *note);
 
 /* After the work: when `write`, writes the trace and the plot; in every case
  * stops and clears the recording. Returns CLI_EXIT_OK or CLI_EXIT_FAIL. */
 int cli_outputs_end(cli_outputs *o, const char *title, bool write, FILE *note);
+
+/* A step mark in the timeline (tg_step_mark(label)), only while recording:
+ * otherwise the program's step numbers are left alone. */
+void cli_outputs_mark(const cli_outputs *o, const char *label);
 
 /* ---- progress on stderr ---------------------------------------------------- */
 

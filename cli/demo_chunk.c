@@ -23,10 +23,11 @@
  *    peak and saved bytes are the unchunked ones within 64 bytes per row
  *    (+1% for the peak). Times are reported, not checked.
  *  - --trace/--plot/--dot (cli/common.h): the timeline covers every row, with
- *    a step mark after each; the graph is the loss of the composite row with
- *    the smallest chunk of the first seq (the unchunked one when no chunk is
- *    run), just before its first backward. Progress on stderr only when it is
- *    a terminal. Releases everything it makes; fails if objects stay alive.
+ *    a step mark after each ("comp 1024/128", "fused 1024/-"); the graph is
+ *    the loss of the composite row with the smallest chunk of the first seq
+ *    (the unchunked one when no chunk is run), just before its first
+ *    backward. Progress on stderr only when it is a terminal. Releases
+ *    everything it makes; fails if objects stay alive.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -90,7 +91,7 @@ void cli_chunk_help(void) {
            "  --chunk C,...        rows per chunk; 0 (unchunked) is always run\n"
            "                       (default 0,128,512)\n"
            "  --reps R             steps per row, median time kept, 1..100 (default 3;\n"
-           "                       short rows run more steps, up to 5R or 0.3 s)\n"
+           "                       short rows run more steps, up to 10R or 0.3 s)\n"
            "  --entropy-grad on|off  the entropy in the loss with coefficient 0.01 (on,\n"
            "                       default) or only logged (off)\n"
            "  --seed S             seed of logits and targets (default 11)\n"
@@ -177,8 +178,8 @@ int cli_chunk_parse(int argc, char **argv, cli_chunk_opts *o) {
 
 typedef struct dot_user {
     const cli_outputs *out;
-    FILE *note;
-    const chunk_row *row;
+    const chunk_row *row; /* the row whose loss is drawn */
+    bool done;            /* the graph was written */
 } dot_user;
 
 static int dot_hook(tg_tensor *loss, void *user) {
@@ -187,7 +188,8 @@ static int dot_hook(tg_tensor *loss, void *user) {
     snprintf(name, sizeof name, "loss (%s, seq %" PRId64 ", chunk %" PRId64 ")",
              impl_name(u->row->impl), u->row->seq, u->row->chunk);
     const char *names[1] = {name};
-    return cli_outputs_dot(u->out, &loss, 1, names, u->note);
+    u->done = true;
+    return cli_outputs_dot(u->out, &loss, 1, names, NULL);
 }
 
 static int run_row(const cli_chunk_opts *o, int idx, int total, tg_tensor *logits,
@@ -197,7 +199,7 @@ static int run_row(const cli_chunk_opts *o, int idx, int total, tg_tensor *logit
     snprintf(label, sizeof label, "[%d/%d] %s seq=%" PRId64 " chunk=%" PRId64, idx + 1, total,
              impl_name(r->impl), r->seq, r->chunk);
     return cli_lp_steps("demo chunk", label, logits, targets, &c, (int)o->reps, &r->m,
-                        &r->total_ms, &r->steps, du->row == r ? dot_hook : NULL, du, NULL, NULL,
+                        &r->total_ms, &r->steps, du->row == r && du->out->dot ? dot_hook : NULL, du, NULL, NULL,
                         0);
 }
 
@@ -232,8 +234,8 @@ static void print_table(const chunk_row *rows, int n) {
                mib(r->m.saved_bytes));
     }
     printf("(chunk -: unchunked; vs unch.: this row / the same impl's unchunked row;\n"
-           " peak: the library's exact peak above the logits and targets, forward + backward;\n"
-           " saved: bytes held for backward right after forward)\n");
+           " peak: the library's exact peak above the logits and targets during\n"
+           " forward + backward; saved: bytes held for backward right after forward)\n");
 }
 
 static const chunk_row *find(const chunk_row *rows, int n, int64_t seq, int64_t chunk,
@@ -294,8 +296,9 @@ static void print_findings(const cli_chunk_opts *o, const chunk_row *rows, int n
         "  only a reference to the logits, and backward recomputes the chunk's forward\n"
         "  with grad on before going back through it. Memory is bounded by one chunk's\n"
         "  temporaries plus the logits' gradient; the price is a second forward and\n"
-        "  many more, smaller ops: the time ratio above. (RL trainers report the same\n"
-        "  trade at their sizes: tens of GB saved, a step 2-4x slower.)\n"
+        "  many more, smaller ops: the time ratio above. RL trainers report the same\n"
+        "  trade at their sizes: tens of GB saved, a step 2.4-4.5x slower; how much\n"
+        "  slower depends on the machine and on how much of a chunk stays in cache.\n"
         "  The fused op has no [seq, vocab] temporaries to bound: forward reads the\n"
         "  logits once and keeps 16-24 bytes per row, backward reads them once and\n"
         "  writes the gradient. Chunking only changes the order in which rows are\n"
@@ -335,6 +338,7 @@ int cli_chunk_run(cli_chunk_opts *o) {
     int total = 0;
     chunk_row *rows = calloc((size_t)o->n_seq * (size_t)o->n_chunk * 2, sizeof *rows);
     tg_tensor *logits = NULL, *targets = NULL;
+    dot_user du = {&o->out, NULL, false};
     int rc = CLI_EXIT_FAIL;
     if (!rows) {
         fprintf(stderr, "tapegrad: demo chunk: out of memory\n");
@@ -351,7 +355,7 @@ int cli_chunk_run(cli_chunk_opts *o) {
                 r->impl = m == 0 ? TG_LOGPROB_COMPOSITE : TG_LOGPROB_FUSED;
             }
         }
-    dot_user du = {&o->out, note, &rows[0]};
+    du.row = &rows[0];
     for (int i = 0; i < total && rows[i].seq == rows[0].seq; i++)
         if (rows[i].impl == TG_LOGPROB_COMPOSITE && rows[i].chunk > 0) {
             du.row = &rows[i];
@@ -362,10 +366,10 @@ int cli_chunk_run(cli_chunk_opts *o) {
     rc = CLI_EXIT_FAIL;
     if (!o->json) {
         printf("Forward + backward of the log-prob and entropy of seeded f32 logits\n"
-               "[seq, vocab = %" PRId64 "], loss = %s, computed all at\n"
-               "once or chunk rows at a time, by the composite path (generic ops) and by\n"
-               "the fused op. Times: median of %" PRId64 " steps (more, up to %d, when they\n"
-               "take less than %.1f s in all).\n\n",
+               "[seq, vocab = %" PRId64 "], loss = %s,\n"
+               "computed all at once or chunk rows at a time, by the composite path\n"
+               "(generic ops) and by the fused op. Times: median of %" PRId64 " or more steps\n"
+               "(up to %d while they take less than %.1f s in all).\n\n",
                o->vocab,
                o->entropy_grad ? "-mean(logprob) - 0.01 * mean(entropy)" : "-mean(logprob)",
                o->reps, (int)o->reps * CLI_LP_MORE, CLI_LP_SHORT_S);
@@ -388,10 +392,14 @@ int cli_chunk_run(cli_chunk_opts *o) {
         r->t_ratio = z && z->total_ms > 0.0 ? r->total_ms / z->total_ms : 1.0;
         r->p_ratio = z && z->m.peak_bytes ? (double)r->m.peak_bytes / (double)z->m.peak_bytes
                                           : 1.0;
-        char label[80];
-        snprintf(label, sizeof label, "%s seq %" PRId64 " chunk %" PRId64, impl_name(r->impl),
-                 r->seq, r->chunk);
-        tg_step_mark(label);
+        char label[48];
+        if (r->chunk)
+            snprintf(label, sizeof label, "%s %" PRId64 "/%" PRId64,
+                     r->impl == TG_LOGPROB_FUSED ? "fused" : "comp", r->seq, r->chunk);
+        else
+            snprintf(label, sizeof label, "%s %" PRId64 "/-",
+                     r->impl == TG_LOGPROB_FUSED ? "fused" : "comp", r->seq);
+        cli_outputs_mark(&o->out, label);
         if (o->json) {
             cli_progress_clear();
             print_json(o, r);
@@ -412,11 +420,18 @@ int cli_chunk_run(cli_chunk_opts *o) {
     }
     rc = CLI_EXIT_OK;
 out:
+    if (du.done && rc == CLI_EXIT_OK) {
+        if (!o->json)
+            putchar('\n');
+        cli_outputs_dot_note(&o->out, note);
+    }
     tg_release(targets);
     tg_release(logits);
     free(rows);
-    if (cli_outputs_end(&o->out, "tapegrad demo chunk: composite vs fused, seq x chunk",
-                        rc == CLI_EXIT_OK, note) != CLI_EXIT_OK)
+    char title[120];
+    snprintf(title, sizeof title, "tapegrad demo chunk, vocab %" PRId64 ": step marks "
+             "\"impl seq/chunk\" (comp = composite)", o->vocab);
+    if (cli_outputs_end(&o->out, title, rc == CLI_EXIT_OK, note) != CLI_EXIT_OK)
         rc = CLI_EXIT_FAIL;
     cli_progress_clear();
     tg_live_counts live = tg_live();

@@ -29,9 +29,10 @@
  *    most 64 bytes per row; peak(b) < peak(a); the four losses, entropies and
  *    gradients agree (relative 1e-4).
  *  - --trace/--plot/--dot (cli/common.h): the timeline covers the inputs and
- *    all four configurations, with a step mark after each; the graph is (a)'s
- *    loss just before its first backward. Progress on stderr only when it is
- *    a terminal. Releases everything it makes; fails if objects stay alive.
+ *    all four configurations, with a step mark "(a)".."(d)" after each; the
+ *    graph is (a)'s loss just before its first backward. Progress on stderr
+ *    only when it is a terminal. Releases everything it makes; fails if
+ *    objects stay alive.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -98,7 +99,7 @@ void cli_entropy_help(void) {
            "  --seq N            rows (tokens) of the f32 logits (default 1024)\n"
            "  --vocab V          vocabulary size, 2.. (default 32000)\n"
            "  --reps R           steps per configuration, median time kept, 1..100 (default 3;\n"
-           "                     short ones run more steps, up to 5R or 0.3 s)\n"
+           "                     short ones run more steps, up to 10R or 0.3 s)\n"
            "  --seed S           seed of logits and targets (default 7)\n"
            "  --json             one JSON object per configuration per line\n" CLI_OUTPUTS_HELP
            "                     (--dot: (a)'s loss just before backward)\n"
@@ -148,8 +149,7 @@ int cli_entropy_parse(int argc, char **argv, cli_entropy_opts *o) {
 
 typedef struct dot_user {
     const cli_outputs *out;
-    FILE *note;
-    bool done;
+    bool done; /* the graph was written */
 } dot_user;
 
 static int dot_hook(tg_tensor *loss, void *user) {
@@ -158,7 +158,7 @@ static int dot_hook(tg_tensor *loss, void *user) {
         return CLI_EXIT_OK;
     u->done = true;
     const char *names[1] = {"loss (a): composite, entropy recorded"};
-    return cli_outputs_dot(u->out, &loss, 1, names, u->note);
+    return cli_outputs_dot(u->out, &loss, 1, names, NULL);
 }
 
 static int run_conf(const cli_entropy_opts *o, int k, tg_tensor *logits, tg_tensor *targets,
@@ -201,18 +201,17 @@ static void print_json(const cli_entropy_opts *o, int k, const ent_result *r) {
 
 static void print_table(const cli_entropy_opts *o, const ent_result *res) {
     const double nv = (double)o->seq * (double)o->vocab * 4.0;
-    printf("%-33s %9s %9s %8s %8s %8s %9s\n", "configuration", "peak MiB", "saved MiB",
-           "saved/NV", "fwd ms", "bwd ms", "total ms");
+    printf("%-31s %8s %9s %4s %7s %7s %8s\n", "configuration", "peak MiB", "saved MiB",
+           "xNV", "fwd ms", "bwd ms", "total ms");
     for (int k = 0; k < NCONF; k++) {
         const ent_result *r = &res[k];
         char label[64];
         snprintf(label, sizeof label, "(%s) %s", CONF[k].tag, CONF[k].what);
-        printf("%-33s %9.1f %9.1f %8.2f %8.1f %8.1f %9.1f\n", label, mib(r->m.peak_bytes),
+        printf("%-31s %8.1f %9.1f %4.2f %7.1f %7.1f %8.1f\n", label, mib(r->m.peak_bytes),
                mib(r->m.saved_bytes), (double)r->m.saved_bytes / nv, r->m.fwd_ms, r->m.bwd_ms,
                r->total_ms);
     }
-    printf("(saved/NV: saved bytes in units of one [seq, vocab] f32 tensor, %.1f MiB)\n",
-           nv / MIB);
+    printf("(xNV: saved bytes in units of one [seq, vocab] f32 tensor, %.1f MiB)\n", nv / MIB);
 }
 
 static double pct(size_t from, size_t to) {
@@ -234,8 +233,9 @@ static void print_findings(const cli_entropy_opts *o, const ent_result *r) {
            "             time %.1f -> %.1f ms\n",
            dfused, dfused / (double)o->seq, mib(r[2].m.peak_bytes), mib(r[3].m.peak_bytes),
            r[2].total_ms, r[3].total_ms);
-    printf("  unchanged: the loss (%.6f), the logged entropy (%.6f) and the gradient of\n"
-           "             the logits (largest difference from (a): %.1e of its largest entry)\n",
+    printf("  unchanged: the loss (%.6f), the logged entropy (%.6f) and the\n"
+           "             gradient of the logits (largest difference from (a): %.1e of\n"
+           "             its largest entry)\n",
            r[0].m.loss, r[0].m.entropy_mean, gd);
 }
 
@@ -254,10 +254,10 @@ static void print_explanation(const cli_entropy_opts *o, const ent_result *r) {
         "      log-prob's own log_softmax output, needed for its gradient.\n"
         "  (c), (d) The fused op computes log-prob and entropy in one pass over the\n"
         "      logits and saves, per row, the max and log-sum-exp (and the entropy when\n"
-        "      its gradient is wanted: the 8 bytes per row above), plus a reference to\n"
-        "      the logits themselves, which are alive anyway: the %.1f MiB of saved\n"
-        "      bytes are the input, not a copy. Its peak is the logits' gradient, which\n"
-        "      any backward must produce.\n"
+        "      its gradient is wanted: the 8 bytes per row above), plus references to\n"
+        "      the logits and targets themselves, which are alive anyway: the %.1f MiB\n"
+        "      of saved bytes are the inputs, not a copy. Its peak is the logits'\n"
+        "      gradient, which any backward must produce.\n"
         "\n"
         "The fix, when the entropy is only logged (coefficient 0)\n"
         "  tapegrad: tg_logprob_opts opts = tg_logprob_opts_default();\n"
@@ -316,7 +316,7 @@ int cli_entropy_run(cli_entropy_opts *o) {
     float *gcur = malloc((size_t)nrows * (size_t)V * sizeof *gcur);
     tg_tensor *logits = NULL, *targets = NULL;
     ent_result res[NCONF];
-    dot_user du = {&o->out, note, false};
+    dot_user du = {&o->out, false};
     int rc = CLI_EXIT_FAIL;
     if (!gref || !gcur) {
         fprintf(stderr, "tapegrad: demo entropy: out of memory\n");
@@ -340,8 +340,9 @@ int cli_entropy_run(cli_entropy_opts *o) {
                "  (c) fused, entropy_grad on       tg_logprob_entropy's one-pass kernels\n"
                "  (d) fused, entropy_grad off      the same, nothing recorded for the entropy\n\n"
                "peak: the library's exact peak above the inputs during forward + backward;\n"
-               "saved: bytes held by saved tensors right after forward; times: median of %"
-               PRId64 " steps\n(or more, up to %d, when they take less than %.1f s in all).\n\n",
+               "saved: bytes held by saved tensors right after forward;\n"
+               "times: median of %" PRId64 " or more steps (up to %d while they take less than\n"
+               "%.1f s in all).\n\n",
                o->reps, (int)o->reps * CLI_LP_MORE, CLI_LP_SHORT_S);
         fflush(stdout);
     }
@@ -352,9 +353,9 @@ int cli_entropy_run(cli_entropy_opts *o) {
         if (run_conf(o, k, logits, targets, rows, nrows, gref, gcur, &du, &res[k]) !=
             CLI_EXIT_OK)
             goto out;
-        char label[64];
-        snprintf(label, sizeof label, "(%s) %s", CONF[k].tag, CONF[k].what);
-        tg_step_mark(label);
+        char label[8];
+        snprintf(label, sizeof label, "(%s)", CONF[k].tag);
+        cli_outputs_mark(&o->out, label);
     }
     cli_progress_clear();
     char buf[256];
@@ -374,13 +375,19 @@ int cli_entropy_run(cli_entropy_opts *o) {
     }
     rc = CLI_EXIT_OK;
 out:
+    if (du.done && rc == CLI_EXIT_OK) {
+        if (!o->json)
+            putchar('\n');
+        cli_outputs_dot_note(&o->out, note);
+    }
     tg_release(targets);
     tg_release(logits);
     free(gref);
     free(gcur);
-    if (cli_outputs_end(&o->out, "tapegrad demo entropy: (a) composite, entropy recorded; "
-                        "(b) entropy_grad off; (c), (d) fused", rc == CLI_EXIT_OK, note) !=
-        CLI_EXIT_OK)
+    char title[160];
+    snprintf(title, sizeof title, "tapegrad demo entropy [%" PRId64 " x %" PRId64 "]: (a), (b) "
+             "composite, entropy grad on, off; (c), (d) fused", o->seq, o->vocab);
+    if (cli_outputs_end(&o->out, title, rc == CLI_EXIT_OK, note) != CLI_EXIT_OK)
         rc = CLI_EXIT_FAIL;
     cli_progress_clear();
     tg_live_counts live = tg_live();

@@ -75,7 +75,7 @@ int cli_lp_step(const char *who, tg_tensor *logits, tg_tensor *targets, const cl
  * Progress: "<label>: step k/n" (cli_progress). Returns CLI_EXIT_OK or
  * CLI_EXIT_FAIL. */
 #define CLI_LP_SHORT_S 0.3
-#define CLI_LP_MORE 5
+#define CLI_LP_MORE 10
 int cli_lp_steps(const char *who, const char *label, tg_tensor *logits, tg_tensor *targets,
                  const cli_lp_config *c, int reps, cli_lp_measure *m, double *total_ms,
                  int *steps, cli_lp_hook hook, void *user, float *gsample, const int64_t *rows,

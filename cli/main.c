@@ -107,6 +107,7 @@ void cli_print_usage(FILE *f) {
             "Usage:\n"
             "  tapegrad tour [SECTION]        walk through the demos, with explanations\n"
             "  tapegrad tour --list           list the tour's sections\n"
+            "  tapegrad tour --quick [SECTION]  the same at tiny sizes (for tests)\n"
             "  tapegrad demo inplace [opts]   an in-place edit of a saved tensor makes\n"
             "                                 backward fail, and the fix\n"
             "  tapegrad demo entropy [opts]   an entropy only logged but recorded for\n"

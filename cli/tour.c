@@ -6,6 +6,9 @@
  *                               3 chunk, 4 leak; exit 0 when all pass, else 1
  *   tapegrad tour --list        the sections, exit 0
  *   tapegrad tour NAME          one section (same heading and text), exit 0/1
+ *   tapegrad tour --quick [NAME]  the same at tiny sizes (for tests, and
+ *                               debug or sanitizer builds; the figures are
+ *                               then too small to mean much)
  *   tapegrad tour --help | -h   the command's usage, exit 0
  *   anything else               one line on stderr, exit 2
  *  - The sizes are chosen so that the whole tour finishes in well under a
@@ -13,6 +16,9 @@
  *    it at other sizes.
  *  - Output is plain text on stdout. Progress ("tour 3/4 chunk: [5/12] ...")
  *    goes to stderr only when stderr is a terminal.
+ *  - Before each section the library's block cache is emptied and the
+ *    process's peak RSS reset (Linux, where allowed), so that the figures a
+ *    section prints are its own.
  */
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +33,9 @@ typedef struct tour_section {
     const char *title; /* one line */
     int (*run)(void);  /* CLI_EXIT_OK or CLI_EXIT_FAIL */
 } tour_section;
+
+static void fresh_rss(void);
+static bool g_quick; /* --quick: tiny sizes */
 
 /* ---- 1. in-place ---------------------------------------------------------------- */
 
@@ -48,6 +57,11 @@ static int tour_entropy(void) {
            "on long sequences. The same measured here, with the library's exact\n"
            "accounting ('tapegrad demo entropy --seq N --vocab V' for other sizes).\n\n");
     cli_entropy_opts o = cli_entropy_defaults();
+    if (g_quick) {
+        o.seq = 64;
+        o.vocab = 2048;
+        o.reps = 1;
+    }
     return cli_entropy_run(&o);
 }
 
@@ -60,6 +74,14 @@ static int tour_chunk(void) {
            "2.4-4.5x slower. The table below is the one they publish, at a size that runs\n"
            "in seconds ('tapegrad demo chunk --seq N,... --chunk C,...' for others).\n\n");
     cli_chunk_opts o = cli_chunk_defaults();
+    if (g_quick) {
+        o.seq[0] = 64;
+        o.seq[1] = 256;
+        o.chunk[1] = 32;
+        o.chunk[2] = 128;
+        o.vocab = 2048;
+        o.reps = 1;
+    }
     return cli_chunk_run(&o);
 }
 
@@ -70,8 +92,8 @@ static int tour_chunk(void) {
 static int tour_leak(void) {
     cli_leak_opts o = cli_leak_defaults();
     o.microbatches = 6;
-    o.seq = 256;
-    o.vocab = 4096;
+    o.seq = g_quick ? 32 : 256;
+    o.vocab = g_quick ? 512 : 4096;
     printf("Story: per-microbatch losses were appended to a list for logging without\n"
            "detach(). Each kept its graph, and through it the microbatch's buffers:\n"
            "+164 MiB per microbatch, out of memory at 128. The loop of 'tapegrad demo\n"
@@ -79,10 +101,11 @@ static int tour_leak(void) {
            "logging as it is.\n\n");
     int rc = cli_leak_run(&o);
     printf("\nNow the fix, the same loop with --detach: each loss is kept as\n"
-           "tg_detach(loss). (Peak RSS is the process's high-water mark: it keeps the\n"
-           "value the first loop reached.)\n\n");
+           "tg_detach(loss). (The process's peak RSS is reset first where Linux allows\n"
+           "it; otherwise it keeps the value the first loop reached.)\n\n");
     o.detach = true;
     o.brief = true;
+    fresh_rss();
     int rc2 = cli_leak_run(&o);
     printf("\nOne more case: 'tapegrad demo leak --log-entropy-with-grad' keeps an\n"
            "entropy computed with its gradient recorded: its node holds the logits as a\n"
@@ -93,12 +116,24 @@ static int tour_leak(void) {
 static const tour_section TOUR[] = {
     {"inplace", "An in-place edit of a saved tensor breaks backward (and the fix)",
      tour_inplace},
-    {"entropy", "An entropy only logged, but recorded for backward, costs [seq, vocab] x 3",
+    {"entropy", "An entropy only logged, but recorded for backward (and the fix)",
      tour_entropy},
     {"chunk", "Chunking the log-prob: memory vs time, composite vs fused", tour_chunk},
     {"leak", "Losses kept for logging keep their graphs alive (and the fix)", tour_leak},
 };
 #define TOUR_N ((int)(sizeof TOUR / sizeof TOUR[0]))
+
+/* Between sections: gives the library's cached blocks back and resets the
+ * process's peak RSS (VmHWM) where Linux allows it, so that a section's
+ * "peak RSS" is its own, not the high-water mark of the sections before. */
+static void fresh_rss(void) {
+    tg_mem_empty_cache(TG_CPU);
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (f) {
+        fputs("5", f);
+        fclose(f);
+    }
+}
 
 static void tour_list(void) {
     printf("Sections of the tour:\n");
@@ -108,6 +143,11 @@ static void tour_list(void) {
 
 int cli_tour(int argc, char **argv) {
     const tour_section *only = NULL;
+    g_quick = argc > 0 && strcmp(argv[0], "--quick") == 0;
+    if (g_quick) {
+        argc--;
+        argv++;
+    }
     if (argc > 1)
         return cli_usage_error("too many arguments for 'tour' (try 'tapegrad --help')");
     if (argc == 1) {
@@ -127,7 +167,8 @@ int cli_tour(int argc, char **argv) {
                                    argv[0]);
     }
 
-    printf("tapegrad %s tour (backends: %s)\n", tg_lib_version(), tg_build_backends());
+    printf("tapegrad %s tour (backends: %s)%s\n", tg_lib_version(), tg_build_backends(),
+           g_quick ? ", quick: tiny sizes" : "");
     printf("Each section runs real code against the library and explains what it shows.\n"
            "Every number below is measured now, on this machine.\n\n");
     tour_list();
@@ -142,6 +183,7 @@ int cli_tour(int argc, char **argv) {
         cli_heading(title);
         cli_progress_prefix(prefix);
         cli_progress("starting");
+        fresh_rss();
         int rc = TOUR[i].run();
         cli_progress_clear();
         if (rc != CLI_EXIT_OK) {

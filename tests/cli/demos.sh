@@ -248,6 +248,13 @@ if run "tour --list" 0 tour --list; then
     fi
 fi
 
+if run "tour --quick chunk" 0 tour --quick chunk; then
+    has "tour --quick chunk" out "quick: tiny sizes"
+    has "tour --quick chunk" out "Section 3/4"
+    has "tour --quick chunk" out "all sections passed"
+fi
+one_line_error "tour two sections" 2 tour entropy chunk
+
 # ---- --trace / --plot / --dot -----------------------------------------------------------------
 # check_files NAME PREFIX: $tmp/PREFIX.json, .svg, .dot exist and start right
 check_files() {
