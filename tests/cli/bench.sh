@@ -6,32 +6,8 @@
 # after printing each failed check. Prints "N passed, N failed" at the end.
 set -uo pipefail
 
-bin="$1"
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/tapegrad-bench.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
-
-# run NAME EXPECTED_RC ARGS... : runs the command, stdout/stderr to files
-run() {
-    local name="$1" want="$2"
-    shift 2
-    "$bin" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
-    local rc=$?
-    if [[ "$rc" != "$want" ]]; then
-        bad "$name: exit status $rc, expected $want"
-        sed 's/^/  stdout: /' "$tmp/out" | tail -20
-        sed 's/^/  stderr: /' "$tmp/err" | tail -20
-        return 1
-    fi
-    ok
-}
-has() { # NAME FILE TEXT: FILE contains TEXT (fixed string)
-    if grep -qF -- "$3" "$tmp/$2"; then ok; else bad "$1: $2 lacks '$3'"; fi
-}
+. "$(dirname "$0")/lib.sh"
+cli_init bench "$1"
 usage_error() { # NAME ARGS...: exit 2, nothing on stdout, one line on stderr
     local name="$1"
     shift

@@ -22,32 +22,8 @@
 # "cli_demos: N passed, N failed"; exits 0 when nothing failed.
 set -uo pipefail
 
-bin="$1"
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/tapegrad-demos.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
-
-# run NAME EXPECTED_RC ARGS... : runs the command, stdout/stderr to files
-run() {
-    local name="$1" want="$2"
-    shift 2
-    "$bin" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
-    local rc=$?
-    if [[ "$rc" != "$want" ]]; then
-        bad "$name: exit status $rc, expected $want"
-        sed 's/^/  stdout: /' "$tmp/out" | tail -20
-        sed 's/^/  stderr: /' "$tmp/err" | tail -20
-        return 1
-    fi
-    ok
-}
-has() { # NAME FILE TEXT: FILE (under $tmp) contains TEXT (fixed string)
-    if grep -qF -- "$3" "$tmp/$2"; then ok; else bad "$1: $2 lacks '$3'"; fi
-}
+. "$(dirname "$0")/lib.sh"
+cli_init demos "$1"
 no_stderr() {
     if [[ -s "$tmp/err" ]]; then
         bad "$1: printed on stderr:"

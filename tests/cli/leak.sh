@@ -11,33 +11,9 @@
 # "cli_leak: N passed, N failed"; exits 0 when nothing failed.
 set -uo pipefail
 
-bin="$1"
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/tapegrad-leak.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
+. "$(dirname "$0")/lib.sh"
+cli_init leak "$1"
 small=(--microbatches 4 --seq 64 --vocab 512)
-
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
-
-# run NAME EXPECTED_RC ARGS... : runs the command, stdout/stderr to files
-run() {
-    local name="$1" want="$2"
-    shift 2
-    "$bin" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
-    local rc=$?
-    if [[ "$rc" != "$want" ]]; then
-        bad "$name: exit status $rc, expected $want"
-        sed 's/^/  stdout: /' "$tmp/out" | tail -20
-        sed 's/^/  stderr: /' "$tmp/err" | tail -20
-        return 1
-    fi
-    ok
-}
-has() { # NAME FILE TEXT: FILE (under $tmp) contains TEXT (fixed string)
-    if grep -qF -- "$3" "$tmp/$2"; then ok; else bad "$1: $2 lacks '$3'"; fi
-}
 lacks() { # NAME FILE TEXT: FILE (under $tmp) does not contain TEXT
     if grep -qF -- "$3" "$tmp/$2"; then bad "$1: $2 contains '$3'"; else ok; fi
 }

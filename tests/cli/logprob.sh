@@ -13,37 +13,10 @@
 # exits 0 when nothing failed.
 set -uo pipefail
 
-bin="$1"
+. "$(dirname "$0")/lib.sh"
+cli_init logprob "$1"
 ref="$2"
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/tapegrad-logprob.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
 skipped=0
-
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
-
-# run NAME EXPECTED_RC ARGS... : runs tapegrad, stdout/stderr to files
-run() {
-    local name="$1" want="$2"
-    shift 2
-    "$bin" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
-    local rc=$?
-    if [[ "$rc" != "$want" ]]; then
-        bad "$name: exit status $rc, expected $want"
-        sed 's/^/  stdout: /' "$tmp/out" | tail -20
-        sed 's/^/  stderr: /' "$tmp/err" | tail -20
-        return 1
-    fi
-    ok
-}
-has() { # NAME FILE TEXT: FILE (under $tmp) contains TEXT (fixed string)
-    if grep -qF -- "$3" "$tmp/$2"; then ok; else
-        bad "$1: $2 lacks '$3'"
-        sed 's/^/  | /' "$tmp/$2" | head -5
-    fi
-}
 one_line() { # NAME PREFIX: stderr is exactly one line starting with PREFIX, stdout empty
     if [[ -s "$tmp/out" ]]; then bad "$1: printed on stdout"; else ok; fi
     if [[ "$(wc -l <"$tmp/err")" == 1 ]] && grep -q "^$2" "$tmp/err"; then ok; else
