@@ -19,7 +19,8 @@ CMAKE_ARGS ?=
 # Evaluated when a recipe runs, i.e. after `setup` may have installed ninja.
 GENERATOR = $(if $(shell command -v ninja 2>/dev/null),-G Ninja,)
 
-SAN_ENV = ASAN_OPTIONS=detect_leaks=1 \
+# protect_shadow_gap=0: the CUDA driver maps memory where ASan's shadow gap is.
+SAN_ENV = ASAN_OPTIONS=detect_leaks=1:protect_shadow_gap=0 \
           UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 .PHONY: all setup build tour test test-asan install clean

@@ -164,6 +164,9 @@ static int cmd_version(int argc, char **argv) {
                                argv[0]);
     printf("tapegrad %s\n", tg_lib_version());
     printf("backends: %s\n", tg_build_backends());
+    int ndev = tg_cuda_device_count();
+    if (ndev > 0) printf("CUDA devices: %d\n", ndev);
+    else printf("CUDA devices: 0 (%s)\n", tg_cuda_unavailable_reason());
     if (strcmp(tg_lib_version(), TG_VERSION_STRING) != 0)
         printf("(built against headers %s)\n", TG_VERSION_STRING);
     return CLI_EXIT_OK;

@@ -11,6 +11,7 @@
  *   tapegrad/leakcheck.h  graphs kept alive, cycles, per-step growth
  *   tapegrad/timeline.h   memory timeline: Chrome trace JSON, SVG plot
  *   tapegrad/graph.h      graph export as Graphviz DOT
+ *   tapegrad/cuda.h       CUDA device discovery and memory cache
  */
 #ifndef TAPEGRAD_H
 #define TAPEGRAD_H
@@ -25,6 +26,7 @@
 #include "tapegrad/leakcheck.h"
 #include "tapegrad/timeline.h"
 #include "tapegrad/graph.h"
+#include "tapegrad/cuda.h"
 
 #ifdef __cplusplus
 extern "C" {

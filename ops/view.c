@@ -291,6 +291,10 @@ static const tg__op_def clone_def = {"CloneBackward", clone_backward};
 
 tg_tensor *tg__clone(tg_site s, tg_tensor *t) {
     if (tg__null_arg(t, "tg_clone", "t")) return NULL;
+    if (t->storage->device != TG_CPU)
+        return tg__fail(TG_ERR_DEVICE, "tg_clone: tensor%s%s%s is on %s; this op has CPU kernels "
+                        "only (tg_to_device copies between devices)", t->name[0] ? " '" : "",
+                        t->name, t->name[0] ? "'" : "", tg__device_name(t->storage->device));
     tg_tensor *c = tg__new_output(s, "tg_clone", t->dtype, t->ndim, t->shape);
     if (!c) return NULL;
     tg__cpu_copy(c, t);

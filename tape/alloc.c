@@ -3,7 +3,12 @@
  * per-thread memory-category override used by the backward engine. Every
  * change of the figures is reported to the memory timeline (tape/timeline.c)
  * while it records, under the allocator lock, so the timeline sees them in
- * the order they happened. */
+ * the order they happened.
+ *
+ * TG_CUDA memory comes from the caching allocator of kernels/cuda/runtime.cu
+ * and is counted here exactly like host memory (requested bytes, categories,
+ * peaks, saved bytes, fault injection before any cudaMalloc); its `cached`
+ * figure is the bytes in the CUDA free lists. */
 #include <pthread.h>
 #include <sys/mman.h>
 #include <stdio.h>
@@ -11,6 +16,9 @@
 #include <string.h>
 
 #include "tg_internal.h"
+#ifdef TG_HAVE_CUDA
+#include "../kernels/cuda/cuda_internal.h"
+#endif
 
 #define TG__NDEV 2
 #define TG__ALIGN 64
@@ -83,7 +91,7 @@ static bool cache_put(void *p, size_t size) {
 tg_status tg_mem_empty_cache(tg_device dev) {
     if ((int)dev < 0 || (int)dev >= TG__NDEV)
         return tg__set_error(TG_ERR_DEVICE, "tg_mem_empty_cache: unknown device %d", (int)dev);
-    if (dev != TG_CPU) return TG_OK;
+    if (dev == TG_CUDA) return tg_cuda_empty_cache();
     pthread_mutex_lock(&g_lock);
     for (int i = 0; i < TG__CACHE_SLOTS; i++) {
         free(g_cache[i].p);
@@ -92,6 +100,27 @@ tg_status tg_mem_empty_cache(tg_device dev) {
     g_stats[TG_CPU].cached = 0;
     pthread_mutex_unlock(&g_lock);
     return TG_OK;
+}
+
+/* Bytes in the CUDA allocator's free lists (0 without the CUDA backend). */
+static size_t cuda_cached(void) {
+#ifdef TG_HAVE_CUDA
+    return tg__cuda_cached_bytes();
+#else
+    return 0;
+#endif
+}
+
+tg_status tg_cuda_empty_cache(void) {
+#ifdef TG_HAVE_CUDA
+    tg_status st = tg__cuda_empty_cache();
+    pthread_mutex_lock(&g_lock);
+    g_stats[TG_CUDA].cached = cuda_cached();
+    pthread_mutex_unlock(&g_lock);
+    return st;
+#else
+    return TG_OK;
+#endif
 }
 
 tg_mem_category tg__set_category_override(tg_mem_category c) {
@@ -141,14 +170,51 @@ void *tg__alloc(tg_device dev, size_t nbytes, tg_mem_category cat) {
     return tg__alloc_op(dev, nbytes, cat, NULL, &tag);
 }
 
+/* Counts an allocation of nbytes on dev (g_lock held). */
+static void count_alloc(tg_device dev, size_t nbytes, tg_mem_category cat, const char *op,
+                        uint64_t *tag) {
+    tg_mem_stats *st = &g_stats[dev];
+    st->live[cat] += nbytes;
+    if (st->live[cat] > st->peak[cat]) st->peak[cat] = st->live[cat];
+    st->live_total += nbytes;
+    if (st->live_total > st->peak_total) st->peak_total = st->live_total;
+    st->n_alloc++;
+    if (dev == TG_CUDA) st->cached = cuda_cached();
+    if (tg__timeline_on()) *tag = tg__tl_alloc(dev, cat, nbytes, st, op);
+}
+
+/* TG_CUDA: fault injection, then the CUDA caching allocator. */
+static void *cuda_alloc(size_t nbytes, tg_mem_category cat, const char *op, uint64_t *tag) {
+#ifdef TG_HAVE_CUDA
+    if (tg__cuda_device_count() == 0)
+        return tg__fail(TG_ERR_DEVICE, "no CUDA device available (%s)",
+                        tg__cuda_unavailable_reason());
+    pthread_mutex_lock(&g_lock);
+    bool fail = fault_now();
+    pthread_mutex_unlock(&g_lock);
+    if (fail)
+        return tg__fail(TG_ERR_NOMEM, "out of memory: cannot allocate %zu bytes on cuda (%s) "
+                        "[injected failure]", nbytes, tg_mem_category_name(cat));
+    void *p = NULL;
+    if (tg__cuda_alloc(&p, nbytes) != TG_OK) return NULL;
+    pthread_mutex_lock(&g_lock);
+    count_alloc(TG_CUDA, nbytes, cat, op, tag);
+    pthread_mutex_unlock(&g_lock);
+    return p;
+#else
+    (void)nbytes, (void)cat, (void)op, (void)tag;
+    return tg__fail(TG_ERR_DEVICE,
+                    "no CUDA device available (this build of tapegrad has no CUDA backend)");
+#endif
+}
+
 void *tg__alloc_op(tg_device dev, size_t nbytes, tg_mem_category cat, const char *op,
                    uint64_t *tag) {
     *tag = 0;
     if ((int)dev < 0 || (int)dev >= TG__NDEV || (int)cat < 0 || cat >= TG_MEM_NCAT)
         return tg__fail(TG_ERR_INTERNAL, "tg__alloc: bad device %d or category %d", (int)dev,
                         (int)cat);
-    if (dev != TG_CPU)
-        return tg__fail(TG_ERR_DEVICE, "device %d is not available in this build", (int)dev);
+    if (dev == TG_CUDA) return cuda_alloc(nbytes, cat, op, tag);
     const size_t align = nbytes >= TG__HUGE_MIN ? TG__HUGE_ALIGN : TG__ALIGN;
     size_t rounded = (nbytes + align - 1) / align * align;
     if (rounded < nbytes) /* overflow */
@@ -168,13 +234,7 @@ void *tg__alloc_op(tg_device dev, size_t nbytes, tg_mem_category cat, const char
         return tg__fail(TG_ERR_NOMEM, "out of memory: cannot allocate %zu bytes (%s)%s", nbytes,
                         tg_mem_category_name(cat), fail ? " [injected failure]" : "");
     pthread_mutex_lock(&g_lock);
-    tg_mem_stats *st = &g_stats[dev];
-    st->live[cat] += nbytes;
-    if (st->live[cat] > st->peak[cat]) st->peak[cat] = st->live[cat];
-    st->live_total += nbytes;
-    if (st->live_total > st->peak_total) st->peak_total = st->live_total;
-    st->n_alloc++;
-    if (tg__timeline_on()) *tag = tg__tl_alloc(dev, cat, nbytes, st, op);
+    count_alloc(dev, nbytes, cat, op, tag);
     pthread_mutex_unlock(&g_lock);
     return p;
 }
@@ -185,13 +245,19 @@ void tg__free(tg_device dev, void *p, size_t nbytes, tg_mem_category cat) {
 
 void tg__free_op(tg_device dev, void *p, size_t nbytes, tg_mem_category cat, uint64_t tag) {
     if (!p) return;
+#ifdef TG_HAVE_CUDA
+    if (dev == TG_CUDA) tg__cuda_free(p, nbytes); /* to its free list */
+#endif
     pthread_mutex_lock(&g_lock);
-    size_t rounded = (nbytes + TG__HUGE_ALIGN - 1) / TG__HUGE_ALIGN * TG__HUGE_ALIGN;
-    if (!(nbytes >= TG__HUGE_MIN && cache_put(p, rounded))) free(p);
+    if (dev == TG_CPU) {
+        size_t rounded = (nbytes + TG__HUGE_ALIGN - 1) / TG__HUGE_ALIGN * TG__HUGE_ALIGN;
+        if (!(nbytes >= TG__HUGE_MIN && cache_put(p, rounded))) free(p);
+    }
     tg_mem_stats *st = &g_stats[dev];
     st->live[cat] -= nbytes;
     st->live_total -= nbytes;
     st->n_free++;
+    if (dev == TG_CUDA) st->cached = cuda_cached();
     if (tg__timeline_on()) tg__tl_free(dev, cat, nbytes, st, tag);
     pthread_mutex_unlock(&g_lock);
 }
@@ -248,6 +314,7 @@ tg_status tg_mem_get(tg_device dev, tg_mem_stats *out) {
     if ((int)dev < 0 || (int)dev >= TG__NDEV)
         return tg__set_error(TG_ERR_DEVICE, "tg_mem_get: unknown device %d", (int)dev);
     pthread_mutex_lock(&g_lock);
+    if (dev == TG_CUDA) g_stats[TG_CUDA].cached = cuda_cached();
     *out = g_stats[dev];
     pthread_mutex_unlock(&g_lock);
     return TG_OK;

@@ -82,7 +82,7 @@ static tg_status accumulate(tg_site s, tg_tensor **slot, tg_tensor *g) {
         *slot = g;
         return TG_OK;
     }
-    if (exclusive(*slot)) {
+    if (exclusive(*slot) && (*slot)->storage->device == TG_CPU && g->storage->device == TG_CPU) {
         tg__cpu_accumulate(*slot, g);
         tg__tensor_release(g);
         return TG_OK;
@@ -114,7 +114,11 @@ static tg_status check_root(tg_tensor *root, tg_tensor *grad) {
     if (grad->dtype != root->dtype)
         return tg__set_error(TG_ERR_DTYPE, "tg_backward: grad is %s but the root is %s",
                              tg_dtype_name(grad->dtype), tg_dtype_name(root->dtype));
-    tg__meta m = {root->dtype, root->ndim, {0}};
+    if (grad->storage->device != root->storage->device)
+        return tg__set_error(TG_ERR_DEVICE, "tg_backward: grad is on %s but the root is on %s",
+                             tg__device_name(grad->storage->device),
+                             tg__device_name(root->storage->device));
+    tg__meta m = {root->dtype, root->ndim, {0}, root->storage->device};
     memcpy(m.shape, root->shape, sizeof m.shape);
     if (!same_meta(grad, &m))
         return tg__set_error(TG_ERR_SHAPE, "tg_backward: grad has shape %s but the root has %s",
@@ -127,7 +131,10 @@ static tg_status check_root(tg_tensor *root, tg_tensor *grad) {
  * gradient into the tensor that phase B will install or add. */
 static tg_status prepare_leaf(tg_tensor *leaf) {
     tg_tensor *g = leaf->pending;
-    if (leaf->grad && !exclusive(leaf->grad)) {
+    /* Adding in place (phase B) is a CPU kernel: on a device, add out of place
+     * (which fails cleanly where the device has no kernel). */
+    bool host = g->storage->device == TG_CPU && (!leaf->grad || leaf->grad->storage->device == TG_CPU);
+    if (leaf->grad && (!exclusive(leaf->grad) || !host)) {
         /* .grad is shared (the user holds it): replace it with a new sum */
         tg_tensor *sum = tg__add(leaf->site, leaf->grad, g);
         if (!sum) return tg_last_status();
@@ -146,7 +153,8 @@ static tg_status prepare_leaf(tg_tensor *leaf) {
 static void install_leaf(tg_tensor *leaf) {
     tg_tensor *g = leaf->pending;
     leaf->pending = NULL;
-    if (leaf->grad && exclusive(leaf->grad)) {
+    if (leaf->grad && exclusive(leaf->grad) && leaf->grad->storage->device == TG_CPU &&
+        g->storage->device == TG_CPU) { /* as prepare_leaf decided */
         tg__cpu_accumulate(leaf->grad, g);
         tg__tensor_release(g);
     } else {
@@ -160,6 +168,15 @@ static tg_status run_node(tg__node *n, tg_tensor **gin) {
         if (n->gbuf[k]) goto has_grad;
     return TG_OK; /* no gradient reached it: all its input gradients are zero */
 has_grad:
+    /* Backward formulas have CPU kernels only, except tg_to_device's (and
+     * custom functions', which the user wrote for the devices they use). */
+    for (int k = 0; n->op && n->op != &tg__to_device_def && k < n->n_out; k++)
+        if (n->gbuf[k] && n->gbuf[k]->storage->device != TG_CPU)
+            return tg__set_error(TG_ERR_DEVICE,
+                                 "%s (created at %s:%d): its gradient is on %s, and this op's "
+                                 "backward has CPU kernels only",
+                                 n->name, n->site.file, n->site.line,
+                                 tg__device_name(n->gbuf[k]->storage->device));
     if (!tg__timeline_on()) return n->op->backward(n, n->gbuf, gin);
     uint64_t token = tg__tl_span_begin(n->name); /* a span in the memory timeline */
     tg_status st = n->op->backward(n, n->gbuf, gin);
@@ -187,6 +204,12 @@ tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
         if (!seed) goto fail_nomsg;
         if (root->dtype == TG_F32) *(float *)seed->storage->data = 1.0f;
         else *(double *)seed->storage->data = 1.0;
+        if (root->storage->device != TG_CPU) { /* the seed lives on the root's device */
+            tg_tensor *d = tg__device_copy(root->site, "tg_backward", seed, root->storage->device);
+            tg__tensor_release(seed);
+            seed = d;
+            if (!seed) goto fail_nomsg;
+        }
     }
 
     if (!root->grad_fn) { /* a leaf: its gradient is the seed */
@@ -249,6 +272,15 @@ tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
                 tg__tensor_release(gin[i]);
                 gin[i] = NULL;
                 continue;
+            }
+            if (gin[i]->storage->device != n->in_meta[i].device) {
+                st = tg__set_error(n->fn ? TG_ERR_DEVICE : TG_ERR_INTERNAL,
+                                   "%s (created at %s:%d): backward returned a gradient on %s for "
+                                   "input %d, which is on %s",
+                                   n->name, n->site.file, n->site.line,
+                                   tg__device_name(gin[i]->storage->device), i,
+                                   tg__device_name(n->in_meta[i].device));
+                break;
             }
             if (!same_meta(gin[i], &n->in_meta[i])) {
                 char a[160], b[160];

@@ -41,6 +41,10 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, void *user, int n_in, tg_tensor *cons
     for (int i = 0; i < n_in; i++) {
         tg_tensor *t = inputs[i];
         if (tg__null_arg(t, who, "inputs[i]")) return tg_last_status();
+        if (t->storage->device != TG_CPU)
+            return tg__set_error(TG_ERR_DEVICE, "%s: input %d is on %s; the checker perturbs "
+                                 "inputs on the CPU only", who, i,
+                                 tg__device_name(t->storage->device));
         if (t->requires_grad && !tg__is_float(t->dtype))
             return tg__set_error(TG_ERR_DTYPE, "%s: input %d is %s", who, i,
                                  tg_dtype_name(t->dtype));

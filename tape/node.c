@@ -18,6 +18,7 @@ static void meta_of(tg__meta *m, const tg_tensor *t) {
     m->dtype = t->dtype;
     m->ndim = t->ndim;
     for (int d = 0; d < t->ndim; d++) m->shape[d] = t->shape[d];
+    m->device = t->storage->device;
 }
 
 tg__node *tg__node_new(tg_site s, const tg__op_def *op, const char *name, int n_in,

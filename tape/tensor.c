@@ -100,6 +100,11 @@ tg_tensor *tg__tensor_on(tg_site s, tg__storage *st, tg_dtype dt, int ndim,
 
 tg_tensor *tg__tensor_new(tg_site s, const char *who, tg_dtype dt, int ndim,
                           const int64_t *shape, tg_mem_category cat) {
+    return tg__tensor_new_on(s, who, TG_CPU, dt, ndim, shape, cat);
+}
+
+tg_tensor *tg__tensor_new_on(tg_site s, const char *who, tg_device dev, tg_dtype dt, int ndim,
+                             const int64_t *shape, tg_mem_category cat) {
     int64_t n = check_shape(who, dt, ndim, shape);
     if (n < 0) return NULL;
     int64_t strides[TG_MAX_DIMS];
@@ -108,7 +113,7 @@ tg_tensor *tg__tensor_new(tg_site s, const char *who, tg_dtype dt, int ndim,
         strides[d] = acc;
         acc *= shape[d] ? shape[d] : 1;
     }
-    tg__storage *st = tg__storage_new(s, TG_CPU, (size_t)n * tg_dtype_size(dt), cat, who);
+    tg__storage *st = tg__storage_new(s, dev, (size_t)n * tg_dtype_size(dt), cat, who);
     if (!st) return NULL;
     tg_tensor *t = tg__tensor_on(s, st, dt, ndim, shape, strides, 0);
     tg__storage_release(st); /* t holds it now (or it is freed on failure) */
@@ -272,9 +277,9 @@ void *tg_data(tg_tensor *t) { return t ? tg__ptr(t) : NULL; }
 
 /* ---- data out ------------------------------------------------------------- */
 
-static double read_elem(const tg_tensor *t, int64_t off) {
-    const char *base = (const char *)t->storage->data;
-    switch (t->dtype) {
+/* Element at index `off` of host data `base` (from tg__host_elems). */
+static double read_elem(const void *base, tg_dtype dt, int64_t off) {
+    switch (dt) {
     case TG_F32: return ((const float *)base)[off];
     case TG_F64: return ((const double *)base)[off];
     case TG_I64: return (double)((const int64_t *)base)[off];
@@ -292,17 +297,42 @@ tg_status tg_copy_out(const tg_tensor *t, tg_dtype dst_dt, void *dst, size_t dst
     if (dst_bytes < need)
         return tg__set_error(TG_ERR_VALUE, "tg_copy_out: destination has %zu bytes, %zu needed",
                              dst_bytes, need);
+    if (n == 0) return TG_OK;
+    void *owned;
+    int64_t lo;
+    const void *base = tg__host_elems("tg_copy_out", t, &owned, &lo);
+    if (!base) return tg_last_status();
     for (int64_t i = 0; i < n; i++) {
-        int64_t off = t->offset + tg__offset_of(i, t->ndim, t->shape, t->strides);
+        int64_t off = t->offset - lo + tg__offset_of(i, t->ndim, t->shape, t->strides);
         if (dst_dt == TG_I64 && t->dtype == TG_I64)
-            ((int64_t *)dst)[i] = ((const int64_t *)t->storage->data)[off];
+            ((int64_t *)dst)[i] = ((const int64_t *)base)[off];
         else if (dst_dt == TG_I64)
-            ((int64_t *)dst)[i] = tg__to_i64(read_elem(t, off));
+            ((int64_t *)dst)[i] = tg__to_i64(read_elem(base, t->dtype, off));
         else if (dst_dt == TG_F32)
-            ((float *)dst)[i] = (float)read_elem(t, off);
+            ((float *)dst)[i] = (float)read_elem(base, t->dtype, off);
         else
-            ((double *)dst)[i] = read_elem(t, off);
+            ((double *)dst)[i] = read_elem(base, t->dtype, off);
     }
+    free(owned);
+    return TG_OK;
+}
+
+/* The element at storage offset off of t, read (from the device if need be). */
+static tg_status read_one(const char *who, const tg_tensor *t, int64_t off, double *out) {
+    if (t->storage->device == TG_CPU) {
+        *out = read_elem(t->storage->data, t->dtype, off);
+        return TG_OK;
+    }
+    /* a 0-d view of that one element */
+    tg_tensor one = *t;
+    one.ndim = 0;
+    one.offset = off;
+    void *owned;
+    int64_t lo;
+    const void *base = tg__host_elems(who, &one, &owned, &lo);
+    if (!base) return tg_last_status();
+    *out = read_elem(base, t->dtype, off - lo);
+    free(owned);
     return TG_OK;
 }
 
@@ -315,8 +345,7 @@ tg_status tg_item(const tg_tensor *t, double *out) {
                              tg__shape_str(buf, sizeof buf, t->ndim, t->shape),
                              (long long)tg__numel(t->ndim, t->shape));
     }
-    *out = read_elem(t, t->offset);
-    return TG_OK;
+    return read_one("tg_item", t, t->offset, out);
 }
 
 tg_status tg_get(const tg_tensor *t, const int64_t *idx, double *out) {
@@ -330,24 +359,30 @@ tg_status tg_get(const tg_tensor *t, const int64_t *idx, double *out) {
                                  "of size %lld", (long long)idx[d], d, (long long)t->shape[d]);
         off += idx[d] * t->strides[d];
     }
-    *out = read_elem(t, off);
-    return TG_OK;
+    return read_one("tg_get", t, off, out);
 }
 
 tg_status tg_print(FILE *f, const tg_tensor *t, int max_elems) {
     if (tg__null_arg(f, "tg_print", "f") || tg__null_arg(t, "tg_print", "t"))
         return tg_last_status();
+    int64_t n = tg__numel(t->ndim, t->shape);
+    void *owned = NULL;
+    int64_t lo = 0;
+    const void *base = n > 0 && max_elems > 0 ? tg__host_elems("tg_print", t, &owned, &lo) : NULL;
+    if (n > 0 && max_elems > 0 && !base) return tg_last_status();
     char buf[160];
     fprintf(f, "%s%s%s%s", t->name, t->name[0] ? " " : "", tg_dtype_name(t->dtype),
             tg__shape_str(buf, sizeof buf, t->ndim, t->shape));
+    if (t->storage->device != TG_CPU) fprintf(f, " (%s)", tg__device_name(t->storage->device));
     if (t->grad_fn) fprintf(f, " (grad_fn=%s)", t->grad_fn->name);
     else if (t->requires_grad) fprintf(f, " (requires_grad)");
-    int64_t n = tg__numel(t->ndim, t->shape);
     fprintf(f, " [");
     for (int64_t i = 0; i < n && i < max_elems; i++) {
-        double v = read_elem(t, t->offset + tg__offset_of(i, t->ndim, t->shape, t->strides));
+        double v = read_elem(base, t->dtype,
+                             t->offset - lo + tg__offset_of(i, t->ndim, t->shape, t->strides));
         fprintf(f, "%s%.6g", i ? ", " : "", v);
     }
     fprintf(f, "%s]\n", n > max_elems ? ", ..." : "");
+    free(owned);
     return TG_OK;
 }

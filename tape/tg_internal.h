@@ -154,6 +154,9 @@ struct tg_tensor {
  * the public function name used in messages. */
 tg_tensor *tg__tensor_new(tg_site s, const char *who, tg_dtype dt, int ndim,
                           const int64_t *shape, tg_mem_category cat);
+/* Same on device dev (tg__tensor_new is tg__tensor_new_on(TG_CPU, ...)). */
+tg_tensor *tg__tensor_new_on(tg_site s, const char *who, tg_device dev, tg_dtype dt, int ndim,
+                             const int64_t *shape, tg_mem_category cat);
 /* Same with category tg__op_category(). */
 tg_tensor *tg__new_output(tg_site s, const char *who, tg_dtype dt, int ndim,
                           const int64_t *shape);
@@ -220,6 +223,7 @@ typedef struct tg__meta {
     tg_dtype dtype;
     int ndim;
     int64_t shape[TG_MAX_DIMS];
+    tg_device device;
 } tg__meta;
 
 typedef enum { TG__EDGE_NONE = 0, TG__EDGE_NODE, TG__EDGE_LEAF } tg__edge_kind;
@@ -338,6 +342,26 @@ tg_tensor *tg__to_dtype(tg_site s, tg_tensor *t, tg_dtype dt);
 /* Copies src (broadcast to dst's shape, any strides, dtype converted) into dst
  * (any non-overlapping strides). No checks, no version bump. */
 void tg__cpu_copy(tg_tensor *dst, const tg_tensor *src);
+
+/* ---- devices (tape/device.c, ops/to_device.c) ------------------------------ */
+
+/* Host-readable elements of t: for a CPU tensor its storage data (*owned =
+ * NULL, *lo = 0); for a CUDA tensor a host copy (*owned, give it to free())
+ * of the storage elements [*lo, hi] that t can reach, so element offset o of
+ * t (t->offset + strides...) is at index o - *lo of the result. NULL with
+ * the error set (TG_ERR_NOMEM, TG_ERR_CUDA). `who` names the caller. */
+const void *tg__host_elems(const char *who, const tg_tensor *t, void **owned, int64_t *lo);
+/* A contiguous copy of t on dev (category tg__op_category()), recording no
+ * graph; t itself (new reference) if already on dev and contiguous. */
+tg_tensor *tg__device_copy(tg_site s, const char *who, tg_tensor *t, tg_device dev);
+/* TG_ERR_DEVICE naming `who` unless dev is usable (CPU, or CUDA with a device
+ * and the backend built in). */
+tg_status tg__check_device_usable(const char *who, tg_device dev);
+/* The op tg_to_device records: the only op whose backward takes gradients on
+ * TG_CUDA so far (the engine refuses the others with TG_ERR_DEVICE). */
+extern const tg__op_def tg__to_device_def;
+/* "cpu", "cuda" or "an unknown device". */
+const char *tg__device_name(tg_device dev);
 
 /* ---- memory timeline (tape/timeline.c) ------------------------------------- */
 

@@ -3,6 +3,12 @@
 
 const char *tg_lib_version(void) { return TG_VERSION_STRING; }
 
-/* The CUDA toolkit is detected at configure time (TG_HAVE_CUDA), but no CUDA
- * kernels exist yet, so only the CPU backend is reported. */
-const char *tg_build_backends(void) { return "cpu"; }
+/* "cpu+cuda" when the CUDA backend was compiled in (whether or not this
+ * machine has a device: see tg_cuda_device_count). */
+const char *tg_build_backends(void) {
+#ifdef TG_HAVE_CUDA
+    return "cpu+cuda";
+#else
+    return "cpu";
+#endif
+}

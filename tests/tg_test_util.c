@@ -31,6 +31,9 @@ void tgt_assert_nothing_live(void) {
     cr_assert_eq(tg_mem_get(TG_CPU, &m), TG_OK);
     cr_assert_eq(m.live_total, 0, "%zu bytes still counted live", m.live_total);
     cr_assert_eq(m.saved, 0, "%zu saved bytes still counted", m.saved);
+    cr_assert_eq(tg_mem_get(TG_CUDA, &m), TG_OK);
+    cr_assert_eq(m.live_total, 0, "%zu bytes still counted live on cuda", m.live_total);
+    cr_assert_eq(m.saved, 0, "%zu saved bytes still counted on cuda", m.saved);
 }
 
 void tgt_teardown(void) {
@@ -40,6 +43,10 @@ void tgt_teardown(void) {
     tg_live_counts c = tg_live();
     tg_mem_stats m;
     tg_mem_get(TG_CPU, &m);
+    tg_mem_stats mc;
+    tg_mem_get(TG_CUDA, &mc);
+    m.live_total += mc.live_total;
+    m.saved += mc.saved;
     if (c.tensors || c.storages || c.nodes || m.live_total || m.saved) {
         fprintf(stderr, "LEAK after test: %lld tensors, %lld storages, %lld nodes, %zu bytes "
                 "live, %zu saved bytes\n", (long long)c.tensors, (long long)c.storages,

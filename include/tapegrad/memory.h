@@ -50,7 +50,8 @@ tg_status tg_mem_get(tg_device dev, tg_mem_stats *out);
  * (TAPEGRAD_CPU_CACHE_MB sets the limit; 0 turns the cache off), and reused
  * for allocations of the same size, so that a loop does not pay the kernel
  * for fresh zeroed pages every step. They are not counted as live; the
- * process's RSS includes them. Errors: TG_ERR_DEVICE. */
+ * process's RSS includes them. For TG_CUDA it is tg_cuda_empty_cache().
+ * Errors: TG_ERR_DEVICE, TG_ERR_CUDA. */
 tg_status tg_mem_empty_cache(tg_device dev);
 
 /* Sets every peak of dev to the current live value. */

@@ -141,6 +141,15 @@ tg_tensor *tg_clone_at(tg_site s, tg_tensor *t);
 tg_tensor *tg_to_dtype_at(tg_site s, tg_tensor *t, tg_dtype dt);
 #define tg_to_dtype(t, dt) tg_to_dtype_at(TG_SITE, t, dt)
 
+/* A contiguous copy of t on device dev (any strides in t), differentiable:
+ * backward copies the gradient back to t's device. Returns a new reference
+ * to t if t is already on dev. Copies are synchronous. Errors: TG_ERR_NULL,
+ * TG_ERR_DEVICE (unknown device, no CUDA device or no CUDA backend: the
+ * message says which), TG_ERR_NOMEM, TG_ERR_CUDA (a CUDA call failed; the
+ * message names it). */
+tg_tensor *tg_to_device_at(tg_site s, tg_tensor *t, tg_device dev);
+#define tg_to_device(t, dev) tg_to_device_at(TG_SITE, t, dev)
+
 /* ---- metadata (t must not be NULL unless stated) ------------------------ */
 
 int tg_ndim(const tg_tensor *t);            /* -1 if t is NULL */
@@ -162,12 +171,15 @@ uint64_t tg_version(const tg_tensor *t);
 bool tg_same_storage(const tg_tensor *a, const tg_tensor *b);
 
 /* Pointer to t's first element (storage data + offset), for kernels written by
- * users (custom functions). Writing through it does NOT bump the version
- * counter: call tg_mark_modified() afterwards, or use the in-place ops. NULL if
- * t is NULL. */
+ * users (custom functions); a device pointer for a TG_CUDA tensor. Writing
+ * through it does NOT bump the version counter: call tg_mark_modified()
+ * afterwards, or use the in-place ops. NULL if t is NULL. */
 void *tg_data(tg_tensor *t);
 
 /* ---- data out -------------------------------------------------------------- */
+
+/* All four read TG_CUDA tensors too, by copying the elements they need to the
+ * host first (then they may also fail with TG_ERR_NOMEM or TG_ERR_CUDA). */
 
 /* Copies t's elements in C order (any strides) to dst, converting to dtype
  * dst_dt. dst_bytes is the size of dst. Errors: TG_ERR_NULL, TG_ERR_VALUE

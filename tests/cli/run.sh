@@ -21,7 +21,8 @@ usage_error() { # NAME ARGS...: exit 2, nothing on stdout, one line on stderr
 for h in --help -h help; do
     run "help $h" 0 "$h" && has "help $h" out "Usage:"
 done
-run version 0 version && has version out "tapegrad 0." && has version out "backends: cpu"
+run version 0 version && has version out "tapegrad 0." && has version out "backends: cpu" &&
+    has version out "CUDA devices: "
 run "no arguments" 2
 
 usage_error "unknown command" frobnicate

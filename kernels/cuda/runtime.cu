@@ -1,0 +1,235 @@
+/* kernels/cuda/runtime.cu - the CUDA runtime layer: device discovery that
+ * never aborts, the error checks (CUDA / cuBLAS -> TG_ERR_CUDA), the caching
+ * device allocator and host <-> device copies. No kernels live here.
+ *
+ * The caching allocator: cudaMalloc / cudaFree synchronise the device and
+ * cost far more than a CPU malloc, and a training loop allocates the same
+ * sizes every step. A block's size is rounded up to a class (multiples of
+ * 512 B below 2 MiB, of 2 MiB above); a freed block is pushed on its class's
+ * free list and popped by the next allocation of exactly that class. Blocks
+ * in the lists are "cached" in the accounting, not live; tg_cuda_empty_cache
+ * (or an out-of-memory cudaMalloc) gives them back to CUDA. Book-keeping
+ * uses plain malloc (never counted, never fault-injected: the allocator's
+ * caller, tape/alloc.c, does the accounting and the fault injection).
+ */
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+
+/* ---- errors -------------------------------------------------------------------- */
+
+/* "kernels/cuda/runtime.cu" rather than the build machine's absolute path. */
+static const char *short_file(const char *file) {
+    const char *k = strstr(file, "kernels/cuda/");
+    return k ? k : file;
+}
+
+extern "C" tg_status tg__cuda_check(int err, const char *call, const char *file, int line) {
+    if (err == (int)cudaSuccess) return TG_OK;
+    cudaError_t e = (cudaError_t)err;
+    (void)cudaGetLastError(); /* clear the (non-sticky) error state */
+    return tg__set_error(TG_ERR_CUDA, "%s failed at %s:%d: %s (%s)", call, short_file(file), line,
+                         cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+extern "C" tg_status tg__cublas_check(int err, const char *call, const char *file, int line) {
+    if (err == (int)CUBLAS_STATUS_SUCCESS) return TG_OK;
+    cublasStatus_t e = (cublasStatus_t)err;
+    return tg__set_error(TG_ERR_CUDA, "%s failed at %s:%d: %s (%s)", call, short_file(file), line,
+                         cublasGetStatusString(e), cublasGetStatusName(e));
+}
+
+/* ---- device discovery ------------------------------------------------------------- */
+
+static pthread_once_t g_count_once = PTHREAD_ONCE_INIT;
+static int g_count = 0;
+static char g_reason[256] = "";
+
+static void count_devices(void) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* not fatal: no driver, or no device */
+        snprintf(g_reason, sizeof g_reason, "cudaGetDeviceCount: %s (%s)", cudaGetErrorString(e),
+                 cudaGetErrorName(e));
+        g_count = 0;
+        return;
+    }
+    if (n <= 0) {
+        snprintf(g_reason, sizeof g_reason, "cudaGetDeviceCount found no device");
+        n = 0;
+    }
+    g_count = n;
+}
+
+extern "C" int tg__cuda_device_count(void) {
+    pthread_once(&g_count_once, count_devices);
+    return g_count;
+}
+
+extern "C" const char *tg__cuda_unavailable_reason(void) {
+    pthread_once(&g_count_once, count_devices);
+    return g_reason;
+}
+
+/* ---- the caching allocator ----------------------------------------------------------- */
+
+#define SMALL_ROUND ((size_t)512)
+#define LARGE_MIN ((size_t)2 << 20)
+#define LARGE_ROUND ((size_t)2 << 20)
+
+typedef struct block {
+    void *p;
+    struct block *next;
+} block;
+
+typedef struct size_class {
+    size_t size;  /* rounded size of the blocks */
+    block *free;  /* cached blocks of this size */
+} size_class;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static size_class *g_classes = NULL; /* [g_nclasses], grown with realloc */
+static size_t g_nclasses = 0, g_capclasses = 0;
+static size_t g_cached = 0;
+
+/* 0 on overflow. */
+static size_t class_size(size_t nbytes) {
+    size_t r = nbytes < LARGE_MIN ? SMALL_ROUND : LARGE_ROUND;
+    if (nbytes == 0) return SMALL_ROUND;
+    size_t c = (nbytes + r - 1) / r * r;
+    return c < nbytes ? 0 : c;
+}
+
+/* The class of `size`, created if `create`; NULL if absent or on malloc
+ * failure. Called with g_lock held. */
+static size_class *find_class(size_t size, bool create) {
+    for (size_t i = 0; i < g_nclasses; i++)
+        if (g_classes[i].size == size) return &g_classes[i];
+    if (!create) return NULL;
+    if (g_nclasses == g_capclasses) {
+        size_t cap = g_capclasses ? 2 * g_capclasses : 16;
+        size_class *c = (size_class *)realloc(g_classes, cap * sizeof *c);
+        if (!c) return NULL;
+        g_classes = c;
+        g_capclasses = cap;
+    }
+    g_classes[g_nclasses].size = size;
+    g_classes[g_nclasses].free = NULL;
+    return &g_classes[g_nclasses++];
+}
+
+/* Pops a cached block of exactly `size`, or NULL. */
+static void *cache_take(size_t size) {
+    pthread_mutex_lock(&g_lock);
+    void *p = NULL;
+    size_class *c = find_class(size, false);
+    if (c && c->free) {
+        block *b = c->free;
+        c->free = b->next;
+        p = b->p;
+        free(b);
+        g_cached -= size;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return p;
+}
+
+extern "C" tg_status tg__cuda_empty_cache(void) {
+    if (tg__cuda_device_count() == 0) return TG_OK;
+    tg_status st = TG_OK;
+    pthread_mutex_lock(&g_lock);
+    for (size_t i = 0; i < g_nclasses; i++) {
+        while (g_classes[i].free) {
+            block *b = g_classes[i].free;
+            g_classes[i].free = b->next;
+            tg_status s = TG__CUDA_CHECK(cudaFree(b->p));
+            if (st == TG_OK) st = s;
+            free(b);
+            g_cached -= g_classes[i].size;
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+extern "C" tg_status tg__cuda_alloc(void **p, size_t nbytes) {
+    *p = NULL;
+    size_t size = class_size(nbytes);
+    if (size == 0)
+        return tg__set_error(TG_ERR_NOMEM, "out of memory: cannot allocate %zu bytes on cuda",
+                             nbytes);
+    void *q = cache_take(size);
+    if (q) {
+        *p = q;
+        return TG_OK;
+    }
+    cudaError_t e = cudaMalloc(&q, size);
+    if (e == cudaErrorMemoryAllocation) { /* give the cache back and try once more */
+        (void)cudaGetLastError();
+        if (tg__cuda_empty_cache() != TG_OK) return TG_ERR_CUDA;
+        e = cudaMalloc(&q, size);
+    }
+    if (e == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError();
+        size_t free_b = 0, total_b = 0;
+        (void)cudaMemGetInfo(&free_b, &total_b);
+        (void)cudaGetLastError();
+        return tg__set_error(TG_ERR_NOMEM,
+                             "out of memory: cudaMalloc(%zu bytes) failed on cuda (%zu of %zu "
+                             "bytes free on the device)",
+                             size, free_b, total_b);
+    }
+    tg_status st = TG__CUDA_CHECK(e);
+    if (st != TG_OK) return st;
+    *p = q;
+    return TG_OK;
+}
+
+extern "C" void tg__cuda_free(void *p, size_t nbytes) {
+    if (!p) return;
+    size_t size = class_size(nbytes);
+    block *b = (block *)malloc(sizeof *b);
+    pthread_mutex_lock(&g_lock);
+    size_class *c = b ? find_class(size, true) : NULL;
+    if (c) {
+        b->p = p;
+        b->next = c->free;
+        c->free = b;
+        g_cached += size;
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (!c) { /* no room for the book-keeping: give the block back to CUDA now */
+        free(b);
+        if (cudaFree(p) != cudaSuccess) (void)cudaGetLastError();
+    }
+}
+
+extern "C" size_t tg__cuda_cached_bytes(void) {
+    pthread_mutex_lock(&g_lock);
+    size_t n = g_cached;
+    pthread_mutex_unlock(&g_lock);
+    return n;
+}
+
+/* ---- copies ------------------------------------------------------------------------ */
+
+extern "C" tg_status tg__cuda_copy_h2d(void *dst_dev, const void *src_host, size_t n) {
+    if (n == 0) return TG_OK;
+    return TG__CUDA_CHECK(cudaMemcpy(dst_dev, src_host, n, cudaMemcpyHostToDevice));
+}
+
+extern "C" tg_status tg__cuda_copy_d2h(void *dst_host, const void *src_dev, size_t n) {
+    if (n == 0) return TG_OK;
+    return TG__CUDA_CHECK(cudaMemcpy(dst_host, src_dev, n, cudaMemcpyDeviceToHost));
+}
+
+extern "C" tg_status tg__cuda_copy_d2d(void *dst_dev, const void *src_dev, size_t n) {
+    if (n == 0) return TG_OK;
+    return TG__CUDA_CHECK(cudaMemcpy(dst_dev, src_dev, n, cudaMemcpyDeviceToDevice));
+}

@@ -1,0 +1,141 @@
+/* tape/device.c - devices as the tape sees them: whether CUDA is usable,
+ * reading CUDA tensors from the host, and contiguous copies between devices
+ * (synchronous cudaMemcpy; a strided source is gathered on the host side, so
+ * no device kernel is needed). Without the CUDA backend (TG_HAVE_CUDA unset)
+ * every CUDA path answers TG_ERR_DEVICE. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tg_internal.h"
+#ifdef TG_HAVE_CUDA
+#include "../kernels/cuda/cuda_internal.h"
+#endif
+
+int tg_cuda_device_count(void) {
+#ifdef TG_HAVE_CUDA
+    return tg__cuda_device_count();
+#else
+    return 0;
+#endif
+}
+
+const char *tg_cuda_unavailable_reason(void) {
+#ifdef TG_HAVE_CUDA
+    return tg__cuda_unavailable_reason();
+#else
+    return "this build of tapegrad has no CUDA backend";
+#endif
+}
+
+const char *tg__device_name(tg_device dev) {
+    switch (dev) {
+    case TG_CPU: return "cpu";
+    case TG_CUDA: return "cuda";
+    }
+    return "an unknown device";
+}
+
+tg_status tg__check_device_usable(const char *who, tg_device dev) {
+    if (dev == TG_CPU) return TG_OK;
+    if (dev != TG_CUDA) return tg__set_error(TG_ERR_DEVICE, "%s: unknown device %d", who, (int)dev);
+    if (tg_cuda_device_count() > 0) return TG_OK;
+    return tg__set_error(TG_ERR_DEVICE, "%s: no CUDA device available (%s)", who,
+                         tg_cuda_unavailable_reason());
+}
+
+/* Storage element range [lo, hi] that t can reach (numel > 0). */
+static void span(const tg_tensor *t, int64_t *lo, int64_t *hi) {
+    *lo = *hi = t->offset;
+    for (int d = 0; d < t->ndim; d++) {
+        int64_t ext = (t->shape[d] - 1) * t->strides[d];
+        if (ext < 0) *lo += ext;
+        else *hi += ext;
+    }
+}
+
+const void *tg__host_elems(const char *who, const tg_tensor *t, void **owned, int64_t *lo) {
+    *owned = NULL;
+    *lo = 0;
+    if (t->storage->device == TG_CPU) return t->storage->data;
+#ifdef TG_HAVE_CUDA
+    size_t es = tg_dtype_size(t->dtype);
+    int64_t hi;
+    if (tg__numel(t->ndim, t->shape) == 0) return t->storage->data; /* nothing will be read */
+    span(t, lo, &hi);
+    size_t nb = (size_t)(hi - *lo + 1) * es;
+    void *buf = tg__xmalloc(nb);
+    if (!buf) return NULL;
+    if (tg__cuda_copy_d2h(buf, (const char *)t->storage->data + (size_t)*lo * es, nb) != TG_OK) {
+        free(buf);
+        tg__set_error(TG_ERR_CUDA, "%s: reading a cuda tensor: %s", who, tg_last_error());
+        return NULL;
+    }
+    *owned = buf;
+    return buf;
+#else
+    (void)span;
+    return tg__fail(TG_ERR_DEVICE, "%s: tensor is on %s, which this build cannot read", who,
+                    tg__device_name(t->storage->device));
+#endif
+}
+
+tg_tensor *tg__device_copy(tg_site s, const char *who, tg_tensor *t, tg_device dev) {
+    if (tg__check_device_usable(who, dev) != TG_OK ||
+        tg__check_device_usable(who, t->storage->device) != TG_OK)
+        return NULL;
+    tg_device from = t->storage->device;
+    if (from == dev && tg__is_contiguous(t)) return tg_retain(t);
+    if (from == TG_CPU && dev == TG_CPU) {
+        tg_tensor *c = tg__new_output(s, who, t->dtype, t->ndim, t->shape);
+        if (c) tg__cpu_copy(c, t);
+        return c;
+    }
+#ifdef TG_HAVE_CUDA
+    tg_tensor *out = tg__tensor_new_on(s, who, dev, t->dtype, t->ndim, t->shape,
+                                       tg__op_category());
+    if (!out) return NULL;
+    size_t nb = out->storage->nbytes;
+    tg_status st = TG_OK;
+    if (from == TG_CPU) { /* host -> device: gather a strided source on the host first */
+        tg_tensor *src = t;
+        if (!tg__is_contiguous(t)) {
+            src = tg__tensor_new(s, who, t->dtype, t->ndim, t->shape, TG_MEM_WORKSPACE);
+            if (!src) goto fail;
+            tg__cpu_copy(src, t);
+        }
+        st = tg__cuda_copy_h2d(out->storage->data, tg__ptr(src), nb);
+        if (src != t) tg__tensor_release(src);
+    } else if (dev == TG_CPU) { /* device -> host */
+        if (tg__is_contiguous(t)) {
+            st = tg__cuda_copy_d2h(out->storage->data, tg__ptr(t), nb);
+        } else {
+            void *owned;
+            int64_t lo;
+            if (!tg__host_elems(who, t, &owned, &lo)) goto fail;
+            /* t's layout over the host copy of its elements */
+            tg__storage host = *t->storage;
+            host.device = TG_CPU;
+            host.data = owned;
+            tg_tensor view = *t;
+            view.storage = &host;
+            view.offset = t->offset - lo;
+            tg__cpu_copy(out, &view);
+            free(owned);
+        }
+    } else { /* device -> device: only a non-contiguous source gets here */
+        tg__tensor_release(out);
+        return tg__fail(TG_ERR_DEVICE, "%s: a strided copy within cuda needs a device kernel, "
+                        "which this build does not have; copy through the CPU", who);
+    }
+    if (st != TG_OK) {
+        tg__set_error(st, "%s: %s", who, tg_last_error());
+        goto fail;
+    }
+    return out;
+fail:
+    tg__tensor_release(out);
+    return NULL;
+#else
+    return tg__fail(TG_ERR_INTERNAL, "%s: unreachable device copy", who);
+#endif
+}
