@@ -57,6 +57,7 @@
 
 #include "bandwidth.h"
 #include "bench.h"
+#include "lpstep.h"
 #include "cli.h"
 #include "common.h"
 
@@ -415,87 +416,37 @@ static int lib_fail(const lp_config *c, const char *what) {
     return CLI_EXIT_FAIL;
 }
 
-/* One repetition; adds its figures to the arrays at index rep. */
+/* --dot: draws the first configuration's loss before its backward (untimed). */
+static int dot_hook(tg_tensor *loss, void *user) {
+    const cli_outputs *dot = ((const void *const *)user)[0];
+    const lp_config *c = ((const void *const *)user)[1];
+    char name[160];
+    describe(name, sizeof name, c);
+    const char *names[1] = {name};
+    progress_done();
+    return cli_outputs_dot(dot, &loss, 1, names, stderr);
+}
+
+/* One repetition: the shared measured step (cli/lpstep.c) with loss
+ * -mean(logprob), minus 0.01 * mean(entropy) when entropy-grad is on. */
 static int run_rep(const lp_config *c, tg_tensor *logits, tg_tensor *targets, double *fwd,
                    double *bwd, size_t *peak, size_t *saved, const cli_outputs *dot) {
-    tg_logprob_opts lo = tg_logprob_opts_default();
-    lo.impl = c->impl;
-    lo.chunk_size = c->chunk;
-    lo.want_entropy = true;
-    lo.entropy_grad = c->eg;
-
-    tg_mem_stats m0, m1, m2;
-    tg_mem_get(TG_CPU, &m0);
-    tg_mem_reset_peak(TG_CPU);
-    tg_clear_error();
-
-    tg_tensor *lp = NULL, *ent = NULL, *s_lp = NULL, *s_h = NULL, *sc = NULL, *loss = NULL;
-    int rc = CLI_EXIT_OK;
-    double t0 = cli_now_s();
-    tg_status st = tg_logprob_entropy(logits, targets, &lo, &lp, &ent);
-    double t1 = cli_now_s();
-    tg_mem_get(TG_CPU, &m1);
-    if (st != TG_OK) {
-        rc = lib_fail(c, "forward");
-        goto done;
-    }
-    s_lp = tg_sum(lp);
-    if (c->eg) {
-        s_h = tg_sum(ent);
-        sc = tg_scale(s_h, 0.01);
-        loss = tg_add(s_lp, sc);
-    } else {
-        loss = tg_retain(s_lp);
-    }
-    if (!loss) {
-        rc = lib_fail(c, "building the loss");
-        goto done;
-    }
-    double t_dot = 0.0;
-    if (dot) { /* --dot: this loss, before backward; not timed */
-        char name[160];
-        describe(name, sizeof name, c);
-        const char *names[1] = {name};
-        double td = cli_now_s();
+    char who[192];
+    describe(who, sizeof who, c);
+    cli_lp_config lc = {c->impl, c->chunk, c->eg, 0.01};
+    cli_lp_measure m;
+    const void *hook_args[2] = {dot, c};
+    int rc = cli_lp_step(who, logits, targets, &lc, &m, dot ? dot_hook : NULL, (void *)hook_args,
+                         NULL, NULL, 0);
+    if (rc != CLI_EXIT_OK) {
         progress_done();
-        if ((rc = cli_outputs_dot(dot, &loss, 1, names, stderr)) != CLI_EXIT_OK)
-            goto done;
-        t_dot = cli_now_s() - td;
+        return rc;
     }
-    st = tg_backward(loss, NULL, false);
-    double t2 = cli_now_s() - t_dot;
-    tg_mem_get(TG_CPU, &m2);
-    if (st != TG_OK) {
-        rc = lib_fail(c, "backward");
-        goto done;
-    }
-    *fwd = (t1 - t0) * 1e3;
-    *bwd = (t2 - t1) * 1e3;
-    *peak = m2.peak_total > m0.live_total ? m2.peak_total - m0.live_total : 0;
-    *saved = m1.saved > m0.saved ? m1.saved - m0.saved : 0;
-done:
-    tg_release(loss);
-    tg_release(sc);
-    tg_release(s_h);
-    tg_release(s_lp);
-    tg_release(ent);
-    tg_release(lp);
-    tg_zero_grad(logits);
-    if (rc == CLI_EXIT_OK) {
-        tg_mem_stats m3;
-        tg_mem_get(TG_CPU, &m3);
-        if (m3.live_total != m0.live_total || m3.saved != m0.saved) {
-            char d[160];
-            describe(d, sizeof d, c);
-            progress_done();
-            fprintf(stderr,
-                    "tapegrad: bench logprob: %s: %zu library bytes (%zu saved) live after "
-                    "a repetition, %zu (%zu) before\n",
-                    d, m3.live_total, m3.saved, m0.live_total, m0.saved);
-            rc = CLI_EXIT_FAIL;
-        }
-    }
-    return rc;
+    *fwd = m.fwd_ms;
+    *bwd = m.bwd_ms;
+    *peak = m.peak_bytes;
+    *saved = m.saved_bytes;
+    return CLI_EXIT_OK;
 }
 
 static int run_config(const lp_opts *o, int idx, int total, double machine_gbps,
