@@ -208,44 +208,16 @@ static const char *const EG_WORDS[] = {"on", "off"};
 static const char *const DTYPE_WORDS[] = {"f32", "f64"};
 
 static int parse_opts(int argc, char **argv, lp_opts *o) {
+    static const char *const VALUED[] = {"--seq", "--vocab", "--chunk", "--impl", "--entropy-grad", "--threads", "--reps", "--dtype", "--seed", "--bandwidth-mib", NULL};
     for (int i = 0; i < argc; i++) {
-        const char *arg = argv[i], *val = NULL;
         char name[32];
-        const char *eq = strchr(arg, '=');
-        if (strncmp(arg, "--", 2) == 0 && eq && (size_t)(eq - arg) < sizeof name) {
-            memcpy(name, arg, (size_t)(eq - arg));
-            name[eq - arg] = '\0';
-            val = eq + 1;
-        } else {
-            snprintf(name, sizeof name, "%s", arg);
-        }
-        int r = cli_outputs_parse(&o->out, name, val, argc, argv, &i);
+        const char *val;
+        int r = cli_next_opt("bench logprob", argc, argv, &i, &o->out, &o->json, VALUED, name,
+                             sizeof name, &val);
         if (r == CLI_EXIT_USAGE)
             return r;
         if (r == 1)
             continue;
-        if (!strcmp(name, "--json")) {
-            if (val)
-                return cli_usage_error("option --json takes no value");
-            o->json = true;
-            continue;
-        }
-        static const char *const VALUED[] = {"--seq",     "--vocab", "--chunk",
-                                             "--impl",    "--entropy-grad", "--threads",
-                                             "--reps",    "--dtype", "--seed",
-                                             "--bandwidth-mib"};
-        bool known = false;
-        for (size_t k = 0; k < sizeof VALUED / sizeof VALUED[0]; k++)
-            known = known || !strcmp(name, VALUED[k]);
-        if (!known)
-            return cli_usage_error("unknown option '%s' for 'bench logprob' "
-                                   "(try 'tapegrad bench logprob --help')",
-                                   arg);
-        if (!val) {
-            if (i + 1 >= argc)
-                return cli_usage_error("option %s needs a value", name);
-            val = argv[++i];
-        }
         bool ok;
         int64_t v = 0;
         int n = 0;

@@ -31,6 +31,29 @@ const char *cli_split_opt(const char *arg, char *buf, size_t cap) {
     return NULL;
 }
 
+int cli_next_opt(const char *cmd, int argc, char **argv, int *i, cli_outputs *o, bool *json,
+                 const char *const *valued, char *buf, size_t cap, const char **val) {
+    const char *arg = argv[*i];
+    *val = cli_split_opt(arg, buf, cap);
+    int r = cli_outputs_parse(o, buf, *val, argc, argv, i);
+    if (r != 0) return r;
+    if (json && !strcmp(buf, "--json")) {
+        if (*val) return cli_usage_error("option --json takes no value");
+        *json = true;
+        return 1;
+    }
+    bool known = false;
+    for (int k = 0; valued[k] && !known; k++) known = !strcmp(buf, valued[k]);
+    if (!known)
+        return cli_usage_error("unknown option '%s' for '%s' (try 'tapegrad %s --help')", arg,
+                               cmd, cmd);
+    if (!*val) {
+        if (*i + 1 >= argc) return cli_usage_error("option %s needs a value", buf);
+        *val = argv[++*i];
+    }
+    return 0;
+}
+
 int cli_outputs_parse(cli_outputs *o, const char *name, const char *val, int argc, char **argv,
                       int *i) {
     const char **slot = !strcmp(name, "--trace") ? &o->trace

@@ -55,6 +55,17 @@ typedef struct cli_outputs {
 int cli_outputs_parse(cli_outputs *o, const char *name, const char *val, int argc, char **argv,
                       int *i);
 
+/* One step of a command's option loop, the part every command shares: splits
+ * argv[*i] ("--name=value" or "--name value") into name (buf, cap bytes) and
+ * *val; takes --trace/--plot/--dot into o; takes --json into *json (when json
+ * is not NULL). Returns 1 when the option was taken, CLI_EXIT_USAGE after a
+ * one-line error (a flag with a value, an option not in `valued`, a missing
+ * value), or 0 when name is one of `valued` (NULL-terminated) and *val holds
+ * its value (argv[*i + 1] taken, *i advanced, when it was not --name=value).
+ * cmd names the command in messages ("demo chunk"). */
+int cli_next_opt(const char *cmd, int argc, char **argv, int *i, cli_outputs *o, bool *json,
+                 const char *const *valued, char *buf, size_t cap, const char **val);
+
 /* After parsing: CLI_EXIT_OK, or CLI_EXIT_USAGE when two flags name one file. */
 int cli_outputs_check(const cli_outputs *o);
 

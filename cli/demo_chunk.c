@@ -109,31 +109,16 @@ static int cmp_i64(const void *a, const void *b) {
 
 int cli_chunk_parse(int argc, char **argv, cli_chunk_opts *o) {
     bool chunk_given = false;
+    static const char *const VALUED[] = {"--seq", "--vocab", "--chunk", "--reps", "--seed", "--entropy-grad", NULL};
     for (int i = 0; i < argc; i++) {
         char name[32];
-        const char *arg = argv[i], *val = cli_split_opt(arg, name, sizeof name);
-        int r = cli_outputs_parse(&o->out, name, val, argc, argv, &i);
+        const char *val;
+        int r = cli_next_opt("demo chunk", argc, argv, &i, &o->out, &o->json, VALUED, name,
+                             sizeof name, &val);
         if (r == CLI_EXIT_USAGE)
             return r;
         if (r == 1)
             continue;
-        if (!strcmp(name, "--json")) {
-            if (val)
-                return cli_usage_error("option --json takes no value");
-            o->json = true;
-            continue;
-        }
-        bool known = !strcmp(name, "--seq") || !strcmp(name, "--vocab") ||
-                     !strcmp(name, "--chunk") || !strcmp(name, "--reps") ||
-                     !strcmp(name, "--seed") || !strcmp(name, "--entropy-grad");
-        if (!known)
-            return cli_usage_error("unknown option '%s' for 'demo chunk' "
-                                   "(try 'tapegrad demo chunk --help')", arg);
-        if (!val) {
-            if (i + 1 >= argc)
-                return cli_usage_error("option %s needs a value", name);
-            val = argv[++i];
-        }
         bool ok;
         if (!strcmp(name, "--seq")) {
             ok = cli_parse_i64_list(name, val, 1, CLI_LP_MAX_SEQ, o->seq, CLI_CHUNK_MAX_LIST,

@@ -109,30 +109,16 @@ void cli_entropy_help(void) {
 }
 
 int cli_entropy_parse(int argc, char **argv, cli_entropy_opts *o) {
+    static const char *const VALUED[] = {"--seq", "--vocab", "--reps", "--seed", NULL};
     for (int i = 0; i < argc; i++) {
         char name[32];
-        const char *arg = argv[i], *val = cli_split_opt(arg, name, sizeof name);
-        int r = cli_outputs_parse(&o->out, name, val, argc, argv, &i);
+        const char *val;
+        int r = cli_next_opt("demo entropy", argc, argv, &i, &o->out, &o->json, VALUED, name,
+                             sizeof name, &val);
         if (r == CLI_EXIT_USAGE)
             return r;
         if (r == 1)
             continue;
-        if (!strcmp(name, "--json")) {
-            if (val)
-                return cli_usage_error("option --json takes no value");
-            o->json = true;
-            continue;
-        }
-        bool known = !strcmp(name, "--seq") || !strcmp(name, "--vocab") ||
-                     !strcmp(name, "--reps") || !strcmp(name, "--seed");
-        if (!known)
-            return cli_usage_error("unknown option '%s' for 'demo entropy' "
-                                   "(try 'tapegrad demo entropy --help')", arg);
-        if (!val) {
-            if (i + 1 >= argc)
-                return cli_usage_error("option %s needs a value", name);
-            val = argv[++i];
-        }
         bool ok = !strcmp(name, "--seq")     ? cli_parse_i64(name, val, 1, CLI_LP_MAX_SEQ, &o->seq)
                   : !strcmp(name, "--vocab") ? cli_parse_i64(name, val, 2, CLI_LP_MAX_VOCAB,
                                                              &o->vocab)

@@ -401,24 +401,16 @@ void cli_inplace_help(void) {
 }
 
 int cli_inplace_parse(int argc, char **argv, cli_inplace_opts *o) {
+    static const char *const VALUED[] = {"--rows", "--vocab", "--seed", NULL};
     for (int i = 0; i < argc; i++) {
         char name[32];
-        const char *arg = argv[i], *val = cli_split_opt(arg, name, sizeof name);
-        int r = cli_outputs_parse(&o->out, name, val, argc, argv, &i);
+        const char *val;
+        int r = cli_next_opt("demo inplace", argc, argv, &i, &o->out, NULL, VALUED, name,
+                             sizeof name, &val);
         if (r == CLI_EXIT_USAGE)
             return r;
         if (r == 1)
             continue;
-        bool known = !strcmp(name, "--rows") || !strcmp(name, "--vocab") ||
-                     !strcmp(name, "--seed");
-        if (!known)
-            return cli_usage_error("unknown option '%s' for 'demo inplace' "
-                                   "(try 'tapegrad demo inplace --help')", arg);
-        if (!val) {
-            if (i + 1 >= argc)
-                return cli_usage_error("option %s needs a value", name);
-            val = argv[++i];
-        }
         bool ok = !strcmp(name, "--rows")
                       ? cli_parse_i64(name, val, 1, CLI_INPLACE_MAX_ROWS, &o->rows)
                   : !strcmp(name, "--vocab")

@@ -98,3 +98,35 @@ Test(memory, fault_injection_once_and_persistent) {
     tg_release(b);
     tg_release(c);
 }
+
+Test(memory, large_blocks_are_cached_and_given_back) {
+    const int64_t n = (int64_t)(8 << 20) / 8; /* 8 MiB: above the cache's 4 MiB floor */
+    tg_tensor *a = tg_zeros(TG_F64, TG_SHAPE(n));
+    cr_assert_not_null(a);
+    tg_release(a);
+    tg_mem_stats m = stats();
+    cr_assert_eq(m.live_total, 0);
+    cr_assert_geq(m.cached, (size_t)n * 8, "the freed block is kept for reuse");
+    uint64_t allocs = m.n_alloc;
+    tg_tensor *b = tg_ones(TG_F64, TG_SHAPE(n)); /* reuses it, counted as usual */
+    int sc = tg_scope_begin();
+    tgt_assert_values(tg_slice(b, 0, 0, 2, 1), (double[]){1, 1}, 2, 0);
+    cr_assert_eq(tg_scope_end(sc), TG_OK);
+    m = stats();
+    cr_assert_eq(m.n_alloc, allocs + 1);
+    cr_assert_eq(m.cached, 0);
+    cr_assert_eq(m.live_total, (size_t)n * 8);
+    tg_release(b);
+    cr_assert_eq(tg_mem_empty_cache(TG_CPU), TG_OK);
+    cr_assert_eq(stats().cached, 0);
+    cr_assert_eq(tg_mem_empty_cache((tg_device)9), TG_ERR_DEVICE);
+    tgt_assert_error(TG_ERR_DEVICE, "tg_mem_empty_cache", NULL);
+}
+
+Test(memory, set_error_records_status_and_message) {
+    cr_assert_eq(tg_set_error(TG_ERR_IO, "reading %s: %d", "x.bin", 7), TG_ERR_IO);
+    tgt_assert_error(TG_ERR_IO, "reading x.bin: 7", NULL);
+    tg_clear_error();
+    cr_assert_eq(tg_last_status(), TG_OK);
+    cr_assert_str_eq(tg_last_error(), "");
+}

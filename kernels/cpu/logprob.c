@@ -32,29 +32,7 @@
 #define LPE_T256 __attribute__((target("avx2,fma")))
 #endif
 
-/* exp(d) for d <= 0 (d may be -inf; NaN is never passed), one lane. */
-static inline float exp_nonpos(float d) {
-    const float dc = d < -87.0f ? -87.0f : d;
-    const float t = dc * 1.44269504088896341f + 12582912.0f; /* round(d / ln 2) in the mantissa */
-    const float n = t - 12582912.0f;
-    float r = dc - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    int32_t ti, si;
-    memcpy(&ti, &t, sizeof ti);
-    si = (ti - 0x4B400000 + 127) << 23; /* 2^n, n in [-126, 0] */
-    float scale;
-    memcpy(&scale, &si, sizeof scale);
-    return d < -87.0f ? 0.0f : p * scale;
-}
 
-float tg__cpu_exp_nonpos(float d) { return exp_nonpos(d); }
 
 /* ---- 16-lane vectors (GCC/Clang vector extensions) --------------------------
  * The f32 row kernels are written on 16-float vectors so that they vectorise
@@ -109,6 +87,12 @@ VINLINE vf vexp_nonpos_k(vf d, vi *keep) {
     p = p * r * r + r + vsplat(1.0f);
     const vf scale = (vf)((((vi)t) - visplat(0x4B400000 - 127)) << 23);
     return (vf)((vi)(p * scale) & *keep);
+}
+
+/* The kernels' exponential, one value at a time, for tests (lane 0). */
+float tg__cpu_exp_nonpos(float d) {
+    vi keep;
+    return vexp_nonpos_k(vsplat(d), &keep)[0];
 }
 
 /* Pairwise sum of the lanes, in double. */

@@ -8,16 +8,6 @@ set -uo pipefail
 
 . "$(dirname "$0")/lib.sh"
 cli_init bench "$1"
-usage_error() { # NAME ARGS...: exit 2, nothing on stdout, one line on stderr
-    local name="$1"
-    shift
-    run "$name" 2 "$@" || return
-    if [[ -s "$tmp/out" ]]; then bad "$name: printed on stdout"; else ok; fi
-    if [[ "$(wc -l <"$tmp/err")" == 1 ]] && grep -q '^tapegrad: ' "$tmp/err"; then ok; else
-        bad "$name: stderr is not one 'tapegrad: ...' line:"
-        cat "$tmp/err"
-    fi
-}
 
 tiny=(bench logprob --seq 64 --vocab 128 --reps 1 --bandwidth-mib 8)
 keys=(impl seq vocab chunk entropy_grad threads median_ms peak_bytes saved_bytes

@@ -7,16 +7,6 @@ set -uo pipefail
 
 . "$(dirname "$0")/lib.sh"
 cli_init cli "$1"
-usage_error() { # NAME ARGS...: exit 2, nothing on stdout, one line on stderr
-    local name="$1"
-    shift
-    run "$name" 2 "$@" || return
-    if [[ -s "$tmp/out" ]]; then bad "$name: printed on stdout"; else ok; fi
-    if [[ "$(wc -l <"$tmp/err")" == 1 ]] && grep -q '^tapegrad: ' "$tmp/err"; then ok; else
-        bad "$name: stderr is not one 'tapegrad: ...' line:"
-        cat "$tmp/err"
-    fi
-}
 
 for h in --help -h help; do
     run "help $h" 0 "$h" && has "help $h" out "Usage:"
