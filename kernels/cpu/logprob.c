@@ -227,21 +227,6 @@ static void pick(fwd_fn *f, bwd_fn *b) {
 #endif
 }
 
-static row_out fwd_row_f32(const float *x, int64_t xs, int64_t V, float it) {
-    fwd_fn f;
-    bwd_fn b;
-    pick(&f, &b);
-    return f(x, xs, V, it);
-}
-
-static void bwd_row_f32(const float *x, int64_t xs, int64_t V, float it, float M, double ls,
-                        float H, float glp, float gH, float *out) {
-    fwd_fn f;
-    bwd_fn b;
-    pick(&f, &b);
-    b(x, xs, V, it, M, ls, H, glp, gH, out);
-}
-
 /* ---- f64 rows (libm exp) --------------------------------------------------- */
 
 static row_out fwd_row_f64(const double *x, int64_t xs, int64_t V, double it) {
@@ -338,6 +323,9 @@ tg__lpe_bad tg__cpu_lpe_forward(const tg_tensor *z, const int64_t *y, int64_t ig
     const int64_t N = nrows(z), V = z->shape[z->ndim - 1], xs = z->strides[z->ndim - 1];
     const bool f32 = z->dtype == TG_F32;
     if (chunk <= 0 || chunk > N) chunk = N > 0 ? N : 1;
+    fwd_fn fwd32;
+    bwd_fn bwd32;
+    pick(&fwd32, &bwd32); /* the instruction set's row kernels, once per call */
     int64_t first_bad = N;
     for (int64_t c0 = 0; c0 < N; c0 += chunk) {
         const int64_t c1 = c0 + chunk < N ? c0 + chunk : N;
@@ -348,7 +336,7 @@ tg__lpe_bad tg__cpu_lpe_forward(const tg_tensor *z, const int64_t *y, int64_t ig
             if (y[i] != ignore) {
                 const char *p = row_ptr(z, i);
                 if (f32) {
-                    o = fwd_row_f32((const float *)p, xs, V, (float)inv_t);
+                    o = fwd32((const float *)p, xs, V, (float)inv_t);
                     zy = ((const float *)p)[y[i] * xs];
                 } else {
                     o = fwd_row_f64((const double *)p, xs, V, inv_t);
@@ -411,6 +399,9 @@ void tg__cpu_lpe_backward(const tg_tensor *z, const int64_t *y, int64_t ignore, 
     char *out = tg__ptr(dz);
     const size_t es = tg_dtype_size(z->dtype);
     if (chunk <= 0 || chunk > N) chunk = N > 0 ? N : 1;
+    fwd_fn fwd32;
+    bwd_fn bwd32;
+    pick(&fwd32, &bwd32);
     for (int64_t c0 = 0; c0 < N; c0 += chunk) {
         const int64_t c1 = c0 + chunk < N ? c0 + chunk : N;
         #pragma omp parallel for schedule(dynamic, 4) if (c1 - c0 > 1 && V >= 1024)
@@ -425,7 +416,7 @@ void tg__cpu_lpe_backward(const tg_tensor *z, const int64_t *y, int64_t ignore, 
             const double H = nstat == 3 ? stats[i * nstat + 2] : 0.0;
             const char *p = row_ptr(z, i);
             if (f32) {
-                bwd_row_f32((const float *)p, xs, V, (float)inv_t, (float)M, ls, (float)H,
+                bwd32((const float *)p, xs, V, (float)inv_t, (float)M, ls, (float)H,
                             (float)glp, (float)gH, (float *)o);
                 ((float *)o)[y[i]] += (float)(glp * inv_t);
             } else {
