@@ -20,11 +20,7 @@
 /* ---- argument checks ------------------------------------------------------- */
 
 static bool check_device(const char *who, const tg_tensor *t) {
-    if (t->storage->device == TG_CPU) return true;
-    tg__set_error(TG_ERR_DEVICE, "%s: tensor%s%s%s is on %s; this op has CPU kernels only",
-                  who, t->name[0] ? " '" : "", t->name, t->name[0] ? "'" : "",
-                  t->storage->device == TG_CUDA ? "cuda" : "an unknown device");
-    return false;
+    return tg__same_device(who, 1, &t);
 }
 
 static bool check_float(const char *who, const tg_tensor *t) {
@@ -36,7 +32,8 @@ static bool check_float(const char *who, const tg_tensor *t) {
 }
 
 static bool check_pair(const char *who, const tg_tensor *a, const tg_tensor *b) {
-    if (!check_float(who, a) || !check_float(who, b)) return false;
+    const tg_tensor *ab[2] = {a, b};
+    if (!check_float(who, a) || !check_float(who, b) || !tg__same_device(who, 2, ab)) return false;
     if (a->dtype == b->dtype) return true;
     tg__set_error(TG_ERR_DTYPE, "%s: operands have different dtypes (%s and %s); convert one "
                   "with tg_to_dtype", who, tg_dtype_name(a->dtype), tg_dtype_name(b->dtype));
@@ -65,7 +62,7 @@ static bool unpack(tg__node *n, int64_t slot, tg_tensor **out) {
 
 /* A new tensor of g's shape and dtype, for gradient helpers. */
 static tg_tensor *like(tg__node *n, const tg_tensor *g) {
-    return tg__new_output(n->site, n->name, g->dtype, g->ndim, g->shape);
+    return tg__new_output_on(n->site, n->name, g->storage->device, g->dtype, g->ndim, g->shape);
 }
 
 /* Sums t (a gradient of the broadcast shape) down to input i's shape and
@@ -105,9 +102,8 @@ static tg_tensor *binary(tg_site s, const char *who, tg__binop op, const tg__op_
     int64_t shape[TG_MAX_DIMS];
     if (tg__broadcast_shapes(who, a->ndim, a->shape, b->ndim, b->shape, &nd, shape) != TG_OK)
         return NULL;
-    tg_tensor *out = tg__new_output(s, who, a->dtype, nd, shape);
-    if (!out) return NULL;
-    tg__cpu_binary(op, out, a, b, 0.0, 0.0);
+    tg_tensor *out = tg__new_output_on(s, who, a->storage->device, a->dtype, nd, shape);
+    if (!out || !(out = tg__k_ok(tg__k_binary(op, out, a, b, 0.0, 0.0), out))) return NULL;
     tg_tensor *in[2] = {a, b};
     if (!tg__needs_grad(2, in)) return out;
     tg__node *n = tg__record(s, def, 2, in, out);
@@ -204,7 +200,7 @@ static tg_status div_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
     if (needs(n, 1)) {
         if (!unpack(n, n->iparam[0], &a)) goto fail;
         tg_tensor *t = like(n, g);
-        if (t) tg__cpu_ternary(TG__TER_DIV_GRAD_B, t, g, a, b);
+        if (t) t = tg__k_ok(tg__k_ternary(TG__TER_DIV_GRAD_B, t, g, a, b), t);
         gin[1] = reduce_to_input(n, 1, t);
         if (!gin[1]) goto fail;
     }
@@ -225,7 +221,7 @@ static tg_status minmax_backward(tg__node *n, tg_tensor *const *gout, tg_tensor 
     for (int i = 0; i < 2; i++) {
         if (!needs(n, i)) continue;
         tg_tensor *t = like(n, gout[0]);
-        if (t) tg__cpu_ternary(i == 0 ? op_a : op_b, t, gout[0], a, b);
+        if (t) t = tg__k_ok(tg__k_ternary(i == 0 ? op_a : op_b, t, gout[0], a, b), t);
         gin[i] = reduce_to_input(n, i, t);
         if (!gin[i]) goto fail;
     }
@@ -257,16 +253,16 @@ tg_tensor *tg__where(tg_site s, tg_tensor *c, tg_tensor *a, tg_tensor *b) {
     const char *who = "tg_where";
     if (tg__null_arg(c, who, "cond") || tg__null_arg(a, who, "a") || tg__null_arg(b, who, "b"))
         return NULL;
-    if (!check_device(who, c) || !check_pair(who, a, b)) return NULL;
+    const tg_tensor *cab[3] = {c, a, b};
+    if (!check_pair(who, a, b) || !tg__same_device(who, 3, cab)) return NULL;
     int nd;
     int64_t shape[TG_MAX_DIMS];
     if (tg__broadcast_shapes(who, a->ndim, a->shape, b->ndim, b->shape, &nd, shape) != TG_OK)
         return NULL;
     if (tg__broadcast_shapes(who, c->ndim, c->shape, nd, shape, &nd, shape) != TG_OK)
         return NULL;
-    tg_tensor *out = tg__new_output(s, who, a->dtype, nd, shape);
-    if (!out) return NULL;
-    tg__cpu_where(out, c, a, b);
+    tg_tensor *out = tg__new_output_on(s, who, a->storage->device, a->dtype, nd, shape);
+    if (!out || !(out = tg__k_ok(tg__k_where(out, c, a, b), out))) return NULL;
     tg_tensor *in[2] = {a, b};
     if (!tg__needs_grad(2, in)) return out;
     tg__node *n = tg__record(s, &WHERE_DEF, 2, in, out);
@@ -288,7 +284,7 @@ static tg_status where_backward(tg__node *n, tg_tensor *const *gout, tg_tensor *
     for (int i = 0; i < 2; i++) {
         if (!needs(n, i)) continue;
         tg_tensor *t = like(n, gout[0]);
-        if (t) tg__cpu_where(t, c, i == 0 ? gout[0] : NULL, i == 0 ? NULL : gout[0]);
+        if (t) t = tg__k_ok(tg__k_where(t, c, i == 0 ? gout[0] : NULL, i == 0 ? NULL : gout[0]), t);
         gin[i] = reduce_to_input(n, i, t);
         if (!gin[i]) {
             tg__tensor_release(c);
@@ -323,9 +319,8 @@ static tg_tensor *unary(tg_site s, const char *who, tg__unop op, const tg__op_de
                         tg_tensor *t, double p0, double p1, int save) {
     if (tg__null_arg(t, who, "t")) return NULL;
     if (!check_float(who, t)) return NULL;
-    tg_tensor *out = tg__new_output(s, who, t->dtype, t->ndim, t->shape);
-    if (!out) return NULL;
-    tg__cpu_unary(op, out, t, NULL, p0, p1);
+    tg_tensor *out = tg__new_output_on(s, who, t->storage->device, t->dtype, t->ndim, t->shape);
+    if (!out || !(out = tg__k_ok(tg__k_unary(op, out, t, NULL, p0, p1), out))) return NULL;
     if (!tg__needs_grad(1, &t)) return out;
     tg__node *n = tg__record(s, def, 1, &t, out);
     if (!n) goto fail;
@@ -403,8 +398,8 @@ static tg_status adds_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **
 static tg_status clamp_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
     tg_tensor *x = tg__node_saved(n, 0);
     if (!x) return tg_last_status();
-    tg_tensor *t = tg__new_output(n->site, n->name, x->dtype, x->ndim, x->shape);
-    if (t) tg__cpu_binary(TG__BIN_CLAMP_GRAD, t, gout[0], x, n->dparam[0], n->dparam[1]);
+    tg_tensor *t = like(n, x);
+    if (t) t = tg__k_ok(tg__k_binary(TG__BIN_CLAMP_GRAD, t, gout[0], x, n->dparam[0], n->dparam[1]), t);
     tg__tensor_release(x);
     gin[0] = t;
     return t ? TG_OK : tg_last_status();
@@ -424,9 +419,8 @@ tg_tensor *tg__to_dtype(tg_site s, tg_tensor *t, tg_dtype dt) {
         return tg__fail(TG_ERR_DTYPE, "%s: invalid dtype %d", who, (int)dt);
     if (!check_device(who, t)) return NULL;
     if (dt == t->dtype) return tg_retain(t);
-    tg_tensor *out = tg__new_output(s, who, dt, t->ndim, t->shape);
-    if (!out) return NULL;
-    tg__cpu_copy(out, t);
+    tg_tensor *out = tg__new_output_on(s, who, t->storage->device, dt, t->ndim, t->shape);
+    if (!out || !(out = tg__k_ok(tg__k_copy(out, t), out))) return NULL;
     if (tg__is_float(dt) && tg__is_float(t->dtype) && tg__needs_grad(1, &t) &&
         !tg__record(s, &TO_DTYPE_DEF, 1, &t, out)) {
         tg__tensor_release(out);

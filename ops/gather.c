@@ -12,6 +12,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include <stdlib.h>
+
 #include "tg_internal.h"
 #include "../kernels/cpu/gather.h"
 
@@ -21,10 +23,9 @@ static const tg__op_def gather_def = {"GatherBackward", gather_backward};
 
 static bool gather_check(const tg_tensor *t, const tg_tensor *index) {
     char st[128], si[128];
-    if (t->storage->device != TG_CPU || index->storage->device != TG_CPU) {
-        tg__set_error(TG_ERR_DEVICE, "tg_gather: t and index must be CPU tensors");
+    const tg_tensor *ti[2] = {t, index};
+    if (!tg__same_device("tg_gather", 2, ti))
         return false;
-    }
     if (!tg__is_float(t->dtype)) {
         tg__set_error(TG_ERR_DTYPE, "tg_gather: t must be f32 or f64, got %s",
                       tg_dtype_name(t->dtype));
@@ -58,8 +59,13 @@ static void report_bad(const tg_tensor *index, int64_t pos, int64_t V) {
         rest /= index->shape[d];
     }
     tg__shape_str(where, sizeof where, index->ndim, idx);
-    const int64_t *p = tg__ptr(index);
-    int64_t v = p[tg__offset_of(pos, index->ndim, index->shape, index->strides)];
+    void *owned;
+    int64_t lo;
+    const int64_t *p = tg__host_elems("tg_gather", index, &owned, &lo);
+    if (!p)
+        return;
+    int64_t v = p[index->offset - lo + tg__offset_of(pos, index->ndim, index->shape, index->strides)];
+    free(owned);
     tg__set_error(TG_ERR_VALUE,
                   "tg_gather: index %" PRId64 " at position %s is out of range for size %" PRId64,
                   v, where, V);
@@ -71,17 +77,19 @@ tg_tensor *tg__gather(tg_site s, tg_tensor *t, tg_tensor *index) {
     if (!gather_check(t, index))
         return NULL;
     int64_t V = t->ndim > 0 ? t->shape[t->ndim - 1] : 1;
-    int64_t bad = tg__cpu_gather_find_bad(index, V);
+    int64_t bad = -1;
+    if (tg__k_gather_find_bad(index, V, &bad) != TG_OK)
+        return NULL;
     if (bad >= 0) {
         report_bad(index, bad, V);
         return NULL;
     }
 
     // (..., J)
-    tg_tensor *out = tg__new_output(s, "tg_gather", t->dtype, index->ndim, index->shape);
-    if (!out)
+    tg_tensor *out = tg__new_output_on(s, "tg_gather", t->storage->device, t->dtype, index->ndim,
+                                       index->shape);
+    if (!out || !(out = tg__k_ok(tg__k_gather_forward(t, index, out), out)))
         return NULL;
-    tg__cpu_gather_forward(t, index, out);
 
     tg_tensor *inputs[2] = {t, index};
     if (tg__needs_grad(2, inputs)) {
@@ -106,13 +114,14 @@ static tg_status gather_backward(tg__node *n, tg_tensor *const *gout, tg_tensor 
     if (!index)
         return tg_last_status();
     const tg__meta *m = &n->in_meta[0];
-    tg_tensor *dt = tg__zeros_like_meta(n->site, m->dtype, m->ndim, m->shape); // (..., V)
+    tg_tensor *dt = tg__zeros_on(n->site, index->storage->device, m->dtype, m->ndim,
+                                 m->shape); // (..., V)
     if (!dt) {
         tg__tensor_release(index);
         return tg_last_status();
     }
-    tg__cpu_gather_backward(gout[0], index, dt);
+    dt = tg__k_ok(tg__k_gather_backward(gout[0], index, dt), dt);
     tg__tensor_release(index);
     gin[0] = dt;
-    return TG_OK;
+    return dt ? TG_OK : tg_last_status();
 }

@@ -73,8 +73,8 @@ static bool overlapping(const tg_tensor *t) {
 static tg_status check(ip_kind k, tg_tensor *t, tg_tensor *other) {
     const char *who = ip_who[k];
     char a[160], b[160];
-    if (t->storage->device != TG_CPU || (other && other->storage->device != TG_CPU))
-        return tg__set_error(TG_ERR_DEVICE, "%s: operands must be on the CPU", who);
+    const tg_tensor *to[2] = {t, other};
+    if (!tg__same_device(who, 2, to)) return tg_last_status();
     if (k != IP_COPY && k != IP_FILL && !tg__is_float(t->dtype))
         return tg__set_error(TG_ERR_DTYPE, "%s: needs an f32/f64 tensor, got %s", who,
                              tg_dtype_name(t->dtype));
@@ -156,7 +156,11 @@ static tg_status apply(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, dou
     if (record) {
         tg_tensor *r = out_of_place(k, s, t, other, v);
         if (!r) return tg_last_status();
-        tg__cpu_copy(t, r);
+        st = tg__k_copy(t, r);
+        if (st != TG_OK) {
+            tg__tensor_release(r);
+            return st;
+        }
         tg__node_retain(r->grad_fn);
         tg__node_release(t->grad_fn);
         t->grad_fn = r->grad_fn;
@@ -166,15 +170,28 @@ static tg_status apply(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, dou
     } else {
         tg_tensor *src = other;
         if (other && other->storage == t->storage) { /* aliasing: read from a copy */
-            src = tg__tensor_new(s, who, other->dtype, other->ndim, other->shape,
-                                 TG_MEM_WORKSPACE);
+            src = tg__tensor_new_on(s, who, t->storage->device, other->dtype, other->ndim,
+                                    other->shape, TG_MEM_WORKSPACE);
             if (!src) return tg_last_status();
-            tg__cpu_copy(src, other);
+            if ((st = tg__k_copy(src, other)) != TG_OK) {
+                tg__tensor_release(src);
+                return st;
+            }
         }
-        if (k == IP_COPY) tg__cpu_copy(t, src);
-        else if (k == IP_SCALE || k == IP_FILL) ip_scalar_kernel(k, t, v);
-        else ip_binary_kernel(k, t, src);
+        if (t->storage->device == TG_CPU) {
+            if (k == IP_COPY) tg__cpu_copy(t, src);
+            else if (k == IP_SCALE || k == IP_FILL) ip_scalar_kernel(k, t, v);
+            else ip_binary_kernel(k, t, src);
+        } else { /* device kernels write through t's strides */
+            static const tg__binop bop[] = {[IP_ADD] = TG__BIN_ADD, [IP_SUB] = TG__BIN_SUB,
+                                            [IP_MUL] = TG__BIN_MUL};
+            if (k == IP_COPY) st = tg__k_copy(t, src);
+            else if (k == IP_FILL) st = tg__k_fill(t, v);
+            else if (k == IP_SCALE) st = tg__k_unary(TG__UN_SCALE, t, t, t->strides, v, 0.0);
+            else st = tg__k_binary(bop[k], t, t, src, 0.0, 0.0);
+        }
         if (src != other) tg__tensor_release(src);
+        if (st != TG_OK) return st; /* a device kernel failed: t may be partly written */
         if (k == IP_FILL && grad_on && t->grad_fn) {
             /* a constant now: it no longer depends on its history */
             tg__node_release(t->grad_fn);

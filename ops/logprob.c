@@ -3,6 +3,7 @@
  * per row, one backward pass) and dispatch to the composite baseline
  * (ops/logprob_composite.c). The math is in include/tapegrad/logprob.h. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../kernels/cpu/logprob.h"
@@ -24,8 +25,8 @@ tg_status tg__lpe_check(const char *who, const tg_tensor *z, const tg_tensor *y,
     if (y->dtype != TG_I64)
         return tg__set_error(TG_ERR_DTYPE, "%s: targets must be i64, got %s", who,
                              tg_dtype_name(y->dtype));
-    if (z->storage->device != TG_CPU || y->storage->device != TG_CPU)
-        return tg__set_error(TG_ERR_DEVICE, "%s: logits and targets must be on the CPU", who);
+    const tg_tensor *zy[2] = {z, y};
+    if (!tg__same_device(who, 2, zy)) return tg_last_status();
     bool same = z->ndim >= 1 && y->ndim == z->ndim - 1;
     for (int d = 0; same && d < y->ndim; d++) same = y->shape[d] == z->shape[d];
     if (!same)
@@ -50,17 +51,46 @@ tg_status tg__lpe_check(const char *who, const tg_tensor *z, const tg_tensor *y,
 tg_tensor *tg__lpe_targets(tg_site s, const char *who, tg_tensor *y, int64_t V, int64_t ignore) {
     tg_tensor *yc = tg__contiguous(s, y);
     if (!yc) return NULL;
-    const int64_t *t = tg__ptr(yc); // (N)
+    void *owned;
+    const int64_t *t = tg__lpe_targets_host(who, yc, &owned); // (N)
+    if (!t) {
+        tg__tensor_release(yc);
+        return NULL;
+    }
     int64_t N = tg__numel(yc->ndim, yc->shape);
     for (int64_t i = 0; i < N; i++) {
         if (t[i] != ignore && (t[i] < 0 || t[i] >= V)) {
             tg__tensor_release(yc);
+            free(owned);
             return tg__fail(TG_ERR_VALUE, "%s: row %lld: target %lld is outside [0, %lld) (and "
                             "is not ignore_index %lld)", who, (long long)i, (long long)t[i],
                             (long long)V, (long long)ignore);
         }
     }
+    free(owned);
     return yc;
+}
+
+const int64_t *tg__lpe_targets_host(const char *who, const tg_tensor *yc, void **owned) {
+    int64_t lo;
+    const int64_t *p = tg__host_elems(who, yc, owned, &lo);
+    return p ? p + (yc->offset - lo) : NULL;
+}
+
+tg_status tg__lpe_device_bad_row(const char *who, const tg_tensor *z, int64_t row, double inv_t) {
+    const int64_t V = z->shape[z->ndim - 1];
+    int64_t off = z->offset + tg__offset_of(row, z->ndim - 1, z->shape, z->strides);
+    tg_tensor *view = tg__tensor_on(TG_SITE, z->storage, z->dtype, 2, (int64_t[]){1, V},
+                                    (int64_t[]){V * z->strides[z->ndim - 1],
+                                                z->strides[z->ndim - 1]}, off);
+    tg_tensor *h = view ? tg__device_copy(TG_SITE, who, view, TG_CPU) : NULL;
+    tg__tensor_release(view);
+    if (!h) return tg_last_status();
+    const int64_t y0 = 0; /* not the ignore value 1 below: the row is checked */
+    tg__lpe_bad bad = tg__cpu_lpe_check_rows(h, &y0, 1, inv_t);
+    tg__tensor_release(h);
+    bad.row = row;
+    return tg__lpe_bad_row_error(who, &bad);
 }
 
 tg_status tg__lpe_bad_row_error(const char *who, const tg__lpe_bad *bad) {
@@ -79,10 +109,18 @@ static tg_status lpe_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
     if (n->edge[0].kind == TG__EDGE_NONE) return TG_OK;
     tg_tensor *z = tg__node_saved(n, 0), *y = NULL, *st = NULL, *dz = NULL;
     if (!z || !(y = tg__node_saved(n, 1)) || !(st = tg__node_saved(n, 2))) goto out;
-    dz = tg__new_output(n->site, "LogprobEntropyBackward", z->dtype, z->ndim, z->shape);
+    dz = tg__new_output_on(n->site, "LogprobEntropyBackward", z->storage->device, z->dtype,
+                           z->ndim, z->shape);
     if (!dz) goto out;
-    tg__cpu_lpe_backward(z, tg__ptr(y), n->iparam[0], n->dparam[0], n->iparam[1], tg__ptr(st),
-                         (int)n->iparam[2], gout[0], n->n_out > 1 ? gout[1] : NULL, dz);
+    if (z->storage->device == TG_CPU) {
+        tg__cpu_lpe_backward(z, tg__ptr(y), n->iparam[0], n->dparam[0], n->iparam[1],
+                             tg__ptr(st), (int)n->iparam[2], gout[0],
+                             n->n_out > 1 ? gout[1] : NULL, dz);
+    } else if (tg__k_lpe_backward_cuda(z, y, n->iparam[0], n->dparam[0], st, (int)n->iparam[2],
+                                       gout[0], n->n_out > 1 ? gout[1] : NULL, dz) != TG_OK) {
+        tg__tensor_release(dz);
+        goto out;
+    }
     gin[0] = dz;
 out:
     tg__tensor_release(z);
@@ -104,17 +142,32 @@ static tg_status fused(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logprob_o
     const bool grad_h = record && o->want_entropy && o->entropy_grad;
     const int nstat = grad_h ? 3 : 2;
     const int64_t N = tg__numel(lead, z->shape);
-    tg_tensor *lp = tg__new_output(s, who, z->dtype, lead, z->shape);                   // (N)
-    tg_tensor *h = o->want_entropy ? tg__new_output(s, who, z->dtype, lead, z->shape) : NULL;
-    tg_tensor *st = record ? tg__new_output(s, who, TG_F64, 2, (int64_t[]){N, nstat}) : NULL;
+    const tg_device dev = z->storage->device;
+    tg_tensor *lp = tg__new_output_on(s, who, dev, z->dtype, lead, z->shape); // (N)
+    tg_tensor *h = o->want_entropy ? tg__new_output_on(s, who, dev, z->dtype, lead, z->shape)
+                                   : NULL;
+    tg_tensor *st = record ? tg__new_output_on(s, who, dev, TG_F64, 2, (int64_t[]){N, nstat})
+                           : NULL; // (N, nstat)
     tg__node *n = NULL;
     if (!lp || (o->want_entropy && !h) || (record && !st)) goto fail;
-    tg__lpe_bad bad = tg__cpu_lpe_forward(z, tg__ptr(yc), o->ignore_index, 1.0 / o->temperature,
-                                          o->chunk_size, tg__ptr(lp), h ? tg__ptr(h) : NULL,
-                                          st ? tg__ptr(st) : NULL, nstat);
-    if (bad.row >= 0) {
-        tg__lpe_bad_row_error(who, &bad);
-        goto fail;
+    if (dev == TG_CPU) {
+        tg__lpe_bad bad = tg__cpu_lpe_forward(z, tg__ptr(yc), o->ignore_index,
+                                              1.0 / o->temperature, o->chunk_size, tg__ptr(lp),
+                                              h ? tg__ptr(h) : NULL, st ? tg__ptr(st) : NULL,
+                                              nstat);
+        if (bad.row >= 0) {
+            tg__lpe_bad_row_error(who, &bad);
+            goto fail;
+        }
+    } else {
+        int64_t bad_row = -1;
+        if (tg__k_lpe_forward_cuda(z, yc, o->ignore_index, 1.0 / o->temperature, lp, h, st,
+                                   nstat, &bad_row) != TG_OK)
+            goto fail;
+        if (bad_row >= 0) {
+            tg__lpe_device_bad_row(who, z, bad_row, 1.0 / o->temperature);
+            goto fail;
+        }
     }
     if (record) {
         tg_tensor *in[2] = {z, yc};

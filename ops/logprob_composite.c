@@ -12,6 +12,7 @@
  * recomputes each chunk with grad on (activation checkpointing): bounded
  * memory, more compute. Rows are checked like in the fused path (NaN, +inf,
  * all -inf are refused); unlike it, ignored rows are read by the generic ops. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "logprob_internal.h"
@@ -39,7 +40,7 @@ static tg_status rows_forward(tg_site s, tg_tensor *z2, tg_tensor *idx, tg_tenso
     if (want_h) {
         bool prev = h_grad ? tg_is_grad_enabled() : tg_set_grad_enabled(false);
         if ((p = tg__softmax(s, x)) && (l2 = tg__log_softmax(s, x)) &&
-            (zero = tg__zeros_like_meta(s, x->dtype, 0, NULL)) &&
+            (zero = tg__zeros_on(s, x->storage->device, x->dtype, 0, NULL)) &&
             (l2z = tg__where(s, p, l2, zero)) && (pl = tg__mul(s, p, l2z)) &&
             (sm = tg__sum_dim(s, pl, -1, false)) && (hn = tg__neg(s, sm)))
             *h = tg__mul(s, hn, mask);
@@ -82,9 +83,10 @@ static tg_status chunked_forward(tg_ctx *ctx, int n_in, tg_tensor *const *in, in
     tg_tensor *z2 = in[0], *idx = in[1], *mask = in[2];
     const int64_t N = z2->shape[0];
     tg_site s = {__FILE__, __LINE__};
-    out[0] = tg__new_output(s, "tg_logprob_entropy", z2->dtype, 1, &N);
+    const tg_device dev = z2->storage->device;
+    out[0] = tg__new_output_on(s, "tg_logprob_entropy", dev, z2->dtype, 1, &N);
     if (!out[0]) return tg_last_status();
-    if (cs->want_h && !(out[1] = tg__new_output(s, "tg_logprob_entropy", z2->dtype, 1, &N)))
+    if (cs->want_h && !(out[1] = tg__new_output_on(s, "tg_logprob_entropy", dev, z2->dtype, 1, &N)))
         return tg_last_status();
     for (int64_t c0 = 0; c0 < N; c0 += cs->chunk) {
         const int64_t c1 = c0 + cs->chunk < N ? c0 + cs->chunk : N;
@@ -95,7 +97,7 @@ static tg_status chunked_forward(tg_ctx *ctx, int n_in, tg_tensor *const *in, in
                                       : tg_last_status();
         if (st == TG_OK) {
             if ((dst = rows(s, out[0], c0, c1))) {
-                tg__cpu_copy(dst, lp);
+                st = tg__k_copy(dst, lp);
                 tg__tensor_release(dst);
             } else {
                 st = tg_last_status();
@@ -103,7 +105,7 @@ static tg_status chunked_forward(tg_ctx *ctx, int n_in, tg_tensor *const *in, in
         }
         if (st == TG_OK && h) {
             if ((dst = rows(s, out[1], c0, c1))) {
-                tg__cpu_copy(dst, h);
+                st = tg__k_copy(dst, h);
                 tg__tensor_release(dst);
             } else {
                 st = tg_last_status();
@@ -135,7 +137,7 @@ static tg_status chunked_backward(tg_ctx *ctx, int n_out, tg_tensor *const *gout
         goto out;
     }
     const int64_t N = z2->shape[0];
-    dz = tg__new_output(s, "tg_logprob_entropy", z2->dtype, 2, z2->shape);
+    dz = tg__new_output_on(s, "tg_logprob_entropy", z2->storage->device, z2->dtype, 2, z2->shape);
     if (!dz) {
         st = tg_last_status();
         goto out;
@@ -167,7 +169,7 @@ static tg_status chunked_backward(tg_ctx *ctx, int n_out, tg_tensor *const *gout
         if (st == TG_OK) {
             tg_tensor *dst = tg__ret(rows(s, dz, c0, c1));
             tg_tensor *g = tg_grad(leaf);
-            if (dst && g) tg__cpu_copy(dst, g);
+            if (dst && g) st = tg__k_copy(dst, g);
             else st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_INTERNAL;
         }
         tg_scope_end(sc);
@@ -194,22 +196,47 @@ tg_status tg__lpe_composite(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logp
     const int64_t N = tg__numel(lead, z->shape);
     tg_tensor *yc = tg__lpe_targets(s, who, y, V, o->ignore_index);
     if (!yc) return tg_last_status();
-    tg_tensor *idx = tg__new_output(s, who, TG_I64, 2, (int64_t[]){N, 1});
-    tg_tensor *mask = tg__new_output(s, who, z->dtype, 1, &N);
+    /* idx and mask are built on the host, then moved to z's device */
+    tg_tensor *idx = tg__new_output(s, who, TG_I64, 2, (int64_t[]){N, 1}); // (N, 1)
+    tg_tensor *mask = tg__new_output(s, who, z->dtype, 1, &N);            // (N)
     tg_tensor *z2 = NULL, *lp = NULL, *h = NULL, *lpv = NULL, *hv = NULL;
     tg_status st = TG_OK;
+    void *owned = NULL;
     if (!idx || !mask || !(z2 = tg__reshape(s, z, 2, (int64_t[]){N, V}))) goto fail;
-    const int64_t *t = tg__ptr(yc);
-    tg__lpe_bad bad = tg__cpu_lpe_check_rows(z, t, o->ignore_index, 1.0 / o->temperature);
-    if (bad.row >= 0) {
-        tg__lpe_bad_row_error(who, &bad);
-        goto fail;
+    const int64_t *t = tg__lpe_targets_host(who, yc, &owned);
+    if (!t) goto fail;
+    if (z->storage->device == TG_CPU) {
+        tg__lpe_bad bad = tg__cpu_lpe_check_rows(z, t, o->ignore_index, 1.0 / o->temperature);
+        if (bad.row >= 0) {
+            tg__lpe_bad_row_error(who, &bad);
+            goto fail;
+        }
+    } else {
+        int64_t bad_row = -1;
+        if (tg__k_lpe_check_rows_cuda(z, yc, o->ignore_index, 1.0 / o->temperature, &bad_row) !=
+            TG_OK)
+            goto fail;
+        if (bad_row >= 0) {
+            tg__lpe_device_bad_row(who, z, bad_row, 1.0 / o->temperature);
+            goto fail;
+        }
     }
     for (int64_t i = 0; i < N; i++) {
         bool keep = t[i] != o->ignore_index;
         ((int64_t *)tg__ptr(idx))[i] = keep ? t[i] : 0;
         if (z->dtype == TG_F32) ((float *)tg__ptr(mask))[i] = keep ? 1.0f : 0.0f;
         else ((double *)tg__ptr(mask))[i] = keep ? 1.0 : 0.0;
+    }
+    free(owned);
+    owned = NULL;
+    if (z->storage->device != TG_CPU) {
+        tg_tensor *di = tg__device_copy(s, who, idx, z->storage->device);
+        tg_tensor *dm = di ? tg__device_copy(s, who, mask, z->storage->device) : NULL;
+        tg__tensor_release(idx);
+        tg__tensor_release(mask);
+        idx = di;
+        mask = dm;
+        if (!idx || !mask) goto fail;
     }
     const bool chunked = o->chunk_size > 0 && o->chunk_size < N;
     const bool h_grad = o->want_entropy && o->entropy_grad;
@@ -245,6 +272,7 @@ tg_status tg__lpe_composite(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logp
     return TG_OK;
 fail:
     st = tg_last_status();
+    free(owned);
     tg__tensor_release(lpv);
     tg__tensor_release(hv);
     tg__tensor_release(lp);

@@ -12,6 +12,13 @@ tg_status tg__lpe_check(const char *who, const tg_tensor *z, const tg_tensor *y,
 /* A contiguous copy (or reference) of y with every non-ignored target checked
  * to be in [0, V); NULL with TG_ERR_VALUE naming the row otherwise. */
 tg_tensor *tg__lpe_targets(tg_site s, const char *who, tg_tensor *y, int64_t V, int64_t ignore);
+/* The values of a contiguous targets tensor yc on the host: its own data on
+ * the CPU, else a copy put in *owned (give it to free()). NULL with the
+ * error set. */
+const int64_t *tg__lpe_targets_host(const char *who, const tg_tensor *yc, void **owned);
+/* For a CUDA forward that rejected row `row` of z: finds the offending column
+ * and value on a host copy of that row and sets the error. Returns it. */
+tg_status tg__lpe_device_bad_row(const char *who, const tg_tensor *z, int64_t row, double inv_t);
 /* Sets the error for a row the forward kernel rejected. */
 tg_status tg__lpe_bad_row_error(const char *who, const tg__lpe_bad *bad);
 /* The composite implementation; outputs are new references (not in scopes). */

@@ -30,10 +30,9 @@ static const tg__op_def bmm_def = {"BmmBackward", mm_backward};
  * by every batch entry of a batched a. */
 static bool mm_check(const tg_tensor *a, const tg_tensor *b, bool *b_shared) {
     char sa[128], sb[128];
-    if (a->storage->device != TG_CPU || b->storage->device != TG_CPU) {
-        tg__set_error(TG_ERR_DEVICE, "tg_matmul: operands must be CPU tensors");
+    const tg_tensor *ab[2] = {a, b};
+    if (!tg__same_device("tg_matmul", 2, ab))
         return false;
-    }
     if (!tg__is_float(a->dtype) || a->dtype != b->dtype) {
         tg__set_error(TG_ERR_DTYPE,
                       "tg_matmul: operands must be f32 or f64 of one dtype, got %s and %s",
@@ -80,12 +79,12 @@ tg_tensor *tg__matmul(tg_site s, tg_tensor *a, tg_tensor *b) {
     int64_t oshape[TG_MAX_DIMS]; // (..., M, N)
     memcpy(oshape, a->shape, sizeof(int64_t) * (size_t)nd);
     oshape[nd - 1] = b->shape[b->ndim - 1];
-    tg_tensor *out = tg__new_output(s, "tg_matmul", a->dtype, nd, oshape);
+    tg_tensor *out = tg__new_output_on(s, "tg_matmul", a->storage->device, a->dtype, nd, oshape);
     if (!out)
         return NULL;
 
     tg__mat ma = tg__mat_of(a, false), mb = tg__mat_of(b, b_shared), mc = tg__mat_of(out, false);
-    if (tg__cpu_matmul("tg_matmul", a->dtype, nb, a->shape, &ma, &mb, &mc, false) != TG_OK) {
+    if (tg__k_matmul(a->storage->device, "tg_matmul", a->dtype, nb, a->shape, &ma, &mb, &mc, false) != TG_OK) {
         tg__tensor_release(out);
         return NULL;
     }
@@ -120,26 +119,28 @@ static tg_status mm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gi
         b = tg__node_saved(n, 1);
         if (!b)
             goto fail;
-        da = tg__new_output(n->site, "tg_matmul", am->dtype, am->ndim, am->shape); // (..., M, K)
+        da = tg__new_output_on(n->site, "tg_matmul", g->storage->device, am->dtype, am->ndim,
+                               am->shape); // (..., M, K)
         if (!da)
             goto fail;
         /* dA = dC @ B^T */
         tg__mat mg = tg__mat_of(g, false), mbt = tg__mat_t(tg__mat_of(b, b_shared));
         tg__mat mda = tg__mat_of(da, false);
-        if (tg__cpu_matmul("MmBackward", am->dtype, nb, am->shape, &mg, &mbt, &mda, false) != TG_OK)
+        if (tg__k_matmul(g->storage->device, "MmBackward", am->dtype, nb, am->shape, &mg, &mbt, &mda, false) != TG_OK)
             goto fail;
     }
     if (need_b) {
         a = tg__node_saved(n, 0);
         if (!a)
             goto fail;
-        db = tg__new_output(n->site, "tg_matmul", bm->dtype, bm->ndim, bm->shape); // (..., K, N)
+        db = tg__new_output_on(n->site, "tg_matmul", g->storage->device, bm->dtype, bm->ndim,
+                               bm->shape); // (..., K, N)
         if (!db)
             goto fail;
         /* dB = A^T @ dC, summed over the batch when b is shared. */
         tg__mat mat = tg__mat_t(tg__mat_of(a, false)), mg = tg__mat_of(g, false);
         tg__mat mdb = tg__mat_of(db, false);
-        if (tg__cpu_matmul("MmBackward", bm->dtype, nb, am->shape, &mat, &mg, &mdb, b_shared) !=
+        if (tg__k_matmul(g->storage->device, "MmBackward", bm->dtype, nb, am->shape, &mat, &mg, &mdb, b_shared) !=
             TG_OK)
             goto fail;
     }

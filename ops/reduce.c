@@ -45,10 +45,11 @@ static tg_status expand_backward(tg__node *n, tg_tensor *const *gout, tg_tensor 
     tg_tensor *g = gout[0];
     int64_t xs[TG_MAX_DIMS];
     expand_strides(g, m, (int)n->iparam[0], xs);
-    tg_tensor *out = tg__new_output(n->site, n->name, m->dtype, m->ndim, m->shape);
+    tg_tensor *out = tg__new_output_on(n->site, n->name, g->storage->device, m->dtype, m->ndim,
+                                       m->shape);
     if (!out) return tg_last_status();
     if (g->dtype == m->dtype) {
-        tg__cpu_unary(TG__UN_SCALE, out, g, xs, n->dparam[0], 0.0);
+        out = tg__k_ok(tg__k_unary(TG__UN_SCALE, out, g, xs, n->dparam[0], 0.0), out);
     } else { /* sum_to converted the dtype: convert back, then scale */
         tg_tensor *c = tg__to_dtype(n->site, g, m->dtype);
         if (!c) {
@@ -56,11 +57,11 @@ static tg_status expand_backward(tg__node *n, tg_tensor *const *gout, tg_tensor 
             return tg_last_status();
         }
         expand_strides(c, m, (int)n->iparam[0], xs);
-        tg__cpu_unary(TG__UN_SCALE, out, c, xs, n->dparam[0], 0.0);
+        out = tg__k_ok(tg__k_unary(TG__UN_SCALE, out, c, xs, n->dparam[0], 0.0), out);
         tg__tensor_release(c);
     }
     gin[0] = out;
-    return TG_OK;
+    return out ? TG_OK : tg_last_status();
 }
 
 static const tg__op_def SUM_DEF = {"SumBackward", expand_backward};
@@ -70,12 +71,7 @@ static const tg__op_def MEAN_DIM_DEF = {"MeanDimBackward", expand_backward};
 static const tg__op_def SUM_TO_DEF = {"SumToBackward", expand_backward};
 
 static bool check_input(const char *who, const tg_tensor *t) {
-    if (t->storage->device != TG_CPU) {
-        tg__set_error(TG_ERR_DEVICE, "%s: tensor%s%s%s is on %s; this op has CPU kernels only",
-                      who, t->name[0] ? " '" : "", t->name, t->name[0] ? "'" : "",
-                      t->storage->device == TG_CUDA ? "cuda" : "an unknown device");
-        return false;
-    }
+    if (!tg__same_device(who, 1, &t)) return false;
     if (!tg__is_float(t->dtype)) {
         tg__set_error(TG_ERR_DTYPE, "%s: dtype %s is not supported (f32 or f64 required)", who,
                       tg_dtype_name(t->dtype));
@@ -90,9 +86,8 @@ static bool check_input(const char *who, const tg_tensor *t) {
 static tg_tensor *reduce(tg_site s, const char *who, const tg__op_def *def, tg_tensor *t,
                          const bool *red, int ond, const int64_t *oshape, tg_dtype odt,
                          double scale, int ins) {
-    tg_tensor *out = tg__new_output(s, who, odt, ond, oshape);
-    if (!out) return NULL;
-    tg__cpu_sum_reduce(out, t, red, scale);
+    tg_tensor *out = tg__new_output_on(s, who, t->storage->device, odt, ond, oshape);
+    if (!out || !(out = tg__k_ok(tg__k_sum_reduce(out, t, red, scale), out))) return NULL;
     if (!tg__needs_grad(1, &t)) return out;
     tg__node *n = tg__record(s, def, 1, &t, out);
     if (!n) {

@@ -22,16 +22,16 @@ static tg_tensor *softmax_common(tg_site s, tg_tensor *t, bool is_log) {
     const char *who = is_log ? "tg_log_softmax" : "tg_softmax";
     if (tg__null_arg(t, who, "t"))
         return NULL;
-    if (t->storage->device != TG_CPU)
-        return tg__fail(TG_ERR_DEVICE, "%s: t must be a CPU tensor", who);
+    if (!tg__same_device(who, 1, (const tg_tensor *const *)&t))
+        return NULL;
     if (!tg__is_float(t->dtype))
         return tg__fail(TG_ERR_DTYPE, "%s: t must be f32 or f64, got %s", who,
                         tg_dtype_name(t->dtype));
 
-    tg_tensor *out = tg__new_output(s, who, t->dtype, t->ndim, t->shape); // (..., V)
-    if (!out)
+    tg_tensor *out = tg__new_output_on(s, who, t->storage->device, t->dtype, t->ndim,
+                                       t->shape); // (..., V)
+    if (!out || !(out = tg__k_ok(tg__k_softmax_forward(t, out, is_log), out)))
         return NULL;
-    tg__cpu_softmax_forward(t, out, is_log);
 
     if (tg__needs_grad(1, &t)) {
         tg__node *n = tg__record(s, is_log ? &log_softmax_def : &softmax_def, 1, &t, out);
@@ -68,16 +68,16 @@ static tg_status backward_common(tg__node *n, tg_tensor *const *gout, tg_tensor 
     if (!y)
         return tg_last_status();
     const tg__meta *m = &n->in_meta[0];
-    tg_tensor *dx = tg__new_output(n->site, is_log ? "tg_log_softmax" : "tg_softmax", m->dtype,
-                                   m->ndim, m->shape); // (..., V)
+    tg_tensor *dx = tg__new_output_on(n->site, is_log ? "tg_log_softmax" : "tg_softmax",
+                                      y->storage->device, m->dtype, m->ndim, m->shape); // (..., V)
     if (!dx) {
         tg__tensor_release(y);
         return tg_last_status();
     }
-    tg__cpu_softmax_backward(y, gout[0], dx, is_log);
+    dx = tg__k_ok(tg__k_softmax_backward(y, gout[0], dx, is_log), dx);
     tg__tensor_release(y);
     gin[0] = dx;
-    return TG_OK;
+    return dx ? TG_OK : tg_last_status();
 }
 
 static tg_status softmax_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {

@@ -32,7 +32,7 @@ static tg_tensor *finish(tg_site s, const tg__op_def *def, tg_tensor *t, tg_tens
 
 static tg_status slice_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
     const tg__meta *m = &n->in_meta[0];
-    tg_tensor *z = tg__zeros_like_meta(n->site, m->dtype, m->ndim, m->shape);
+    tg_tensor *z = tg__zeros_on(n->site, gout[0]->storage->device, m->dtype, m->ndim, m->shape);
     if (!z) return tg_last_status();
     int dim = (int)n->iparam[0];
     int64_t start = n->iparam[1], step = n->iparam[2];
@@ -45,8 +45,12 @@ static tg_status slice_backward(tg__node *n, tg_tensor *const *gout, tg_tensor *
         tg__tensor_release(z);
         return tg_last_status();
     }
-    tg__cpu_copy(win, gout[0]);
+    tg_status cst = tg__k_copy(win, gout[0]);
     tg__tensor_release(win);
+    if (cst != TG_OK) {
+        tg__tensor_release(z);
+        return cst;
+    }
     gin[0] = z;
     return TG_OK;
 }
@@ -291,13 +295,10 @@ static const tg__op_def clone_def = {"CloneBackward", clone_backward};
 
 tg_tensor *tg__clone(tg_site s, tg_tensor *t) {
     if (tg__null_arg(t, "tg_clone", "t")) return NULL;
-    if (t->storage->device != TG_CPU)
-        return tg__fail(TG_ERR_DEVICE, "tg_clone: tensor%s%s%s is on %s; this op has CPU kernels "
-                        "only (tg_to_device copies between devices)", t->name[0] ? " '" : "",
-                        t->name, t->name[0] ? "'" : "", tg__device_name(t->storage->device));
-    tg_tensor *c = tg__new_output(s, "tg_clone", t->dtype, t->ndim, t->shape);
-    if (!c) return NULL;
-    tg__cpu_copy(c, t);
+    if (!tg__same_device("tg_clone", 1, (const tg_tensor *const *)&t)) return NULL;
+    tg_tensor *c = tg__new_output_on(s, "tg_clone", t->storage->device, t->dtype, t->ndim,
+                                     t->shape);
+    if (!c || !(c = tg__k_ok(tg__k_copy(c, t), c))) return NULL;
     memcpy(c->name, t->name, TG__NAME_LEN);
     return finish(s, &clone_def, t, c, NULL, 0);
 }

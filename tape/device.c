@@ -1,7 +1,7 @@
 /* tape/device.c - devices as the tape sees them: whether CUDA is usable,
  * reading CUDA tensors from the host, and contiguous copies between devices
- * (synchronous cudaMemcpy; a strided source is gathered on the host side, so
- * no device kernel is needed). Without the CUDA backend (TG_HAVE_CUDA unset)
+ * (synchronous cudaMemcpy; a strided host source is gathered on the host
+ * first, a strided device source by the copy kernel). Without the CUDA backend (TG_HAVE_CUDA unset)
  * every CUDA path answers TG_ERR_DEVICE. */
 #include <stdlib.h>
 #include <string.h>
@@ -123,9 +123,7 @@ tg_tensor *tg__device_copy(tg_site s, const char *who, tg_tensor *t, tg_device d
             free(owned);
         }
     } else { /* device -> device: only a non-contiguous source gets here */
-        tg__tensor_release(out);
-        return tg__fail(TG_ERR_DEVICE, "%s: a strided copy within cuda needs a device kernel, "
-                        "which this build does not have; copy through the CPU", who);
+        st = tg__k_copy(out, t);
     }
     if (st != TG_OK) {
         tg__set_error(st, "%s: %s", who, tg_last_error());

@@ -82,10 +82,10 @@ static tg_status accumulate(tg_site s, tg_tensor **slot, tg_tensor *g) {
         *slot = g;
         return TG_OK;
     }
-    if (exclusive(*slot) && (*slot)->storage->device == TG_CPU && g->storage->device == TG_CPU) {
-        tg__cpu_accumulate(*slot, g);
+    if (exclusive(*slot) && (*slot)->storage->device == g->storage->device) {
+        tg_status st = tg__k_accumulate(*slot, g); /* on a failed device kernel: the error */
         tg__tensor_release(g);
-        return TG_OK;
+        return st;
     }
     tg_tensor *sum = tg__add(s, *slot, g);
     tg__tensor_release(g);
@@ -131,8 +131,8 @@ static tg_status check_root(tg_tensor *root, tg_tensor *grad) {
  * gradient into the tensor that phase B will install or add. */
 static tg_status prepare_leaf(tg_tensor *leaf) {
     tg_tensor *g = leaf->pending;
-    /* Adding in place (phase B) is a CPU kernel: on a device, add out of place
-     * (which fails cleanly where the device has no kernel). */
+    /* Adding in place (phase B) must not fail, so it is done only on the CPU:
+     * on a device, add out of place here (a kernel failure is reported now). */
     bool host = g->storage->device == TG_CPU && (!leaf->grad || leaf->grad->storage->device == TG_CPU);
     if (leaf->grad && (!exclusive(leaf->grad) || !host)) {
         /* .grad is shared (the user holds it): replace it with a new sum */
@@ -168,15 +168,6 @@ static tg_status run_node(tg__node *n, tg_tensor **gin) {
         if (n->gbuf[k]) goto has_grad;
     return TG_OK; /* no gradient reached it: all its input gradients are zero */
 has_grad:
-    /* Backward formulas have CPU kernels only, except tg_to_device's (and
-     * custom functions', which the user wrote for the devices they use). */
-    for (int k = 0; n->op && n->op != &tg__to_device_def && k < n->n_out; k++)
-        if (n->gbuf[k] && n->gbuf[k]->storage->device != TG_CPU)
-            return tg__set_error(TG_ERR_DEVICE,
-                                 "%s (created at %s:%d): its gradient is on %s, and this op's "
-                                 "backward has CPU kernels only",
-                                 n->name, n->site.file, n->site.line,
-                                 tg__device_name(n->gbuf[k]->storage->device));
     if (!tg__timeline_on()) return n->op->backward(n, n->gbuf, gin);
     uint64_t token = tg__tl_span_begin(n->name); /* a span in the memory timeline */
     tg_status st = n->op->backward(n, n->gbuf, gin);

@@ -21,8 +21,8 @@ static tg_status custom_backward(tg__node *n, tg_tensor *const *gout, tg_tensor 
             continue;
         }
         /* materialise zeros: user code never sees a NULL gradient */
-        g[k] = tg__zeros_like_meta(n->site, n->out_meta[k].dtype, n->out_meta[k].ndim,
-                                   n->out_meta[k].shape);
+        g[k] = tg__zeros_on(n->site, n->out_meta[k].device, n->out_meta[k].dtype,
+                            n->out_meta[k].ndim, n->out_meta[k].shape);
         if (!g[k]) {
             st = tg_last_status();
             goto out;

@@ -29,6 +29,7 @@
 #include <stdio.h>
 
 #include "tapegrad.h"
+#include "../kernels/kernel_ops.h"
 
 #define TG__MAX_IO 16            /* inputs/outputs of one node */
 #define TG__VERSION_HISTORY 8    /* in-place events remembered per storage */
@@ -163,8 +164,12 @@ tg_tensor *tg__new_output(tg_site s, const char *who, tg_dtype dt, int ndim,
 /* A handle on st (retained) with the given layout; no grad. NULL on NOMEM. */
 tg_tensor *tg__tensor_on(tg_site s, tg__storage *st, tg_dtype dt, int ndim,
                          const int64_t *shape, const int64_t *strides, int64_t offset);
-/* A zero-filled tensor (category tg__op_category()). */
+/* Same on device dev. */
+tg_tensor *tg__new_output_on(tg_site s, const char *who, tg_device dev, tg_dtype dt, int ndim,
+                             const int64_t *shape);
+/* A zero-filled tensor (category tg__op_category()), on the CPU or on dev. */
 tg_tensor *tg__zeros_like_meta(tg_site s, tg_dtype dt, int ndim, const int64_t *shape);
+tg_tensor *tg__zeros_on(tg_site s, tg_device dev, tg_dtype dt, int ndim, const int64_t *shape);
 void tg__tensor_release(tg_tensor *t); /* ignores scope ownership */
 /* Hands t to the innermost open scope (unless scopes are suspended); returns t. */
 tg_tensor *tg__ret(tg_tensor *t);
@@ -343,6 +348,54 @@ tg_tensor *tg__to_dtype(tg_site s, tg_tensor *t, tg_dtype dt);
  * (any non-overlapping strides). No checks, no version bump. */
 void tg__cpu_copy(tg_tensor *dst, const tg_tensor *src);
 
+/* ---- kernels on the tensors' device (ops/dispatch.c) ----------------------
+ * Each runs the CPU or the CUDA kernel of the same contract (the kernels/cpu headers)
+ * and returns TG_OK or the recorded error (TG_ERR_CUDA, TG_ERR_NOMEM;
+ * TG_ERR_DEVICE in a build without CUDA). The device is out's (the first
+ * tensor's); every operand must be on it (the ops check with
+ * tg__same_device). On CUDA, `out` may have any non-overlapping strides in
+ * unary/binary (in-place ops) and copy/fill. */
+typedef struct tg__mat tg__mat;
+/* True when every non-NULL tensor of ts is on one usable device; otherwise
+ * TG_ERR_DEVICE naming `who` and both devices. */
+bool tg__same_device(const char *who, int n, const tg_tensor *const *ts);
+/* t when st is TG_OK; otherwise releases t and returns NULL (the error is
+ * recorded). For `out = tg__k_ok(tg__k_binary(...), out)`. */
+static inline tg_tensor *tg__k_ok(tg_status st, tg_tensor *t);
+tg_status tg__k_unary(tg__unop op, tg_tensor *out, const tg_tensor *x, const int64_t *xs,
+                      double p0, double p1);
+tg_status tg__k_binary(tg__binop op, tg_tensor *out, const tg_tensor *a, const tg_tensor *b,
+                       double p0, double p1);
+tg_status tg__k_ternary(tg__terop op, tg_tensor *out, const tg_tensor *g, const tg_tensor *a,
+                        const tg_tensor *b);
+tg_status tg__k_where(tg_tensor *out, const tg_tensor *c, const tg_tensor *a, const tg_tensor *b);
+tg_status tg__k_copy(tg_tensor *dst, const tg_tensor *src);
+tg_status tg__k_accumulate(tg_tensor *dst, const tg_tensor *src);
+tg_status tg__k_fill(tg_tensor *t, double v);
+tg_status tg__k_sum_reduce(tg_tensor *out, const tg_tensor *x, const bool *red, double scale);
+tg_status tg__k_softmax_forward(const tg_tensor *x, tg_tensor *y, bool is_log);
+tg_status tg__k_softmax_backward(const tg_tensor *y, const tg_tensor *g, tg_tensor *dx,
+                                 bool is_log);
+tg_status tg__k_gather_find_bad(const tg_tensor *index, int64_t V, int64_t *bad);
+tg_status tg__k_gather_forward(const tg_tensor *t, const tg_tensor *index, tg_tensor *out);
+tg_status tg__k_gather_backward(const tg_tensor *g, const tg_tensor *index, tg_tensor *dt);
+tg_status tg__k_matmul(tg_device dev, const char *who, tg_dtype dt, int nb, const int64_t *bshape,
+                       const tg__mat *a, const tg__mat *b, const tg__mat *c, bool reduce);
+tg_status tg__k_lpe_forward_cuda(const tg_tensor *z, const tg_tensor *y, int64_t ignore,
+                                 double inv_t, tg_tensor *lp, tg_tensor *H, tg_tensor *stats,
+                                 int nstat, int64_t *bad_row);
+tg_status tg__k_lpe_check_rows_cuda(const tg_tensor *z, const tg_tensor *y, int64_t ignore,
+                                    double inv_t, int64_t *bad_row);
+tg_status tg__k_lpe_backward_cuda(const tg_tensor *z, const tg_tensor *y, int64_t ignore,
+                                  double inv_t, const tg_tensor *stats, int nstat,
+                                  const tg_tensor *g_lp, const tg_tensor *g_H, tg_tensor *dz);
+
+static inline tg_tensor *tg__k_ok(tg_status st, tg_tensor *t) {
+    if (st == TG_OK) return t;
+    tg__tensor_release(t);
+    return NULL;
+}
+
 /* ---- devices (tape/device.c, ops/to_device.c) ------------------------------ */
 
 /* Host-readable elements of t: for a CPU tensor its storage data (*owned =
@@ -357,8 +410,7 @@ tg_tensor *tg__device_copy(tg_site s, const char *who, tg_tensor *t, tg_device d
 /* TG_ERR_DEVICE naming `who` unless dev is usable (CPU, or CUDA with a device
  * and the backend built in). */
 tg_status tg__check_device_usable(const char *who, tg_device dev);
-/* The op tg_to_device records: the only op whose backward takes gradients on
- * TG_CUDA so far (the engine refuses the others with TG_ERR_DEVICE). */
+/* The op tg_to_device records (its backward copies the gradient back). */
 extern const tg__op_def tg__to_device_def;
 /* "cpu", "cuda" or "an unknown device". */
 const char *tg__device_name(tg_device dev);

@@ -233,3 +233,49 @@ extern "C" tg_status tg__cuda_copy_d2d(void *dst_dev, const void *src_dev, size_
     if (n == 0) return TG_OK;
     return TG__CUDA_CHECK(cudaMemcpy(dst_dev, src_dev, n, cudaMemcpyDeviceToDevice));
 }
+
+/* ---- scratch, synchronisation, device properties ------------------------------------ */
+
+static pthread_mutex_t g_scratch_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *g_scratch = NULL;
+
+extern "C" tg_status tg__cuda_scratch_acquire(void **p) {
+    pthread_mutex_lock(&g_scratch_lock);
+    if (!g_scratch) {
+        tg_status st = TG__CUDA_CHECK(cudaMalloc(&g_scratch, 256));
+        if (st != TG_OK) {
+            g_scratch = NULL;
+            pthread_mutex_unlock(&g_scratch_lock);
+            return st;
+        }
+    }
+    *p = g_scratch;
+    return TG_OK;
+}
+
+extern "C" void tg__cuda_scratch_release(void) { pthread_mutex_unlock(&g_scratch_lock); }
+
+extern "C" tg_status tg__cuda_synchronize(void) {
+    return TG__CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+extern "C" tg_status tg__cuda_device_info(char *name, size_t name_len, double *peak_bw) {
+    int dev = 0, clock_khz = 0, bus_bits = 0;
+    *peak_bw = 0.0;
+    tg_status st = TG__CUDA_CHECK(cudaGetDevice(&dev));
+    if (st == TG_OK) st = TG__CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, dev));
+    if (st == TG_OK)
+        st = TG__CUDA_CHECK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev));
+    if (st != TG_OK) return st;
+    /* double data rate: 2 transfers per clock */
+    *peak_bw = 2.0 * (double)clock_khz * 1e3 * (double)bus_bits / 8.0;
+#ifdef TG_SIMT
+    snprintf(name, name_len, "%s", tg_simt_device_name());
+#else
+    cudaDeviceProp prop;
+    st = TG__CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+    if (st != TG_OK) return st;
+    snprintf(name, name_len, "%s", prop.name);
+#endif
+    return TG_OK;
+}

@@ -1,0 +1,146 @@
+/* kernels/cuda/elementwise.cu - elementwise kernels on the GPU: unary,
+ * binary, ternary (gradient helpers) and where, f32 and f64, broadcast and
+ * strided operands, strided output (in-place ops write through it). One
+ * thread per element in a grid-stride loop; the formulas are those of
+ * kernels/kernel_ops.h, computed in the output's dtype as on the CPU. */
+#include "kcommon.cuh"
+
+template <class T> __device__ __forceinline__ T un_apply(int op, T x, T p0, T p1) {
+    switch (op) {
+    case TG__UN_NEG: return -x;
+    case TG__UN_EXP: return exp(x);
+    case TG__UN_LOG: return log(x);
+    case TG__UN_SCALE: return x * p0;
+    case TG__UN_ADDS: return x + p0;
+    case TG__UN_CLAMP: return x < p0 ? p0 : (x > p1 ? p1 : x);
+    }
+    return x;
+}
+
+template <class T> __device__ __forceinline__ T bin_apply(int op, T x, T y, T p0, T p1) {
+    switch (op) {
+    case TG__BIN_ADD: return x + y;
+    case TG__BIN_SUB: return x - y;
+    case TG__BIN_MUL: return x * y;
+    case TG__BIN_DIV: return x / y;
+    case TG__BIN_MAX: return (x > y || x != x) ? x : y;
+    case TG__BIN_MIN: return (x < y || x != x) ? x : y;
+    case TG__BIN_CLAMP_GRAD: return (y >= p0 && y <= p1) ? x : (T)0;
+    }
+    return x;
+}
+
+template <class T> __device__ __forceinline__ T ter_apply(int op, T g, T x, T y) {
+    switch (op) {
+    case TG__TER_GE_GRAD: return x == y ? g * (T)0.5 : (x < y ? (T)0 : g);
+    case TG__TER_LE_GRAD: return x == y ? g * (T)0.5 : (x > y ? (T)0 : g);
+    case TG__TER_DIV_GRAD_B: return -g * x / (y * y);
+    }
+    return g;
+}
+
+#define TGK_FOR_EACH(it, i)                                                       \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (it).n; \
+         i += (int64_t)gridDim.x * blockDim.x)
+
+template <class T>
+__global__ void k_unary(tgk_iter it, T *o, const T *x, int op, T p0, T p1) {
+    TGK_FOR_EACH(it, i) {
+        int64_t off[2];
+        tgk_offsets(it, i, off);
+        o[off[0]] = un_apply<T>(op, x[off[1]], p0, p1);
+    }
+}
+
+template <class T>
+__global__ void k_binary(tgk_iter it, T *o, const T *a, const T *b, int op, T p0, T p1) {
+    TGK_FOR_EACH(it, i) {
+        int64_t off[3];
+        tgk_offsets(it, i, off);
+        o[off[0]] = bin_apply<T>(op, a[off[1]], b[off[2]], p0, p1);
+    }
+}
+
+template <class T>
+__global__ void k_ternary(tgk_iter it, T *o, const T *g, const T *a, const T *b, int op) {
+    TGK_FOR_EACH(it, i) {
+        int64_t off[4];
+        tgk_offsets(it, i, off);
+        o[off[0]] = ter_apply<T>(op, g[off[1]], a[off[2]], b[off[3]]);
+    }
+}
+
+/* a or b NULL: 0. c of dtype cdt; NaN counts as true (NaN != 0). */
+template <class T>
+__global__ void k_where(tgk_iter it, T *o, const void *c, int cdt, const T *a, const T *b) {
+    TGK_FOR_EACH(it, i) {
+        int64_t off[4];
+        tgk_offsets(it, i, off);
+        bool take = tgk_read(c, cdt, off[1]) != 0.0;
+        T v = take ? (a ? a[off[2]] : (T)0) : (b ? b[off[3]] : (T)0);
+        o[off[0]] = v;
+    }
+}
+
+extern "C" tg_status tg__cuda_unary(int op, const tg__cuda_arr *out, const tg__cuda_arr *x,
+                                    double p0, double p1) {
+    const tg__cuda_arr *ops[2] = {out, x};
+    tgk_iter it = tgk_iter_make(2, ops);
+    if (it.n == 0) return TG_OK;
+    unsigned g = tgk_grid(it.n, TGK_BLOCK);
+    if (out->dtype == TG_F32) {
+        auto k = k_unary<float>;
+        return TGK_LAUNCH(k, g, TGK_BLOCK, it, (float *)out->data, (const float *)x->data, op,
+                          (float)p0, (float)p1);
+    }
+    auto k = k_unary<double>;
+    return TGK_LAUNCH(k, g, TGK_BLOCK, it, (double *)out->data, (const double *)x->data, op, p0, p1);
+}
+
+extern "C" tg_status tg__cuda_binary(int op, const tg__cuda_arr *out, const tg__cuda_arr *a,
+                                     const tg__cuda_arr *b, double p0, double p1) {
+    const tg__cuda_arr *ops[3] = {out, a, b};
+    tgk_iter it = tgk_iter_make(3, ops);
+    if (it.n == 0) return TG_OK;
+    unsigned g = tgk_grid(it.n, TGK_BLOCK);
+    if (out->dtype == TG_F32) {
+        auto k = k_binary<float>;
+        return TGK_LAUNCH(k, g, TGK_BLOCK, it, (float *)out->data, (const float *)a->data,
+                          (const float *)b->data, op, (float)p0, (float)p1);
+    }
+    auto k = k_binary<double>;
+    return TGK_LAUNCH(k, g, TGK_BLOCK, it, (double *)out->data, (const double *)a->data,
+                      (const double *)b->data, op, p0, p1);
+}
+
+extern "C" tg_status tg__cuda_ternary(int op, const tg__cuda_arr *out, const tg__cuda_arr *g,
+                                      const tg__cuda_arr *a, const tg__cuda_arr *b) {
+    const tg__cuda_arr *ops[4] = {out, g, a, b};
+    tgk_iter it = tgk_iter_make(4, ops);
+    if (it.n == 0) return TG_OK;
+    unsigned gr = tgk_grid(it.n, TGK_BLOCK);
+    if (out->dtype == TG_F32) {
+        auto k = k_ternary<float>;
+        return TGK_LAUNCH(k, gr, TGK_BLOCK, it, (float *)out->data, (const float *)g->data,
+                          (const float *)a->data, (const float *)b->data, op);
+    }
+    auto k = k_ternary<double>;
+    return TGK_LAUNCH(k, gr, TGK_BLOCK, it, (double *)out->data, (const double *)g->data,
+                      (const double *)a->data, (const double *)b->data, op);
+}
+
+extern "C" tg_status tg__cuda_where(const tg__cuda_arr *out, const tg__cuda_arr *c,
+                                    const tg__cuda_arr *a, const tg__cuda_arr *b) {
+    const tg__cuda_arr *ops[4] = {out, c, a, b};
+    tgk_iter it = tgk_iter_make(4, ops);
+    if (it.n == 0) return TG_OK;
+    unsigned g = tgk_grid(it.n, TGK_BLOCK);
+    if (out->dtype == TG_F32) {
+        auto k = k_where<float>;
+        return TGK_LAUNCH(k, g, TGK_BLOCK, it, (float *)out->data, (const void *)c->data, c->dtype,
+                          (const float *)(a ? a->data : NULL), (const float *)(b ? b->data : NULL));
+    }
+    auto k = k_where<double>;
+    return TGK_LAUNCH(k, g, TGK_BLOCK, it, (double *)out->data, (const void *)c->data, c->dtype,
+                      (const double *)(a ? a->data : NULL), (const double *)(b ? b->data : NULL));
+}

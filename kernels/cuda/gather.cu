@@ -1,0 +1,86 @@
+/* kernels/cuda/gather.cu - gather along the last dim, its scatter-add
+ * backward and the index range check, on the GPU. */
+#include "kcommon.cuh"
+
+__global__ void k_find_bad(tgk_iter it, const int64_t *idx, int64_t V, unsigned long long *bad) {
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < it.n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t off[1];
+        tgk_offsets(it, i, off);
+        int64_t v = idx[off[0]];
+        if (v < 0 || v >= V) atomicMin(bad, (unsigned long long)i);
+    }
+}
+
+/* One thread per index entry; rows are the leading dims of index (and t). */
+template <class T>
+__global__ void k_gather_fwd(tg__cuda_arr t, tg__cuda_arr ix, int64_t n, int64_t J, T *out) {
+    int64_t ts = t.ndim > 0 ? t.strides[t.ndim - 1] : 1;
+    int64_t is = ix.ndim > 0 ? ix.strides[ix.ndim - 1] : 1;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i / J, j = i % J;
+        int64_t v = ((const int64_t *)ix.data)[tgk_row_offset(ix, r) + j * is];
+        out[i] = ((const T *)t.data)[tgk_row_offset(t, r) + v * ts];
+    }
+}
+
+template <class T>
+__global__ void k_gather_bwd(tg__cuda_arr g, tg__cuda_arr ix, int64_t n, int64_t J, int64_t V,
+                             T *dt) {
+    int64_t gs = g.ndim > 0 ? g.strides[g.ndim - 1] : 1;
+    int64_t is = ix.ndim > 0 ? ix.strides[ix.ndim - 1] : 1;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i / J, j = i % J;
+        int64_t v = ((const int64_t *)ix.data)[tgk_row_offset(ix, r) + j * is];
+        atomicAdd(&dt[r * V + v], ((const T *)g.data)[tgk_row_offset(g, r) + j * gs]);
+    }
+}
+
+extern "C" tg_status tg__cuda_gather_find_bad(const tg__cuda_arr *index, int64_t V, int64_t *bad) {
+    *bad = -1;
+    const tg__cuda_arr *ops[1] = {index};
+    tgk_iter it = tgk_iter_make(1, ops);
+    if (it.n == 0) return TG_OK;
+    unsigned long long *dbad;
+    tg_status st = tg__cuda_scratch_acquire((void **)&dbad);
+    if (st != TG_OK) return st;
+    unsigned long long h = ~0ull;
+    st = tg__cuda_copy_h2d(dbad, &h, sizeof h);
+    if (st == TG_OK)
+        st = TGK_LAUNCH(k_find_bad, tgk_grid(it.n, TGK_BLOCK), TGK_BLOCK, it,
+                        (const int64_t *)index->data, V, dbad);
+    if (st == TG_OK) st = tg__cuda_copy_d2h(&h, dbad, sizeof h);
+    tg__cuda_scratch_release();
+    if (st == TG_OK && h != ~0ull) *bad = (int64_t)h;
+    return st;
+}
+
+extern "C" tg_status tg__cuda_gather_forward(const tg__cuda_arr *t, const tg__cuda_arr *index,
+                                             void *out) {
+    int64_t J, is, n = tgk_numel(index);
+    (void)tgk_rows(index, &J, &is);
+    if (n == 0) return TG_OK;
+    unsigned g = tgk_grid(n, TGK_BLOCK);
+    if (t->dtype == TG_F32) {
+        auto k = k_gather_fwd<float>;
+        return TGK_LAUNCH(k, g, TGK_BLOCK, *t, *index, n, J, (float *)out);
+    }
+    auto k = k_gather_fwd<double>;
+    return TGK_LAUNCH(k, g, TGK_BLOCK, *t, *index, n, J, (double *)out);
+}
+
+extern "C" tg_status tg__cuda_gather_backward(const tg__cuda_arr *g, const tg__cuda_arr *index,
+                                              void *dt, int64_t V) {
+    int64_t J, is, n = tgk_numel(index);
+    (void)tgk_rows(index, &J, &is);
+    if (n == 0) return TG_OK;
+    unsigned gr = tgk_grid(n, TGK_BLOCK);
+    if (g->dtype == TG_F32) {
+        auto k = k_gather_bwd<float>;
+        return TGK_LAUNCH(k, gr, TGK_BLOCK, *g, *index, n, J, V, (float *)dt);
+    }
+    auto k = k_gather_bwd<double>;
+    return TGK_LAUNCH(k, gr, TGK_BLOCK, *g, *index, n, J, V, (double *)dt);
+}

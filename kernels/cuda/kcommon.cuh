@@ -1,0 +1,167 @@
+/* kernels/cuda/kcommon.cuh - what every kernel file shares: the launch macro
+ * with its error check, strided indexing over tg__cuda_arr, grid sizing, and
+ * warp / block reductions. Included by .cu files only. The same sources build
+ * for a GPU (nvcc) and for the host emulator of the test suite
+ * (tests/simt/), so kernels use only what both provide: no dynamic shared
+ * memory, no launch chevrons outside TGK_LAUNCH, every barrier reached by
+ * every thread of the block. */
+#ifndef TG_KCOMMON_CUH
+#define TG_KCOMMON_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "../kernel_ops.h"
+#include "tapegrad/tensor.h"
+#include "cuda_internal.h"
+
+/* Threads per block of the elementwise and row kernels (a multiple of 32). */
+#define TGK_BLOCK 256
+/* Most blocks a grid-stride kernel launches. */
+#define TGK_MAX_GRID 8192
+
+/* Launches kern<<<grid, block>>>(...) on the default stream and returns its
+ * status: TG_OK, or TG_ERR_CUDA naming the kernel and this file:line. */
+#ifdef TG_SIMT
+#define TGK_LAUNCH(kern, grid, block, ...)                                                 \
+    tg__cuda_check(::tg_simt::launch(dim3(grid), dim3(block), [&]() { kern(__VA_ARGS__); }, \
+                                     #kern),                                               \
+                   "launch of " #kern, __FILE__, __LINE__)
+#else
+#define TGK_LAUNCH(kern, grid, block, ...)                       \
+    (kern<<<(grid), (block)>>>(__VA_ARGS__),                     \
+     tg__cuda_check((int)cudaGetLastError(), "launch of " #kern, __FILE__, __LINE__))
+#endif
+
+static inline unsigned tgk_grid(int64_t n, int per_block) {
+    int64_t g = (n + per_block - 1) / per_block;
+    if (g < 1) g = 1;
+    if (g > TGK_MAX_GRID) g = TGK_MAX_GRID;
+    return (unsigned)g;
+}
+
+static inline int64_t tgk_numel(const tg__cuda_arr *a) {
+    int64_t n = 1;
+    for (int d = 0; d < a->ndim; d++) n *= a->shape[d];
+    return n;
+}
+
+/* Up to 4 operands over one iteration shape, passed by value to kernels.
+ * `contig` is set when every operand is C-contiguous over the shape, so the
+ * element offset is the linear index itself. */
+#define TGK_MAXOP 4
+struct tgk_iter {
+    int ndim, nop;
+    bool contig;
+    int64_t n;
+    int64_t shape[TG__CUDA_MAX_DIMS];
+    int64_t st[TGK_MAXOP][TG__CUDA_MAX_DIMS];
+};
+
+/* Builds the iterator from arrays described over ops[0]'s shape (an operand
+ * may be NULL or have data NULL: its strides are then 0). */
+static inline tgk_iter tgk_iter_make(int nop, const tg__cuda_arr *const *ops) {
+    tgk_iter it;
+    const tg__cuda_arr *o = ops[0];
+    it.ndim = o->ndim;
+    it.nop = nop;
+    it.n = tgk_numel(o);
+    it.contig = true;
+    for (int d = 0; d < o->ndim; d++) it.shape[d] = o->shape[d];
+    for (int k = 0; k < nop; k++) {
+        int64_t acc = 1;
+        for (int d = o->ndim - 1; d >= 0; d--) {
+            int64_t s = (ops[k] && ops[k]->data) ? ops[k]->strides[d] : 0;
+            it.st[k][d] = s;
+            if (o->shape[d] != 1 && s != acc) it.contig = false;
+            acc *= o->shape[d];
+        }
+    }
+    return it;
+}
+
+/* Element offsets of linear index i for every operand. */
+__device__ __forceinline__ void tgk_offsets(const tgk_iter &it, int64_t i, int64_t *off) {
+    for (int k = 0; k < it.nop; k++) off[k] = it.contig ? i : 0;
+    if (it.contig) return;
+    for (int d = it.ndim - 1; d >= 0; d--) {
+        int64_t q = i % it.shape[d];
+        i /= it.shape[d];
+        for (int k = 0; k < it.nop; k++) off[k] += q * it.st[k][d];
+    }
+}
+
+/* Offset of row r (C order over the first ndim - 1 dims) of a. */
+__device__ __forceinline__ int64_t tgk_row_offset(const tg__cuda_arr &a, int64_t r) {
+    int64_t off = 0;
+    for (int d = a.ndim - 2; d >= 0; d--) {
+        off += (r % a.shape[d]) * a.strides[d];
+        r /= a.shape[d];
+    }
+    return off;
+}
+
+__device__ __forceinline__ bool tgk_isnan(double x) { return x != x; }
+
+/* Reads element off of a (any dtype) as double. */
+__device__ __forceinline__ double tgk_read(const void *p, int dt, int64_t off) {
+    if (dt == TG_F32) return (double)((const float *)p)[off];
+    if (dt == TG_F64) return ((const double *)p)[off];
+    return (double)((const int64_t *)p)[off];
+}
+
+/* Sum over the warp; every lane gets the total. */
+template <class T> __device__ __forceinline__ T tgk_warp_sum(T v) {
+    for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+    return v;
+}
+
+/* Sum over the block (blockDim.x a multiple of 32, at most 1024); every
+ * thread gets the total. Reached by every thread. `buf` is __shared__ T[32]. */
+template <class T> __device__ __forceinline__ T tgk_block_sum(T v, T *buf) {
+    int lane = (int)(threadIdx.x % 32), w = (int)(threadIdx.x / 32), nw = (int)(blockDim.x / 32);
+    v = tgk_warp_sum(v);
+    __syncthreads(); /* buf may still be read by a previous call */
+    if (lane == 0) buf[w] = v;
+    __syncthreads();
+    T t = lane < nw ? buf[lane] : (T)0;
+    return tgk_warp_sum(t);
+}
+
+/* Max over the warp / block ignoring NaN (a > b comparisons, as the CPU row
+ * loops do); same rules as tgk_block_sum. */
+template <class T> __device__ __forceinline__ T tgk_max2(T a, T b) { return b > a ? b : a; }
+template <class T> __device__ __forceinline__ T tgk_warp_max(T v) {
+    for (int m = 16; m > 0; m >>= 1) v = tgk_max2(v, __shfl_xor_sync(0xffffffffu, v, m));
+    return v;
+}
+template <class T> __device__ __forceinline__ T tgk_block_max(T v, T *buf) {
+    int lane = (int)(threadIdx.x % 32), w = (int)(threadIdx.x / 32), nw = (int)(blockDim.x / 32);
+    v = tgk_warp_max(v);
+    __syncthreads();
+    if (lane == 0) buf[w] = v;
+    __syncthreads();
+    T t = lane < nw ? buf[lane] : (T)-INFINITY;
+    return tgk_warp_max(t);
+}
+
+/* Rows of a tensor seen as (N, V) over its last dim (a 0-d tensor is one row
+ * of length 1). */
+static inline int64_t tgk_rows(const tg__cuda_arr *a, int64_t *V, int64_t *inner) {
+    *V = a->ndim > 0 ? a->shape[a->ndim - 1] : 1;
+    *inner = a->ndim > 0 ? a->strides[a->ndim - 1] : 1;
+    int64_t n = tgk_numel(a);
+    return *V > 0 ? n / *V : 0;
+}
+
+/* Offset of element i (C order over all dims) of a. */
+__device__ __forceinline__ int64_t tgk_elem_offset(const tg__cuda_arr &a, int64_t i) {
+    int64_t off = 0;
+    for (int d = a.ndim - 1; d >= 0; d--) {
+        off += (i % a.shape[d]) * a.strides[d];
+        i /= a.shape[d];
+    }
+    return off;
+}
+
+#endif

@@ -1,0 +1,267 @@
+/* kernels/cuda/logprob.cu - the fused log-prob / entropy op on the GPU.
+ *
+ * Forward: one block per row (grid-stride over rows). Each thread walks the
+ * columns j = tid, tid + blockDim, ... (coalesced when the row is contiguous)
+ * keeping an online state over the raw logits: its max M, S = sum exp(d) and
+ * A = sum exp(d) * d with d = (z - M) * inv_t, rescaled when M grows. The
+ * states are merged with warp shuffles, then across warps through shared
+ * memory: merging (M1, S1, A1) into M >= M1 multiplies by f = exp(dm) with
+ * dm = (M1 - M) * inv_t: S1 f and (A1 + S1 dm) f. Then lse = M inv_t + log S
+ * and H = log S - A / S, as on the CPU (kernels/cpu/logprob.c). f32 rows
+ * accumulate in f32 and f64 rows in f64; the per-row results are formed in
+ * double. A row with a NaN or +inf entry, or with every entry -inf, sets
+ * *bad_row with an atomic minimum.
+ *
+ * Backward: one block per row, p = exp((z - M) inv_t - ls), and
+ *   dz = p == 0 ? 0 : -g_lp inv_t p - g_H inv_t p (d + H), plus g_lp inv_t at
+ * the target column, written by the thread that owns that column. */
+#include "kcommon.cuh"
+
+template <class A> struct lpe_state {
+    A m, s, a; /* max raw logit, sum exp(d), sum exp(d) * d */
+};
+
+/* Folds (m2, s2, a2) into st (both over the same inv_t). */
+template <class A>
+__device__ __forceinline__ void lpe_merge(lpe_state<A> &st, A m2, A s2, A a2, A it) {
+    if (s2 == (A)0 && m2 == (A)-INFINITY) return;
+    if (st.s == (A)0 && st.m == (A)-INFINITY) {
+        st.m = m2;
+        st.s = s2;
+        st.a = a2;
+        return;
+    }
+    if (m2 > st.m) { /* rescale st to m2 */
+        A dm = (st.m - m2) * it, f = exp(dm);
+        st.a = (st.a + st.s * dm) * f;
+        st.s *= f;
+        st.m = m2;
+    } else if (m2 < st.m) {
+        A dm = (m2 - st.m) * it, f = exp(dm);
+        a2 = (a2 + s2 * dm) * f;
+        s2 *= f;
+    }
+    st.s += s2;
+    st.a += a2;
+}
+
+/* The block's state for row x (every thread gets it); *bad is set when the
+ * row has a NaN or +inf entry (raw), or no entry above -inf. */
+template <class T>
+__device__ __forceinline__ lpe_state<T> lpe_row_state(const T *x, int64_t xs, int64_t V, T it,
+                                                      int *bad) {
+    __shared__ T bm[32], bsum[32], ba[32];
+    __shared__ int bbad[32];
+    lpe_state<T> st = {(T)-INFINITY, (T)0, (T)0};
+    int nbad = 0;
+    for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
+        T v = x[j * xs];
+        if (v != v || v == (T)INFINITY) {
+            nbad = 1;
+            continue;
+        }
+        if (v == (T)-INFINITY) continue;
+        if (v > st.m) {
+            if (st.s > (T)0) {
+                T dm = (st.m - v) * it, f = exp(dm);
+                st.a = (st.a + st.s * dm) * f;
+                st.s *= f;
+            }
+            st.m = v;
+        }
+        T d = (v - st.m) * it, e = exp(d);
+        st.s += e;
+        st.a += e == (T)0 ? (T)0 : e * d;
+    }
+    /* warp merge */
+    for (int o = 16; o > 0; o >>= 1) {
+        T m2 = __shfl_xor_sync(0xffffffffu, st.m, o);
+        T s2 = __shfl_xor_sync(0xffffffffu, st.s, o);
+        T a2 = __shfl_xor_sync(0xffffffffu, st.a, o);
+        nbad |= __shfl_xor_sync(0xffffffffu, nbad, o);
+        lpe_merge(st, m2, s2, a2, it);
+    }
+    int lane = (int)(threadIdx.x % 32), w = (int)(threadIdx.x / 32), nw = (int)(blockDim.x / 32);
+    __syncthreads(); /* the buffers may still be read for the previous row */
+    if (lane == 0) {
+        bm[w] = st.m;
+        bsum[w] = st.s;
+        ba[w] = st.a;
+        bbad[w] = nbad;
+    }
+    __syncthreads();
+    lpe_state<T> tot = {(T)-INFINITY, (T)0, (T)0};
+    int tbad = 0;
+    for (int k = 0; k < nw; k++) { /* same order in every thread: same result */
+        lpe_merge(tot, bm[k], bsum[k], ba[k], it);
+        tbad |= bbad[k];
+    }
+    *bad = tbad || tot.m == (T)-INFINITY;
+    return tot;
+}
+
+template <class T>
+__global__ void k_lpe_fwd(tg__cuda_arr z, int64_t N, int64_t V, const int64_t *y, int64_t ignore,
+                          double inv_t, T *lp, T *H, double *stats, int nstat,
+                          unsigned long long *bad_row) {
+    int64_t xs = z.strides[z.ndim - 1];
+    for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
+        int64_t yr = y[r];
+        if (yr == ignore) { /* uniform across the block: no barrier is skipped by some only */
+            if (threadIdx.x == 0) {
+                lp[r] = (T)0;
+                if (H) H[r] = (T)0;
+                if (stats)
+                    for (int k = 0; k < nstat; k++) stats[r * nstat + k] = 0.0;
+            }
+            continue;
+        }
+        const T *x = (const T *)z.data + tgk_row_offset(z, r);
+        int bad;
+        lpe_state<T> st = lpe_row_state<T>(x, xs, V, (T)inv_t, &bad);
+        if (threadIdx.x != 0) continue;
+        if (bad) {
+            atomicMin(bad_row, (unsigned long long)r);
+            continue;
+        }
+        double M = (double)st.m, ls = log((double)st.s);
+        double h = ls - (double)st.a / (double)st.s;
+        double zy = (double)x[yr * xs];
+        lp[r] = (T)((zy - M) * inv_t - ls);
+        if (H) H[r] = (T)h;
+        if (stats) {
+            stats[r * nstat] = M;
+            stats[r * nstat + 1] = ls;
+            if (nstat == 3) stats[r * nstat + 2] = h;
+        }
+    }
+}
+
+template <class T>
+__global__ void k_lpe_check(tg__cuda_arr z, int64_t N, int64_t V, const int64_t *y,
+                            int64_t ignore, double inv_t, unsigned long long *bad_row) {
+    __shared__ int buf[32];
+    int64_t xs = z.strides[z.ndim - 1];
+    double lim = sizeof(T) == 4 ? 3.402823466e38 : 1.7976931348623157e308;
+    for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
+        if (y[r] == ignore) continue;
+        const T *x = (const T *)z.data + tgk_row_offset(z, r);
+        int nbad = 0, nfin = 0;
+        for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
+            double v = (double)x[j * xs] * inv_t;
+            nbad |= !(v <= lim);
+            nfin |= v > -INFINITY;
+        }
+        int tb = tgk_block_sum(nbad, buf), tf = tgk_block_sum(nfin, buf);
+        if (threadIdx.x == 0 && (tb || !tf)) atomicMin(bad_row, (unsigned long long)r);
+    }
+}
+
+template <class T>
+__global__ void k_lpe_bwd(tg__cuda_arr z, int64_t N, int64_t V, const int64_t *y, int64_t ignore,
+                          double inv_t, const double *stats, int nstat, tg__cuda_arr glp,
+                          tg__cuda_arr gH, T *dz) {
+    int64_t xs = z.strides[z.ndim - 1];
+    for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
+        T *o = dz + r * V;
+        int64_t yr = y[r];
+        if (yr == ignore) {
+            for (int64_t j = threadIdx.x; j < V; j += blockDim.x) o[j] = (T)0;
+            continue;
+        }
+        double g1 = glp.data ? (double)((const T *)glp.data)[tgk_elem_offset(glp, r)] : 0.0;
+        double g2 = (nstat == 3 && gH.data) ? (double)((const T *)gH.data)[tgk_elem_offset(gH, r)]
+                                            : 0.0;
+        T M = (T)stats[r * nstat], ls = (T)stats[r * nstat + 1];
+        T h = nstat == 3 ? (T)stats[r * nstat + 2] : (T)0;
+        T it = (T)inv_t, a = (T)(-g1 * inv_t), b = (T)(-g2 * inv_t), at_y = (T)(g1 * inv_t);
+        const T *x = (const T *)z.data + tgk_row_offset(z, r);
+        for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
+            T d = (x[j * xs] - M) * it - ls;
+            T p = exp(d);
+            T v = p == (T)0 ? (T)0 : a * p + b * p * (d + h);
+            if (j == yr) v += at_y;
+            o[j] = v;
+        }
+    }
+}
+
+static tg_status with_bad_row(int64_t *bad_row, unsigned long long **dbad) {
+    *bad_row = -1;
+    tg_status st = tg__cuda_scratch_acquire((void **)dbad);
+    if (st != TG_OK) return st;
+    unsigned long long h = ~0ull;
+    st = tg__cuda_copy_h2d(*dbad, &h, sizeof h);
+    if (st != TG_OK) tg__cuda_scratch_release();
+    return st;
+}
+
+static tg_status read_bad_row(tg_status st, unsigned long long *dbad, int64_t *bad_row) {
+    unsigned long long h = ~0ull;
+    if (st == TG_OK) st = tg__cuda_copy_d2h(&h, dbad, sizeof h);
+    tg__cuda_scratch_release();
+    if (st == TG_OK && h != ~0ull) *bad_row = (int64_t)h;
+    return st;
+}
+
+extern "C" tg_status tg__cuda_lpe_forward(const tg__cuda_arr *z, const int64_t *y, int64_t ignore,
+                                          double inv_t, void *lp, void *H, double *stats,
+                                          int nstat, int64_t *bad_row) {
+    int64_t V, xs, N = tgk_rows(z, &V, &xs);
+    if (N == 0) {
+        *bad_row = -1;
+        return TG_OK;
+    }
+    unsigned long long *dbad;
+    tg_status st = with_bad_row(bad_row, &dbad);
+    if (st != TG_OK) return st;
+    unsigned g = tgk_grid(N, 1);
+    if (z->dtype == TG_F32) {
+        auto k = k_lpe_fwd<float>;
+        st = TGK_LAUNCH(k, g, TGK_BLOCK, *z, N, V, y, ignore, inv_t, (float *)lp, (float *)H, stats,
+                        nstat, dbad);
+    } else {
+        auto k = k_lpe_fwd<double>;
+        st = TGK_LAUNCH(k, g, TGK_BLOCK, *z, N, V, y, ignore, inv_t, (double *)lp, (double *)H,
+                        stats, nstat, dbad);
+    }
+    return read_bad_row(st, dbad, bad_row);
+}
+
+extern "C" tg_status tg__cuda_lpe_check_rows(const tg__cuda_arr *z, const int64_t *y,
+                                             int64_t ignore, double inv_t, int64_t *bad_row) {
+    int64_t V, xs, N = tgk_rows(z, &V, &xs);
+    if (N == 0) {
+        *bad_row = -1;
+        return TG_OK;
+    }
+    unsigned long long *dbad;
+    tg_status st = with_bad_row(bad_row, &dbad);
+    if (st != TG_OK) return st;
+    unsigned g = tgk_grid(N, 1);
+    if (z->dtype == TG_F32) {
+        auto k = k_lpe_check<float>;
+        st = TGK_LAUNCH(k, g, TGK_BLOCK, *z, N, V, y, ignore, inv_t, dbad);
+    } else {
+        auto k = k_lpe_check<double>;
+        st = TGK_LAUNCH(k, g, TGK_BLOCK, *z, N, V, y, ignore, inv_t, dbad);
+    }
+    return read_bad_row(st, dbad, bad_row);
+}
+
+extern "C" tg_status tg__cuda_lpe_backward(const tg__cuda_arr *z, const int64_t *y, int64_t ignore,
+                                           double inv_t, const double *stats, int nstat,
+                                           const tg__cuda_arr *g_lp, const tg__cuda_arr *g_H,
+                                           void *dz) {
+    int64_t V, xs, N = tgk_rows(z, &V, &xs);
+    if (N == 0) return TG_OK;
+    unsigned g = tgk_grid(N, 1);
+    if (z->dtype == TG_F32) {
+        auto k = k_lpe_bwd<float>;
+        return TGK_LAUNCH(k, g, TGK_BLOCK, *z, N, V, y, ignore, inv_t, stats, nstat, *g_lp, *g_H,
+                          (float *)dz);
+    }
+    auto k = k_lpe_bwd<double>;
+    return TGK_LAUNCH(k, g, TGK_BLOCK, *z, N, V, y, ignore, inv_t, stats, nstat, *g_lp, *g_H,
+                      (double *)dz);
+}

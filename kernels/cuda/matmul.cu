@@ -1,0 +1,164 @@
+/* kernels/cuda/matmul.cu - batched matrix products through cuBLAS.
+ *
+ * cuBLAS is column-major; tapegrad's results are row-major. A row-major
+ * (M, N) matrix C with row stride ldc is, read column-major, C^T (N, M) with
+ * leading dimension ldc, so C = A B is computed as C^T = B^T A^T: gemm with
+ * m = N, n = M, k = K and the operands swapped. An operand stored row-major
+ * (cs == 1) is its own transpose in column-major terms (CUBLAS_OP_N, ld = rs);
+ * one stored column-major (rs == 1) needs CUBLAS_OP_T with ld = cs. Operands
+ * with neither unit stride are packed by the caller (tg__cuda_mat_usable
+ * tells which). A batch is one cublas?gemmStridedBatched call when every
+ * operand's batch offsets are a multiple of the flat batch index, otherwise
+ * one gemm per entry; a reduced batch (c = sum_i a_i b_i) accumulates with
+ * beta = 1 after the first entry. One handle per process, used under a lock
+ * (a handle is not safe to share between threads). */
+#include <cublas_v2.h>
+#include <pthread.h>
+
+#include "kcommon.cuh"
+
+static pthread_mutex_t g_blas_lock = PTHREAD_MUTEX_INITIALIZER;
+static cublasHandle_t g_handle = NULL;
+
+extern "C" bool tg__cuda_mat_usable(tg__cuda_mat *m) {
+    if (m->cols == 1) m->cs = 1; /* a stride along a size-1 dim is never used */
+    if (m->rows == 1) m->rs = m->cs == 1 ? (m->cols > 1 ? m->cols : 1) : 1;
+    int64_t r1 = m->rows > 1 ? m->rows : 1, c1 = m->cols > 1 ? m->cols : 1;
+    if (m->cs == 1 && m->rs >= c1 && m->rs <= INT32_MAX) return true;
+    if (m->rs == 1 && m->cs >= r1 && m->cs <= INT32_MAX) return true;
+    return false;
+}
+
+/* Operand in cuBLAS terms: transposition and leading dimension for reading
+ * the transpose of m (m row-major -> OP_N). */
+static void as_transposed(const tg__cuda_mat *m, cublasOperation_t *op, int *ld) {
+    if (m->cs == 1) {
+        *op = CUBLAS_OP_N;
+        *ld = (int)m->rs;
+    } else {
+        *op = CUBLAS_OP_T;
+        *ld = (int)m->cs;
+    }
+}
+
+/* Offset (elements) of batch entry i of m, and whether every operand's
+ * offsets are i * stride (returned in *st). */
+static int64_t batch_off(const tg__cuda_mat *m, int nb, const int64_t *bshape, int64_t i) {
+    int64_t off = 0;
+    for (int d = nb - 1; d >= 0; d--) {
+        off += (i % bshape[d]) * m->bs[d];
+        i /= bshape[d];
+    }
+    return off;
+}
+static bool flat_stride(const tg__cuda_mat *m, int nb, const int64_t *bshape, int64_t *st) {
+    *st = nb > 0 ? m->bs[nb - 1] : 0;
+    for (int d = nb - 1; d >= 0; d--) {
+        if (bshape[d] == 1) continue;
+        int64_t want = *st;
+        for (int e = d + 1; e < nb; e++) want *= bshape[e];
+        if (m->bs[d] != want) return false;
+    }
+    return true;
+}
+
+template <class T> struct blas;
+template <> struct blas<float> {
+    static cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                               int n, int k, const float *al, const float *A, int lda,
+                               const float *B, int ldb, const float *be, float *C, int ldc) {
+        return cublasSgemm(h, ta, tb, m, n, k, al, A, lda, B, ldb, be, C, ldc);
+    }
+    static cublasStatus_t batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                                  int m, int n, int k, const float *al, const float *A, int lda,
+                                  long long sA, const float *B, int ldb, long long sB,
+                                  const float *be, float *C, int ldc, long long sC, int cnt) {
+        return cublasSgemmStridedBatched(h, ta, tb, m, n, k, al, A, lda, sA, B, ldb, sB, be, C,
+                                         ldc, sC, cnt);
+    }
+};
+template <> struct blas<double> {
+    static cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                               int n, int k, const double *al, const double *A, int lda,
+                               const double *B, int ldb, const double *be, double *C, int ldc) {
+        return cublasDgemm(h, ta, tb, m, n, k, al, A, lda, B, ldb, be, C, ldc);
+    }
+    static cublasStatus_t batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                                  int m, int n, int k, const double *al, const double *A, int lda,
+                                  long long sA, const double *B, int ldb, long long sB,
+                                  const double *be, double *C, int ldc, long long sC, int cnt) {
+        return cublasDgemmStridedBatched(h, ta, tb, m, n, k, al, A, lda, sA, B, ldb, sB, be, C,
+                                         ldc, sC, cnt);
+    }
+};
+
+template <class T>
+static tg_status run(int nb, const int64_t *bshape, const tg__cuda_mat *a, const tg__cuda_mat *b,
+                     const tg__cuda_mat *c, bool reduce) {
+    int64_t nbatch = 1;
+    for (int d = 0; d < nb; d++) nbatch *= bshape[d];
+    const int M = (int)c->rows, N = (int)c->cols, K = (int)a->cols, ldc = (int)c->rs;
+    cublasOperation_t opa, opb;
+    int lda, ldb;
+    as_transposed(a, &opa, &lda);
+    as_transposed(b, &opb, &ldb);
+    const T one = (T)1, zero = (T)0;
+    T *C = (T *)c->data;
+    const T *A = (const T *)a->data, *B = (const T *)b->data;
+    int64_t sa, sb, sc;
+    if (!reduce && nbatch > 1 && nbatch <= INT32_MAX && flat_stride(a, nb, bshape, &sa) &&
+        flat_stride(b, nb, bshape, &sb) && flat_stride(c, nb, bshape, &sc))
+        return TG__CUBLAS_CHECK(blas<T>::batched(g_handle, opb, opa, N, M, K, &one, B, ldb, sb, A,
+                                                 lda, sa, &zero, C, ldc, sc, (int)nbatch));
+    for (int64_t i = 0; i < nbatch; i++) {
+        const T *beta = (reduce && i > 0) ? &one : &zero;
+        T *Ci = reduce ? C : C + batch_off(c, nb, bshape, i);
+        tg_status st = TG__CUBLAS_CHECK(blas<T>::gemm(g_handle, opb, opa, N, M, K, &one,
+                                                      B + batch_off(b, nb, bshape, i), ldb,
+                                                      A + batch_off(a, nb, bshape, i), lda, beta,
+                                                      Ci, ldc));
+        if (st != TG_OK) return st;
+    }
+    return TG_OK;
+}
+
+extern "C" tg_status tg__cuda_matmul(int dtype, int nb, const int64_t *bshape,
+                                     const tg__cuda_mat *a, const tg__cuda_mat *b,
+                                     const tg__cuda_mat *c, bool reduce) {
+    if (c->rows == 0 || c->cols == 0) return TG_OK;
+    int64_t nbatch = 1;
+    for (int d = 0; d < nb; d++) nbatch *= bshape[d];
+    if (a->cols == 0 || nbatch == 0) { /* empty sums: zeros */
+        if (nbatch == 0 && !reduce) return TG_OK;
+        tg__cuda_arr arr;
+        arr.data = c->data;
+        arr.dtype = dtype;
+        arr.ndim = 2;
+        arr.shape[0] = c->rows;
+        arr.shape[1] = c->cols;
+        arr.strides[0] = c->rs;
+        arr.strides[1] = c->cs;
+        if (reduce || nbatch == 1) return tg__cuda_fill(&arr, 0.0);
+        arr.ndim = nb + 2; /* every batch entry of c */
+        for (int d = 0; d < nb; d++) {
+            arr.shape[d] = bshape[d];
+            arr.strides[d] = c->bs[d];
+        }
+        arr.shape[nb] = c->rows;
+        arr.shape[nb + 1] = c->cols;
+        arr.strides[nb] = c->rs;
+        arr.strides[nb + 1] = c->cs;
+        return tg__cuda_fill(&arr, 0.0);
+    }
+    if (c->rows > INT32_MAX || c->cols > INT32_MAX || a->cols > INT32_MAX || c->rs > INT32_MAX)
+        return tg__set_error(TG_ERR_SHAPE, "tg_matmul: a size is beyond cuBLAS's int range");
+    pthread_mutex_lock(&g_blas_lock);
+    tg_status st = TG_OK;
+    if (!g_handle) st = TG__CUBLAS_CHECK(cublasCreate(&g_handle));
+    if (st == TG_OK)
+        st = dtype == TG_F32 ? run<float>(nb, bshape, a, b, c, reduce)
+                             : run<double>(nb, bshape, a, b, c, reduce);
+    if (st != TG_OK && !g_handle) g_handle = NULL;
+    pthread_mutex_unlock(&g_blas_lock);
+    return st;
+}

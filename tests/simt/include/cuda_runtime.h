@@ -1,0 +1,153 @@
+/* tests/simt/include/cuda_runtime.h - a host emulation of the part of the
+ * CUDA runtime API and kernel language that kernels/cuda/ uses, so that the
+ * same .cu sources, compiled as plain C++ against this header, run on a
+ * machine without a GPU (the "simt" build of the library, used by the
+ * backend test suite).
+ *
+ * What is emulated faithfully enough to catch real kernel bugs:
+ *   - every thread of a block is a coroutine; __syncthreads() and warp
+ *     operations (__syncwarp, shuffles) are real barriers: a barrier that not
+ *     every live thread of the block (or warp) reaches is reported as an
+ *     error, as is a thread that exits while others wait;
+ *   - __shared__ memory is shared by the threads of a block;
+ *   - device memory is mapped inaccessible except while a kernel, a copy or a
+ *     cuBLAS call runs, so host code that dereferences a device pointer
+ *     crashes here as it would misbehave on a GPU;
+ *   - launch limits (block size <= 1024, grid.x < 2^31, grid.y/z < 65536);
+ *   - cuBLAS gemm argument checks (leading dimensions), column-major math.
+ * Blocks run one after another and threads interleave only at barriers:
+ * races that need true concurrency are not found here.
+ *
+ * Failure injection for tests: tg_simt_fail_after() (tests/simt/simt.h).
+ */
+#ifndef TG_SIMT_CUDA_RUNTIME_H
+#define TG_SIMT_CUDA_RUNTIME_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <functional>
+
+#define TG_SIMT 1
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __shared__ static
+#define __launch_bounds__(...)
+
+struct dim3 {
+    unsigned x, y, z;
+    constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+
+typedef enum cudaError {
+    cudaSuccess = 0,
+    cudaErrorInvalidValue = 1,
+    cudaErrorMemoryAllocation = 2,
+    cudaErrorInvalidConfiguration = 9,
+    cudaErrorNoDevice = 100,
+    cudaErrorIllegalAddress = 700,
+    cudaErrorLaunchFailure = 719,
+} cudaError_t;
+
+typedef enum cudaMemcpyKind {
+    cudaMemcpyHostToHost = 0,
+    cudaMemcpyHostToDevice = 1,
+    cudaMemcpyDeviceToHost = 2,
+    cudaMemcpyDeviceToDevice = 3,
+} cudaMemcpyKind;
+
+typedef enum cudaDeviceAttr {
+    cudaDevAttrMultiProcessorCount = 16,
+    cudaDevAttrMemoryClockRate = 36,
+    cudaDevAttrGlobalMemoryBusWidth = 37,
+} cudaDeviceAttr;
+
+typedef struct CUstream_st *cudaStream_t;
+
+namespace tg_simt {
+const dim3 &thread_idx();
+const dim3 &block_idx();
+const dim3 &block_dim();
+const dim3 &grid_dim();
+void barrier_block();
+void barrier_warp();
+/* Warp exchange: every lane of the warp publishes `v` (n <= 8 bytes) and
+ * receives lane src's value (its own when src is outside the warp). */
+void exchange(const void *v, void *out, size_t n, int src);
+int lane();
+/* Runs body once per thread of every block; returns a cudaError_t. */
+int launch(dim3 grid, dim3 block, const std::function<void()> &body, const char *name);
+/* Makes emulated device memory accessible for a host-side emulation of a
+ * device operation (cuBLAS); returns the previous state for device_end. */
+bool device_begin();
+void device_end(bool prev);
+/* Consumes one call of `api` from the failure-injection counters: true when
+ * this call must fail. */
+bool should_fail(const char *api);
+}  // namespace tg_simt
+
+#define threadIdx (::tg_simt::thread_idx())
+#define blockIdx (::tg_simt::block_idx())
+#define blockDim (::tg_simt::block_dim())
+#define gridDim (::tg_simt::grid_dim())
+#define warpSize 32
+
+static inline void __syncthreads() { ::tg_simt::barrier_block(); }
+static inline void __syncwarp(unsigned mask = 0xffffffffu) {
+    (void)mask;
+    ::tg_simt::barrier_warp();
+}
+template <class T> static inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
+    (void)mask;
+    (void)width;
+    T r;
+    ::tg_simt::exchange(&v, &r, sizeof v, ::tg_simt::lane() ^ lane_mask);
+    return r;
+}
+template <class T> static inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+    (void)mask;
+    (void)width;
+    T r;
+    ::tg_simt::exchange(&v, &r, sizeof v, ::tg_simt::lane() + (int)delta);
+    return r;
+}
+template <class T> static inline T __shfl_sync(unsigned mask, T v, int src, int width = 32) {
+    (void)mask;
+    (void)width;
+    T r;
+    ::tg_simt::exchange(&v, &r, sizeof v, src);
+    return r;
+}
+/* Threads interleave only at barriers: a plain read-modify-write is atomic. */
+template <class T> static inline T atomicAdd(T *p, T v) {
+    T old = *p;
+    *p = old + v;
+    return old;
+}
+static inline unsigned long long atomicMin(unsigned long long *p, unsigned long long v) {
+    unsigned long long old = *p;
+    if (v < old) *p = v;
+    return old;
+}
+
+cudaError_t cudaGetDeviceCount(int *n);
+cudaError_t cudaGetLastError(void);
+cudaError_t cudaPeekAtLastError(void);
+const char *cudaGetErrorString(cudaError_t e);
+const char *cudaGetErrorName(cudaError_t e);
+cudaError_t cudaMalloc(void **p, size_t n);
+cudaError_t cudaFree(void *p);
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind kind);
+cudaError_t cudaMemset(void *p, int v, size_t n);
+cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b);
+cudaError_t cudaDeviceSynchronize(void);
+cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr attr, int dev);
+cudaError_t cudaGetDevice(int *dev);
+/* Not in the real API: the emulated device's name. */
+const char *tg_simt_device_name(void);
+
+#endif

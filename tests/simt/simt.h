@@ -1,0 +1,23 @@
+/* tests/simt/simt.h - controls of the emulated CUDA device (tests/simt/
+ * simt.cpp), for tests linked against the simt build of the library. C API. */
+#ifndef TG_SIMT_H
+#define TG_SIMT_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Arms failure injection: after `n` more successful calls of `api`, the next
+ * one fails ("cudaMalloc" -> cudaErrorMemoryAllocation, "cudaMemcpy" ->
+ * cudaErrorIllegalAddress, "launch" -> cudaErrorLaunchFailure, "cublas" ->
+ * CUBLAS_STATUS_EXECUTION_FAILED). n < 0 disarms. One api armed at a time. */
+void tg_simt_fail_after(const char *api, int n);
+/* Kernel launches so far. */
+long tg_simt_launch_count(void);
+/* Bytes of emulated device memory allocated (cudaMalloc minus cudaFree). */
+size_t tg_simt_device_bytes(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
