@@ -44,6 +44,13 @@ const char *tg__cuda_unavailable_reason(void);
 tg_status tg__cuda_alloc(void **p, size_t nbytes);
 /* Puts the block allocated for nbytes back in its class's free list. */
 void tg__cuda_free(void *p, size_t nbytes);
+/* The same without guard bytes (the layer under tg__cuda_alloc/free). */
+void tg__cuda_free_block(void *p, size_t nbytes);
+/* With TAPEGRAD_CUDA_GUARD=1 in the environment (read once), every block has
+ * 256 guard bytes of a fixed pattern before and after it, checked when it is
+ * freed: this counts the blocks whose guards were overwritten (each also
+ * printed on stderr). 0 without the variable. */
+size_t tg__cuda_guard_violations(void);
 /* Bytes in the free lists now (allocated from CUDA, not in use). */
 size_t tg__cuda_cached_bytes(void);
 /* cudaFree of every cached block. TG_OK, or TG_ERR_CUDA (the failing block

@@ -64,6 +64,8 @@ static bool flat_stride(const tg__cuda_mat *m, int nb, const int64_t *bshape, in
 
 template <class T> struct blas;
 template <> struct blas<float> {
+    static constexpr const char *gemm_name = "cublasSgemm";
+    static constexpr const char *batched_name = "cublasSgemmStridedBatched";
     static cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
                                int n, int k, const float *al, const float *A, int lda,
                                const float *B, int ldb, const float *be, float *C, int ldc) {
@@ -78,6 +80,8 @@ template <> struct blas<float> {
     }
 };
 template <> struct blas<double> {
+    static constexpr const char *gemm_name = "cublasDgemm";
+    static constexpr const char *batched_name = "cublasDgemmStridedBatched";
     static cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
                                int n, int k, const double *al, const double *A, int lda,
                                const double *B, int ldb, const double *be, double *C, int ldc) {
@@ -108,15 +112,17 @@ static tg_status run(int nb, const int64_t *bshape, const tg__cuda_mat *a, const
     int64_t sa, sb, sc;
     if (!reduce && nbatch > 1 && nbatch <= INT32_MAX && flat_stride(a, nb, bshape, &sa) &&
         flat_stride(b, nb, bshape, &sb) && flat_stride(c, nb, bshape, &sc))
-        return TG__CUBLAS_CHECK(blas<T>::batched(g_handle, opb, opa, N, M, K, &one, B, ldb, sb, A,
-                                                 lda, sa, &zero, C, ldc, sc, (int)nbatch));
+        return tg__cublas_check(blas<T>::batched(g_handle, opb, opa, N, M, K, &one, B, ldb, sb, A,
+                                                 lda, sa, &zero, C, ldc, sc, (int)nbatch),
+                                blas<T>::batched_name, __FILE__, __LINE__);
     for (int64_t i = 0; i < nbatch; i++) {
         const T *beta = (reduce && i > 0) ? &one : &zero;
         T *Ci = reduce ? C : C + batch_off(c, nb, bshape, i);
-        tg_status st = TG__CUBLAS_CHECK(blas<T>::gemm(g_handle, opb, opa, N, M, K, &one,
+        tg_status st = tg__cublas_check(blas<T>::gemm(g_handle, opb, opa, N, M, K, &one,
                                                       B + batch_off(b, nb, bshape, i), ldb,
                                                       A + batch_off(a, nb, bshape, i), lda, beta,
-                                                      Ci, ldc));
+                                                      Ci, ldc),
+                                        blas<T>::gemm_name, __FILE__, __LINE__);
         if (st != TG_OK) return st;
     }
     return TG_OK;

@@ -158,7 +158,88 @@ extern "C" tg_status tg__cuda_empty_cache(void) {
     return st;
 }
 
+/* ---- guard bytes (TAPEGRAD_CUDA_GUARD=1) -----------------------------------------
+ * Every block gets GUARD bytes of a known pattern before and after the bytes
+ * asked for; freeing the block checks them and counts a violation (with a
+ * line on stderr) when a kernel wrote outside its output. Read once per
+ * process; costs two small copies per allocation and free. */
+#define GUARD ((size_t)256)
+#define GUARD_BYTE 0xA5
+static pthread_once_t g_guard_once = PTHREAD_ONCE_INIT;
+static bool g_guard = false;
+static size_t g_guard_violations = 0;
+static void read_guard(void) {
+    const char *e = getenv("TAPEGRAD_CUDA_GUARD");
+    g_guard = e && *e && strcmp(e, "0") != 0;
+}
+static bool guard_on(void) {
+    pthread_once(&g_guard_once, read_guard);
+    return g_guard;
+}
+extern "C" size_t tg__cuda_guard_violations(void) {
+    pthread_mutex_lock(&g_lock);
+    size_t n = g_guard_violations;
+    pthread_mutex_unlock(&g_lock);
+    return n;
+}
+/* q: the whole block; the caller's bytes are [q + GUARD, q + GUARD + nbytes). */
+static tg_status guard_fill(char *q, size_t nbytes) {
+    tg_status st = TG__CUDA_CHECK(cudaMemset(q, GUARD_BYTE, GUARD));
+    if (st == TG_OK) st = TG__CUDA_CHECK(cudaMemset(q + GUARD + nbytes, GUARD_BYTE, GUARD));
+    return st;
+}
+static void guard_check(const char *q, size_t nbytes) {
+    unsigned char buf[2 * GUARD];
+    if (cudaMemcpy(buf, q, GUARD, cudaMemcpyDeviceToHost) != cudaSuccess ||
+        cudaMemcpy(buf + GUARD, q + GUARD + nbytes, GUARD, cudaMemcpyDeviceToHost) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return;
+    }
+    for (size_t i = 0; i < 2 * GUARD; i++) {
+        if (buf[i] != GUARD_BYTE) {
+            fprintf(stderr, "tapegrad: cuda guard bytes %s a block of %zu bytes were overwritten "
+                    "(byte %zu of the guard)\n", i < GUARD ? "before" : "after", nbytes,
+                    i < GUARD ? GUARD - i : i - GUARD);
+            pthread_mutex_lock(&g_lock);
+            g_guard_violations++;
+            pthread_mutex_unlock(&g_lock);
+            return;
+        }
+    }
+}
+
+static tg_status alloc_block(void **p, size_t nbytes);
+
 extern "C" tg_status tg__cuda_alloc(void **p, size_t nbytes) {
+    if (!guard_on()) return alloc_block(p, nbytes);
+    *p = NULL;
+    if (nbytes > SIZE_MAX - 2 * GUARD)
+        return tg__set_error(TG_ERR_NOMEM, "out of memory: cannot allocate %zu bytes on cuda",
+                             nbytes);
+    void *q;
+    tg_status st = alloc_block(&q, nbytes + 2 * GUARD);
+    if (st != TG_OK) return st;
+    st = guard_fill((char *)q, nbytes);
+    if (st != TG_OK) {
+        tg__cuda_free_block(q, nbytes + 2 * GUARD);
+        return st;
+    }
+    *p = (char *)q + GUARD;
+    return TG_OK;
+}
+
+extern "C" void tg__cuda_free(void *p, size_t nbytes) {
+    if (!p) return;
+    if (!guard_on()) {
+        tg__cuda_free_block(p, nbytes);
+        return;
+    }
+    char *q = (char *)p - GUARD;
+    guard_check(q, nbytes);
+    tg__cuda_free_block(q, nbytes + 2 * GUARD);
+}
+
+static tg_status alloc_block(void **p, size_t nbytes) {
     *p = NULL;
     size_t size = class_size(nbytes);
     if (size == 0)
@@ -191,7 +272,7 @@ extern "C" tg_status tg__cuda_alloc(void **p, size_t nbytes) {
     return TG_OK;
 }
 
-extern "C" void tg__cuda_free(void *p, size_t nbytes) {
+extern "C" void tg__cuda_free_block(void *p, size_t nbytes) {
     if (!p) return;
     size_t size = class_size(nbytes);
     block *b = (block *)malloc(sizeof *b);

@@ -1,0 +1,703 @@
+/* tests/test_backends.c - every op on the CUDA backend against the CPU.
+ *
+ * Each case builds its inputs on the CPU, runs the same expression on them
+ * and on copies moved to the CUDA device, and compares the results read back:
+ * f64 within 1e-12 and f32 within 1e-5 (relative, with a floor of that much
+ * of the tensor's largest magnitude for values that come from cancellation),
+ * NaN where the CPU has NaN and the same infinities. Then it runs backward
+ * from the same upstream gradient on both and compares every input's
+ * gradient the same way. Errors must be the same on both devices too.
+ *
+ * This file is built twice: as test_backends against the library (its cases
+ * are reported SKIPPED, with the reason, when no CUDA device is present) and
+ * as test_backends_simt against the simt build (tests/simt), where the CUDA
+ * kernels run on an emulated device, so they are tested on every machine.
+ * With TAPEGRAD_CUDA_GUARD=1 (set by CTest) every device block has guard bytes
+ * before and after it; the guard test checks none was overwritten. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tg_test_util.h"
+#ifdef TG_TEST_SIMT
+#include "simt.h"
+#endif
+
+/* From kernels/cuda/runtime.cu; weak: a build without the CUDA backend has
+ * none (and no device, so every case is skipped). */
+size_t tg__cuda_guard_violations(void) __attribute__((weak));
+
+static size_t guard_violations(void) {
+    return tg__cuda_guard_violations ? tg__cuda_guard_violations() : 0;
+}
+
+/* After every case: no device block's guard bytes were overwritten. */
+static void fini(void) {
+    cr_expect_eq(guard_violations(), 0, "a kernel wrote outside its output (see stderr)");
+    tgt_teardown();
+}
+
+TestSuite(backends, .init = tgt_setup, .fini = fini);
+
+#define NEED_DEVICE()                                                                   \
+    do {                                                                                \
+        if (tg_cuda_device_count() == 0)                                                \
+            cr_skip_test("no CUDA device: %s", tg_cuda_unavailable_reason());           \
+    } while (0)
+
+/* ---- comparing ------------------------------------------------------------------------ */
+
+static double *host_values(const tg_tensor *t) {
+    int64_t n = tg_numel(t);
+    double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+    cr_assert_not_null(v);
+    cr_assert_eq(tg_copy_out(t, TG_F64, v, (size_t)(n > 0 ? n : 1) * sizeof *v), TG_OK, "%s",
+                 tg_last_error());
+    return v;
+}
+
+/* Asserts that dev (any device) holds cpu's values (see the file comment). */
+static void expect_same(const char *what, const tg_tensor *cpu, const tg_tensor *dev) {
+    cr_assert_not_null(cpu, "%s: cpu result missing: %s", what, tg_last_error());
+    cr_assert_not_null(dev, "%s: cuda result missing: %s", what, tg_last_error());
+    cr_assert_eq(tg_ndim(cpu), tg_ndim(dev), "%s: ndim", what);
+    for (int d = 0; d < tg_ndim(cpu); d++)
+        cr_assert_eq(tg_shape(cpu)[d], tg_shape(dev)[d], "%s: shape[%d]", what, d);
+    cr_assert_eq(tg_get_dtype(cpu), tg_get_dtype(dev), "%s: dtype", what);
+    int64_t n = tg_numel(cpu);
+    double *a = host_values(cpu), *b = host_values(dev);
+    double rtol = tg_get_dtype(cpu) == TG_F64 ? 1e-12 : tg_get_dtype(cpu) == TG_F32 ? 1e-5 : 0.0;
+    double big = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        if (isfinite(a[i]) && fabs(a[i]) > big) big = fabs(a[i]);
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(a[i])) {
+            cr_assert(isnan(b[i]), "%s[%lld]: cpu NaN, cuda %.17g", what, (long long)i, b[i]);
+        } else if (isinf(a[i])) {
+            cr_assert_eq(a[i], b[i], "%s[%lld]: cpu %g, cuda %.17g", what, (long long)i, a[i], b[i]);
+        } else {
+            double tol = rtol * (fabs(a[i]) > 1e-3 * big ? fabs(a[i]) : 1e-3 * big) + 1e-300;
+            cr_assert(fabs(a[i] - b[i]) <= tol, "%s[%lld]: cpu %.17g, cuda %.17g (tol %g)", what,
+                      (long long)i, a[i], b[i], tol);
+        }
+    }
+    free(a);
+    free(b);
+}
+
+/* ---- running one expression on both devices ------------------------------------------ */
+
+typedef tg_tensor *(*expr_fn)(tg_tensor *const *in, const void *arg);
+
+/* Inputs: CPU tensors (owned by the caller's scope). Float inputs become leaves
+ * that require grad when `grad`; the CUDA copies are leaves of their own. */
+static void run_both(const char *what, int nin, tg_tensor *const *in, expr_fn f, const void *arg,
+                     bool grad) {
+    tg_tensor *cin[8], *gin[8];
+    cr_assert(nin <= 8);
+    for (int i = 0; i < nin; i++) {
+        bool fl = tg_get_dtype(in[i]) != TG_I64;
+        cin[i] = tg_clone(tg_detach(in[i]));
+        gin[i] = tg_to_device(tg_detach(in[i]), TG_CUDA);
+        cr_assert_not_null(gin[i], "%s: to_device: %s", what, tg_last_error());
+        cr_assert_eq(tg_get_device(gin[i]), TG_CUDA);
+        if (grad && fl) {
+            cr_assert_eq(tg_set_requires_grad(cin[i], true), TG_OK);
+            cr_assert_eq(tg_set_requires_grad(gin[i], true), TG_OK, "%s", tg_last_error());
+        }
+    }
+    tg_tensor *oc = f(cin, arg);
+    cr_assert_not_null(oc, "%s (cpu): %s", what, tg_last_error());
+    tg_tensor *og = f(gin, arg);
+    cr_assert_not_null(og, "%s (cuda): %s", what, tg_last_error());
+    cr_assert_eq(tg_get_device(og), TG_CUDA, "%s: result stays on the device", what);
+    expect_same(what, oc, og);
+    if (!grad || !tg_requires_grad(oc)) return;
+    cr_assert(tg_requires_grad(og), "%s: the cuda result is part of a graph", what);
+    tg_tensor *up = tg_randn(tg_get_dtype(oc), tg_ndim(oc), tg_shape(oc), 99, 0.0, 1.0);
+    cr_assert_eq(tg_backward(oc, up, false), TG_OK, "%s: cpu backward: %s", what,
+                 tg_last_error());
+    cr_assert_eq(tg_backward(og, tg_to_device(up, TG_CUDA), false), TG_OK,
+                 "%s: cuda backward: %s", what, tg_last_error());
+    for (int i = 0; i < nin; i++) {
+        if (!tg_requires_grad(cin[i])) continue;
+        char name[96];
+        snprintf(name, sizeof name, "%s: grad of input %d", what, i);
+        tg_tensor *gc = tg_grad(cin[i]), *gg = tg_grad(gin[i]);
+        if (!gc) {
+            cr_assert_null(gg, "%s: cpu has no gradient, cuda has one", name);
+            continue;
+        }
+        cr_assert_not_null(gg, "%s: missing on cuda", name);
+        cr_assert_eq(tg_get_device(gg), TG_CUDA, "%s: on the device", name);
+        expect_same(name, gc, gg);
+    }
+}
+
+static tg_tensor *randn(tg_dtype dt, int nd, const int64_t *shape, uint64_t seed) {
+    return tg_randn(dt, nd, shape, seed, 0.0, 1.0);
+}
+
+/* Integer-valued (many ties, exact in f32) values in [-3, 3]. */
+static tg_tensor *small_ints(tg_dtype dt, int nd, const int64_t *shape, uint64_t seed) {
+    tg_tensor *r = tg_rand(dt, nd, shape, seed, -3.5, 3.5);
+    int64_t n = tg_numel(r);
+    double *v = host_values(r);
+    for (int64_t i = 0; i < n; i++) v[i] = floor(v[i] + 0.5);
+    tg_tensor *t = tg_to_dtype(tg_from_data(TG_F64, nd, shape, v), dt);
+    free(v);
+    return t;
+}
+
+/* A copy of t with NaN, +inf and -inf written at positions 1, 4 and 7. */
+static tg_tensor *with_specials(tg_tensor *t) {
+    int64_t n = tg_numel(t);
+    double *v = host_values(t);
+    if (n > 1) v[1] = NAN;
+    if (n > 4) v[4] = INFINITY;
+    if (n > 7) v[7] = -INFINITY;
+    tg_tensor *r = tg_to_dtype(tg_from_data(TG_F64, tg_ndim(t), tg_shape(t), v), tg_get_dtype(t));
+    free(v);
+    return r;
+}
+
+static const tg_dtype FLOATS[2] = {TG_F32, TG_F64};
+
+/* ---- elementwise ---------------------------------------------------------------------------- */
+
+static tg_tensor *e_add(tg_tensor *const *in, const void *a) { (void)a; return tg_add(in[0], in[1]); }
+static tg_tensor *e_sub(tg_tensor *const *in, const void *a) { (void)a; return tg_sub(in[0], in[1]); }
+static tg_tensor *e_mul(tg_tensor *const *in, const void *a) { (void)a; return tg_mul(in[0], in[1]); }
+static tg_tensor *e_div(tg_tensor *const *in, const void *a) { (void)a; return tg_div(in[0], in[1]); }
+static tg_tensor *e_max(tg_tensor *const *in, const void *a) { (void)a; return tg_maximum(in[0], in[1]); }
+static tg_tensor *e_min(tg_tensor *const *in, const void *a) { (void)a; return tg_minimum(in[0], in[1]); }
+static tg_tensor *e_neg(tg_tensor *const *in, const void *a) { (void)a; return tg_neg(in[0]); }
+static tg_tensor *e_exp(tg_tensor *const *in, const void *a) { (void)a; return tg_exp(in[0]); }
+static tg_tensor *e_log(tg_tensor *const *in, const void *a) { (void)a; return tg_log(in[0]); }
+static tg_tensor *e_scale(tg_tensor *const *in, const void *a) { (void)a; return tg_scale(in[0], -1.75); }
+static tg_tensor *e_adds(tg_tensor *const *in, const void *a) { (void)a; return tg_add_scalar(in[0], 0.5); }
+static tg_tensor *e_clamp(tg_tensor *const *in, const void *a) { (void)a; return tg_clamp(in[0], -0.5, 0.75); }
+static tg_tensor *e_where(tg_tensor *const *in, const void *a) {
+    (void)a;
+    return tg_where(in[2], in[0], in[1]);
+}
+/* binary op on a transposed view of in[0] */
+static tg_tensor *e_add_t(tg_tensor *const *in, const void *a) {
+    (void)a;
+    return tg_mul(tg_transpose(in[0], 0, 1), in[1]);
+}
+
+Test(backends, binary_ops_broadcast_strided_ties_and_specials) {
+    NEED_DEVICE();
+    expr_fn fs[] = {e_add, e_sub, e_mul, e_div, e_max, e_min};
+    const char *names[] = {"add", "sub", "mul", "div", "maximum", "minimum"};
+    for (int d = 0; d < 2; d++) {
+        for (int k = 0; k < 6; k++) {
+            int sc = tg_scope_begin();
+            char what[64];
+            /* (3, 1, 5) op (4, 5): broadcast both ways, integer values: ties */
+            tg_tensor *in[2] = {small_ints(FLOATS[d], 3, (int64_t[]){3, 1, 5}, 1 + k),
+                                small_ints(FLOATS[d], 2, (int64_t[]){4, 5}, 11 + k)};
+            snprintf(what, sizeof what, "%s %s ties", names[k], tg_dtype_name(FLOATS[d]));
+            run_both(what, 2, in, fs[k], NULL, true);
+            tg_tensor *sp[2] = {with_specials(randn(FLOATS[d], 2, (int64_t[]){4, 5}, 3 + k)),
+                                randn(FLOATS[d], 2, (int64_t[]){4, 5}, 13 + k)};
+            snprintf(what, sizeof what, "%s %s specials", names[k], tg_dtype_name(FLOATS[d]));
+            run_both(what, 2, sp, fs[k], NULL, false);
+            cr_assert_eq(tg_scope_end(sc), TG_OK);
+        }
+        int sc = tg_scope_begin();
+        tg_tensor *in[2] = {randn(FLOATS[d], 2, (int64_t[]){6, 5}, 5),
+                            randn(FLOATS[d], 2, (int64_t[]){5, 6}, 6)};
+        run_both("mul of a transposed view", 2, in, e_add_t, NULL, true);
+        cr_assert_eq(tg_scope_end(sc), TG_OK);
+    }
+}
+
+Test(backends, unary_ops_and_where) {
+    NEED_DEVICE();
+    expr_fn fs[] = {e_neg, e_exp, e_log, e_scale, e_adds, e_clamp};
+    const char *names[] = {"neg", "exp", "log", "scale", "add_scalar", "clamp"};
+    for (int d = 0; d < 2; d++) {
+        for (int k = 0; k < 6; k++) {
+            int sc = tg_scope_begin();
+            char what[64];
+            tg_tensor *x = randn(FLOATS[d], 3, (int64_t[]){2, 3, 7}, 21 + k);
+            if (k == 2) x = tg_exp(x); /* log of positive values */
+            snprintf(what, sizeof what, "%s %s", names[k], tg_dtype_name(FLOATS[d]));
+            run_both(what, 1, &x, fs[k], NULL, true);
+            tg_tensor *s = with_specials(randn(FLOATS[d], 2, (int64_t[]){3, 7}, 31 + k));
+            snprintf(what, sizeof what, "%s %s specials", names[k], tg_dtype_name(FLOATS[d]));
+            run_both(what, 1, &s, fs[k], NULL, false);
+            cr_assert_eq(tg_scope_end(sc), TG_OK);
+        }
+        int sc = tg_scope_begin();
+        /* where with an f64 condition holding 0, NaN (true) and others, broadcast */
+        tg_tensor *c = with_specials(small_ints(TG_F64, 2, (int64_t[]){1, 9}, 41));
+        tg_tensor *in[3] = {randn(FLOATS[d], 2, (int64_t[]){4, 9}, 42),
+                            randn(FLOATS[d], 1, (int64_t[]){9}, 43), c};
+        run_both("where (f64 cond)", 3, in, e_where, NULL, true);
+        tg_tensor *ci = tg_to_dtype(small_ints(TG_F64, 2, (int64_t[]){4, 9}, 44), TG_I64);
+        tg_tensor *in2[3] = {in[0], in[1], ci};
+        run_both("where (i64 cond)", 3, in2, e_where, NULL, true);
+        cr_assert_eq(tg_scope_end(sc), TG_OK);
+    }
+}
+
+static tg_tensor *e_to_other(tg_tensor *const *in, const void *a) {
+    (void)a;
+    return tg_to_dtype(in[0], tg_get_dtype(in[0]) == TG_F32 ? TG_F64 : TG_F32);
+}
+static tg_tensor *e_to_i64_and_back(tg_tensor *const *in, const void *a) {
+    (void)a;
+    return tg_to_dtype(tg_to_dtype(in[0], TG_I64), TG_F64);
+}
+
+Test(backends, dtype_conversions) {
+    NEED_DEVICE();
+    int sc = tg_scope_begin();
+    for (int d = 0; d < 2; d++) {
+        tg_tensor *x = tg_scale(randn(FLOATS[d], 2, (int64_t[]){5, 7}, 50 + d), 1e3);
+        run_both("to_dtype f32 <-> f64", 1, &x, e_to_other, NULL, true);
+        tg_tensor *s = with_specials(x); /* NaN -> 0, inf saturates */
+        run_both("to i64 and back", 1, &s, e_to_i64_and_back, NULL, false);
+    }
+    cr_assert_eq(tg_scope_end(sc), TG_OK);
+}
+
+/* ---- reductions ------------------------------------------------------------------------------ */
+
+static tg_tensor *r_sum(tg_tensor *const *in, const void *a) { (void)a; return tg_sum(in[0]); }
+static tg_tensor *r_mean(tg_tensor *const *in, const void *a) { (void)a; return tg_mean(in[0]); }
+static tg_tensor *r_sum_dim(tg_tensor *const *in, const void *a) {
+    return tg_sum_dim(in[0], *(const int *)a, true);
+}
+static tg_tensor *r_mean_dim(tg_tensor *const *in, const void *a) {
+    return tg_mean_dim(in[0], *(const int *)a, false);
+}
+static tg_tensor *r_sum_strided(tg_tensor *const *in, const void *a) {
+    return tg_sum_dim(tg_transpose(in[0], 0, 2), *(const int *)a, false);
+}
+
+Test(backends, reductions_small_and_large_and_strided) {
+    NEED_DEVICE();
+    for (int d = 0; d < 2; d++) {
+        int sc = tg_scope_begin();
+        tg_tensor *small = randn(FLOATS[d], 3, (int64_t[]){4, 5, 6}, 60);
+        tg_tensor *large = randn(FLOATS[d], 2, (int64_t[]){3, 5000}, 61); /* block-per-output path */
+        run_both("sum", 1, &small, r_sum, NULL, true);
+        run_both("mean", 1, &large, r_mean, NULL, true);
+        for (int dim = 0; dim < 3; dim++) {
+            run_both("sum_dim keepdim", 1, &small, r_sum_dim, &dim, true);
+            run_both("mean_dim", 1, &small, r_mean_dim, &dim, true);
+            run_both("sum_dim of a transposed view", 1, &small, r_sum_strided, &dim, true);
+        }
+        int last = 1;
+        run_both("sum_dim over 5000", 1, &large, r_sum_dim, &last, true);
+        tg_tensor *sp = with_specials(small);
+        run_both("sum with NaN and inf", 1, &sp, r_sum, NULL, false);
+        cr_assert_eq(tg_scope_end(sc), TG_OK);
+    }
+}
+
+/* ---- softmax ------------------------------------------------------------------------------- */
+
+static tg_tensor *s_softmax(tg_tensor *const *in, const void *a) {
+    (void)a;
+    return tg_softmax(in[0]);
+}
+static tg_tensor *s_log_softmax(tg_tensor *const *in, const void *a) {
+    (void)a;
+    return tg_log_softmax(in[0]);
+}
+static tg_tensor *s_softmax_t(tg_tensor *const *in, const void *a) {
+    (void)a;
+    return tg_log_softmax(tg_transpose(in[0], 0, 1));
+}
+
+/* Rows with -inf entries and one row of all -inf (NaN out). */
+static tg_tensor *masked_rows(tg_dtype dt, int64_t n, int64_t v, uint64_t seed) {
+    tg_tensor *t = randn(dt, 2, (int64_t[]){n, v}, seed);
+    double *x = host_values(t);
+    for (int64_t j = 0; j < v; j += 3) x[j] = -INFINITY; /* row 0: every third */
+    for (int64_t j = 0; j < v; j++) x[v + j] = -INFINITY; /* row 1: all */
+    tg_tensor *r = tg_to_dtype(tg_from_data(TG_F64, 2, (int64_t[]){n, v}, x), dt);
+    free(x);
+    return r;
+}
+
+Test(backends, softmax_and_log_softmax) {
+    NEED_DEVICE();
+    for (int d = 0; d < 2; d++) {
+        int sc = tg_scope_begin();
+        tg_tensor *x = randn(FLOATS[d], 3, (int64_t[]){2, 3, 700}, 70);
+        run_both("softmax", 1, &x, s_softmax, NULL, true);
+        run_both("log_softmax", 1, &x, s_log_softmax, NULL, true);
+        tg_tensor *y = randn(FLOATS[d], 2, (int64_t[]){37, 9}, 71);
+        run_both("log_softmax of a transposed view", 1, &y, s_softmax_t, NULL, true);
+        tg_tensor *m = masked_rows(FLOATS[d], 4, 50, 72);
+        run_both("softmax with -inf", 1, &m, s_softmax, NULL, false);
+        run_both("log_softmax with -inf", 1, &m, s_log_softmax, NULL, false);
+        tg_tensor *z = randn(FLOATS[d], 0, NULL, 73);
+        run_both("softmax of a 0-d tensor", 1, &z, s_softmax, NULL, true);
+        cr_assert_eq(tg_scope_end(sc), TG_OK);
+    }
+}
+
+/* ---- gather ---------------------------------------------------------------------------------- */
+
+static tg_tensor *g_gather(tg_tensor *const *in, const void *a) {
+    (void)a;
+    return tg_gather(in[0], in[1]);
+}
+
+Test(backends, gather_with_repeated_indices_and_range_errors) {
+    NEED_DEVICE();
+    for (int d = 0; d < 2; d++) {
+        int sc = tg_scope_begin();
+        int64_t idx[3 * 4] = {0, 5, 5, 2, 6, 6, 6, 6, 1, 0, 3, 6};
+        tg_tensor *in[2] = {randn(FLOATS[d], 2, (int64_t[]){3, 7}, 80),
+                            tg_from_data(TG_I64, 2, (int64_t[]){3, 4}, idx)};
+        run_both("gather", 2, in, g_gather, NULL, true);
+        /* out of range: the same error on both devices */
+        idx[6] = 7;
+        tg_tensor *bad = tg_from_data(TG_I64, 2, (int64_t[]){3, 4}, idx);
+        tg_tensor *t = randn(FLOATS[d], 2, (int64_t[]){3, 7}, 81);
+        cr_assert_null(tg_gather(t, bad));
+        char cpu_msg[512];
+        snprintf(cpu_msg, sizeof cpu_msg, "%s", tg_last_error());
+        tg_clear_error();
+        cr_assert_null(tg_gather(tg_to_device(t, TG_CUDA), tg_to_device(bad, TG_CUDA)));
+        cr_assert_eq(tg_last_status(), TG_ERR_VALUE);
+        cr_assert_str_eq(tg_last_error(), cpu_msg);
+        tg_clear_error();
+        cr_assert_eq(tg_scope_end(sc), TG_OK);
+    }
+}
+
+/* ---- matmul ---------------------------------------------------------------------------------- */
+
+static tg_tensor *m_mm(tg_tensor *const *in, const void *a) {
+    (void)a;
+    return tg_matmul(in[0], in[1]);
+}
+static tg_tensor *m_mm_tt(tg_tensor *const *in, const void *a) { /* both read transposed */
+    (void)a;
+    return tg_matmul(tg_transpose(in[0], -1, -2), tg_transpose(in[1], -1, -2));
+}
+static tg_tensor *m_mm_step(tg_tensor *const *in, const void *a) { /* no unit stride: packed */
+    (void)a;
+    return tg_matmul(tg_slice(in[0], -1, 0, 8, 2), tg_slice(in[1], 0, 0, 8, 2));
+}
+
+Test(backends, matmul_layouts_batches_and_shared_weights) {
+    NEED_DEVICE();
+    for (int d = 0; d < 2; d++) {
+        int sc = tg_scope_begin();
+        tg_dtype dt = FLOATS[d];
+        tg_tensor *a2[2] = {randn(dt, 2, (int64_t[]){5, 4}, 90), randn(dt, 2, (int64_t[]){4, 3}, 91)};
+        run_both("matmul 2-D", 2, a2, m_mm, NULL, true);
+        tg_tensor *ab[2] = {randn(dt, 3, (int64_t[]){2, 5, 4}, 92),
+                            randn(dt, 3, (int64_t[]){2, 4, 3}, 93)};
+        run_both("matmul batched", 2, ab, m_mm, NULL, true);
+        tg_tensor *as[2] = {randn(dt, 4, (int64_t[]){2, 3, 5, 4}, 94),
+                            randn(dt, 2, (int64_t[]){4, 3}, 95)};
+        run_both("matmul with a shared 2-D b", 2, as, m_mm, NULL, true);
+        tg_tensor *at[2] = {randn(dt, 3, (int64_t[]){2, 4, 5}, 96),
+                            randn(dt, 3, (int64_t[]){2, 3, 4}, 97)};
+        run_both("matmul of transposed views", 2, at, m_mm_tt, NULL, true);
+        tg_tensor *ap[2] = {randn(dt, 2, (int64_t[]){3, 8}, 98), randn(dt, 2, (int64_t[]){8, 6}, 99)};
+        run_both("matmul of step-2 slices", 2, ap, m_mm_step, NULL, true);
+        tg_tensor *v[2] = {randn(dt, 2, (int64_t[]){1, 6}, 100), randn(dt, 2, (int64_t[]){6, 1}, 101)};
+        run_both("matmul 1x6 @ 6x1", 2, v, m_mm, NULL, true);
+        tg_tensor *k0[2] = {randn(dt, 2, (int64_t[]){3, 0}, 102), randn(dt, 2, (int64_t[]){0, 4}, 103)};
+        run_both("matmul with K = 0", 2, k0, m_mm, NULL, false);
+        cr_assert_eq(tg_scope_end(sc), TG_OK);
+    }
+}
+
+/* ---- views and copies -------------------------------------------------------------------------- */
+
+static tg_tensor *v_chain(tg_tensor *const *in, const void *a) {
+    (void)a;
+    tg_tensor *t = tg_contiguous(tg_transpose(in[0], 0, 2));          /* (5, 3, 4) */
+    tg_tensor *s = tg_slice(t, 2, 1, 4, 2);                            /* (5, 3, 2) */
+    tg_tensor *r = tg_reshape(tg_transpose(s, 0, 1), TG_SHAPE(3, 10)); /* copy */
+    tg_tensor *e = tg_expand(tg_sum_dim(r, 0, true), TG_SHAPE(4, 10));
+    return tg_mul(tg_clone(e), tg_exp(tg_scale(e, 0.1)));
+}
+
+Test(backends, views_copies_and_expand) {
+    NEED_DEVICE();
+    for (int d = 0; d < 2; d++) {
+        int sc = tg_scope_begin();
+        tg_tensor *x = randn(FLOATS[d], 3, (int64_t[]){4, 3, 5}, 110);
+        run_both("transpose/slice/reshape/expand chain", 1, &x, v_chain, NULL, true);
+        cr_assert_eq(tg_scope_end(sc), TG_OK);
+    }
+}
+
+/* ---- in-place ops ---------------------------------------------------------------------------- */
+
+/* Applies the in-place ops to a copy of in[0] and to a strided view of it. */
+static tg_tensor *ip_chain(tg_tensor *const *in, const void *a) {
+    (void)a;
+    tg_tensor *t = tg_clone(in[0]); /* (4, 6), part of the graph when in[0] requires grad */
+    tg_tensor *o = in[1];           /* (6) */
+    if (tg_add_(t, o) != TG_OK || tg_mul_(t, o) != TG_OK || tg_scale_(t, 0.5) != TG_OK ||
+        tg_sub_(t, tg_exp(o)) != TG_OK)
+        return NULL;
+    return t;
+}
+static tg_tensor *ip_views(tg_tensor *const *in, const void *a) {
+    (void)a;
+    bool prev = tg_set_grad_enabled(false);
+    tg_tensor *t = tg_clone(in[0]);                        /* (4, 6) */
+    tg_tensor *v = tg_transpose(tg_slice(t, 1, 1, 6, 2), 0, 1); /* (3, 4), strided */
+    tg_status st = tg_add_(v, tg_slice(in[1], 0, 0, 4, 1));
+    if (st == TG_OK) st = tg_scale_(v, -2.0);
+    if (st == TG_OK) st = tg_fill_(tg_slice(t, 0, 3, 4, 1), 7.25);
+    if (st == TG_OK) st = tg_copy_(tg_slice(t, 0, 0, 1, 1), tg_to_dtype(tg_slice(in[0], 0, 2, 3, 1), TG_I64));
+    if (st == TG_OK) st = tg_add_(t, t); /* aliasing: read from a copy */
+    tg_set_grad_enabled(prev);
+    return st == TG_OK ? t : NULL;
+}
+
+Test(backends, in_place_ops_recorded_strided_and_aliased) {
+    NEED_DEVICE();
+    for (int d = 0; d < 2; d++) {
+        int sc = tg_scope_begin();
+        tg_tensor *in[2] = {randn(FLOATS[d], 2, (int64_t[]){4, 6}, 120),
+                            randn(FLOATS[d], 1, (int64_t[]){6}, 121)};
+        run_both("add_/mul_/scale_/sub_ recorded", 2, in, ip_chain, NULL, true);
+        run_both("in-place ops through strided views", 2, in, ip_views, NULL, false);
+        cr_assert_eq(tg_scope_end(sc), TG_OK);
+    }
+}
+
+Test(backends, in_place_error_names_the_op_on_the_device_too) {
+    NEED_DEVICE();
+    int sc = tg_scope_begin();
+    tg_tensor *x = tg_set_name(tg_to_device(randn(TG_F32, 2, (int64_t[]){3, 4}, 130), TG_CUDA), "x");
+    tg_set_requires_grad(x, true);
+    tg_tensor *h = tg_exp(tg_scale(x, 1.0)); /* exp saves its output */
+    cr_assert_not_null(h, "%s", tg_last_error());
+    tg_tensor *loss = tg_sum(h);
+    bool prev = tg_set_grad_enabled(false);
+    cr_assert_eq(tg_scale_(h, 2.0), TG_OK, "%s", tg_last_error());
+    tg_set_grad_enabled(prev);
+    cr_assert_eq(tg_backward(loss, NULL, false), TG_ERR_INPLACE);
+    tgt_assert_error(TG_ERR_INPLACE, "ExpBackward", "scale_", "test_backends.c", "version 1",
+                     NULL);
+    cr_assert_null(tg_grad(x));
+    cr_assert_eq(tg_scope_end(sc), TG_OK);
+}
+
+/* ---- the fused log-prob / entropy op ---------------------------------------------------------- */
+
+typedef struct lp_arg {
+    tg_logprob_opts o;
+    bool transposed; /* logits given as the transpose of a (V, N) tensor */
+} lp_arg;
+
+static tg_tensor *lp_expr(tg_tensor *const *in, const void *arg) {
+    const lp_arg *a = arg;
+    tg_tensor *z = a->transposed ? tg_transpose(in[0], 0, 1) : in[0];
+    tg_tensor *lp = NULL, *h = NULL;
+    if (tg_logprob_entropy(z, in[1], &a->o, &lp, a->o.want_entropy ? &h : NULL) != TG_OK)
+        return NULL;
+    if (!h) return lp;
+    /* one output carrying both, so run_both compares both and backpropagates into both */
+    return tg_add(lp, tg_scale(h, 0.37));
+}
+
+/* Targets in [0, V) with every third row ignored (-100). */
+static tg_tensor *targets(int64_t n, int64_t v, uint64_t seed) {
+    int64_t *y = malloc((size_t)n * sizeof *y);
+    uint64_t s = seed;
+    for (int64_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        y[i] = i % 3 == 2 ? -100 : (int64_t)((s >> 33) % (uint64_t)v);
+    }
+    tg_tensor *t = tg_from_data(TG_I64, 1, &n, y);
+    free(y);
+    return t;
+}
+
+Test(backends, logprob_fused_and_composite_match_the_cpu) {
+    NEED_DEVICE();
+    const int64_t N = 13, V = 1500;
+    for (int d = 0; d < 2; d++) {
+        for (int impl = 0; impl < 2; impl++) {
+            for (int variant = 0; variant < 4; variant++) {
+                int sc = tg_scope_begin();
+                lp_arg a = {tg_logprob_opts_default(), variant == 2};
+                a.o.impl = impl ? TG_LOGPROB_COMPOSITE : TG_LOGPROB_FUSED;
+                a.o.temperature = variant == 1 ? 0.7 : 1.0;
+                a.o.entropy_grad = variant != 3;
+                a.o.chunk_size = impl && variant == 1 ? 4 : 0;
+                tg_tensor *z = tg_scale(randn(FLOATS[d], 2, (int64_t[]){N, V}, 140 + variant), 3.0);
+                if (variant == 3) z = masked_rows(FLOATS[d], N, V, 150); /* -inf entries */
+                if (variant == 3) { /* row 1 (all -inf) is ignored: a valid input */
+                    int64_t y[13];
+                    tg_tensor *t0 = targets(N, V, 151);
+                    tg_copy_out(t0, TG_I64, y, sizeof y);
+                    y[0] = 1; /* a finite column of row 0 */
+                    y[1] = -100;
+                    tg_tensor *in[2] = {z, tg_from_data(TG_I64, 1, (int64_t[]){N}, y)};
+                    run_both("logprob with -inf entries", 2, in, lp_expr, &a, true);
+                } else {
+                    tg_tensor *zz = variant == 2 ? tg_contiguous(tg_transpose(z, 0, 1)) : z;
+                    tg_tensor *in[2] = {zz, targets(N, V, 160 + variant)};
+                    char what[96];
+                    snprintf(what, sizeof what, "logprob %s %s variant %d",
+                             impl ? "composite" : "fused", tg_dtype_name(FLOATS[d]), variant);
+                    run_both(what, 2, in, lp_expr, &a, true);
+                }
+                cr_assert_eq(tg_scope_end(sc), TG_OK);
+            }
+        }
+    }
+}
+
+Test(backends, logprob_bad_rows_give_the_same_error) {
+    NEED_DEVICE();
+    for (int impl = 0; impl < 2; impl++) {
+        for (int kind = 0; kind < 2; kind++) {
+            int sc = tg_scope_begin();
+            tg_tensor *z = randn(TG_F32, 2, (int64_t[]){6, 40}, 170);
+            double *x = host_values(z);
+            if (kind == 0) x[4 * 40 + 9] = NAN;                         /* row 4, column 9 */
+            else for (int j = 0; j < 40; j++) x[2 * 40 + j] = -INFINITY; /* row 2 all -inf */
+            x[5 * 40 + 3] = NAN; /* a later bad row: the lowest is reported */
+            z = tg_to_dtype(tg_from_data(TG_F64, 2, (int64_t[]){6, 40}, x), TG_F32);
+            free(x);
+            tg_tensor *y = tg_from_data(TG_I64, 1, (int64_t[]){6}, (int64_t[]){0, 1, 2, 3, 4, 5});
+            tg_logprob_opts o = tg_logprob_opts_default();
+            o.impl = impl ? TG_LOGPROB_COMPOSITE : TG_LOGPROB_FUSED;
+            tg_tensor *lp = NULL, *h = NULL;
+            cr_assert_eq(tg_logprob_entropy(z, y, &o, &lp, &h), TG_ERR_VALUE);
+            char cpu_msg[512];
+            snprintf(cpu_msg, sizeof cpu_msg, "%s", tg_last_error());
+            tg_clear_error();
+            cr_assert_eq(tg_logprob_entropy(tg_to_device(z, TG_CUDA), tg_to_device(y, TG_CUDA), &o,
+                                            &lp, &h),
+                         TG_ERR_VALUE);
+            cr_assert_str_eq(tg_last_error(), cpu_msg);
+            cr_assert_null(lp);
+            cr_assert_null(h);
+            /* a target outside [0, V) */
+            tg_clear_error();
+            tg_tensor *yb = tg_from_data(TG_I64, 1, (int64_t[]){6}, (int64_t[]){0, 1, 40, 3, 4, 5});
+            cr_assert_eq(tg_logprob_entropy(tg_to_device(z, TG_CUDA), tg_to_device(yb, TG_CUDA), &o,
+                                            &lp, &h),
+                         TG_ERR_VALUE);
+            tgt_assert_error(TG_ERR_VALUE, "row 2: target 40 is outside [0, 40)", NULL);
+            tg_clear_error();
+            cr_assert_eq(tg_scope_end(sc), TG_OK);
+        }
+    }
+}
+
+/* ---- memory ------------------------------------------------------------------------------------ */
+
+Test(backends, device_results_are_counted_and_freed) {
+    NEED_DEVICE();
+    tg_mem_stats before;
+    cr_assert_eq(tg_mem_get(TG_CUDA, &before), TG_OK);
+    int sc = tg_scope_begin();
+    tg_tensor *z = tg_to_device(randn(TG_F32, 2, (int64_t[]){8, 100}, 180), TG_CUDA);
+    tg_set_requires_grad(z, true);
+    tg_tensor *y = tg_to_device(targets(8, 100, 181), TG_CUDA);
+    tg_logprob_opts o = tg_logprob_opts_default();
+    tg_tensor *lp, *h;
+    cr_assert_eq(tg_logprob_entropy(z, y, &o, &lp, &h), TG_OK, "%s", tg_last_error());
+    tg_mem_stats mid;
+    cr_assert_eq(tg_mem_get(TG_CUDA, &mid), TG_OK);
+    /* z saved by reference: 8 x 3 x 8 B of row statistics beyond the outputs */
+    cr_assert_eq(mid.saved - before.saved, 8 * 100 * 4 + 8 * 8 + 8 * 3 * 8);
+    cr_assert_eq(tg_backward(tg_sum(lp), NULL, false), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_scope_end(sc), TG_OK);
+    tg_mem_stats after;
+    cr_assert_eq(tg_mem_get(TG_CUDA, &after), TG_OK);
+    cr_assert_eq(after.live_total, before.live_total);
+}
+
+Test(backends, guard_bytes_around_device_blocks_are_intact) {
+    NEED_DEVICE();
+    const char *g = getenv("TAPEGRAD_CUDA_GUARD");
+    if (!g || !*g || !strcmp(g, "0")) cr_skip_test("TAPEGRAD_CUDA_GUARD is not set");
+    int sc = tg_scope_begin();
+    /* odd sizes, so that an overrun lands in the guard, not in class padding */
+    for (int64_t n = 1; n < 40; n += 7) {
+        tg_tensor *a = tg_to_device(randn(TG_F32, 2, (int64_t[]){n, 3}, 190 + n), TG_CUDA);
+        tg_tensor *b = tg_to_device(randn(TG_F32, 2, (int64_t[]){3, n}, 191 + n), TG_CUDA);
+        tg_set_requires_grad(a, true);
+        tg_tensor *m = tg_matmul(a, b);
+        tg_tensor *s = tg_sum(tg_mul(tg_log_softmax(m), tg_softmax(m)));
+        cr_assert_not_null(s, "%s", tg_last_error());
+        cr_assert_eq(tg_backward(s, NULL, false), TG_OK, "%s", tg_last_error());
+        tg_tensor *y = tg_to_device(targets(n, n, 192), TG_CUDA);
+        tg_tensor *lp, *h;
+        cr_assert_eq(tg_logprob_entropy(m, y, NULL, &lp, &h), TG_OK, "%s", tg_last_error());
+    }
+    cr_assert_eq(tg_scope_end(sc), TG_OK);
+    cr_assert_eq(guard_violations(), 0, "a kernel wrote outside its block");
+}
+
+/* ---- failures of the device (emulated device only: failure injection) ------------------------ */
+
+#ifdef TG_TEST_SIMT
+Test(backends, failed_launch_is_tg_err_cuda_naming_the_kernel_and_site) {
+    int sc = tg_scope_begin();
+    tg_tensor *a = tg_to_device(randn(TG_F32, 2, (int64_t[]){4, 4}, 200), TG_CUDA);
+    tg_simt_fail_after("launch", 0);
+    cr_assert_null(tg_add(a, a));
+    tgt_assert_error(TG_ERR_CUDA, "launch of k", "kernels/cuda/elementwise.cu:",
+                     "cudaErrorLaunchFailure", NULL);
+    tg_clear_error();
+    tg_simt_fail_after("cublas", 0);
+    cr_assert_null(tg_matmul(a, a));
+    tgt_assert_error(TG_ERR_CUDA, "tg_matmul", "cublasSgemm", "kernels/cuda/matmul.cu:",
+                     "CUBLAS_STATUS_EXECUTION_FAILED", NULL);
+    tg_clear_error();
+    tg_simt_fail_after("cudaMemcpy", 0);
+    cr_assert_null(tg_to_device(a, TG_CPU));
+    tgt_assert_error(TG_ERR_CUDA, "cudaMemcpy", "cudaErrorIllegalAddress", NULL);
+    tg_clear_error();
+    tg_simt_fail_after("", -1);
+    cr_assert_not_null(tg_add(a, a), "the device works again: %s", tg_last_error());
+    cr_assert_eq(tg_scope_end(sc), TG_OK);
+}
+
+Test(backends, every_launch_failure_in_a_training_step_is_clean) {
+    /* Fail the k-th kernel launch of a whole step for every k: each run must end
+     * with TG_ERR_CUDA (or succeed once k is past the step), leak nothing and
+     * leave no leaf gradient half-written. */
+    for (int k = 0;; k++) {
+        int sc = tg_scope_begin();
+        tg_tensor *w = tg_to_device(randn(TG_F32, 2, (int64_t[]){6, 10}, 210), TG_CUDA);
+        tg_set_requires_grad(w, true);
+        tg_tensor *x = tg_to_device(randn(TG_F32, 2, (int64_t[]){5, 6}, 211), TG_CUDA);
+        tg_tensor *y = tg_to_device(targets(5, 10, 212), TG_CUDA);
+        long before = tg_simt_launch_count();
+        tg_simt_fail_after("launch", k);
+        tg_tensor *lp = NULL, *h = NULL;
+        tg_status st = tg_logprob_entropy(tg_matmul(x, w), y, NULL, &lp, &h);
+        if (st == TG_OK) st = tg_backward(tg_neg(tg_mean(tg_add(lp, tg_scale(h, 0.1)))), NULL, false);
+        long used = tg_simt_launch_count() - before;
+        tg_simt_fail_after("", -1);
+        if (st == TG_OK) {
+            cr_assert(k >= used - 1, "k = %d: the step succeeded", k);
+            cr_assert_not_null(tg_grad(w));
+            cr_assert_eq(tg_scope_end(sc), TG_OK);
+            cr_assert(k > 3, "the step launches several kernels");
+            break;
+        }
+        cr_assert(st == TG_ERR_CUDA, "k = %d: %s", k, tg_last_error());
+        cr_assert_null(tg_grad(w), "k = %d: no half-written gradient", k);
+        tg_clear_error();
+        cr_assert_eq(tg_scope_end(sc), TG_OK);
+    }
+}
+#endif
