@@ -27,6 +27,28 @@ const char *tg_cuda_unavailable_reason(void) {
 #endif
 }
 
+tg_status tg_cuda_get_props(tg_cuda_props *out) {
+    if (tg__null_arg(out, "tg_cuda_get_props", "out")) return tg_last_status();
+    memset(out, 0, sizeof *out);
+    tg_status st = tg__check_device_usable("tg_cuda_get_props", TG_CUDA);
+    if (st != TG_OK) return st;
+#ifdef TG_HAVE_CUDA
+    return tg__cuda_get_props(out->name, sizeof out->name, &out->peak_bytes_per_s,
+                              &out->total_bytes, &out->free_bytes, &out->sm_count);
+#else
+    return TG_ERR_DEVICE;
+#endif
+}
+
+tg_status tg_cuda_synchronize(void) {
+    if (tg_cuda_device_count() == 0) return TG_OK;
+#ifdef TG_HAVE_CUDA
+    return tg__cuda_synchronize();
+#else
+    return TG_OK;
+#endif
+}
+
 const char *tg__device_name(tg_device dev) {
     switch (dev) {
     case TG_CPU: return "cpu";

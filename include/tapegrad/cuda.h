@@ -12,6 +12,8 @@
 #ifndef TAPEGRAD_CUDA_H
 #define TAPEGRAD_CUDA_H
 
+#include <stddef.h>
+
 #include "status.h"
 
 #ifdef __cplusplus
@@ -36,6 +38,28 @@ const char *tg_cuda_unavailable_reason(void);
  * live. TG_OK (also without a device or without the CUDA backend), or
  * TG_ERR_CUDA if a cudaFree failed. */
 tg_status tg_cuda_empty_cache(void);
+
+/* What tg_cuda_get_props reports about the device in use (device 0). */
+typedef struct tg_cuda_props {
+    char name[128];           /* e.g. "NVIDIA H100 80GB HBM3" */
+    size_t total_bytes;       /* device memory */
+    size_t free_bytes;        /* free now, as CUDA sees it (includes nothing cached) */
+    double peak_bytes_per_s;  /* theoretical memory bandwidth: 2 x memory clock x bus
+                                 width; 0 when the device does not report them */
+    int sm_count;             /* streaming multiprocessors */
+} tg_cuda_props;
+
+/* Fills *out. Errors: TG_ERR_NULL (out NULL), TG_ERR_DEVICE (no device or no
+ * CUDA backend; the message gives tg_cuda_unavailable_reason()), TG_ERR_CUDA
+ * (a failing query, named). */
+tg_status tg_cuda_get_props(tg_cuda_props *out);
+
+/* Waits until every kernel queued on the device has finished. Kernels run
+ * asynchronously: time GPU work with this before reading the clock. Copies to
+ * the host (tg_copy_out, tg_item, tg_to_device(t, TG_CPU)) wait by
+ * themselves. TG_OK without a device or without the backend; TG_ERR_CUDA
+ * when a queued kernel failed (named by CUDA only, not by launch site). */
+tg_status tg_cuda_synchronize(void);
 
 #ifdef __cplusplus
 }

@@ -183,9 +183,11 @@ typedef struct tg__cuda_mat {
 bool tg__cuda_mat_usable(tg__cuda_mat *m);
 tg_status tg__cuda_matmul(int dtype, int nb, const int64_t *bshape, const tg__cuda_mat *a,
                           const tg__cuda_mat *b, const tg__cuda_mat *c, bool reduce);
-/* Properties for the bench: name, and peak memory bandwidth in bytes/s from
- * the memory clock and bus width (0 if unknown). TG_ERR_CUDA on failure. */
-tg_status tg__cuda_device_info(char *name, size_t name_len, double *peak_bw);
+/* Device 0's name, peak memory bandwidth in bytes/s from the memory clock
+ * and bus width (0 if unknown), total and free memory, SM count (for
+ * tg_cuda_get_props). TG_ERR_CUDA on failure. */
+tg_status tg__cuda_get_props(char *name, size_t name_len, double *peak_bw, size_t *total,
+                             size_t *free_b, int *sms);
 /* Waits for every queued kernel (for timing); TG_ERR_CUDA reports an error of
  * one of them. */
 tg_status tg__cuda_synchronize(void);

@@ -340,13 +340,18 @@ extern "C" tg_status tg__cuda_synchronize(void) {
     return TG__CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-extern "C" tg_status tg__cuda_device_info(char *name, size_t name_len, double *peak_bw) {
+extern "C" tg_status tg__cuda_get_props(char *name, size_t name_len, double *peak_bw,
+                                        size_t *total, size_t *free_b, int *sms) {
     int dev = 0, clock_khz = 0, bus_bits = 0;
     *peak_bw = 0.0;
     tg_status st = TG__CUDA_CHECK(cudaGetDevice(&dev));
-    if (st == TG_OK) st = TG__CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, dev));
+    if (st == TG_OK)
+        st = TG__CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, dev));
     if (st == TG_OK)
         st = TG__CUDA_CHECK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev));
+    if (st == TG_OK)
+        st = TG__CUDA_CHECK(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
+    if (st == TG_OK) st = TG__CUDA_CHECK(cudaMemGetInfo(free_b, total));
     if (st != TG_OK) return st;
     /* double data rate: 2 transfers per clock */
     *peak_bw = 2.0 * (double)clock_khz * 1e3 * (double)bus_bits / 8.0;
