@@ -60,11 +60,12 @@ tg_tensor *tg__lpe_targets(tg_site s, const char *who, tg_tensor *y, int64_t V, 
     int64_t N = tg__numel(yc->ndim, yc->shape);
     for (int64_t i = 0; i < N; i++) {
         if (t[i] != ignore && (t[i] < 0 || t[i] >= V)) {
+            const long long bad = (long long)t[i]; /* t may be the host copy freed below */
             tg__tensor_release(yc);
             free(owned);
             return tg__fail(TG_ERR_VALUE, "%s: row %lld: target %lld is outside [0, %lld) (and "
-                            "is not ignore_index %lld)", who, (long long)i, (long long)t[i],
-                            (long long)V, (long long)ignore);
+                            "is not ignore_index %lld)", who, (long long)i, bad, (long long)V,
+                            (long long)ignore);
         }
     }
     free(owned);
