@@ -292,8 +292,10 @@ Test(backends, reductions_small_and_large_and_strided) {
             run_both("mean_dim", 1, &small, r_mean_dim, &dim, true);
             run_both("sum_dim of a transposed view", 1, &small, r_sum_strided, &dim, true);
         }
-        int last = 1;
+        int last = 1, first = 0;
         run_both("sum_dim over 5000", 1, &large, r_sum_dim, &last, true);
+        tg_tensor *wide = randn(FLOATS[d], 2, (int64_t[]){100, 3000}, 62); /* thread per output */
+        run_both("sum_dim over rows of a wide tensor", 1, &wide, r_sum_dim, &first, true);
         tg_tensor *sp = with_specials(small);
         run_both("sum with NaN and inf", 1, &sp, r_sum, NULL, false);
         cr_assert_eq(tg_scope_end(sc), TG_OK);

@@ -2,8 +2,8 @@
  * accumulated in double. Each output element gets one block (grid-stride over
  * outputs) whose threads sum strided slices of the reduced elements and then
  * combine them in a fixed tree, so results are deterministic; when fewer than
- * 64 elements are reduced per output, one thread per output sums them in
- * order instead. */
+ * 64 elements are reduced per output, or when there are many outputs along a
+ * unit-stride dim, one thread per output sums them in order instead. */
 #include "kcommon.cuh"
 
 struct red_geom {
@@ -49,7 +49,11 @@ __global__ void k_sum_thread(red_geom g, TO *out, const TI *x, double scale) {
 
 template <class TO, class TI>
 static tg_status launch_sum(const red_geom &g, void *out, const void *x, double scale) {
-    if (g.R >= 64) {
+    /* Many outputs along a unit-stride dim (a bias gradient summed over rows):
+     * one thread per output reads consecutive addresses across a warp, where
+     * a block per output would read one column with strided, uncoalesced loads. */
+    bool coalesced = g.nk > 0 && g.kst[g.nk - 1] == 1 && g.nout >= 2048;
+    if (g.R >= 64 && !coalesced) {
         auto k = k_sum_block<TO, TI>;
         return TGK_LAUNCH(k, tgk_grid(g.nout, 1), TGK_BLOCK, g, (TO *)out, (const TI *)x, scale);
     }
