@@ -1,48 +1,81 @@
 /* cli/bench_logprob.c - `tapegrad bench logprob`: time, exact memory and
- * roofline of tg_logprob_entropy, fused vs composite.
+ * roofline of tg_logprob_entropy, fused vs composite, on the CPU or a GPU.
  *
  * Contract:
- *   tapegrad bench logprob [--seq N,...] [--vocab V,...] [--chunk C,...]
- *       [--impl fused,composite] [--entropy-grad on,off] [--threads T]
- *       [--reps R] [--dtype f32|f64] [--seed S] [--bandwidth-mib M] [--json]
- *       [--trace FILE.json] [--plot FILE.svg] [--dot FILE]
- *   (also --opt=value). Defaults: seq 8192, vocab 32000, chunk 0, both impls,
- *   entropy-grad on,off, threads omp_get_max_threads(), reps 5, f32, seed 1,
- *   bandwidth buffer 1024 MiB.
- *  - At start: the machine's bandwidth (cli_bandwidth_measure over M MiB with
- *    T threads, best of 3), printed on stderr and reported as machine_gbps.
+ *   tapegrad bench logprob [--device cpu|cuda] [--seq N,...] [--vocab V,...]
+ *       [--chunk C,...] [--impl fused,composite] [--entropy-grad on,off]
+ *       [--threads T] [--reps R] [--dtype f32|f64] [--seed S]
+ *       [--bandwidth-mib M] [--json] [--trace FILE.json] [--plot FILE.svg]
+ *       [--dot FILE]
+ *   (also --opt=value). Defaults: device cpu, seq 8192, vocab 32000, chunk 0,
+ *   both impls, entropy-grad on,off, threads omp_get_max_threads(), reps 5,
+ *   f32, seed 1, bandwidth buffer 1024 MiB. With --device cuda the defaults
+ *   of the lists are the GPU table's: seq 32768,65536,131072, vocab
+ *   32000,128256, chunk 0,8192 (the options given still override them).
+ *  - At start, cpu: the machine's bandwidth (cli_bandwidth_measure over M MiB
+ *    with T threads, best of 3), printed on stderr and reported as
+ *    machine_gbps. cuda: no bandwidth pass (--bandwidth-mib is ignored); the
+ *    device's name and theoretical peak bandwidth (tg_cuda_get_props:
+ *    2 x memory clock x bus width) are printed on stderr, and the peak in
+ *    GB/s is machine_gbps, called "device peak"; when the device does not
+ *    report it, machine_gbps and every roofline are 0 and the table's header
+ *    says so. Without a CUDA device: one line "tapegrad: bench logprob: no
+ *    CUDA device: <tg_cuda_unavailable_reason()>", exit 1.
  *  - One configuration per element of seq x vocab x impl x chunk x
  *    entropy_grad, in that nesting order. Logits: tg_randn (normal, std 2,
  *    seeded by seed, seq, vocab), shape (seq, vocab), requiring grad; they are
  *    made once per (seq, vocab) and shared by that pair's configurations.
  *    Targets: seeded, uniform in [0, vocab), 1% of the rows -100 (ignored).
+ *    cuda: the host generates only the first R = min(seq, 256) rows of those
+ *    logits (drawing 131072 x 128256 normals on the host would take several
+ *    minutes per pair), copies them to the device and tiles them there to
+ *    (seq, vocab) (tg_expand to (ceil(seq/R), R, vocab), tg_contiguous,
+ *    tg_reshape, rows [0, seq), copied once more when seq is not a multiple
+ *    of R so that the logits' storage is exactly seq x vocab), then makes
+ *    that a leaf requiring grad (tg_detach). GPU logits therefore repeat every
+ *    R rows: fine for what is measured (time, bytes, bandwidth), not for
+ *    comparing values with the cpu run. The targets are the cpu run's, copied
+ *    to the device.
+ *  - cuda, memory: a configuration whose estimate (see estimate_bytes) is
+ *    above 90% of the device's memory is not run and is reported as skipped
+ *    (table: "skipped: needs ~X GiB of Y GiB ..."; JSON: the configuration's
+ *    keys with "skipped":true and "reason"); so is one that fails with
+ *    TG_ERR_NOMEM on the device (the device cache is then emptied,
+ *    tg_cuda_empty_cache, and the bench goes on). Skipped configurations are
+ *    not errors and take no part in the ratios. A (seq, vocab) pair whose
+ *    configurations are all skipped by the estimate gets no inputs made.
  *  - Each of the R repetitions: reset the library's peaks; forward
  *    (tg_logprob_entropy, want_entropy on, the configuration's impl, chunk and
  *    entropy_grad); loss = sum(logprob) (+ 0.01 * sum(entropy) when
  *    entropy_grad is on); tg_backward; release every tensor and the logits'
  *    gradient. fwd = the op's call, bwd = loss + backward, both on
- *    CLOCK_MONOTONIC. A repetition that leaves library bytes live is an error.
+ *    CLOCK_MONOTONIC; cuda: after tg_cuda_synchronize() (cli/lpstep.h). A
+ *    repetition that leaves library bytes live (on the host or the device) is
+ *    an error.
  *  - Reported per configuration: median_ms (fwd + bwd), fwd_ms, bwd_ms
  *    (medians); peak_bytes = the library's exact peak_total during a
  *    repetition minus the bytes live before it (the logits and targets; the
  *    largest over repetitions); saved_bytes = tg_mem_stats.saved right after
- *    the forward call; rss_peak_growth_bytes = VmHWM at the end of the
+ *    the forward call (both from the device the configuration runs on);
+ *    rss_peak_growth_bytes (always the host's) = VmHWM at the end of the
  *    configuration minus VmHWM at its start (VmHWM is reset to the current RSS
  *    at each start through /proc/self/clear_refs when the kernel allows);
  *    gbps = 3 * elem * seq * vocab / median time (one read forward, one read
  *    and one write backward); roofline_fraction = gbps / machine_gbps.
  *  - Output: a table then the tracked ratios on stdout, or with --json one JSON
- *    object per configuration per line (nothing else on stdout). Progress on
- *    stderr, one line per repetition, or rewritten in place when stderr is a
- *    terminal.
+ *    object per configuration per line (nothing else on stdout); cuda adds
+ *    "device":"cuda", "device_name" and "skipped" to every object. Progress on
+ *    stderr, one line per repetition (or per skipped configuration), or
+ *    rewritten in place when stderr is a terminal.
  *  - --trace/--plot (cli/common.h): the memory timeline of every
  *    configuration (after the bandwidth pass), a step mark after each; --dot:
- *    the first configuration's loss just before its first backward. The
- *    lines announcing the files go to stderr.
+ *    the loss of the first configuration run, just before its first backward.
+ *    The lines announcing the files go to stderr.
  *  - Exit: 0; 2 with one line on stderr for a bad option (unknown, missing
- *    value, bad list element, zero or negative size) or configurations
- *    estimated above 80% of the physical RAM; 1 when the library fails (the
- *    configuration and tg_last_error() on one line).
+ *    value, bad list element, zero or negative size, a --device other than
+ *    cpu or cuda) or, cpu, configurations estimated above 80% of the physical
+ *    RAM; 1 when the library fails (the configuration and tg_last_error() on
+ *    one line) or --device cuda finds no device.
  */
 #include <ctype.h>
 #include <inttypes.h>
@@ -66,6 +99,8 @@
 #define LP_MAX_DIM ((int64_t)1 << 31)
 #define LP_BW_PASSES 3
 #define LP_IGNORE (-100)
+#define LP_TILE_ROWS 256     /* rows generated on the host for the device's logits */
+#define LP_DEVICE_USABLE 0.9 /* share of the device's memory a configuration may need */
 #define MIB (1024.0 * 1024.0)
 
 typedef struct lp_opts {
@@ -75,6 +110,7 @@ typedef struct lp_opts {
     int64_t threads, reps, bw_mib;
     uint64_t seed;
     tg_dtype dtype;
+    tg_device device;
     bool json;
     cli_outputs out;
 } lp_opts;
@@ -89,7 +125,12 @@ typedef struct lp_result {
     lp_config c;
     double median_ms, fwd_ms, bwd_ms, gbps, roofline;
     size_t peak_bytes, saved_bytes, rss_growth;
+    bool skipped;     /* cuda: not run (too big for the device); reason says why */
+    char reason[192];
 } lp_result;
+
+/* cuda: the device's description (from tg_cuda_get_props), for the output. */
+static tg_cuda_props g_props;
 
 static const char *impl_name(tg_logprob_impl i) {
     return i == TG_LOGPROB_FUSED ? "fused" : "composite";
@@ -104,6 +145,9 @@ void cli_bench_logprob_help(FILE *f) {
             "combination of the listed values (comma-separated lists).\n"
             "\n"
             "Options:\n"
+            "  --device cpu|cuda      where the logits live (default cpu); cuda changes\n"
+            "                         the list defaults to seq 32768,65536,131072,\n"
+            "                         vocab 32000,128256, chunk 0,8192\n"
             "  --seq N,...            rows of the logits (default 8192)\n"
             "  --vocab V,...          columns, the vocabulary size (default 32000)\n"
             "  --chunk C,...          rows per chunk, 0 = all at once (default 0)\n"
@@ -113,18 +157,23 @@ void cli_bench_logprob_help(FILE *f) {
             "  --reps R               repetitions per configuration, median kept (default 5)\n"
             "  --dtype f32|f64        dtype of the logits (default f32)\n"
             "  --seed S               seed of logits and targets (default 1)\n"
-            "  --bandwidth-mib M      buffer of the bandwidth pass at start (default 1024)\n"
+            "  --bandwidth-mib M      buffer of the bandwidth pass at start (default 1024;\n"
+            "                         cpu only: cuda uses the device's peak)\n"
             "  --json                 one JSON object per configuration per line\n"
             CLI_OUTPUTS_HELP
-            "                         (--dot: the first configuration's loss before backward)\n"
+            "                         (--dot: the loss of the first configuration run, before\n"
+            "                         backward)\n"
             "\n"
             "Columns: median ms (forward + backward), fwd/bwd ms, peak MiB (the library's\n"
             "exact peak above the logits and targets), saved MiB (bytes held for backward\n"
             "after forward), rss MiB (growth of the process's peak RSS), GB/s (3 passes\n"
             "over the logits' bytes per step), roofline (GB/s / the bandwidth measured at\n"
-            "start). See bench/README.md.\n"
+            "start, or with cuda the device's peak). With cuda, configurations that do not\n"
+            "fit in 90%% of the device's memory are reported as skipped. See\n"
+            "bench/README.md.\n"
             "\n"
-            "Exit status: 0 success, 1 a configuration failed, 2 bad usage or too big.\n",
+            "Exit status: 0 success, 1 a configuration failed or no CUDA device, 2 bad\n"
+            "usage or too big.\n",
             omp_get_max_threads());
 }
 
@@ -206,9 +255,10 @@ static bool parse_one(const char *flag, const char *val, int64_t lo, int64_t hi,
 static const char *const IMPL_WORDS[] = {"fused", "composite"}; /* = tg_logprob_impl */
 static const char *const EG_WORDS[] = {"on", "off"};
 static const char *const DTYPE_WORDS[] = {"f32", "f64"};
+static const char *const DEVICE_WORDS[] = {"cpu", "cuda"}; /* = tg_device */
 
 static int parse_opts(int argc, char **argv, lp_opts *o) {
-    static const char *const VALUED[] = {"--seq", "--vocab", "--chunk", "--impl", "--entropy-grad", "--threads", "--reps", "--dtype", "--seed", "--bandwidth-mib", NULL};
+    static const char *const VALUED[] = {"--seq", "--vocab", "--chunk", "--impl", "--entropy-grad", "--threads", "--reps", "--dtype", "--seed", "--bandwidth-mib", "--device", NULL};
     for (int i = 0; i < argc; i++) {
         char name[32];
         const char *val;
@@ -219,7 +269,9 @@ static int parse_opts(int argc, char **argv, lp_opts *o) {
         if (r == 1)
             continue;
         bool ok;
-        int64_t v = 0;
+        /* one-valued word options: parsed as lists (room for all the values
+         * given) to tell "two values" from "a bad value" */
+        int64_t v[LP_MAX_LIST] = {0};
         int n = 0;
         if (!strcmp(name, "--seq"))
             ok = parse_list(name, val, 1, LP_MAX_DIM - 1, NULL, 0, o->seq, &o->n_seq);
@@ -242,11 +294,17 @@ static int parse_opts(int argc, char **argv, lp_opts *o) {
             ok = parse_one(name, val, 1, 1 << 20, &o->bw_mib);
         else if (!strcmp(name, "--seed"))
             ok = cli_parse_u64(name, val, &o->seed);
+        else if (!strcmp(name, "--device")) {
+            ok = parse_list(name, val, 0, 0, DEVICE_WORDS, 2, v, &n) && n == 1;
+            if (!ok && n > 1)
+                cli_usage_error("option --device takes one value (cpu or cuda)");
+            o->device = v[0] == 1 ? TG_CUDA : TG_CPU;
+        }
         else { /* --dtype */
-            ok = parse_list(name, val, 0, 0, DTYPE_WORDS, 2, &v, &n) && n == 1;
+            ok = parse_list(name, val, 0, 0, DTYPE_WORDS, 2, v, &n) && n == 1;
             if (!ok && n > 1)
                 cli_usage_error("option --dtype takes one value (f32 or f64)");
-            o->dtype = v == 1 ? TG_F64 : TG_F32;
+            o->dtype = v[0] == 1 ? TG_F64 : TG_F32;
         }
         if (!ok)
             return CLI_EXIT_USAGE;
@@ -258,9 +316,14 @@ static int parse_opts(int argc, char **argv, lp_opts *o) {
 
 /* Rough bytes a configuration needs: composite keeps about 8 (N, V) tensors
  * alive at its peak (logits, log-probs, probabilities, products, gradients);
- * fused only the logits and their gradient (3 for headroom). */
-static double estimate_bytes(int64_t n, int64_t v, tg_logprob_impl impl, size_t elem) {
-    return (double)n * (double)v * (double)elem * (impl == TG_LOGPROB_COMPOSITE ? 8.0 : 3.0) +
+ * fused only the logits and their gradient (3 for headroom on the host, whose
+ * RAM also holds everything else; on a device, where the library's exact
+ * peak is the logits' size above them plus 24 bytes a row, 2.05). */
+static double fused_factor(bool device) { return device ? 2.05 : 3.0; }
+static double estimate_bytes(int64_t n, int64_t v, tg_logprob_impl impl, size_t elem,
+                             bool device) {
+    return (double)n * (double)v * (double)elem *
+               (impl == TG_LOGPROB_COMPOSITE ? 8.0 : fused_factor(device)) +
            (double)n * 64.0;
 }
 
@@ -282,7 +345,7 @@ static int check_ram(const lp_opts *o) {
         for (int b = 0; b < o->n_vocab; b++)
             for (int k = 0; k < o->n_impl; k++) {
                 tg_logprob_impl impl = (tg_logprob_impl)o->impl[k];
-                double need = estimate_bytes(o->seq[a], o->vocab[b], impl, elem);
+                double need = estimate_bytes(o->seq[a], o->vocab[b], impl, elem, false);
                 if (need > limit)
                     return cli_usage_error(
                         "%s seq=%" PRId64 " vocab=%" PRId64 " needs about %.1f GiB "
@@ -331,15 +394,60 @@ static uint64_t splitmix64(uint64_t *s) {
     return z ^ (z >> 31);
 }
 
-/* Seeded logits (n, v) requiring grad, and targets (n) with 1% ignored rows. */
+/* Device logits (n, v) requiring grad: the seeded host block (r, v) copied
+ * to the device, repeated there ceil(n / r) times and cut to n rows (see the
+ * contract). Every intermediate is released; NULL on failure. */
+static tg_tensor *tile_on_device(const lp_opts *o, int64_t n, int64_t v, uint64_t seed) {
+    const int64_t r = n < LP_TILE_ROWS ? n : LP_TILE_ROWS, b = (n + r - 1) / r;
+    tg_tensor *host = NULL, *blk = NULL, *ex = NULL, *full = NULL, *flat = NULL, *rows = NULL,
+              *cut = NULL, *leaf = NULL;
+    host = tg_randn(o->dtype, TG_SHAPE(r, v), seed, 0.0, 2.0);
+    if (host)
+        blk = tg_to_device(host, TG_CUDA);
+    if (blk)
+        ex = tg_expand(blk, TG_SHAPE(b, r, v)); /* a stride-0 view: no bytes yet */
+    if (ex)
+        full = tg_contiguous(ex); /* the one device-side copy of b x r rows */
+    if (full)
+        flat = tg_reshape(full, TG_SHAPE(b * r, v)); /* a view of the contiguous copy */
+    if (flat)
+        rows = tg_slice(flat, 0, 0, n, 1);
+    /* A cut that leaves rows unused would make the logits' storage bigger than
+     * seq x vocab, and saved_bytes counts a saved tensor's whole storage. */
+    if (rows)
+        cut = b * r == n ? tg_contiguous(rows) : tg_clone(rows);
+    if (cut)
+        leaf = tg_detach(cut);
+    if (leaf && tg_set_requires_grad(leaf, true) != TG_OK) {
+        tg_release(leaf);
+        leaf = NULL;
+    }
+    tg_release(cut);
+    tg_release(rows);
+    tg_release(flat);
+    tg_release(full);
+    tg_release(ex);
+    tg_release(blk);
+    tg_release(host);
+    return leaf;
+}
+
+/* Seeded logits (n, v) requiring grad, and targets (n) with 1% ignored rows,
+ * on the configured device. */
 static bool make_inputs(const lp_opts *o, int64_t n, int64_t v, tg_tensor **logits,
                         tg_tensor **targets) {
     uint64_t s = o->seed ^ ((uint64_t)n * 0x100000001B3ull) ^ ((uint64_t)v << 20);
     uint64_t seed_logits = splitmix64(&s);
     *targets = NULL;
-    *logits = tg_randn(o->dtype, TG_SHAPE(n, v), seed_logits, 0.0, 2.0);
-    if (!*logits || tg_set_requires_grad(*logits, true) != TG_OK)
-        return false;
+    if (o->device == TG_CUDA) {
+        *logits = tile_on_device(o, n, v, seed_logits);
+        if (!*logits)
+            return false;
+    } else {
+        *logits = tg_randn(o->dtype, TG_SHAPE(n, v), seed_logits, 0.0, 2.0);
+        if (!*logits || tg_set_requires_grad(*logits, true) != TG_OK)
+            return false;
+    }
     int64_t *y = malloc((size_t)n * sizeof *y);
     if (!y)
         return false;
@@ -349,6 +457,11 @@ static bool make_inputs(const lp_opts *o, int64_t n, int64_t v, tg_tensor **logi
     }
     *targets = tg_from_data(TG_I64, TG_SHAPE(n), y);
     free(y);
+    if (*targets && o->device == TG_CUDA) {
+        tg_tensor *host = *targets;
+        *targets = tg_to_device(host, TG_CUDA);
+        tg_release(host);
+    }
     return *targets != NULL;
 }
 
@@ -400,12 +513,14 @@ static int dot_hook(tg_tensor *loss, void *user) {
 }
 
 /* One repetition: the shared measured step (cli/lpstep.c) with loss
- * -mean(logprob), minus 0.01 * mean(entropy) when entropy-grad is on. */
-static int run_rep(const lp_config *c, tg_tensor *logits, tg_tensor *targets, double *fwd,
-                   double *bwd, size_t *peak, size_t *saved, const cli_outputs *dot) {
+ * -mean(logprob), minus 0.01 * mean(entropy) when entropy-grad is on.
+ * CLI_LP_NOMEM (nothing printed) when the device ran out of memory. */
+static int run_rep(const lp_config *c, tg_device dev, tg_tensor *logits, tg_tensor *targets,
+                   double *fwd, double *bwd, size_t *peak, size_t *saved,
+                   const cli_outputs *dot) {
     char who[192];
     describe(who, sizeof who, c);
-    cli_lp_config lc = {c->impl, c->chunk, c->eg, 0.01};
+    cli_lp_config lc = {c->impl, c->chunk, c->eg, 0.01, dev};
     cli_lp_measure m;
     const void *hook_args[2] = {dot, c};
     int rc = cli_lp_step(who, logits, targets, &lc, &m, dot ? dot_hook : NULL, (void *)hook_args,
@@ -421,8 +536,10 @@ static int run_rep(const lp_config *c, tg_tensor *logits, tg_tensor *targets, do
     return CLI_EXIT_OK;
 }
 
+/* All repetitions of one configuration; dot: draw its first loss. Returns
+ * CLI_EXIT_OK, CLI_EXIT_FAIL (printed) or CLI_LP_NOMEM (not printed). */
 static int run_config(const lp_opts *o, int idx, int total, double machine_gbps,
-                      tg_tensor *logits, tg_tensor *targets, lp_result *r) {
+                      tg_tensor *logits, tg_tensor *targets, bool dot, lp_result *r) {
     const lp_config *c = &r->c;
     int reps = (int)o->reps;
     double *fwd = calloc((size_t)reps * 3, sizeof *fwd);
@@ -442,8 +559,8 @@ static int run_config(const lp_opts *o, int idx, int total, double machine_gbps,
     for (int k = 0; k < reps && rc == CLI_EXIT_OK; k++) {
         progress("[%d/%d] %s rep %d/%d", idx + 1, total, d, k + 1, reps);
         size_t peak = 0, saved = 0;
-        rc = run_rep(c, logits, targets, &fwd[k], &bwd[k], &peak, &saved,
-                     idx == 0 && k == 0 && o->out.dot ? &o->out : NULL);
+        rc = run_rep(c, o->device, logits, targets, &fwd[k], &bwd[k], &peak, &saved,
+                     dot && k == 0 ? &o->out : NULL);
         tot[k] = fwd[k] + bwd[k];
         if (peak > r->peak_bytes)
             r->peak_bytes = peak;
@@ -466,33 +583,94 @@ static int run_config(const lp_opts *o, int idx, int total, double machine_gbps,
 
 /* ---- output ------------------------------------------------------------------------------- */
 
+/* s as a JSON string: the device's name comes from the driver. */
+static void json_string(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            printf("\\%c", ch);
+        else if (ch < 0x20)
+            printf("\\u%04x", ch);
+        else
+            putchar(ch);
+    }
+    putchar('"');
+}
+
+/* cuda: the keys that say where the configuration ran (or why it did not). */
+static void json_device(const lp_result *r) {
+    printf(",\"device\":\"cuda\",\"device_name\":");
+    json_string(g_props.name);
+    printf(",\"skipped\":%s", r->skipped ? "true" : "false");
+    if (r->skipped) {
+        printf(",\"reason\":");
+        json_string(r->reason);
+    }
+}
+
 static void print_json(const lp_opts *o, const lp_result *r, double machine_gbps) {
+    if (r->skipped) { /* the configuration and why, no measurements */
+        printf("{\"impl\":\"%s\",\"seq\":%" PRId64 ",\"vocab\":%" PRId64 ",\"chunk\":%" PRId64
+               ",\"entropy_grad\":%s,\"threads\":%" PRId64 ",\"dtype\":\"%s\"",
+               impl_name(r->c.impl), r->c.seq, r->c.vocab, r->c.chunk,
+               r->c.eg ? "true" : "false", o->threads, tg_dtype_name(o->dtype));
+        json_device(r);
+        printf("}\n");
+        fflush(stdout);
+        return;
+    }
     printf("{\"impl\":\"%s\",\"seq\":%" PRId64 ",\"vocab\":%" PRId64 ",\"chunk\":%" PRId64
            ",\"entropy_grad\":%s,\"threads\":%" PRId64 ",\"dtype\":\"%s\",\"median_ms\":%.4f,"
            "\"fwd_ms\":%.4f,\"bwd_ms\":%.4f,\"peak_bytes\":%zu,\"saved_bytes\":%zu,"
            "\"rss_peak_growth_bytes\":%zu,\"gbps\":%.4f,\"roofline_fraction\":%.5f,"
-           "\"machine_gbps\":%.4f}\n",
+           "\"machine_gbps\":%.4f",
            impl_name(r->c.impl), r->c.seq, r->c.vocab, r->c.chunk, r->c.eg ? "true" : "false",
            o->threads, tg_dtype_name(o->dtype), r->median_ms, r->fwd_ms, r->bwd_ms,
            r->peak_bytes, r->saved_bytes, r->rss_growth, r->gbps, r->roofline, machine_gbps);
+    if (o->device == TG_CUDA)
+        json_device(r);
+    printf("}\n");
     fflush(stdout);
 }
 
 static void print_table(const lp_opts *o, const lp_result *res, int n, double machine_gbps,
                         bool rss_reset) {
-    printf("tapegrad bench logprob: %s, %" PRId64 " threads, %" PRId64
-           " reps (medians), machine bandwidth %.2f GB/s\n",
-           tg_dtype_name(o->dtype), o->threads, o->reps, machine_gbps);
-    printf("(bandwidth: b[i] = a[i] + 1 over %" PRId64 " MiB read+write, best of %d; "
-           "rss growth: %s)\n\n",
-           o->bw_mib, LP_BW_PASSES,
-           rss_reset ? "peak RSS reset at the start of each configuration"
-                     : "peak RSS not resettable here, growth over the process's earlier peak");
+    const char *rss = rss_reset
+                          ? "peak RSS reset at the start of each configuration"
+                          : "peak RSS not resettable here, growth over the process's earlier peak";
+    if (o->device == TG_CUDA) {
+        printf("tapegrad bench logprob: %s, cuda (%s, %.1f GiB), %" PRId64
+               " host threads, %" PRId64 " reps (medians), ",
+               tg_dtype_name(o->dtype), g_props.name, (double)g_props.total_bytes / (MIB * 1024.0),
+               o->threads, o->reps);
+        if (machine_gbps > 0.0)
+            printf("device peak %.2f GB/s\n", machine_gbps);
+        else
+            printf("device peak unknown: roofline reported as 0\n");
+        printf("(device peak: 2 x memory clock x bus width, as the device reports them; "
+               "logits tiled from min(seq, %d) host rows; rss: the host's, %s)\n\n",
+               LP_TILE_ROWS, rss);
+    } else {
+        printf("tapegrad bench logprob: %s, %" PRId64 " threads, %" PRId64
+               " reps (medians), machine bandwidth %.2f GB/s\n",
+               tg_dtype_name(o->dtype), o->threads, o->reps, machine_gbps);
+        printf("(bandwidth: b[i] = a[i] + 1 over %" PRId64 " MiB read+write, best of %d; "
+               "rss growth: %s)\n\n",
+               o->bw_mib, LP_BW_PASSES, rss);
+    }
     printf("%-9s %7s %7s %6s %12s %7s %10s %9s %9s %9s %9s %9s %8s %8s\n", "impl", "seq",
            "vocab", "chunk", "entropy_grad", "threads", "median_ms", "fwd_ms", "bwd_ms",
            "peak_MiB", "saved_MiB", "rss_MiB", "GB/s", "roofline");
     for (int i = 0; i < n; i++) {
         const lp_result *r = &res[i];
+        if (r->skipped) {
+            printf("%-9s %7" PRId64 " %7" PRId64 " %6" PRId64 " %12s %7" PRId64
+                   "  skipped: %s\n",
+                   impl_name(r->c.impl), r->c.seq, r->c.vocab, r->c.chunk, on_off(r->c.eg),
+                   o->threads, r->reason);
+            continue;
+        }
         printf("%-9s %7" PRId64 " %7" PRId64 " %6" PRId64 " %12s %7" PRId64
                " %10.2f %9.2f %9.2f %9.1f %9.1f %9.1f %8.2f %8.3f\n",
                impl_name(r->c.impl), r->c.seq, r->c.vocab, r->c.chunk, on_off(r->c.eg),
@@ -505,16 +683,17 @@ static void print_table(const lp_opts *o, const lp_result *res, int n, double ma
 static const lp_result *find(const lp_result *res, int n, int64_t seq, int64_t vocab,
                              int64_t chunk, tg_logprob_impl impl, bool eg) {
     for (int i = 0; i < n; i++)
-        if (res[i].c.seq == seq && res[i].c.vocab == vocab && res[i].c.chunk == chunk &&
-            res[i].c.impl == impl && res[i].c.eg == eg)
+        if (!res[i].skipped && res[i].c.seq == seq && res[i].c.vocab == vocab &&
+            res[i].c.chunk == chunk && res[i].c.impl == impl && res[i].c.eg == eg)
             return &res[i];
     return NULL;
 }
 
 static const char *verdict(bool ok) { return ok ? "meets" : "MISSES"; }
 
-/* The ratios the project tracks, with its targets (issue 3). */
-static void print_ratios(const lp_opts *o, const lp_result *res, int n) {
+/* The ratios the project tracks, with its targets (issue 3). Skipped
+ * configurations take no part. */
+static void print_ratios(const lp_opts *o, const lp_result *res, int n, double machine_gbps) {
     size_t elem = tg_dtype_size(o->dtype);
     int shown;
     printf("\nRatios (project targets in brackets)\n");
@@ -523,7 +702,7 @@ static void print_ratios(const lp_opts *o, const lp_result *res, int n) {
     shown = 0;
     for (int i = 0; i < n; i++) {
         const lp_result *f = &res[i], *c;
-        if (f->c.impl != TG_LOGPROB_FUSED ||
+        if (f->skipped || f->c.impl != TG_LOGPROB_FUSED ||
             !(c = find(res, n, f->c.seq, f->c.vocab, f->c.chunk, TG_LOGPROB_COMPOSITE, f->c.eg)))
             continue;
         double q = c->median_ms > 0.0 ? f->median_ms / c->median_ms : 0.0;
@@ -540,7 +719,7 @@ static void print_ratios(const lp_opts *o, const lp_result *res, int n) {
     shown = 0;
     for (int i = 0; i < n; i++) {
         const lp_result *f = &res[i], *z;
-        if (f->c.impl != TG_LOGPROB_FUSED || f->c.chunk == 0 ||
+        if (f->skipped || f->c.impl != TG_LOGPROB_FUSED || f->c.chunk == 0 ||
             !(z = find(res, n, f->c.seq, f->c.vocab, 0, TG_LOGPROB_FUSED, f->c.eg)))
             continue;
         double q = z->median_ms > 0.0 ? f->median_ms / z->median_ms : 0.0;
@@ -556,7 +735,7 @@ static void print_ratios(const lp_opts *o, const lp_result *res, int n) {
     shown = 0;
     for (int i = 0; i < n; i++) {
         const lp_result *on = &res[i], *off;
-        if (on->c.impl != TG_LOGPROB_COMPOSITE || !on->c.eg ||
+        if (on->skipped || on->c.impl != TG_LOGPROB_COMPOSITE || !on->c.eg ||
             !(off = find(res, n, on->c.seq, on->c.vocab, on->c.chunk, TG_LOGPROB_COMPOSITE,
                          false)))
             continue;
@@ -577,7 +756,7 @@ static void print_ratios(const lp_opts *o, const lp_result *res, int n) {
     shown = 0;
     for (int i = 0; i < n; i++) {
         const lp_result *f = &res[i];
-        if (f->c.impl != TG_LOGPROB_FUSED)
+        if (f->skipped || f->c.impl != TG_LOGPROB_FUSED)
             continue;
         double lb = (double)f->c.seq * (double)f->c.vocab * (double)elem;
         double q = (double)f->peak_bytes / lb, lim = 1.02 + 64.0 * (double)f->c.seq / lb;
@@ -591,9 +770,11 @@ static void print_ratios(const lp_opts *o, const lp_result *res, int n) {
 
     printf("\nfused roofline fraction [>= 0.4]\n");
     shown = 0;
-    for (int i = 0; i < n; i++) {
+    if (machine_gbps <= 0.0) /* only cuda: a device that does not report its peak */
+        printf("  (device peak unknown: no roofline)\n");
+    for (int i = 0; machine_gbps > 0.0 && i < n; i++) {
         const lp_result *f = &res[i];
-        if (f->c.impl != TG_LOGPROB_FUSED)
+        if (f->skipped || f->c.impl != TG_LOGPROB_FUSED)
             continue;
         printf("  seq=%-7" PRId64 " vocab=%-7" PRId64 " chunk=%-6" PRId64
                " entropy_grad=%-3s  %7.4f  %s\n",
@@ -601,11 +782,56 @@ static void print_ratios(const lp_opts *o, const lp_result *res, int n) {
                verdict(f->roofline >= 0.4));
         shown++;
     }
-    if (!shown)
+    if (!shown && machine_gbps > 0.0)
         printf("  (needs fused)\n");
 }
 
 /* ---- the command ------------------------------------------------------------------------------ */
+
+/* cuda: the estimate against the device's memory; a configuration that does
+ * not fit is marked skipped (not an error: the table keeps its row). */
+static void check_device_fit(const lp_opts *o, lp_result *r) {
+    double need =
+        estimate_bytes(r->c.seq, r->c.vocab, r->c.impl, tg_dtype_size(o->dtype), true);
+    double total = (double)g_props.total_bytes;
+    if (need <= LP_DEVICE_USABLE * total)
+        return;
+    r->skipped = true;
+    snprintf(r->reason, sizeof r->reason,
+             "needs ~%.1f GiB of %.1f GiB (%.2f x seq x vocab x %zu bytes; %.0f%% usable)",
+             need / (MIB * 1024.0), total / (MIB * 1024.0),
+             r->c.impl == TG_LOGPROB_COMPOSITE ? 8.0 : fused_factor(true), tg_dtype_size(o->dtype),
+             LP_DEVICE_USABLE * 100.0);
+}
+
+/* cuda: marks r skipped after the device ran out of memory (what: where),
+ * and gives the device's cached blocks back so the next configuration starts
+ * from an empty cache. */
+static void skip_nomem(lp_result *r, const char *what) {
+    r->skipped = true;
+    snprintf(r->reason, sizeof r->reason, "out of device memory %s (%s)", what,
+             tg_last_error());
+    tg_cuda_empty_cache();
+}
+
+/* cuda: the device's description on stderr, and its peak in GB/s (0 when
+ * unknown), or -1 after printing why it cannot be read. */
+static double device_peak_gbps(void) {
+    if (tg_cuda_get_props(&g_props) != TG_OK) {
+        fprintf(stderr, "tapegrad: bench logprob: tg_cuda_get_props failed: %s: %s\n",
+                tg_status_name(tg_last_status()), tg_last_error());
+        return -1.0;
+    }
+    double gbps = g_props.peak_bytes_per_s / 1e9;
+    fprintf(stderr, "device: %s, %.1f GiB, %d SMs, ", g_props.name,
+            (double)g_props.total_bytes / (MIB * 1024.0), g_props.sm_count);
+    if (gbps > 0.0)
+        fprintf(stderr, "peak bandwidth %.2f GB/s (2 x memory clock x bus width)\n", gbps);
+    else
+        fprintf(stderr, "peak bandwidth unknown (the device does not report its memory clock "
+                        "and bus width): roofline reported as 0\n");
+    return gbps;
+}
 
 int cli_bench_logprob(int argc, char **argv) {
     for (int i = 0; i < argc; i++)
@@ -620,15 +846,32 @@ int cli_bench_logprob(int argc, char **argv) {
     o.bw_mib = 1024;
     o.seed = 1;
     o.dtype = TG_F32;
+    o.device = TG_CPU;
     int rc = parse_opts(argc, argv, &o);
     if (rc != CLI_EXIT_OK)
         return rc;
-    if (!o.n_seq)
-        o.seq[o.n_seq++] = 8192;
-    if (!o.n_vocab)
+    const bool gpu = o.device == TG_CUDA;
+    if (!o.n_seq) {
+        /* the GPU table: sequence lengths and vocabularies of current models,
+         * too big for a CPU run in reasonable time */
+        if (gpu) {
+            o.seq[o.n_seq++] = 32768;
+            o.seq[o.n_seq++] = 65536;
+            o.seq[o.n_seq++] = 131072;
+        } else {
+            o.seq[o.n_seq++] = 8192;
+        }
+    }
+    if (!o.n_vocab) {
         o.vocab[o.n_vocab++] = 32000;
-    if (!o.n_chunk)
+        if (gpu)
+            o.vocab[o.n_vocab++] = 128256;
+    }
+    if (!o.n_chunk) {
         o.chunk[o.n_chunk++] = 0;
+        if (gpu)
+            o.chunk[o.n_chunk++] = 8192;
+    }
     if (!o.n_impl) {
         o.impl[o.n_impl++] = TG_LOGPROB_FUSED;
         o.impl[o.n_impl++] = TG_LOGPROB_COMPOSITE;
@@ -640,29 +883,42 @@ int cli_bench_logprob(int argc, char **argv) {
     int total = o.n_seq * o.n_vocab * o.n_impl * o.n_chunk * o.n_eg;
     if (total > LP_MAX_CONFIGS)
         return cli_usage_error("%d configurations; at most %d", total, LP_MAX_CONFIGS);
-    if ((rc = check_ram(&o)) != CLI_EXIT_OK)
+    if (!gpu && (rc = check_ram(&o)) != CLI_EXIT_OK)
         return rc;
+    if (gpu && tg_cuda_device_count() == 0) {
+        fprintf(stderr, "tapegrad: bench logprob: no CUDA device: %s\n",
+                tg_cuda_unavailable_reason());
+        return CLI_EXIT_FAIL;
+    }
 
     g_tty = isatty(STDERR_FILENO) == 1;
     omp_set_num_threads((int)o.threads);
     if ((rc = cli_outputs_begin(&o.out)) != CLI_EXIT_OK)
         return rc;
 
-    progress("measuring memory bandwidth: b[i] = a[i] + 1 over %" PRId64
-             " MiB, %" PRId64 " threads, best of %d",
-             o.bw_mib, o.threads, LP_BW_PASSES);
-    double machine_gbps =
-        cli_bandwidth_measure((size_t)o.bw_mib << 20, (int)o.threads, LP_BW_PASSES);
-    progress_done();
-    if (machine_gbps <= 0.0) {
-        fprintf(stderr, "tapegrad: bench logprob: cannot allocate the %" PRId64
-                        " MiB bandwidth buffer\n",
-                o.bw_mib);
-        cli_outputs_end(&o.out, NULL, false, stderr);
-        return CLI_EXIT_FAIL;
+    double machine_gbps;
+    if (gpu) {
+        if ((machine_gbps = device_peak_gbps()) < 0.0) {
+            cli_outputs_end(&o.out, NULL, false, stderr);
+            return CLI_EXIT_FAIL;
+        }
+    } else {
+        progress("measuring memory bandwidth: b[i] = a[i] + 1 over %" PRId64
+                 " MiB, %" PRId64 " threads, best of %d",
+                 o.bw_mib, o.threads, LP_BW_PASSES);
+        machine_gbps =
+            cli_bandwidth_measure((size_t)o.bw_mib << 20, (int)o.threads, LP_BW_PASSES);
+        progress_done();
+        if (machine_gbps <= 0.0) {
+            fprintf(stderr, "tapegrad: bench logprob: cannot allocate the %" PRId64
+                            " MiB bandwidth buffer\n",
+                    o.bw_mib);
+            cli_outputs_end(&o.out, NULL, false, stderr);
+            return CLI_EXIT_FAIL;
+        }
+        fprintf(stderr, "machine bandwidth: %.2f GB/s (read+write, %" PRId64 " threads)\n",
+                machine_gbps, o.threads);
     }
-    fprintf(stderr, "machine bandwidth: %.2f GB/s (read+write, %" PRId64 " threads)\n",
-            machine_gbps, o.threads);
     bool rss_reset = reset_peak_rss();
 
     lp_result *res = calloc((size_t)total, sizeof *res);
@@ -672,42 +928,72 @@ int cli_bench_logprob(int argc, char **argv) {
         return CLI_EXIT_FAIL;
     }
 
+    const int per_pair = o.n_impl * o.n_chunk * o.n_eg;
+    bool dot = o.out.dot != NULL; /* still to draw: the first configuration run */
     int idx = 0;
     for (int a = 0; a < o.n_seq && rc == CLI_EXIT_OK; a++)
         for (int b = 0; b < o.n_vocab && rc == CLI_EXIT_OK; b++) {
             int64_t seq = o.seq[a], vocab = o.vocab[b];
-            progress("making logits (%" PRId64 ", %" PRId64 ") %s and targets", seq, vocab,
-                     tg_dtype_name(o.dtype));
-            tg_tensor *logits = NULL, *targets = NULL;
-            if (!make_inputs(&o, seq, vocab, &logits, &targets)) {
-                lp_config c = {seq, vocab, 0, TG_LOGPROB_FUSED, true};
-                rc = lib_fail(&c, "making the inputs");
-            }
-            for (int k = 0; k < o.n_impl && rc == CLI_EXIT_OK; k++)
-                for (int ch = 0; ch < o.n_chunk && rc == CLI_EXIT_OK; ch++)
-                    for (int e = 0; e < o.n_eg && rc == CLI_EXIT_OK; e++) {
-                        lp_result *r = &res[idx];
-                        r->c = (lp_config){seq, vocab, o.chunk[ch],
-                                           (tg_logprob_impl)o.impl[k], o.eg[e] != 0};
-                        rc = run_config(&o, idx, total, machine_gbps, logits, targets, r);
-                        if (rc == CLI_EXIT_OK) {
-                            char label[160];
-                            describe(label, sizeof label, &r->c);
-                            cli_outputs_mark(&o.out, label);
-                        }
-                        if (rc == CLI_EXIT_OK && o.json) {
-                            progress_done();
-                            print_json(&o, r, machine_gbps);
-                        }
-                        idx++;
+            /* the pair's configurations first: with cuda, those too big for the
+             * device are known before anything is allocated for them */
+            int runnable = 0;
+            for (int k = 0, j = idx; k < o.n_impl; k++)
+                for (int ch = 0; ch < o.n_chunk; ch++)
+                    for (int e = 0; e < o.n_eg; e++, j++) {
+                        lp_result *r = &res[j];
+                        r->c = (lp_config){seq, vocab, o.chunk[ch], (tg_logprob_impl)o.impl[k],
+                                           o.eg[e] != 0};
+                        if (gpu)
+                            check_device_fit(&o, r);
+                        runnable += !r->skipped;
                     }
+            tg_tensor *logits = NULL, *targets = NULL;
+            if (runnable) {
+                progress("making logits (%" PRId64 ", %" PRId64 ") %s and targets%s", seq, vocab,
+                         tg_dtype_name(o.dtype), gpu ? " on the device" : "");
+                tg_clear_error();
+                if (!make_inputs(&o, seq, vocab, &logits, &targets)) {
+                    if (gpu && tg_last_status() == TG_ERR_NOMEM) {
+                        for (int j = idx; j < idx + per_pair; j++)
+                            if (!res[j].skipped)
+                                skip_nomem(&res[j], "making the inputs");
+                    } else {
+                        lp_config c = {seq, vocab, 0, TG_LOGPROB_FUSED, true};
+                        rc = lib_fail(&c, "making the inputs");
+                    }
+                    tg_release(targets);
+                    tg_release(logits);
+                    logits = targets = NULL;
+                }
+            }
+            for (int j = 0; j < per_pair && rc == CLI_EXIT_OK; j++, idx++) {
+                lp_result *r = &res[idx];
+                char label[160];
+                describe(label, sizeof label, &r->c);
+                if (!r->skipped) {
+                    rc = run_config(&o, idx, total, machine_gbps, logits, targets, dot, r);
+                    dot = false;
+                    if (rc == CLI_LP_NOMEM) {
+                        skip_nomem(r, "during a repetition");
+                        rc = CLI_EXIT_OK;
+                    } else if (rc == CLI_EXIT_OK) {
+                        cli_outputs_mark(&o.out, label);
+                    }
+                }
+                if (rc == CLI_EXIT_OK && r->skipped)
+                    progress("[%d/%d] %s skipped: %s", idx + 1, total, label, r->reason);
+                if (rc == CLI_EXIT_OK && o.json) {
+                    progress_done();
+                    print_json(&o, r, machine_gbps);
+                }
+            }
             tg_release(targets);
             tg_release(logits);
         }
     progress_done();
     if (rc == CLI_EXIT_OK && !o.json) {
         print_table(&o, res, total, machine_gbps, rss_reset);
-        print_ratios(&o, res, total);
+        print_ratios(&o, res, total, machine_gbps);
     }
     fflush(stdout);
     if (cli_outputs_end(&o.out, "tapegrad bench logprob", rc == CLI_EXIT_OK, stderr) !=

@@ -179,7 +179,7 @@ static int dot_hook(tg_tensor *loss, void *user) {
 
 static int run_row(const cli_chunk_opts *o, int idx, int total, tg_tensor *logits,
                    tg_tensor *targets, chunk_row *r, dot_user *du) {
-    cli_lp_config c = {r->impl, r->chunk, o->entropy_grad, ENTROPY_COEF};
+    cli_lp_config c = {r->impl, r->chunk, o->entropy_grad, ENTROPY_COEF, TG_CPU};
     char label[96];
     snprintf(label, sizeof label, "[%d/%d] %s seq=%" PRId64 " chunk=%" PRId64, idx + 1, total,
              impl_name(r->impl), r->seq, r->chunk);

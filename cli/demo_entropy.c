@@ -150,7 +150,7 @@ static int dot_hook(tg_tensor *loss, void *user) {
 static int run_conf(const cli_entropy_opts *o, int k, tg_tensor *logits, tg_tensor *targets,
                     const int64_t *rows, int nrows, float *gref, float *gcur, dot_user *du,
                     ent_result *r) {
-    cli_lp_config c = {CONF[k].impl, 0, CONF[k].entropy_grad, 0.0};
+    cli_lp_config c = {CONF[k].impl, 0, CONF[k].entropy_grad, 0.0, TG_CPU};
     char label[80];
     snprintf(label, sizeof label, "[%d/%d] (%s) %s", k + 1, NCONF, CONF[k].tag, CONF[k].what);
     memset(r, 0, sizeof *r);

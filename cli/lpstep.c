@@ -64,6 +64,52 @@ int cli_lp_inputs(const char *who, int64_t seq, int64_t vocab, uint64_t seed,
     return CLI_EXIT_OK;
 }
 
+/* A library failure inside a step: CLI_LP_NOMEM, silently, when the device
+ * ran out of memory (the caller reports the configuration as skipped), else
+ * the usual one-line message. */
+static int step_fail(const char *who, const cli_lp_config *c, tg_status st, const char *what) {
+    if (c->device == TG_CUDA && st == TG_ERR_NOMEM)
+        return CLI_LP_NOMEM;
+    return lib_fail(who, what);
+}
+
+/* The clock, once the GPU work queued so far has finished: CUDA kernels are
+ * asynchronous, so without the wait a time would cover only their launches.
+ * On the CPU, the clock alone (no call into the CUDA runtime). */
+static tg_status step_clock(const cli_lp_config *c, double *t) {
+    tg_status st = c->device == TG_CUDA ? tg_cuda_synchronize() : TG_OK;
+    *t = cli_now_s();
+    return st;
+}
+
+/* Copies the sampled rows of the logits' gradient to gsample: directly on
+ * the CPU, through tg_copy_out of one-row views on the device. */
+static int copy_gsample(const char *who, tg_tensor *logits, float *gsample, const int64_t *rows,
+                        int nrows) {
+    const int64_t V = tg_size(logits, 1);
+    tg_tensor *g = tg_grad(logits);
+    int rc = CLI_EXIT_OK;
+    if (tg_get_device(logits) == TG_CPU) {
+        const float *gp = g && tg_get_dtype(g) == TG_F32 && tg_is_contiguous(g) ? tg_data(g)
+                                                                                 : NULL;
+        if (!gp)
+            rc = lib_fail(who, "reading the gradient");
+        for (int i = 0; gp && i < nrows; i++)
+            memcpy(gsample + (size_t)i * (size_t)V, gp + (size_t)rows[i] * (size_t)V,
+                   (size_t)V * sizeof *gp);
+    } else {
+        for (int i = 0; rc == CLI_EXIT_OK && i < nrows; i++) {
+            tg_tensor *row = tg_slice(g, 0, rows[i], rows[i] + 1, 1);
+            if (!row || tg_copy_out(row, TG_F32, gsample + (size_t)i * (size_t)V,
+                                    (size_t)V * sizeof *gsample) != TG_OK)
+                rc = lib_fail(who, "reading the gradient");
+            tg_release(row);
+        }
+    }
+    tg_release(g);
+    return rc;
+}
+
 int cli_lp_step(const char *who, tg_tensor *logits, tg_tensor *targets, const cli_lp_config *c,
                 cli_lp_measure *m, cli_lp_hook hook, void *user, float *gsample,
                 const int64_t *rows, int nrows) {
@@ -73,20 +119,28 @@ int cli_lp_step(const char *who, tg_tensor *logits, tg_tensor *targets, const cl
     lo.want_entropy = true;
     lo.entropy_grad = c->entropy_grad;
 
-    tg_mem_stats m0, m1, m2;
-    tg_mem_get(TG_CPU, &m0);
-    tg_mem_reset_peak(TG_CPU);
+    /* host figures too when the step runs on the device: it must leave no
+     * library bytes live on either */
+    tg_mem_stats m0, m1, m2, h0;
+    tg_mem_get(c->device, &m0);
+    tg_mem_get(TG_CPU, &h0);
+    tg_mem_reset_peak(c->device);
     tg_clear_error();
 
     tg_tensor *lp = NULL, *ent = NULL, *mlp = NULL, *nlp = NULL, *mh = NULL, *sh = NULL,
-              *loss = NULL, *g = NULL;
+              *loss = NULL;
     int rc = CLI_EXIT_OK;
-    double t0 = cli_now_s();
-    tg_status st = tg_logprob_entropy(logits, targets, &lo, &lp, &ent);
-    double t1 = cli_now_s();
-    tg_mem_get(TG_CPU, &m1);
+    double t0, t1, t2, t3, t4;
+    tg_status st = step_clock(c, &t0); /* the inputs' own kernels are not the step's */
     if (st != TG_OK) {
-        rc = lib_fail(who, "the forward call");
+        rc = step_fail(who, c, st, "waiting for the device");
+        goto done;
+    }
+    st = tg_logprob_entropy(logits, targets, &lo, &lp, &ent);
+    tg_status sync = step_clock(c, &t1);
+    tg_mem_get(c->device, &m1);
+    if (st != TG_OK || sync != TG_OK) {
+        rc = step_fail(who, c, st != TG_OK ? st : sync, "the forward call");
         goto done;
     }
     mlp = tg_mean(lp);
@@ -99,18 +153,24 @@ int cli_lp_step(const char *who, tg_tensor *logits, tg_tensor *targets, const cl
         loss = tg_retain(nlp);
     }
     if (!loss || tg_item(loss, &m->loss) != TG_OK || tg_item(mh, &m->entropy_mean) != TG_OK) {
-        rc = lib_fail(who, "building the loss");
+        rc = step_fail(who, c, tg_last_status(), "building the loss");
         goto done;
     }
-    double t2 = cli_now_s();
+    if ((st = step_clock(c, &t2)) != TG_OK) {
+        rc = step_fail(who, c, st, "building the loss");
+        goto done;
+    }
     if (hook && (rc = hook(loss, user)) != CLI_EXIT_OK)
         goto done;
-    double t3 = cli_now_s();
+    if ((st = step_clock(c, &t3)) != TG_OK) {
+        rc = step_fail(who, c, st, "waiting for the device");
+        goto done;
+    }
     st = tg_backward(loss, NULL, false);
-    double t4 = cli_now_s();
-    tg_mem_get(TG_CPU, &m2);
-    if (st != TG_OK) {
-        rc = lib_fail(who, "backward");
+    sync = step_clock(c, &t4);
+    tg_mem_get(c->device, &m2);
+    if (st != TG_OK || sync != TG_OK) {
+        rc = step_fail(who, c, st != TG_OK ? st : sync, "backward");
         goto done;
     }
     m->fwd_ms = (t1 - t0) * 1e3;
@@ -118,21 +178,9 @@ int cli_lp_step(const char *who, tg_tensor *logits, tg_tensor *targets, const cl
     m->peak_bytes = m2.peak_total > m0.live_total ? m2.peak_total - m0.live_total : 0;
     m->saved_bytes = m1.saved > m0.saved ? m1.saved - m0.saved : 0;
     m->held_bytes = m1.live_total > m0.live_total ? m1.live_total - m0.live_total : 0;
-    if (gsample && nrows > 0) {
-        const int64_t V = tg_size(logits, 1);
-        g = tg_grad(logits);
-        const float *gp = g && tg_get_dtype(g) == TG_F32 && tg_is_contiguous(g) ? tg_data(g)
-                                                                                 : NULL;
-        if (!gp) {
-            rc = lib_fail(who, "reading the gradient");
-            goto done;
-        }
-        for (int i = 0; i < nrows; i++)
-            memcpy(gsample + (size_t)i * (size_t)V, gp + (size_t)rows[i] * (size_t)V,
-                   (size_t)V * sizeof *gp);
-    }
+    if (gsample && nrows > 0)
+        rc = copy_gsample(who, logits, gsample, rows, nrows);
 done:
-    tg_release(g);
     tg_release(loss);
     tg_release(sh);
     tg_release(mh);
@@ -142,14 +190,21 @@ done:
     tg_release(lp);
     tg_zero_grad(logits);
     if (rc == CLI_EXIT_OK) {
-        tg_mem_stats m3;
-        tg_mem_get(TG_CPU, &m3);
+        tg_mem_stats m3, h3;
+        tg_mem_get(c->device, &m3);
+        tg_mem_get(TG_CPU, &h3);
+        const char *where = c->device == TG_CUDA ? " on the device" : "";
+        if (c->device == TG_CUDA && (h3.live_total != h0.live_total || h3.saved != h0.saved)) {
+            m3 = h3;
+            m0 = h0;
+            where = " on the host";
+        }
         if (m3.live_total != m0.live_total || m3.saved != m0.saved) {
             cli_progress_clear();
             fprintf(stderr,
-                    "tapegrad: %s: %zu library bytes (%zu saved) live after a step, "
+                    "tapegrad: %s: %zu library bytes (%zu saved) live%s after a step, "
                     "%zu (%zu) before\n",
-                    who, m3.live_total, m3.saved, m0.live_total, m0.saved);
+                    who, m3.live_total, m3.saved, where, m0.live_total, m0.saved);
             rc = CLI_EXIT_FAIL;
         }
     }

@@ -1,5 +1,5 @@
 /* cli/lpstep.h - one measured training step of tg_logprob_entropy, shared by
- * `tapegrad demo entropy` and `tapegrad demo chunk`.
+ * `tapegrad demo entropy`, `tapegrad demo chunk` and `tapegrad bench logprob`.
  *
  * Contract:
  *  - cli_lp_inputs() makes seeded f32 logits "logits" (seq, vocab), normal
@@ -21,9 +21,17 @@
  *    (tg_mem_reset_peak first); saved_bytes is tg_mem_stats.saved right after
  *    the forward call minus before; held_bytes is what the forward call left
  *    live (its outputs and what its graph saved).
+ *  - The configuration's device (TG_CPU or TG_CUDA) is where the logits and
+ *    targets live. The memory figures are the library's exact ones for that
+ *    device (tg_mem_get(device)). With TG_CUDA, whose kernels run
+ *    asynchronously, tg_cuda_synchronize() is called before every clock read
+ *    so that each time covers the GPU work queued before it.
  *  - Failures of the library: one line "tapegrad: <who>: <what> failed:
- *    STATUS: message" on stderr, CLI_EXIT_FAIL. A step that leaves library
- *    bytes live is a failure too.
+ *    STATUS: message" on stderr, CLI_EXIT_FAIL. Except: with TG_CUDA, a
+ *    failure with TG_ERR_NOMEM prints nothing and returns CLI_LP_NOMEM, so
+ *    that a caller can report a configuration too big for the device as
+ *    skipped rather than failed. A step that leaves library bytes live (on
+ *    the host or, with TG_CUDA, on the device) is a failure too.
  *  - cli_lp_check_size(): a usage error (exit 2, one line) when a size is out
  *    of range or the composite path would need more than 80% of the RAM.
  */
@@ -40,11 +48,16 @@
 #define CLI_LP_MAX_VOCAB ((int64_t)1 << 22)
 #define CLI_LP_MAX_ELEMS ((int64_t)1 << 30) /* 4 GiB of f32 logits */
 
+/* Returned by cli_lp_step/cli_lp_steps (never an exit status): the device
+ * ran out of memory (TG_CUDA only; nothing was printed). */
+#define CLI_LP_NOMEM (-1)
+
 typedef struct cli_lp_config {
     tg_logprob_impl impl;
     int64_t chunk;       /* rows per chunk, 0 = all at once */
     bool entropy_grad;   /* the entropy is recorded for backward */
     double entropy_coef; /* its coefficient in the loss (used when entropy_grad) */
+    tg_device device;    /* where the logits and targets live: TG_CPU or TG_CUDA */
 } cli_lp_config;
 
 typedef struct cli_lp_measure {
@@ -61,7 +74,8 @@ int cli_lp_inputs(const char *who, int64_t seq, int64_t vocab, uint64_t seed,
                   tg_tensor **logits, tg_tensor **targets);
 
 /* One step (see the contract). When gsample is not NULL, copies rows
- * rows[0..nrows-1] of the logits' gradient into gsample (nrows x vocab f32). */
+ * rows[0..nrows-1] of the logits' gradient into gsample (nrows x vocab f32).
+ * Returns CLI_EXIT_OK, CLI_EXIT_FAIL or (TG_CUDA) CLI_LP_NOMEM. */
 int cli_lp_step(const char *who, tg_tensor *logits, tg_tensor *targets, const cli_lp_config *c,
                 cli_lp_measure *m, cli_lp_hook hook, void *user, float *gsample,
                 const int64_t *rows, int nrows);
@@ -72,8 +86,8 @@ int cli_lp_step(const char *who, tg_tensor *logits, tg_tensor *targets, const cl
  * the steps, the medians of the forward, backward (and *total_ms of the
  * total) times, and the loss and entropy of the last step; *steps the number
  * of steps. hook and gsample (see cli_lp_step) apply to the first step.
- * Progress: "<label>: step k/n" (cli_progress). Returns CLI_EXIT_OK or
- * CLI_EXIT_FAIL. */
+ * Progress: "<label>: step k/n" (cli_progress). Returns CLI_EXIT_OK,
+ * CLI_EXIT_FAIL or (TG_CUDA) CLI_LP_NOMEM. */
 #define CLI_LP_SHORT_S 0.3
 #define CLI_LP_MORE 10
 int cli_lp_steps(const char *who, const char *label, tg_tensor *logits, tg_tensor *targets,

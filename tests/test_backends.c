@@ -647,6 +647,76 @@ Test(backends, guard_bytes_around_device_blocks_are_intact) {
     cr_assert_eq(guard_violations(), 0, "a kernel wrote outside its block");
 }
 
+/* A whole step on the device with the n-th allocation failing (once, then
+ * for good), for every n until the step needs no more: each run ends with
+ * TG_ERR_NOMEM or succeeds with the reference values, leaks nothing and
+ * leaves the leaf's gradient either whole or absent. */
+static tg_status device_step(tg_tensor *w_cpu, tg_tensor *x_cpu, tg_tensor *y_cpu, double *loss,
+                             double *gsum) {
+    tg_tensor *w = tg_to_device(w_cpu, TG_CUDA);
+    tg_tensor *x = tg_to_device(x_cpu, TG_CUDA), *y = tg_to_device(y_cpu, TG_CUDA);
+    tg_tensor *lp = NULL, *h = NULL;
+    tg_status st = tg_logprob_entropy(tg_matmul(x, w), y, NULL, &lp, &h);
+    tg_tensor *l = st == TG_OK ? tg_neg(tg_mean(tg_add(lp, tg_scale(h, 0.1)))) : NULL;
+    if (st == TG_OK && !l) st = tg_last_status();
+    if (st == TG_OK) st = tg_item(l, loss);
+    if (st == TG_OK) st = tg_backward(l, NULL, false);
+    if (st == TG_OK) st = tg_item(tg_sum(tg_grad(w_cpu)), gsum);
+    return st;
+}
+
+Test(backends, every_allocation_failure_in_a_device_step_is_clean) {
+    NEED_DEVICE();
+    tg_tensor *w = randn(TG_F64, 2, (int64_t[]){6, 10}, 220);
+    tg_tensor *x = randn(TG_F64, 2, (int64_t[]){5, 6}, 221);
+    tg_tensor *y = targets(5, 10, 222);
+    cr_assert_eq(tg_set_requires_grad(w, true), TG_OK);
+    double ref_loss, ref_g;
+    int sc = tg_scope_begin();
+    cr_assert_eq(device_step(w, x, y, &ref_loss, &ref_g), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_scope_end(sc), TG_OK);
+    tg_zero_grad(w);
+    for (int persistent = 0; persistent < 2; persistent++) {
+        uint64_t failing = 0;
+        for (uint64_t n = 1;; n++) {
+            double loss = 0, g = 0;
+            sc = tg_scope_begin();
+            tg_fault_inject(n, persistent);
+            tg_status st = device_step(w, x, y, &loss, &g);
+            uint64_t fired = tg_fault_inject(0, false);
+            cr_assert_eq(tg_scope_end(sc), TG_OK);
+            if (fired == 0) {
+                cr_assert_eq(st, TG_OK, "run %llu: %s", (unsigned long long)n, tg_last_error());
+                cr_assert_eq(loss, ref_loss);
+                cr_assert_eq(g, ref_g);
+                tg_zero_grad(w);
+                break;
+            }
+            failing++;
+            cr_assert_eq(st, TG_ERR_NOMEM, "run %llu: %s: %s", (unsigned long long)n,
+                         tg_status_name(st), tg_last_error());
+            sc = tg_scope_begin(); /* tg_grad returns a new reference */
+            if (tg_grad(w)) { /* the failure came after backward */
+                double gg = 0;
+                cr_assert_eq(tg_item(tg_sum(tg_grad(w)), &gg), TG_OK);
+                cr_assert_eq(gg, ref_g, "run %llu: the gradient is whole", (unsigned long long)n);
+            }
+            cr_assert_eq(tg_scope_end(sc), TG_OK);
+            tg_zero_grad(w);
+            tg_clear_error();
+            tg_live_counts lc = tg_live();
+            cr_assert_eq(lc.tensors, 3, "run %llu (%s): only w, x, y live", (unsigned long long)n,
+                         persistent ? "persistent" : "once");
+            cr_assert_eq(lc.nodes, 0);
+            tg_mem_stats dm;
+            cr_assert_eq(tg_mem_get(TG_CUDA, &dm), TG_OK);
+            cr_assert_eq(dm.live_total, 0, "run %llu: no device bytes", (unsigned long long)n);
+        }
+        cr_assert_gt(failing, 10, "the step allocates (%llu)", (unsigned long long)failing);
+    }
+    tg_release(w), tg_release(x), tg_release(y);
+}
+
 /* ---- failures of the device (emulated device only: failure injection) ------------------------ */
 
 #ifdef TG_TEST_SIMT

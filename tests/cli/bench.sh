@@ -2,12 +2,17 @@
 # tests/cli/bench.sh - checks `tapegrad bench` on a tiny case: the JSON lines
 # are well formed and carry every key (one object per configuration), the
 # table and ratios print, and bad options give one line on stderr and exit 2.
-# Usage: bench.sh PATH_TO_TAPEGRAD. Exits 0 when every check passes, else 1
-# after printing each failed check. Prints "N passed, N failed" at the end.
+# `--device cuda` is checked against the second binary when given: the same
+# command linked against the emulated CUDA device (tests/simt), whose kernels
+# run on the host, slowly, so its sizes stay tiny.
+# Usage: bench.sh PATH_TO_TAPEGRAD [PATH_TO_TAPEGRAD_SIMT]. Exits 0 when every
+# check passes, else 1 after printing each failed check. Prints "N passed, N
+# failed" at the end.
 set -uo pipefail
 
 . "$(dirname "$0")/lib.sh"
 cli_init bench "$1"
+simt="${2:-}"
 
 tiny=(bench logprob --seq 64 --vocab 128 --reps 1 --bandwidth-mib 8)
 keys=(impl seq vocab chunk entropy_grad threads median_ms peak_bytes saved_bytes
@@ -86,6 +91,100 @@ usage_error "bad dtype" bench logprob --dtype f16
 usage_error "json with value" bench logprob --json=1
 usage_error "too big for RAM" bench logprob --seq 1000000 --vocab 1000000
 has "too big for RAM" err "RAM"
+usage_error "bad device" bench logprob --device gpu
+usage_error "two devices" bench logprob --device cpu,cuda
+usage_error "two dtypes" bench logprob --dtype f32,f64
+run "bench logprob help, device" 0 bench logprob --help && has "help, device" out "--device cpu|cuda"
+
+# ---- --device cuda on this build: no device here (exit 1, one line), or a real one -----
+gpu_tiny=(bench logprob --device cuda --seq 64 --vocab 50 --reps 1 --impl fused --chunk 0
+    --entropy-grad off)
+"$bin" "${gpu_tiny[@]}" >"$tmp/out" 2>"$tmp/err" </dev/null
+rc=$?
+if [[ "$rc" == 1 ]]; then
+    if [[ "$(wc -l <"$tmp/err")" == 1 ]] &&
+        grep -q '^tapegrad: bench logprob: no CUDA device: .' "$tmp/err" &&
+        [[ ! -s "$tmp/out" ]]; then ok; else
+        bad "device cuda without a device: expected one 'no CUDA device' line"
+        cat "$tmp/err"
+    fi
+elif [[ "$rc" == 0 ]]; then # a build with the CUDA backend on a machine with a GPU
+    has "device cuda (real device)" err "device: "
+else
+    bad "device cuda: exit status $rc, expected 1 (no device) or 0"
+    cat "$tmp/err"
+fi
+
+# ---- --device cuda on the emulated device ----------------------------------------------
+if [[ -n "$simt" && -x "$simt" ]]; then
+    bin="$simt"
+    emu="tapegrad simt emulator (host)"
+    if run "simt table" 0 bench logprob --device cuda --seq 64,100 --vocab 50 --reps 1 \
+        --impl fused --chunk 0 --entropy-grad off; then
+        has "simt table" out "cuda ($emu"
+        has "simt table" out "device peak unknown"
+        has "simt table" out "median_ms"
+        has "simt table" out "(device peak unknown: no roofline)"
+        has "simt table" err "device: $emu"
+        has "simt table" err "making logits (100, 50) f32 and targets on the device"
+        if [[ "$(grep -cE '^fused +(64|100) +50 +0 +off ' "$tmp/out")" == 2 ]]; then ok; else
+            bad "simt table: expected 2 rows"
+            cat "$tmp/out"
+        fi
+    fi
+    # seq 300: more than the 256 rows tiled, and not a multiple of them
+    if run "simt json" 0 bench logprob --device cuda --seq 64,300 --vocab 50 --reps 1 \
+        --impl fused --chunk 0 --entropy-grad off --json; then
+        if [[ "$(wc -l <"$tmp/out")" == 2 ]]; then ok; else bad "simt json: expected 2 lines"; fi
+        if [[ "$(grep -cF '"device":"cuda","device_name":"'"$emu"'","skipped":false' \
+            "$tmp/out")" == 2 ]]; then ok; else
+            bad "simt json: device keys"
+            cat "$tmp/out"
+        fi
+        if command -v python3 >/dev/null 2>&1; then
+            if python3 - "$tmp/out" "${keys[@]}" <<'PY'; then ok; else bad "simt json: structure"; fi
+import json, sys
+path, keys = sys.argv[1], sys.argv[2:]
+rows = [json.loads(line) for line in open(path)]
+for o in rows:
+    missing = [k for k in keys if k not in o]
+    assert not missing, f"missing {missing}"
+    assert o["device"] == "cuda" and o["skipped"] is False, o
+    assert o["machine_gbps"] == 0 and o["roofline_fraction"] == 0, o
+    n = o["seq"] * o["vocab"] * 4
+    # the gradient is a peak's part; the logits' storage is saved, and is
+    # exactly seq x vocab even when tiled from 256 rows with a remainder
+    assert o["peak_bytes"] >= n and n <= o["saved_bytes"] < n + 64 * o["seq"], o
+assert sorted(o["seq"] for o in rows) == [64, 300], rows
+PY
+        fi
+    fi
+    # too big for the emulated device's 16 GiB: reported, not run, not an error
+    if run "simt skipped" 0 bench logprob --device cuda --seq 64,16777216 --vocab 50 \
+        --impl composite --chunk 0 --entropy-grad off --reps 1; then
+        has "simt skipped" out "skipped: needs ~26.0 GiB of 16.0 GiB"
+        has "simt skipped" err "[2/2] composite seq=16777216 vocab=50 chunk=0 entropy_grad=off skipped"
+        if grep -q "16777216.*rep 1/1\|making logits (16777216" "$tmp/err"; then
+            bad "simt skipped: the configuration was run"
+        else ok; fi
+        if [[ "$(grep -cE '^composite +64 +50 +0 +off +[0-9]+ +[0-9.]+ ' "$tmp/out")" == 1 ]]
+        then ok; else bad "simt skipped: the tiny configuration's row"; fi
+    fi
+    if run "simt skipped json" 0 bench logprob --device cuda --seq 131072 --vocab 128256 \
+        --impl composite --reps 1 --json; then
+        # the GPU defaults: chunk 0,8192 x entropy-grad on,off, all skipped
+        if [[ "$(grep -c '"skipped":true,"reason":"needs ~' "$tmp/out")" == 4 ]]; then ok; else
+            bad "simt skipped json: expected 4 skipped objects"
+            cat "$tmp/out"
+        fi
+        if grep -q "making logits\|rep 1/1" "$tmp/err"; then
+            bad "simt skipped json: inputs made or run for skipped configurations"
+        else ok; fi
+    fi
+    usage_error "simt bad device" bench logprob --device gpu
+elif [[ -n "$simt" ]]; then
+    echo "note: $simt not found; the --device cuda checks on the emulated device are skipped"
+fi
 
 echo "cli bench: $passed passed, $failed failed"
 ((failed == 0))
