@@ -1,9 +1,12 @@
-/* tapegrad/cuda.h - the CUDA device: discovery and the device memory cache.
+/* tapegrad/cuda.h - the CUDA device: discovery, properties, synchronisation
+ * and the device memory cache.
  *
  * Tensors live on TG_CPU or TG_CUDA (the current CUDA device of the process).
  * tg_to_device() (tensor.h) copies a tensor between them; tg_copy_out,
  * tg_item, tg_get and tg_print read CUDA tensors by copying to the host.
- * Ops with CPU kernels only fail with TG_ERR_DEVICE when given a CUDA tensor.
+ * Every op runs on either device when all its tensor operands are on one
+ * (TG_ERR_DEVICE names both devices otherwise); results stay on that device.
+ * CUDA / cuBLAS failures are TG_ERR_CUDA naming the failing call and site.
  * Device memory is counted by tg_mem_get(TG_CUDA, ...) exactly like host
  * memory. Without a device, or in a build without the CUDA backend, every
  * attempt to make a CUDA tensor fails with TG_ERR_DEVICE and a message saying
