@@ -39,11 +39,7 @@ static void fini(void) {
 
 TestSuite(backends, .init = tgt_setup, .fini = fini);
 
-#define NEED_DEVICE()                                                                   \
-    do {                                                                                \
-        if (tg_cuda_device_count() == 0)                                                \
-            cr_skip_test("no CUDA device: %s", tg_cuda_unavailable_reason());           \
-    } while (0)
+#define NEED_DEVICE() TGT_NEED_CUDA()
 
 /* ---- comparing ------------------------------------------------------------------------ */
 

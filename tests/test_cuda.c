@@ -11,11 +11,7 @@
 
 TestSuite(cuda, .init = tgt_setup, .fini = tgt_teardown);
 
-#define NEED_DEVICE()                                                                   \
-    do {                                                                                \
-        if (tg_cuda_device_count() == 0)                                                \
-            cr_skip_test("no CUDA device: %s", tg_cuda_unavailable_reason());           \
-    } while (0)
+#define NEED_DEVICE() TGT_NEED_CUDA()
 #define NEED_NO_DEVICE()                                                                \
     do {                                                                                \
         if (tg_cuda_device_count() > 0)                                                 \

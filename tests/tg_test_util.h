@@ -30,4 +30,11 @@ double tgt_at(const tg_tensor *t, int64_t i);
 /* Asserts t's values equal want[0..n-1] within tol. */
 void tgt_assert_values(const tg_tensor *t, const double *want, int64_t n, double tol);
 
+/* Reports the test SKIPPED, with the reason, when there is no CUDA device. */
+#define TGT_NEED_CUDA()                                                                 \
+    do {                                                                                \
+        if (tg_cuda_device_count() == 0)                                                \
+            cr_skip_test("no CUDA device: %s", tg_cuda_unavailable_reason());           \
+    } while (0)
+
 #endif

@@ -20,8 +20,7 @@ __device__ __forceinline__ void tgk_write(void *p, int dt, int64_t off, double v
 }
 
 __global__ void k_copy(tgk_iter it, void *o, int odt, const void *s, int sdt) {
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < it.n;
-         i += (int64_t)gridDim.x * blockDim.x) {
+    TGK_FOR_EACH(it.n, i) {
         int64_t off[2];
         tgk_offsets(it, i, off);
         if (odt == sdt && odt == TG_I64) /* exact beyond 2^53 */
@@ -32,8 +31,7 @@ __global__ void k_copy(tgk_iter it, void *o, int odt, const void *s, int sdt) {
 }
 
 template <class T> __global__ void k_accumulate(tgk_iter it, T *o, const T *s) {
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < it.n;
-         i += (int64_t)gridDim.x * blockDim.x) {
+    TGK_FOR_EACH(it.n, i) {
         int64_t off[2];
         tgk_offsets(it, i, off);
         o[off[0]] += s[off[1]];
@@ -41,8 +39,7 @@ template <class T> __global__ void k_accumulate(tgk_iter it, T *o, const T *s) {
 }
 
 __global__ void k_fill(tgk_iter it, void *o, int odt, double v) {
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < it.n;
-         i += (int64_t)gridDim.x * blockDim.x) {
+    TGK_FOR_EACH(it.n, i) {
         int64_t off[1];
         tgk_offsets(it, i, off);
         tgk_write(o, odt, off[0], v);

@@ -39,13 +39,9 @@ template <class T> __device__ __forceinline__ T ter_apply(int op, T g, T x, T y)
     return g;
 }
 
-#define TGK_FOR_EACH(it, i)                                                       \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (it).n; \
-         i += (int64_t)gridDim.x * blockDim.x)
-
 template <class T>
 __global__ void k_unary(tgk_iter it, T *o, const T *x, int op, T p0, T p1) {
-    TGK_FOR_EACH(it, i) {
+    TGK_FOR_EACH(it.n, i) {
         int64_t off[2];
         tgk_offsets(it, i, off);
         o[off[0]] = un_apply<T>(op, x[off[1]], p0, p1);
@@ -54,7 +50,7 @@ __global__ void k_unary(tgk_iter it, T *o, const T *x, int op, T p0, T p1) {
 
 template <class T>
 __global__ void k_binary(tgk_iter it, T *o, const T *a, const T *b, int op, T p0, T p1) {
-    TGK_FOR_EACH(it, i) {
+    TGK_FOR_EACH(it.n, i) {
         int64_t off[3];
         tgk_offsets(it, i, off);
         o[off[0]] = bin_apply<T>(op, a[off[1]], b[off[2]], p0, p1);
@@ -63,7 +59,7 @@ __global__ void k_binary(tgk_iter it, T *o, const T *a, const T *b, int op, T p0
 
 template <class T>
 __global__ void k_ternary(tgk_iter it, T *o, const T *g, const T *a, const T *b, int op) {
-    TGK_FOR_EACH(it, i) {
+    TGK_FOR_EACH(it.n, i) {
         int64_t off[4];
         tgk_offsets(it, i, off);
         o[off[0]] = ter_apply<T>(op, g[off[1]], a[off[2]], b[off[3]]);
@@ -73,7 +69,7 @@ __global__ void k_ternary(tgk_iter it, T *o, const T *g, const T *a, const T *b,
 /* a or b NULL: 0. c of dtype cdt; NaN counts as true (NaN != 0). */
 template <class T>
 __global__ void k_where(tgk_iter it, T *o, const void *c, int cdt, const T *a, const T *b) {
-    TGK_FOR_EACH(it, i) {
+    TGK_FOR_EACH(it.n, i) {
         int64_t off[4];
         tgk_offsets(it, i, off);
         bool take = tgk_read(c, cdt, off[1]) != 0.0;

@@ -3,8 +3,7 @@
 #include "kcommon.cuh"
 
 __global__ void k_find_bad(tgk_iter it, const int64_t *idx, int64_t V, unsigned long long *bad) {
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < it.n;
-         i += (int64_t)gridDim.x * blockDim.x) {
+    TGK_FOR_EACH(it.n, i) {
         int64_t off[1];
         tgk_offsets(it, i, off);
         int64_t v = idx[off[0]];
@@ -17,8 +16,7 @@ template <class T>
 __global__ void k_gather_fwd(tg__cuda_arr t, tg__cuda_arr ix, int64_t n, int64_t J, T *out) {
     int64_t ts = t.ndim > 0 ? t.strides[t.ndim - 1] : 1;
     int64_t is = ix.ndim > 0 ? ix.strides[ix.ndim - 1] : 1;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x) {
+    TGK_FOR_EACH(n, i) {
         int64_t r = i / J, j = i % J;
         int64_t v = ((const int64_t *)ix.data)[tgk_row_offset(ix, r) + j * is];
         out[i] = ((const T *)t.data)[tgk_row_offset(t, r) + v * ts];
@@ -30,8 +28,7 @@ __global__ void k_gather_bwd(tg__cuda_arr g, tg__cuda_arr ix, int64_t n, int64_t
                              T *dt) {
     int64_t gs = g.ndim > 0 ? g.strides[g.ndim - 1] : 1;
     int64_t is = ix.ndim > 0 ? ix.strides[ix.ndim - 1] : 1;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x) {
+    TGK_FOR_EACH(n, i) {
         int64_t r = i / J, j = i % J;
         int64_t v = ((const int64_t *)ix.data)[tgk_row_offset(ix, r) + j * is];
         atomicAdd(&dt[r * V + v], ((const T *)g.data)[tgk_row_offset(g, r) + j * gs]);
@@ -39,22 +36,14 @@ __global__ void k_gather_bwd(tg__cuda_arr g, tg__cuda_arr ix, int64_t n, int64_t
 }
 
 extern "C" tg_status tg__cuda_gather_find_bad(const tg__cuda_arr *index, int64_t V, int64_t *bad) {
-    *bad = -1;
     const tg__cuda_arr *ops[1] = {index};
     tgk_iter it = tgk_iter_make(1, ops);
+    *bad = -1;
     if (it.n == 0) return TG_OK;
-    unsigned long long *dbad;
-    tg_status st = tg__cuda_scratch_acquire((void **)&dbad);
-    if (st != TG_OK) return st;
-    unsigned long long h = ~0ull;
-    st = tg__cuda_copy_h2d(dbad, &h, sizeof h);
-    if (st == TG_OK)
-        st = TGK_LAUNCH(k_find_bad, tgk_grid(it.n, TGK_BLOCK), TGK_BLOCK, it,
-                        (const int64_t *)index->data, V, dbad);
-    if (st == TG_OK) st = tg__cuda_copy_d2h(&h, dbad, sizeof h);
-    tg__cuda_scratch_release();
-    if (st == TG_OK && h != ~0ull) *bad = (int64_t)h;
-    return st;
+    return tgk_report_min(bad, [&](unsigned long long *dbad) {
+        return TGK_LAUNCH(k_find_bad, tgk_grid(it.n, TGK_BLOCK), TGK_BLOCK, it,
+                          (const int64_t *)index->data, V, dbad);
+    });
 }
 
 extern "C" tg_status tg__cuda_gather_forward(const tg__cuda_arr *t, const tg__cuda_arr *index,

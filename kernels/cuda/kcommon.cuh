@@ -33,6 +33,11 @@
      tg__cuda_check((int)cudaGetLastError(), "launch of " #kern, __FILE__, __LINE__))
 #endif
 
+/* for (i over [0, n)) in a grid-stride loop: one element per thread and pass. */
+#define TGK_FOR_EACH(n, i)                                                       \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
+         i += (int64_t)gridDim.x * blockDim.x)
+
 static inline unsigned tgk_grid(int64_t n, int per_block) {
     int64_t g = (n + per_block - 1) / per_block;
     if (g < 1) g = 1;
@@ -110,39 +115,40 @@ __device__ __forceinline__ double tgk_read(const void *p, int dt, int64_t off) {
     return (double)((const int64_t *)p)[off];
 }
 
-/* Sum over the warp; every lane gets the total. */
-template <class T> __device__ __forceinline__ T tgk_warp_sum(T v) {
-    for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+/* Warp and block reductions with a combining functor: tgk_add (sums) or
+ * tgk_max (a max that ignores NaN through a > b comparisons, as the CPU row
+ * loops do). Every lane / thread gets the result. The block versions need
+ * blockDim.x a multiple of 32 (at most 1024), are reached by every thread,
+ * and take a __shared__ T[32] buffer (reusable right after: the first barrier
+ * waits for the previous call's readers). */
+struct tgk_add {
+    template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
+};
+struct tgk_max {
+    template <class T> __device__ __forceinline__ T operator()(T a, T b) const {
+        return b > a ? b : a;
+    }
+};
+template <class T> __device__ __forceinline__ T tgk_max2(T a, T b) { return tgk_max()(a, b); }
+
+template <class T, class Op> __device__ __forceinline__ T tgk_warp_reduce(T v, Op op) {
+    for (int m = 16; m > 0; m >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, m));
     return v;
 }
-
-/* Sum over the block (blockDim.x a multiple of 32, at most 1024); every
- * thread gets the total. Reached by every thread. `buf` is __shared__ T[32]. */
-template <class T> __device__ __forceinline__ T tgk_block_sum(T v, T *buf) {
+template <class T, class Op>
+__device__ __forceinline__ T tgk_block_reduce(T v, T *buf, Op op, T identity) {
     int lane = (int)(threadIdx.x % 32), w = (int)(threadIdx.x / 32), nw = (int)(blockDim.x / 32);
-    v = tgk_warp_sum(v);
-    __syncthreads(); /* buf may still be read by a previous call */
+    v = tgk_warp_reduce(v, op);
+    __syncthreads();
     if (lane == 0) buf[w] = v;
     __syncthreads();
-    T t = lane < nw ? buf[lane] : (T)0;
-    return tgk_warp_sum(t);
+    return tgk_warp_reduce(lane < nw ? buf[lane] : identity, op);
 }
-
-/* Max over the warp / block ignoring NaN (a > b comparisons, as the CPU row
- * loops do); same rules as tgk_block_sum. */
-template <class T> __device__ __forceinline__ T tgk_max2(T a, T b) { return b > a ? b : a; }
-template <class T> __device__ __forceinline__ T tgk_warp_max(T v) {
-    for (int m = 16; m > 0; m >>= 1) v = tgk_max2(v, __shfl_xor_sync(0xffffffffu, v, m));
-    return v;
+template <class T> __device__ __forceinline__ T tgk_block_sum(T v, T *buf) {
+    return tgk_block_reduce(v, buf, tgk_add(), (T)0);
 }
 template <class T> __device__ __forceinline__ T tgk_block_max(T v, T *buf) {
-    int lane = (int)(threadIdx.x % 32), w = (int)(threadIdx.x / 32), nw = (int)(blockDim.x / 32);
-    v = tgk_warp_max(v);
-    __syncthreads();
-    if (lane == 0) buf[w] = v;
-    __syncthreads();
-    T t = lane < nw ? buf[lane] : (T)-INFINITY;
-    return tgk_warp_max(t);
+    return tgk_block_reduce(v, buf, tgk_max(), (T)-INFINITY);
 }
 
 /* Rows of a tensor seen as (N, V) over its last dim (a 0-d tensor is one row
@@ -152,6 +158,22 @@ static inline int64_t tgk_rows(const tg__cuda_arr *a, int64_t *V, int64_t *inner
     *inner = a->ndim > 0 ? a->strides[a->ndim - 1] : 1;
     int64_t n = tgk_numel(a);
     return *V > 0 ? n / *V : 0;
+}
+
+/* Runs launch(unsigned long long *dmin) -> tg_status, whose kernels lower
+ * *dmin with atomicMin, on the scratch buffer initialised to ~0, and sets
+ * *out to the minimum found, or -1 when nothing lowered it. */
+template <class F> static tg_status tgk_report_min(int64_t *out, F launch) {
+    *out = -1;
+    unsigned long long *dmin, h = ~0ull;
+    tg_status st = tg__cuda_scratch_acquire((void **)&dmin);
+    if (st != TG_OK) return st;
+    st = tg__cuda_copy_h2d(dmin, &h, sizeof h);
+    if (st == TG_OK) st = launch(dmin);
+    if (st == TG_OK) st = tg__cuda_copy_d2h(&h, dmin, sizeof h);
+    tg__cuda_scratch_release();
+    if (st == TG_OK && h != ~0ull) *out = (int64_t)h;
+    return st;
 }
 
 /* Offset of element i (C order over all dims) of a. */

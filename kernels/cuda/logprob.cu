@@ -186,67 +186,39 @@ __global__ void k_lpe_bwd(tg__cuda_arr z, int64_t N, int64_t V, const int64_t *y
     }
 }
 
-static tg_status with_bad_row(int64_t *bad_row, unsigned long long **dbad) {
-    *bad_row = -1;
-    tg_status st = tg__cuda_scratch_acquire((void **)dbad);
-    if (st != TG_OK) return st;
-    unsigned long long h = ~0ull;
-    st = tg__cuda_copy_h2d(*dbad, &h, sizeof h);
-    if (st != TG_OK) tg__cuda_scratch_release();
-    return st;
-}
-
-static tg_status read_bad_row(tg_status st, unsigned long long *dbad, int64_t *bad_row) {
-    unsigned long long h = ~0ull;
-    if (st == TG_OK) st = tg__cuda_copy_d2h(&h, dbad, sizeof h);
-    tg__cuda_scratch_release();
-    if (st == TG_OK && h != ~0ull) *bad_row = (int64_t)h;
-    return st;
-}
-
 extern "C" tg_status tg__cuda_lpe_forward(const tg__cuda_arr *z, const int64_t *y, int64_t ignore,
                                           double inv_t, void *lp, void *H, double *stats,
                                           int nstat, int64_t *bad_row) {
     int64_t V, xs, N = tgk_rows(z, &V, &xs);
-    if (N == 0) {
-        *bad_row = -1;
-        return TG_OK;
-    }
-    unsigned long long *dbad;
-    tg_status st = with_bad_row(bad_row, &dbad);
-    if (st != TG_OK) return st;
+    *bad_row = -1;
+    if (N == 0) return TG_OK;
     unsigned g = tgk_grid(N, 1);
-    if (z->dtype == TG_F32) {
-        auto k = k_lpe_fwd<float>;
-        st = TGK_LAUNCH(k, g, TGK_BLOCK, *z, N, V, y, ignore, inv_t, (float *)lp, (float *)H, stats,
-                        nstat, dbad);
-    } else {
+    return tgk_report_min(bad_row, [&](unsigned long long *dbad) {
+        if (z->dtype == TG_F32) {
+            auto k = k_lpe_fwd<float>;
+            return TGK_LAUNCH(k, g, TGK_BLOCK, *z, N, V, y, ignore, inv_t, (float *)lp, (float *)H,
+                              stats, nstat, dbad);
+        }
         auto k = k_lpe_fwd<double>;
-        st = TGK_LAUNCH(k, g, TGK_BLOCK, *z, N, V, y, ignore, inv_t, (double *)lp, (double *)H,
-                        stats, nstat, dbad);
-    }
-    return read_bad_row(st, dbad, bad_row);
+        return TGK_LAUNCH(k, g, TGK_BLOCK, *z, N, V, y, ignore, inv_t, (double *)lp, (double *)H,
+                          stats, nstat, dbad);
+    });
 }
 
 extern "C" tg_status tg__cuda_lpe_check_rows(const tg__cuda_arr *z, const int64_t *y,
                                              int64_t ignore, double inv_t, int64_t *bad_row) {
     int64_t V, xs, N = tgk_rows(z, &V, &xs);
-    if (N == 0) {
-        *bad_row = -1;
-        return TG_OK;
-    }
-    unsigned long long *dbad;
-    tg_status st = with_bad_row(bad_row, &dbad);
-    if (st != TG_OK) return st;
+    *bad_row = -1;
+    if (N == 0) return TG_OK;
     unsigned g = tgk_grid(N, 1);
-    if (z->dtype == TG_F32) {
-        auto k = k_lpe_check<float>;
-        st = TGK_LAUNCH(k, g, TGK_BLOCK, *z, N, V, y, ignore, inv_t, dbad);
-    } else {
+    return tgk_report_min(bad_row, [&](unsigned long long *dbad) {
+        if (z->dtype == TG_F32) {
+            auto k = k_lpe_check<float>;
+            return TGK_LAUNCH(k, g, TGK_BLOCK, *z, N, V, y, ignore, inv_t, dbad);
+        }
         auto k = k_lpe_check<double>;
-        st = TGK_LAUNCH(k, g, TGK_BLOCK, *z, N, V, y, ignore, inv_t, dbad);
-    }
-    return read_bad_row(st, dbad, bad_row);
+        return TGK_LAUNCH(k, g, TGK_BLOCK, *z, N, V, y, ignore, inv_t, dbad);
+    });
 }
 
 extern "C" tg_status tg__cuda_lpe_backward(const tg__cuda_arr *z, const int64_t *y, int64_t ignore,
