@@ -292,6 +292,11 @@ Test(backends, reductions_small_and_large_and_strided) {
         run_both("sum_dim over 5000", 1, &large, r_sum_dim, &last, true);
         tg_tensor *wide = randn(FLOATS[d], 2, (int64_t[]){100, 3000}, 62); /* thread per output */
         run_both("sum_dim over rows of a wide tensor", 1, &wide, r_sum_dim, &first, true);
+        /* outputs few and long: each output's range is split over blocks */
+        tg_tensor *lng = randn(FLOATS[d], 2, (int64_t[]){2, 70000}, 63);
+        run_both("sum_dim split over blocks", 1, &lng, r_sum_dim, &last, true);
+        tg_tensor *tall = tg_transpose(randn(FLOATS[d], 2, (int64_t[]){1000, 300}, 64), 0, 1);
+        run_both("mean of 300000 strided elements, split", 1, &tall, r_mean, NULL, true);
         tg_tensor *sp = with_specials(small);
         run_both("sum with NaN and inf", 1, &sp, r_sum, NULL, false);
         cr_assert_eq(tg_scope_end(sc), TG_OK);

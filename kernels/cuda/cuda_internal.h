@@ -20,9 +20,14 @@
 #include "tapegrad/status.h"
 
 #ifdef __cplusplus
+#include "tapegrad/memory.h"
+#include "tapegrad/tensor.h"
 extern "C" {
-/* From tape/error.c (tg_internal.h is C only). */
+/* From tape/error.c and tape/alloc.c (tg_internal.h is C only): errors, and
+ * counted allocations for kernel workspace. */
 tg_status tg__set_error(tg_status st, const char *fmt, ...);
+void *tg__alloc(tg_device dev, size_t nbytes, tg_mem_category cat);
+void tg__free(tg_device dev, void *p, size_t nbytes, tg_mem_category cat);
 #endif
 
 /* Number of CUDA devices (cudaGetDeviceCount, asked once per process). 0 when

@@ -3,7 +3,12 @@
  * outputs) whose threads sum strided slices of the reduced elements and then
  * combine them in a fixed tree, so results are deterministic; when fewer than
  * 64 elements are reduced per output, or when there are many outputs along a
- * unit-stride dim, one thread per output sums them in order instead. */
+ * unit-stride dim, one thread per output sums them in order instead. When
+ * few outputs each reduce very many elements (a full sum of a large tensor),
+ * one block per output would leave most of the GPU idle: each output's range
+ * is then split into P fixed parts, a block per part writes a partial sum to
+ * counted workspace, and a second kernel adds each output's P partials in
+ * order (still deterministic: the split depends only on the shapes). */
 #include "kcommon.cuh"
 
 struct red_geom {
@@ -36,6 +41,56 @@ __global__ void k_sum_block(red_geom g, TO *out, const TI *x, double scale) {
     }
 }
 
+/* Pass 1 of the split sum: block b sums part b % P of output b / P. */
+template <class TI>
+__global__ void k_sum_split(red_geom g, int64_t P, int64_t chunk, const TI *x, double *part) {
+    __shared__ double buf[32];
+    for (int64_t b = blockIdx.x; b < g.nout * P; b += gridDim.x) {
+        int64_t o = b / P, r0 = (b % P) * chunk, r1 = r0 + chunk < g.R ? r0 + chunk : g.R;
+        const TI *xo = x + geo_off(g.nk, g.kshape, g.kst, o);
+        double acc = 0.0;
+        for (int64_t r = r0 + threadIdx.x; r < r1; r += blockDim.x)
+            acc += (double)xo[geo_off(g.nr, g.rshape, g.rst, r)];
+        acc = tgk_block_sum(acc, buf);
+        if (threadIdx.x == 0) part[b] = acc;
+    }
+}
+
+/* Pass 2: out[o] = scale * (sum of its P partials, in order). */
+template <class TO>
+__global__ void k_sum_parts(int64_t nout, int64_t P, const double *part, TO *out, double scale) {
+    TGK_FOR_EACH(nout, o) {
+        double acc = 0.0;
+        for (int64_t p = 0; p < P; p++) acc += part[o * P + p];
+        out[o] = (TO)(acc * scale);
+    }
+}
+
+template <class TO, class TI>
+static tg_status launch_split(const red_geom &g, int64_t P, void *out, const void *x,
+                              double scale) {
+    int64_t chunk = (g.R + P - 1) / P;
+    P = (g.R + chunk - 1) / chunk; /* no empty part */
+    size_t nb = (size_t)(g.nout * P) * sizeof(double);
+    double *part = (double *)tg__alloc(TG_CUDA, nb, TG_MEM_WORKSPACE); // (nout, P)
+    if (!part) return TG_ERR_NOMEM;
+    auto k1 = k_sum_split<TI>;
+    tg_status st = TGK_LAUNCH(k1, tgk_grid(g.nout * P, 1), TGK_BLOCK, g, P, chunk, (const TI *)x,
+                              part);
+    if (st == TG_OK) {
+        auto k2 = k_sum_parts<TO>;
+        st = TGK_LAUNCH(k2, tgk_grid(g.nout, TGK_BLOCK), TGK_BLOCK, g.nout, P,
+                        (const double *)part, (TO *)out, scale);
+    }
+    tg__free(TG_CUDA, part, nb, TG_MEM_WORKSPACE);
+    return st;
+}
+
+/* Reductions of at least this many elements per output, with fewer outputs
+ * than TGK_SPLIT_BLOCKS, are split so that about that many blocks run. */
+#define TGK_SPLIT_MIN ((int64_t)1 << 16)
+#define TGK_SPLIT_BLOCKS 1024
+
 template <class TO, class TI>
 __global__ void k_sum_thread(red_geom g, TO *out, const TI *x, double scale) {
     for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < g.nout;
@@ -53,6 +108,10 @@ static tg_status launch_sum(const red_geom &g, void *out, const void *x, double 
      * one thread per output reads consecutive addresses across a warp, where
      * a block per output would read one column with strided, uncoalesced loads. */
     bool coalesced = g.nk > 0 && g.kst[g.nk - 1] == 1 && g.nout >= 2048;
+    if (g.R >= TGK_SPLIT_MIN && g.nout < TGK_SPLIT_BLOCKS) {
+        int64_t P = TGK_SPLIT_BLOCKS / g.nout, most = g.R / (TGK_SPLIT_MIN / 4);
+        return launch_split<TO, TI>(g, P < most ? P : most, out, x, scale);
+    }
     if (g.R >= 64 && !coalesced) {
         auto k = k_sum_block<TO, TI>;
         return TGK_LAUNCH(k, tgk_grid(g.nout, 1), TGK_BLOCK, g, (TO *)out, (const TI *)x, scale);
