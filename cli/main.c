@@ -165,7 +165,13 @@ static int cmd_version(int argc, char **argv) {
     printf("tapegrad %s\n", tg_lib_version());
     printf("backends: %s\n", tg_build_backends());
     int ndev = tg_cuda_device_count();
-    if (ndev > 0) printf("CUDA devices: %d\n", ndev);
+    tg_cuda_props props;
+    if (ndev > 0 && tg_cuda_get_props(&props) == TG_OK)
+        printf("CUDA devices: %d (device 0: %s, %.1f GiB, %d SMs, peak memory bandwidth %.0f "
+               "GB/s)\n",
+               ndev, props.name, (double)props.total_bytes / (1024.0 * 1024.0 * 1024.0),
+               props.sm_count, props.peak_bytes_per_s / 1e9);
+    else if (ndev > 0) printf("CUDA devices: %d\n", ndev);
     else printf("CUDA devices: 0 (%s)\n", tg_cuda_unavailable_reason());
     if (strcmp(tg_lib_version(), TG_VERSION_STRING) != 0)
         printf("(built against headers %s)\n", TG_VERSION_STRING);

@@ -626,6 +626,52 @@ Test(backends, device_results_are_counted_and_freed) {
     cr_assert_eq(after.live_total, before.live_total);
 }
 
+/* Story 3 on the device: per-microbatch losses kept without detaching keep
+ * every microbatch's device graph alive, and the leak checker names them. */
+Test(backends, leak_checker_sees_graphs_kept_on_the_device) {
+    NEED_DEVICE();
+    for (int detach = 0; detach < 2; detach++) {
+        tg_tensor *w = randn(TG_F32, 2, (int64_t[]){16, 32}, 230);
+        tg_tensor *wd = tg_set_name(tg_to_device(w, TG_CUDA), "w"); /* a device leaf */
+        tg_set_requires_grad(wd, true);
+        tg_tensor *losses[4];
+        for (int k = 0; k < 4; k++) {
+            int sc = tg_scope_begin();
+            tg_tensor *x = tg_to_device(randn(TG_F32, 2, (int64_t[]){8, 16}, 231 + k), TG_CUDA);
+            tg_tensor *y = tg_to_device(targets(8, 32, 232 + k), TG_CUDA);
+            tg_tensor *lp, *h;
+            cr_assert_eq(tg_logprob_entropy(tg_matmul(x, wd), y, NULL, &lp, &h), TG_OK, "%s",
+                         tg_last_error());
+            tg_tensor *loss = tg_neg(tg_mean(lp));
+            cr_assert_eq(tg_backward(loss, NULL, true), TG_OK, "%s", tg_last_error());
+            losses[k] = tg_scope_keep(detach ? tg_detach(loss) : loss);
+            char name[16];
+            snprintf(name, sizeof name, "losses[%d]", k);
+            tg_set_name(losses[k], name);
+            cr_assert_eq(tg_scope_end(sc), TG_OK);
+            tg_step_mark("microbatch");
+        }
+        tg_leak_report *r = tg_leak_scan();
+        cr_assert_not_null(r, "%s", tg_last_error());
+        if (detach) {
+            cr_assert_eq(tg_leak_report_nroots(r), 0);
+            cr_assert_eq(tg_leak_check(), TG_OK, "%s", tg_last_error());
+        } else {
+            cr_assert_eq(tg_leak_report_nroots(r), 4, "every kept loss outlived its step");
+            const tg_leak_root *q = tg_leak_report_root(r, 0);
+            cr_assert(strstr(q->name, "losses["), "%s", q->name);
+            cr_assert_gt(q->bytes, 0, "device bytes are counted");
+            cr_assert_eq(tg_leak_check(), TG_ERR_LEAK);
+            tgt_assert_error(TG_ERR_LEAK, "losses[0]", "LogprobEntropyBackward", NULL);
+            tg_clear_error();
+        }
+        tg_leak_report_free(r);
+        for (int k = 0; k < 4; k++) tg_release(losses[k]);
+        tg_release(wd);
+        tg_release(w);
+    }
+}
+
 Test(backends, guard_bytes_around_device_blocks_are_intact) {
     NEED_DEVICE();
     const char *g = getenv("TAPEGRAD_CUDA_GUARD");
