@@ -2,7 +2,9 @@
 # scripts/setup-deps.sh - make sure the build dependencies of tapegrad are present.
 #
 # Contract:
-#   - Checks for: make, cmake, a C compiler with OpenMP (gcc), pkg-config,
+#   - Checks for: make, cmake, a C compiler with OpenMP (gcc), a C++ compiler
+#     (g++: the test suite builds the CUDA kernels a second time as C++ to run
+#     them on an emulated device, and nvcc needs it as host compiler), pkg-config,
 #     Criterion (libcriterion-dev), OpenBLAS with CBLAS (libopenblas-dev), and
 #     optionally ninja (ninja-build) and NumPy for python3 (python3-numpy: the
 #     CLI test compares `tapegrad logprob` with bench/reference_logprob.py,
@@ -60,6 +62,7 @@ check_all() {
     have_cmd make || need make
     have_cmd cmake || need cmake
     have_cmd pkg-config || need pkg-config
+    { have_cmd g++ || have_cmd c++; } || need g++
     have_cmd ninja || optional+=(ninja-build)
     have_numpy || optional+=(python3-numpy)
     if have_cc; then
