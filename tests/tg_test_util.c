@@ -108,3 +108,23 @@ void tgt_assert_values(const tg_tensor *t, const double *want, int64_t n, double
     }
     free(buf);
 }
+
+tg_tensor *tgt_targets(int64_t n, int64_t v, uint64_t seed) {
+    int64_t *y = malloc((size_t)(n > 0 ? n : 1) * sizeof *y);
+    cr_assert_not_null(y);
+    uint64_t s = seed;
+    for (int64_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        y[i] = i % 3 == 2 ? -100 : (int64_t)((s >> 33) % (uint64_t)v);
+    }
+    tg_tensor *t = tg_from_data(TG_I64, 1, &n, y);
+    free(y);
+    return t;
+}
+
+/* From kernels/cuda/runtime.cu; weak: a build without the CUDA backend has none. */
+size_t tg__cuda_guard_violations(void) __attribute__((weak));
+
+size_t tgt_cuda_guard_violations(void) {
+    return tg__cuda_guard_violations ? tg__cuda_guard_violations() : 0;
+}

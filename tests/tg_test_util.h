@@ -30,6 +30,13 @@ double tgt_at(const tg_tensor *t, int64_t i);
 /* Asserts t's values equal want[0..n-1] within tol. */
 void tgt_assert_values(const tg_tensor *t, const double *want, int64_t n, double tol);
 
+/* Targets (n) i64 in [0, v), seeded, with every third row ignored (-100). */
+tg_tensor *tgt_targets(int64_t n, int64_t v, uint64_t seed);
+
+/* Device blocks whose guard bytes were overwritten so far (with
+ * TAPEGRAD_CUDA_GUARD=1; 0 in a build without the CUDA backend). */
+size_t tgt_cuda_guard_violations(void);
+
 /* Reports the test SKIPPED, with the reason, when there is no CUDA device. */
 #define TGT_NEED_CUDA()                                                                 \
     do {                                                                                \
