@@ -160,11 +160,13 @@ extern "C" tg_status tg__cuda_matmul(int dtype, int nb, const int64_t *bshape,
         return tg__set_error(TG_ERR_SHAPE, "tg_matmul: a size is beyond cuBLAS's int range");
     pthread_mutex_lock(&g_blas_lock);
     tg_status st = TG_OK;
-    if (!g_handle) st = TG__CUBLAS_CHECK(cublasCreate(&g_handle));
+    if (!g_handle) {
+        st = TG__CUBLAS_CHECK(cublasCreate(&g_handle));
+        if (st != TG_OK) g_handle = NULL; /* its value is unspecified then: try again next time */
+    }
     if (st == TG_OK)
         st = dtype == TG_F32 ? run<float>(nb, bshape, a, b, c, reduce)
                              : run<double>(nb, bshape, a, b, c, reduce);
-    if (st != TG_OK && !g_handle) g_handle = NULL;
     pthread_mutex_unlock(&g_blas_lock);
     return st;
 }

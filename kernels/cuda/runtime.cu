@@ -21,6 +21,15 @@
 
 #include "cuda_internal.h"
 
+/* Every kernel, copy, memset and cuBLAS call goes to the legacy default
+ * stream, so they run in order: the caching allocator hands a freed block out
+ * again at once, and a block freed right after the launch of the kernel that
+ * uses it (kernel workspace) is safe. Another stream (per-thread default
+ * streams, cublasSetStream, asynchronous copies) would break that. */
+#if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
+#error "tapegrad's CUDA backend relies on the legacy default stream"
+#endif
+
 /* ---- errors -------------------------------------------------------------------- */
 
 /* "kernels/cuda/runtime.cu" rather than the build machine's absolute path. */
@@ -29,12 +38,37 @@ static const char *short_file(const char *file) {
     return k ? k : file;
 }
 
+/* Errors after which the CUDA context is unusable: every later call fails
+ * too, whatever it is, so the message says so. */
+static bool sticky(cudaError_t e) {
+    switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+#ifndef TG_SIMT
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorHardwareStackError:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+#endif
+        return true;
+    default: return false;
+    }
+}
+
 extern "C" tg_status tg__cuda_check(int err, const char *call, const char *file, int line) {
     if (err == (int)cudaSuccess) return TG_OK;
     cudaError_t e = (cudaError_t)err;
-    (void)cudaGetLastError(); /* clear the (non-sticky) error state */
-    return tg__set_error(TG_ERR_CUDA, "%s failed at %s:%d: %s (%s)", call, short_file(file), line,
-                         cudaGetErrorString(e), cudaGetErrorName(e));
+    (void)cudaGetLastError(); /* clear the error state (only non-sticky errors clear) */
+    return tg__set_error(TG_ERR_CUDA, "%s failed at %s:%d: %s (%s)%s", call, short_file(file),
+                         line, cudaGetErrorString(e), cudaGetErrorName(e),
+                         sticky(e) ? "; a kernel failed on the device, which leaves the CUDA "
+                                     "context unusable: later CUDA calls of this process fail "
+                                     "too (the failing kernel may be an earlier one, since "
+                                     "kernels run asynchronously)"
+                                   : "");
 }
 
 extern "C" tg_status tg__cublas_check(int err, const char *call, const char *file, int line) {
