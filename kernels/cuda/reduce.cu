@@ -2,8 +2,9 @@
  * accumulated in double. Each output element gets one block (grid-stride over
  * outputs) whose threads sum strided slices of the reduced elements and then
  * combine them in a fixed tree, so results are deterministic; when fewer than
- * 64 elements are reduced per output, or when there are many outputs along a
- * unit-stride dim, one thread per output sums them in order instead. When
+ * 64 elements are reduced per output, one thread per output sums them in
+ * order instead, and outputs along a unit-stride dim are summed by tiles that
+ * read whole rows (k_sum_cols). When
  * few outputs each reduce very many elements (a full sum of a large tensor),
  * one block per output would leave most of the GPU idle: each output's range
  * is then split into P fixed parts, a block per part writes a partial sum to
@@ -41,6 +42,11 @@ __global__ void k_sum_block(red_geom g, TO *out, const TI *x, double scale) {
     }
 }
 
+/* Reductions of at least this many elements per output, with fewer outputs
+ * than TGK_SPLIT_BLOCKS, are split so that about that many blocks run. */
+#define TGK_SPLIT_MIN ((int64_t)1 << 16)
+#define TGK_SPLIT_BLOCKS 1024
+
 /* Pass 1 of the split sum: block b sums part b % P of output b / P. */
 template <class TI>
 __global__ void k_sum_split(red_geom g, int64_t P, int64_t chunk, const TI *x, double *part) {
@@ -66,6 +72,59 @@ __global__ void k_sum_parts(int64_t nout, int64_t P, const double *part, TO *out
     }
 }
 
+/* Pass 1 for outputs along a unit-stride dim (a bias gradient summed over
+ * rows): a (32, 8) block takes 32 consecutive outputs, so each warp reads 32
+ * consecutive elements, and its 8 rows of threads walk part blockIdx.y of
+ * the reduced range; the 8 partial sums of each output are added in order. */
+#define TGK_COLS_Y 8
+template <class TI>
+__global__ void k_sum_cols(red_geom g, int64_t P, int64_t chunk, const TI *x, double *part) {
+    __shared__ double buf[TGK_COLS_Y][33];
+    int tx = (int)threadIdx.x, ty = (int)threadIdx.y;
+    for (int64_t bx = blockIdx.x; bx * 32 < g.nout; bx += gridDim.x) {
+        int64_t o = bx * 32 + tx, p = blockIdx.y;
+        int64_t r0 = p * chunk, r1 = r0 + chunk < g.R ? r0 + chunk : g.R;
+        double acc = 0.0;
+        if (o < g.nout) {
+            const TI *xo = x + geo_off(g.nk, g.kshape, g.kst, o);
+            for (int64_t r = r0 + ty; r < r1; r += TGK_COLS_Y)
+                acc += (double)xo[geo_off(g.nr, g.rshape, g.rst, r)];
+        }
+        __syncthreads(); /* buf may still be read for the previous bx */
+        buf[ty][tx] = acc;
+        __syncthreads();
+        if (ty == 0 && o < g.nout) {
+            double s = 0.0;
+            for (int k = 0; k < TGK_COLS_Y; k++) s += buf[k][tx];
+            part[o * P + p] = s;
+        }
+    }
+}
+
+template <class TO, class TI>
+static tg_status launch_cols(const red_geom &g, void *out, const void *x, double scale) {
+    int64_t bx = (g.nout + 31) / 32;
+    int64_t P = TGK_SPLIT_BLOCKS / bx, most = g.R / 256;
+    if (P > most) P = most;
+    if (P > 65535) P = 65535;
+    if (P < 1) P = 1;
+    int64_t chunk = (g.R + P - 1) / P;
+    P = (g.R + chunk - 1) / chunk;
+    size_t nb = (size_t)(g.nout * P) * sizeof(double);
+    double *part = (double *)tg__alloc(TG_CUDA, nb, TG_MEM_WORKSPACE); // (nout, P)
+    if (!part) return TG_ERR_NOMEM;
+    auto k1 = k_sum_cols<TI>;
+    dim3 grid(tgk_grid(bx, 1), (unsigned)P), block(32, TGK_COLS_Y);
+    tg_status st = TGK_LAUNCH(k1, grid, block, g, P, chunk, (const TI *)x, part);
+    if (st == TG_OK) {
+        auto k2 = k_sum_parts<TO>;
+        st = TGK_LAUNCH(k2, tgk_grid(g.nout, TGK_BLOCK), TGK_BLOCK, g.nout, P,
+                        (const double *)part, (TO *)out, scale);
+    }
+    tg__free(TG_CUDA, part, nb, TG_MEM_WORKSPACE);
+    return st;
+}
+
 template <class TO, class TI>
 static tg_status launch_split(const red_geom &g, int64_t P, void *out, const void *x,
                               double scale) {
@@ -86,11 +145,6 @@ static tg_status launch_split(const red_geom &g, int64_t P, void *out, const voi
     return st;
 }
 
-/* Reductions of at least this many elements per output, with fewer outputs
- * than TGK_SPLIT_BLOCKS, are split so that about that many blocks run. */
-#define TGK_SPLIT_MIN ((int64_t)1 << 16)
-#define TGK_SPLIT_BLOCKS 1024
-
 template <class TO, class TI>
 __global__ void k_sum_thread(red_geom g, TO *out, const TI *x, double scale) {
     for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < g.nout;
@@ -104,15 +158,15 @@ __global__ void k_sum_thread(red_geom g, TO *out, const TI *x, double scale) {
 
 template <class TO, class TI>
 static tg_status launch_sum(const red_geom &g, void *out, const void *x, double scale) {
-    /* Many outputs along a unit-stride dim (a bias gradient summed over rows):
-     * one thread per output reads consecutive addresses across a warp, where
-     * a block per output would read one column with strided, uncoalesced loads. */
-    bool coalesced = g.nk > 0 && g.kst[g.nk - 1] == 1 && g.nout >= 2048;
+    /* Outputs along a unit-stride dim: a block per output would read one
+     * column with strided, uncoalesced loads; k_sum_cols reads rows. */
+    bool unit = g.nk > 0 && g.kst[g.nk - 1] == 1 && g.kshape[g.nk - 1] > 1;
+    if (unit && g.nout >= 32 && g.R >= 64) return launch_cols<TO, TI>(g, out, x, scale);
     if (g.R >= TGK_SPLIT_MIN && g.nout < TGK_SPLIT_BLOCKS) {
         int64_t P = TGK_SPLIT_BLOCKS / g.nout, most = g.R / (TGK_SPLIT_MIN / 4);
         return launch_split<TO, TI>(g, P < most ? P : most, out, x, scale);
     }
-    if (g.R >= 64 && !coalesced) {
+    if (g.R >= 64) {
         auto k = k_sum_block<TO, TI>;
         return TGK_LAUNCH(k, tgk_grid(g.nout, 1), TGK_BLOCK, g, (TO *)out, (const TI *)x, scale);
     }
