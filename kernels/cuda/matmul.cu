@@ -96,11 +96,59 @@ template <> struct blas<double> {
     }
 };
 
+/* One gemm c = a b (no batch). */
+template <class T>
+static tg_status gemm1(const tg__cuda_mat *a, const tg__cuda_mat *b, const tg__cuda_mat *c) {
+    cublasOperation_t opa, opb;
+    int lda, ldb;
+    as_transposed(a, &opa, &lda);
+    as_transposed(b, &opb, &ldb);
+    const T one = (T)1, zero = (T)0;
+    return tg__cublas_check(blas<T>::gemm(g_handle, opb, opa, (int)c->cols, (int)c->rows,
+                                          (int)a->cols, &one, (const T *)b->data, ldb,
+                                          (const T *)a->data, lda, &zero, (T *)c->data,
+                                          (int)c->rs),
+                            blas<T>::gemm_name, __FILE__, __LINE__);
+}
+
+/* A batch whose entries continue one another is one bigger gemm:
+ *  - reduced (c = sum_i a_i b_i): when a's entries follow each other along
+ *    its columns and b's along its rows, c = [a_0 a_1 ...] [b_0; b_1; ...]
+ *    (the weight gradient of x (B, T, K) @ w (K, N): one gemm with k = B T);
+ *  - b shared: when a's and c's entries follow each other along their rows,
+ *    [c_0; c_1; ...] = [a_0; a_1; ...] b (x (B, T, K) @ w: m = B T).
+ * Returns false (nothing run) when the batch does not fold. */
+template <class T>
+static bool folded(int nb, const int64_t *bshape, int64_t nbatch, const tg__cuda_mat *a,
+                   const tg__cuda_mat *b, const tg__cuda_mat *c, bool reduce, tg_status *st) {
+    int64_t sa, sb, sc;
+    if (nbatch < 2 || !flat_stride(a, nb, bshape, &sa) || !flat_stride(b, nb, bshape, &sb))
+        return false;
+    tg__cuda_mat fa = *a, fb = *b, fc = *c;
+    if (reduce && sa == a->cols * a->cs && sb == b->rows * b->rs) {
+        fa.cols *= nbatch;
+        fb.rows *= nbatch;
+    } else if (!reduce && sb == 0 && flat_stride(c, nb, bshape, &sc) && sa == a->rows * a->rs &&
+               sc == c->rows * c->rs) {
+        fa.rows *= nbatch;
+        fc.rows *= nbatch;
+    } else {
+        return false;
+    }
+    if (fa.rows > INT32_MAX || fa.cols > INT32_MAX || !tg__cuda_mat_usable(&fa) ||
+        !tg__cuda_mat_usable(&fb) || !tg__cuda_mat_usable(&fc))
+        return false;
+    *st = gemm1<T>(&fa, &fb, &fc);
+    return true;
+}
+
 template <class T>
 static tg_status run(int nb, const int64_t *bshape, const tg__cuda_mat *a, const tg__cuda_mat *b,
                      const tg__cuda_mat *c, bool reduce) {
     int64_t nbatch = 1;
     for (int d = 0; d < nb; d++) nbatch *= bshape[d];
+    tg_status fst;
+    if (folded<T>(nb, bshape, nbatch, a, b, c, reduce, &fst)) return fst;
     const int M = (int)c->rows, N = (int)c->cols, K = (int)a->cols, ldc = (int)c->rs;
     cublasOperation_t opa, opb;
     int lda, ldb;
