@@ -22,7 +22,7 @@ __device__ __forceinline__ void tgk_write(void *p, int dt, int64_t off, double v
 __global__ void k_copy(tgk_iter it, void *o, int odt, const void *s, int sdt) {
     TGK_FOR_EACH(it.n, i) {
         int64_t off[2];
-        tgk_offsets(it, i, off);
+        tgk_offsets<2>(it, i, off);
         if (odt == sdt && odt == TG_I64) /* exact beyond 2^53 */
             ((int64_t *)o)[off[0]] = ((const int64_t *)s)[off[1]];
         else
@@ -33,7 +33,7 @@ __global__ void k_copy(tgk_iter it, void *o, int odt, const void *s, int sdt) {
 template <class T> __global__ void k_accumulate(tgk_iter it, T *o, const T *s) {
     TGK_FOR_EACH(it.n, i) {
         int64_t off[2];
-        tgk_offsets(it, i, off);
+        tgk_offsets<2>(it, i, off);
         o[off[0]] += s[off[1]];
     }
 }
@@ -41,7 +41,7 @@ template <class T> __global__ void k_accumulate(tgk_iter it, T *o, const T *s) {
 __global__ void k_fill(tgk_iter it, void *o, int odt, double v) {
     TGK_FOR_EACH(it.n, i) {
         int64_t off[1];
-        tgk_offsets(it, i, off);
+        tgk_offsets<1>(it, i, off);
         tgk_write(o, odt, off[0], v);
     }
 }

@@ -43,7 +43,7 @@ template <class T>
 __global__ void k_unary(tgk_iter it, T *o, const T *x, int op, T p0, T p1) {
     TGK_FOR_EACH(it.n, i) {
         int64_t off[2];
-        tgk_offsets(it, i, off);
+        tgk_offsets<2>(it, i, off);
         o[off[0]] = un_apply<T>(op, x[off[1]], p0, p1);
     }
 }
@@ -52,7 +52,7 @@ template <class T>
 __global__ void k_binary(tgk_iter it, T *o, const T *a, const T *b, int op, T p0, T p1) {
     TGK_FOR_EACH(it.n, i) {
         int64_t off[3];
-        tgk_offsets(it, i, off);
+        tgk_offsets<3>(it, i, off);
         o[off[0]] = bin_apply<T>(op, a[off[1]], b[off[2]], p0, p1);
     }
 }
@@ -61,7 +61,7 @@ template <class T>
 __global__ void k_ternary(tgk_iter it, T *o, const T *g, const T *a, const T *b, int op) {
     TGK_FOR_EACH(it.n, i) {
         int64_t off[4];
-        tgk_offsets(it, i, off);
+        tgk_offsets<4>(it, i, off);
         o[off[0]] = ter_apply<T>(op, g[off[1]], a[off[2]], b[off[3]]);
     }
 }
@@ -71,7 +71,7 @@ template <class T>
 __global__ void k_where(tgk_iter it, T *o, const void *c, int cdt, const T *a, const T *b) {
     TGK_FOR_EACH(it.n, i) {
         int64_t off[4];
-        tgk_offsets(it, i, off);
+        tgk_offsets<4>(it, i, off);
         bool take = tgk_read(c, cdt, off[1]) != 0.0;
         T v = take ? (a ? a[off[2]] : (T)0) : (b ? b[off[3]] : (T)0);
         o[off[0]] = v;

@@ -5,7 +5,7 @@
 __global__ void k_find_bad(tgk_iter it, const int64_t *idx, int64_t V, unsigned long long *bad) {
     TGK_FOR_EACH(it.n, i) {
         int64_t off[1];
-        tgk_offsets(it, i, off);
+        tgk_offsets<1>(it, i, off);
         int64_t v = idx[off[0]];
         if (v < 0 || v >= V) atomicMin(bad, (unsigned long long)i);
     }

@@ -15,6 +15,14 @@
 #include "tapegrad/tensor.h"
 #include "cuda_internal.h"
 
+/* `#pragma unroll` where nvcc compiles (the host build of the emulator does
+ * not know it). */
+#ifdef __CUDACC__
+#define TGK_UNROLL _Pragma("unroll")
+#else
+#define TGK_UNROLL
+#endif
+
 /* Threads per block of the elementwise and row kernels (a multiple of 32). */
 #define TGK_BLOCK 256
 /* Most blocks a grid-stride kernel launches. */
@@ -85,14 +93,18 @@ static inline tgk_iter tgk_iter_make(int nop, const tg__cuda_arr *const *ops) {
     return it;
 }
 
-/* Element offsets of linear index i for every operand. */
+/* Element offsets of linear index i for the NOP operands (NOP a constant, so
+ * that off[] stays in registers). */
+template <int NOP>
 __device__ __forceinline__ void tgk_offsets(const tgk_iter &it, int64_t i, int64_t *off) {
-    for (int k = 0; k < it.nop; k++) off[k] = it.contig ? i : 0;
+    TGK_UNROLL
+    for (int k = 0; k < NOP; k++) off[k] = it.contig ? i : 0;
     if (it.contig) return;
     for (int d = it.ndim - 1; d >= 0; d--) {
         int64_t q = i % it.shape[d];
         i /= it.shape[d];
-        for (int k = 0; k < it.nop; k++) off[k] += q * it.st[k][d];
+        TGK_UNROLL
+        for (int k = 0; k < NOP; k++) off[k] += q * it.st[k][d];
     }
 }
 
