@@ -100,10 +100,13 @@ __device__ __forceinline__ lpe_state<T> lpe_row_state(const T *x, int64_t xs, in
     return tot;
 }
 
+/* Both row kernels are streaming kernels: 8 blocks of 256 threads per SM (32
+ * registers a thread, checked to spill nothing) keep more loads in flight
+ * than the 6 blocks the compiler's own choice allows. */
 template <class T>
-__global__ void k_lpe_fwd(tg__cuda_arr z, int64_t N, int64_t V, const int64_t *y, int64_t ignore,
-                          double inv_t, T *lp, T *H, double *stats, int nstat,
-                          unsigned long long *bad_row) {
+__global__ void __launch_bounds__(TGK_BLOCK, 8)
+    k_lpe_fwd(tg__cuda_arr z, int64_t N, int64_t V, const int64_t *y, int64_t ignore,
+              double inv_t, T *lp, T *H, double *stats, int nstat, unsigned long long *bad_row) {
     int64_t xs = z.strides[z.ndim - 1];
     for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
         int64_t yr = y[r];
@@ -158,9 +161,10 @@ __global__ void k_lpe_check(tg__cuda_arr z, int64_t N, int64_t V, const int64_t 
 }
 
 template <class T>
-__global__ void k_lpe_bwd(tg__cuda_arr z, int64_t N, int64_t V, const int64_t *y, int64_t ignore,
-                          double inv_t, const double *stats, int nstat, tg__cuda_arr glp,
-                          tg__cuda_arr gH, T *dz) {
+__global__ void __launch_bounds__(TGK_BLOCK, 8)
+    k_lpe_bwd(tg__cuda_arr z, int64_t N, int64_t V, const int64_t *y, int64_t ignore,
+              double inv_t, const double *stats, int nstat, tg__cuda_arr glp, tg__cuda_arr gH,
+              T *dz) {
     int64_t xs = z.strides[z.ndim - 1];
     for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
         T *o = dz + r * V;
