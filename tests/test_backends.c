@@ -541,6 +541,38 @@ Test(backends, logprob_fused_and_composite_match_the_cpu) {
     }
 }
 
+/* Contiguous f32 rows are read (and their gradients written) with 16-byte
+ * vectors after a scalar head: rows of odd length, rows that start off a
+ * 16-byte boundary (a column slice), and logits whose rows are aligned
+ * differently from their gradient's. */
+static tg_tensor *lp_sliced(tg_tensor *const *in, const void *arg) {
+    const int64_t *c0 = arg;
+    tg_tensor *z = tg_slice(in[0], 1, c0[0], c0[1], 1);
+    tg_tensor *lp = NULL, *h = NULL;
+    if (tg_logprob_entropy(z, in[1], NULL, &lp, &h) != TG_OK) return NULL;
+    return tg_add(lp, tg_scale(h, 0.37));
+}
+
+Test(backends, logprob_vector_paths_with_any_alignment) {
+    NEED_DEVICE();
+    const int64_t N = 7;
+    const int64_t widths[3][3] = {{1501, 0, 1501}, {1503, 1, 1502}, {1507, 3, 1504}};
+    for (int d = 0; d < 2; d++) {
+        for (int k = 0; k < 3; k++) {
+            int sc = tg_scope_begin();
+            int64_t W = widths[k][0], cols[2] = {widths[k][1], widths[k][2]};
+            tg_tensor *in[2] = {tg_scale(randn(FLOATS[d], 2, (int64_t[]){N, W}, 240 + k), 4.0),
+                                tgt_targets(N, cols[1] - cols[0], 241 + k)};
+            char what[96];
+            snprintf(what, sizeof what, "logprob %s rows of %lld from column %lld of %lld",
+                     tg_dtype_name(FLOATS[d]), (long long)(cols[1] - cols[0]),
+                     (long long)cols[0], (long long)W);
+            run_both(what, 2, in, lp_sliced, cols, true);
+            cr_assert_eq(tg_scope_end(sc), TG_OK);
+        }
+    }
+}
+
 Test(backends, logprob_bad_rows_give_the_same_error) {
     NEED_DEVICE();
     for (int impl = 0; impl < 2; impl++) {

@@ -188,6 +188,33 @@ template <class F> static tg_status tgk_report_min(int64_t *out, F launch) {
     return st;
 }
 
+/* 16-byte loads and stores of four floats; p must be 16-byte aligned (the
+ * emulator checks). */
+__device__ __forceinline__ float4 tgk_load4(const float *p) {
+#ifdef TG_SIMT
+    ::tg_simt::check_vector_access(p, "load");
+    float4 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+#else
+    return *reinterpret_cast<const float4 *>(p);
+#endif
+}
+__device__ __forceinline__ void tgk_store4(float *p, float4 v) {
+#ifdef TG_SIMT
+    ::tg_simt::check_vector_access(p, "store");
+    memcpy(p, &v, sizeof v);
+#else
+    *reinterpret_cast<float4 *>(p) = v;
+#endif
+}
+
+/* Entries of a contiguous f32 row before its first 16-byte boundary. */
+__device__ __forceinline__ int64_t tgk_head4(const float *x, int64_t V) {
+    int64_t h = (int64_t)(((16 - ((uintptr_t)x & 15)) & 15) / 4);
+    return h < V ? h : V;
+}
+
 /* Offset of element i (C order over all dims) of a. */
 __device__ __forceinline__ int64_t tgk_elem_offset(const tg__cuda_arr &a, int64_t i) {
     int64_t off = 0;

@@ -45,8 +45,31 @@ __device__ __forceinline__ void lpe_merge(lpe_state<A> &st, A m2, A s2, A a2, A 
     st.a += a2;
 }
 
+/* Folds logit v into the thread's state; a NaN or +inf sets nbad. */
+template <class T>
+__device__ __forceinline__ void lpe_push(lpe_state<T> &st, T v, T it, int &nbad) {
+    if (v != v || v == (T)INFINITY) {
+        nbad = 1;
+        return;
+    }
+    if (v == (T)-INFINITY) return;
+    if (v > st.m) {
+        if (st.s > (T)0) {
+            T dm = (st.m - v) * it, f = exp(dm);
+            st.a = (st.a + st.s * dm) * f;
+            st.s *= f;
+        }
+        st.m = v;
+    }
+    T d = (v - st.m) * it, e = exp(d);
+    st.s += e;
+    st.a += e == (T)0 ? (T)0 : e * d;
+}
+
 /* The block's state for row x (every thread gets it); *bad is set when the
- * row has a NaN or +inf entry (raw), or no entry above -inf. */
+ * row has a NaN or +inf entry (raw), or no entry above -inf. A contiguous
+ * f32 row is read with 16-byte loads after a scalar head up to its first
+ * 16-byte boundary. */
 template <class T>
 __device__ __forceinline__ lpe_state<T> lpe_row_state(const T *x, int64_t xs, int64_t V, T it,
                                                       int *bad) {
@@ -54,25 +77,24 @@ __device__ __forceinline__ lpe_state<T> lpe_row_state(const T *x, int64_t xs, in
     __shared__ int bbad[32];
     lpe_state<T> st = {(T)-INFINITY, (T)0, (T)0};
     int nbad = 0;
-    for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
-        T v = x[j * xs];
-        if (v != v || v == (T)INFINITY) {
-            nbad = 1;
-            continue;
-        }
-        if (v == (T)-INFINITY) continue;
-        if (v > st.m) {
-            if (st.s > (T)0) {
-                T dm = (st.m - v) * it, f = exp(dm);
-                st.a = (st.a + st.s * dm) * f;
-                st.s *= f;
+    if constexpr (sizeof(T) == 4) {
+        if (xs == 1) {
+            int64_t head = tgk_head4(x, V), n4 = (V - head) / 4;
+            for (int64_t j = threadIdx.x; j < head; j += blockDim.x) lpe_push(st, x[j], it, nbad);
+            for (int64_t q = threadIdx.x; q < n4; q += blockDim.x) {
+                float4 v = tgk_load4(x + head + 4 * q);
+                lpe_push(st, v.x, it, nbad);
+                lpe_push(st, v.y, it, nbad);
+                lpe_push(st, v.z, it, nbad);
+                lpe_push(st, v.w, it, nbad);
             }
-            st.m = v;
+            for (int64_t j = head + 4 * n4 + threadIdx.x; j < V; j += blockDim.x)
+                lpe_push(st, x[j], it, nbad);
+            xs = 0; /* done: skip the strided loop below */
+            V = 0;
         }
-        T d = (v - st.m) * it, e = exp(d);
-        st.s += e;
-        st.a += e == (T)0 ? (T)0 : e * d;
     }
+    for (int64_t j = threadIdx.x; j < V; j += blockDim.x) lpe_push(st, x[j * xs], it, nbad);
     /* warp merge */
     for (int o = 16; o > 0; o >>= 1) {
         T m2 = __shfl_xor_sync(0xffffffffu, st.m, o);
@@ -180,13 +202,31 @@ __global__ void __launch_bounds__(TGK_BLOCK, 8)
         T h = nstat == 3 ? (T)stats[r * nstat + 2] : (T)0;
         T it = (T)inv_t, a = (T)(-g1 * inv_t), b = (T)(-g2 * inv_t), at_y = (T)(g1 * inv_t);
         const T *x = (const T *)z.data + tgk_row_offset(z, r);
-        for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
-            T d = (x[j * xs] - M) * it - ls;
+        auto grad = [&](int64_t j, T xv) {
+            T d = (xv - M) * it - ls;
             T p = exp(d);
             T v = p == (T)0 ? (T)0 : a * p + b * p * (d + h);
-            if (j == yr) v += at_y;
-            o[j] = v;
+            return j == yr ? v + at_y : v;
+        };
+        int64_t j0 = 0; /* entries [0, j0) done by the vector path */
+        if constexpr (sizeof(T) == 4) {
+            /* contiguous, and the same offset from a 16-byte boundary as o */
+            if (xs == 1 && ((uintptr_t)x & 15) == ((uintptr_t)o & 15)) {
+                int64_t head = tgk_head4(x, V), n4 = (V - head) / 4;
+                for (int64_t j = threadIdx.x; j < head; j += blockDim.x) o[j] = grad(j, x[j]);
+                for (int64_t q = threadIdx.x; q < n4; q += blockDim.x) {
+                    int64_t j = head + 4 * q;
+                    float4 v = tgk_load4(x + j), g;
+                    g.x = grad(j, v.x);
+                    g.y = grad(j + 1, v.y);
+                    g.z = grad(j + 2, v.z);
+                    g.w = grad(j + 3, v.w);
+                    tgk_store4(o + j, g);
+                }
+                j0 = head + 4 * n4;
+            }
         }
+        for (int64_t j = j0 + threadIdx.x; j < V; j += blockDim.x) o[j] = grad(j, x[j * xs]);
     }
 }
 

@@ -229,6 +229,11 @@ const dim3 &block_idx() { return L.bidx; }
 const dim3 &block_dim() { return L.block; }
 const dim3 &grid_dim() { return L.grid; }
 int lane() { return L.threads[L.cur].lin % 32; }
+void check_vector_access(const void *p, const char *what) {
+    if (((uintptr_t)p & 15) == 0) return;
+    fprintf(stderr, "simt: misaligned 16-byte %s at %p (a GPU would fault)\n", what, p);
+    abort();
+}
 void barrier_block() { yield_to_scheduler(AT_BLOCK); }
 void barrier_warp() { yield_to_scheduler(AT_WARP); }
 

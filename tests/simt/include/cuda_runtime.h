@@ -43,6 +43,10 @@ struct dim3 {
     constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
 };
 
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
+
 typedef enum cudaError {
     cudaSuccess = 0,
     cudaErrorInvalidValue = 1,
@@ -79,6 +83,9 @@ void barrier_warp();
  * receives lane src's value (its own when src is outside the warp). */
 void exchange(const void *v, void *out, size_t n, int src);
 int lane();
+/* A 16-byte vector access at p: reports and aborts unless p is 16-byte
+ * aligned (a GPU faults with cudaErrorMisalignedAddress). */
+void check_vector_access(const void *p, const char *what);
 /* Runs body once per thread of every block; returns a cudaError_t. */
 int launch(dim3 grid, dim3 block, const std::function<void()> &body, const char *name);
 /* Makes emulated device memory accessible for a host-side emulation of a
