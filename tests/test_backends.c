@@ -331,6 +331,9 @@ Test(backends, softmax_and_log_softmax) {
         tg_tensor *m = masked_rows(FLOATS[d], 4, 50, 72);
         run_both("softmax with -inf", 1, &m, s_softmax, NULL, false);
         run_both("log_softmax with -inf", 1, &m, s_log_softmax, NULL, false);
+        tg_tensor *sp = with_specials(randn(FLOATS[d], 2, (int64_t[]){3, 300}, 74)); /* NaN, inf */
+        run_both("softmax with NaN and inf", 1, &sp, s_softmax, NULL, false);
+        run_both("log_softmax with NaN and inf", 1, &sp, s_log_softmax, NULL, false);
         tg_tensor *z = randn(FLOATS[d], 0, NULL, 73);
         run_both("softmax of a 0-d tensor", 1, &z, s_softmax, NULL, true);
         cr_assert_eq(tg_scope_end(sc), TG_OK);
