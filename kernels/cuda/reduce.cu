@@ -101,21 +101,17 @@ __global__ void k_sum_cols(red_geom g, int64_t P, int64_t chunk, const TI *x, do
     }
 }
 
-template <class TO, class TI>
-static tg_status launch_cols(const red_geom &g, void *out, const void *x, double scale) {
-    int64_t bx = (g.nout + 31) / 32;
-    int64_t P = TGK_SPLIT_BLOCKS / bx, most = g.R / 256;
-    if (P > most) P = most;
-    if (P > 65535) P = 65535;
-    if (P < 1) P = 1;
+/* The two passes of a split sum: each output's range in P parts of `chunk`
+ * (P trimmed so that none is empty), pass1(part, P, chunk) writing the
+ * partials (nout, P) to counted workspace, then k_sum_parts. */
+template <class TO, class F>
+static tg_status two_pass(const red_geom &g, int64_t P, void *out, double scale, F pass1) {
     int64_t chunk = (g.R + P - 1) / P;
     P = (g.R + chunk - 1) / chunk;
     size_t nb = (size_t)(g.nout * P) * sizeof(double);
     double *part = (double *)tg__alloc(TG_CUDA, nb, TG_MEM_WORKSPACE); // (nout, P)
     if (!part) return TG_ERR_NOMEM;
-    auto k1 = k_sum_cols<TI>;
-    dim3 grid(tgk_grid(bx, 1), (unsigned)P), block(32, TGK_COLS_Y);
-    tg_status st = TGK_LAUNCH(k1, grid, block, g, P, chunk, (const TI *)x, part);
+    tg_status st = pass1(part, P, chunk);
     if (st == TG_OK) {
         auto k2 = k_sum_parts<TO>;
         st = TGK_LAUNCH(k2, tgk_grid(g.nout, TGK_BLOCK), TGK_BLOCK, g.nout, P,
@@ -126,23 +122,27 @@ static tg_status launch_cols(const red_geom &g, void *out, const void *x, double
 }
 
 template <class TO, class TI>
+static tg_status launch_cols(const red_geom &g, void *out, const void *x, double scale) {
+    int64_t bx = (g.nout + 31) / 32;
+    int64_t P = TGK_SPLIT_BLOCKS / bx, most = g.R / 256;
+    if (P > most) P = most;
+    if (P > 65535) P = 65535;
+    if (P < 1) P = 1;
+    return two_pass<TO>(g, P, out, scale, [&](double *part, int64_t np, int64_t chunk) {
+        auto k1 = k_sum_cols<TI>;
+        dim3 grid(tgk_grid(bx, 1), (unsigned)np), block(32, TGK_COLS_Y);
+        return TGK_LAUNCH(k1, grid, block, g, np, chunk, (const TI *)x, part);
+    });
+}
+
+template <class TO, class TI>
 static tg_status launch_split(const red_geom &g, int64_t P, void *out, const void *x,
                               double scale) {
-    int64_t chunk = (g.R + P - 1) / P;
-    P = (g.R + chunk - 1) / chunk; /* no empty part */
-    size_t nb = (size_t)(g.nout * P) * sizeof(double);
-    double *part = (double *)tg__alloc(TG_CUDA, nb, TG_MEM_WORKSPACE); // (nout, P)
-    if (!part) return TG_ERR_NOMEM;
-    auto k1 = k_sum_split<TI>;
-    tg_status st = TGK_LAUNCH(k1, tgk_grid(g.nout * P, 1), TGK_BLOCK, g, P, chunk, (const TI *)x,
-                              part);
-    if (st == TG_OK) {
-        auto k2 = k_sum_parts<TO>;
-        st = TGK_LAUNCH(k2, tgk_grid(g.nout, TGK_BLOCK), TGK_BLOCK, g.nout, P,
-                        (const double *)part, (TO *)out, scale);
-    }
-    tg__free(TG_CUDA, part, nb, TG_MEM_WORKSPACE);
-    return st;
+    return two_pass<TO>(g, P, out, scale, [&](double *part, int64_t np, int64_t chunk) {
+        auto k1 = k_sum_split<TI>;
+        return TGK_LAUNCH(k1, tgk_grid(g.nout * np, 1), TGK_BLOCK, g, np, chunk, (const TI *)x,
+                          part);
+    });
 }
 
 template <class TO, class TI>
