@@ -539,3 +539,45 @@ Test(ppo, any_allocation_failure_is_reported_and_leaks_nothing) {
     cr_assert_gt(failures, 10, "the injection reached ppo_loss");
     cr_assert_eq(tg_scope_end(sc), TG_OK);
 }
+
+/* ---- on a CUDA device ------------------------------------------------------------ */
+
+/* The same loss, unchanged, on a batch moved to the GPU: its 0-d CPU constants
+ * (zero, one) meet the device tensors as CPU scalars. Loss, metrics and the
+ * logits' gradient match the CPU run. Reported SKIPPED without a device. */
+Test(ppo, runs_on_a_cuda_device_like_on_the_cpu) {
+    if (tg_cuda_device_count() == 0)
+        cr_skip_test("no CUDA device: %s", tg_cuda_unavailable_reason());
+    for (int d = 0; d < 2; d++) {
+        const tg_dtype dt = d ? TG_F64 : TG_F32;
+        const int sc = tg_scope_begin();
+        ppo_batch b = make_batch(dt, 2, 6, 40, 31);
+        ppo_batch g = b;
+        g.logits = tg_to_device(tg_detach(b.logits), TG_CUDA);
+        g.old_logprob = tg_to_device(b.old_logprob, TG_CUDA);
+        g.ref_logprob = tg_to_device(b.ref_logprob, TG_CUDA);
+        g.advantages = tg_to_device(b.advantages, TG_CUDA);
+        g.targets = tg_to_device(b.targets, TG_CUDA);
+        cr_assert_eq(tg_set_requires_grad(g.logits, true), TG_OK, "%s", tg_last_error());
+        ppo_loss_opts o = opts_with(0.01, 0.05);
+        ppo_metrics mc, mg;
+        tg_tensor *lc = ppo_loss(&b, &o, &mc), *lg = ppo_loss(&g, &o, &mg);
+        cr_assert_not_null(lg, "%s", tg_last_error());
+        cr_assert_eq(tg_get_device(lg), TG_CUDA);
+        const double tol = d ? 1e-12 : 1e-5;
+        cr_assert_float_eq(mg.loss, mc.loss, tol * (1 + fabs(mc.loss)));
+        cr_assert_float_eq(mg.entropy, mc.entropy, tol * (1 + fabs(mc.entropy)));
+        cr_assert_float_eq(mg.kl, mc.kl, tol * (1 + fabs(mc.kl)));
+        cr_assert_eq(mg.clip_frac, mc.clip_frac);
+        cr_assert_eq(mg.n_valid, mc.n_valid);
+        cr_assert_eq(tg_backward(lc, NULL, false), TG_OK, "%s", tg_last_error());
+        cr_assert_eq(tg_backward(lg, NULL, false), TG_OK, "%s", tg_last_error());
+        double *gc = copy_f64(tg_grad(b.logits)), *gg = copy_f64(tg_grad(g.logits));
+        for (int64_t i = 0; i < tg_numel(b.logits); i++)
+            cr_assert(fabs(gc[i] - gg[i]) <= tol * (fabs(gc[i]) + 1e-3), "grad[%lld]: %g vs %g",
+                      (long long)i, gc[i], gg[i]);
+        free(gc);
+        free(gg);
+        cr_assert_eq(tg_scope_end(sc), TG_OK);
+    }
+}

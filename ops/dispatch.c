@@ -41,6 +41,36 @@ bool tg__same_device(const char *who, int n, const tg_tensor *const *ts) {
     return true;
 }
 
+static bool cpu_scalar(const tg_tensor *t) {
+    return t && t->ndim == 0 && t->storage->device == TG_CPU;
+}
+
+bool tg__promote_scalars(tg_site s, int n, tg_tensor **ts, tg_tensor **owned) {
+    tg_device dev = TG_CPU;
+    for (int i = 0; i < n; i++) {
+        owned[i] = NULL;
+        if (ts[i] && !cpu_scalar(ts[i]) && ts[i]->storage->device != TG_CPU)
+            dev = ts[i]->storage->device;
+    }
+    if (dev == TG_CPU) return true;
+    for (int i = 0; i < n; i++) {
+        if (!cpu_scalar(ts[i])) continue;
+        if (!(owned[i] = tg__to_device(s, ts[i], dev))) {
+            tg__release_promoted(i, owned);
+            return false;
+        }
+        ts[i] = owned[i];
+    }
+    return true;
+}
+
+void tg__release_promoted(int n, tg_tensor **owned) {
+    for (int i = 0; i < n; i++) {
+        if (owned[i]) tg__tensor_release(owned[i]);
+        owned[i] = NULL;
+    }
+}
+
 #ifdef TG_HAVE_CUDA
 /* t over its own shape and strides. */
 static tg__cuda_arr arr_of(const tg_tensor *t) {

@@ -94,9 +94,23 @@ static const tg__op_def MIN_DEF = {"MinimumBackward", min_backward};
  * slots of a and b, -1 when not saved):
  *   mul: a if b needs a gradient, b if a does;  div: b always, a if b needs one;
  *   maximum/minimum: both. */
+static tg_tensor *binary_on(tg_site s, const char *who, tg__binop op, const tg__op_def *def,
+                            tg_tensor *a, tg_tensor *b);
+
+/* A 0-d CPU operand of a CUDA tensor is moved to the device first (see
+ * tg__promote_scalars). */
 static tg_tensor *binary(tg_site s, const char *who, tg__binop op, const tg__op_def *def,
                          tg_tensor *a, tg_tensor *b) {
     if (tg__null_arg(a, who, "a") || tg__null_arg(b, who, "b")) return NULL;
+    tg_tensor *ab[2] = {a, b}, *owned[2];
+    if (!tg__promote_scalars(s, 2, ab, owned)) return NULL;
+    tg_tensor *out = binary_on(s, who, op, def, ab[0], ab[1]);
+    tg__release_promoted(2, owned);
+    return out;
+}
+
+static tg_tensor *binary_on(tg_site s, const char *who, tg__binop op, const tg__op_def *def,
+                            tg_tensor *a, tg_tensor *b) {
     if (!check_pair(who, a, b)) return NULL;
     int nd;
     int64_t shape[TG_MAX_DIMS];
@@ -249,10 +263,21 @@ static const tg__op_def WHERE_DEF = {"WhereBackward", where_backward};
 
 /* The node's inputs are (a, b) only: cond never gets a gradient, so it is not
  * an edge of the graph; it is saved (slot iparam[0]) for the backward mask. */
+static tg_tensor *where_on(tg_site s, tg_tensor *c, tg_tensor *a, tg_tensor *b);
+
 tg_tensor *tg__where(tg_site s, tg_tensor *c, tg_tensor *a, tg_tensor *b) {
     const char *who = "tg_where";
     if (tg__null_arg(c, who, "cond") || tg__null_arg(a, who, "a") || tg__null_arg(b, who, "b"))
         return NULL;
+    tg_tensor *cab[3] = {c, a, b}, *owned[3];
+    if (!tg__promote_scalars(s, 3, cab, owned)) return NULL;
+    tg_tensor *out = where_on(s, cab[0], cab[1], cab[2]);
+    tg__release_promoted(3, owned);
+    return out;
+}
+
+static tg_tensor *where_on(tg_site s, tg_tensor *c, tg_tensor *a, tg_tensor *b) {
+    const char *who = "tg_where";
     const tg_tensor *cab[3] = {c, a, b};
     if (!check_pair(who, a, b) || !tg__same_device(who, 3, cab)) return NULL;
     int nd;

@@ -141,12 +141,29 @@ static tg_tensor *out_of_place(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *ot
     return NULL;
 }
 
+static tg_status apply_on(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, double v);
+
 static tg_status apply(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, double v) {
     const char *who = ip_who[k];
     if (tg__null_arg(t, who, "t")) return tg_last_status();
     if ((k == IP_ADD || k == IP_SUB || k == IP_MUL) && tg__null_arg(other, who, "other"))
         return tg_last_status();
     if (k == IP_COPY && tg__null_arg(other, who, "src")) return tg_last_status();
+    /* a 0-d CPU `other` of a CUDA tensor is moved to the device first (PyTorch's
+     * CPU scalars; t itself never changes device) */
+    tg_tensor *moved = NULL;
+    if (other && other->ndim == 0 && other->storage->device == TG_CPU &&
+        t->storage->device != TG_CPU) {
+        if (!(moved = tg__to_device(s, other, t->storage->device))) return tg_last_status();
+        other = moved;
+    }
+    tg_status st = apply_on(k, s, t, other, v);
+    if (moved) tg__tensor_release(moved);
+    return st;
+}
+
+static tg_status apply_on(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, double v) {
+    const char *who = ip_who[k];
     tg_status st = check(k, t, other);
     if (st != TG_OK) return st;
 

@@ -12,7 +12,7 @@ static tg_status to_device_backward(tg__node *n, tg_tensor *const *gout, tg_tens
 }
 const tg__op_def tg__to_device_def = {"ToDeviceBackward", to_device_backward};
 
-static tg_tensor *to_device(tg_site s, tg_tensor *t, tg_device dev) {
+tg_tensor *tg__to_device(tg_site s, tg_tensor *t, tg_device dev) {
     const char *who = "tg_to_device";
     if (tg__null_arg(t, who, "t")) return NULL;
     if (tg__check_device_usable(who, dev) != TG_OK) return NULL;
@@ -32,5 +32,5 @@ static tg_tensor *to_device(tg_site s, tg_tensor *t, tg_device dev) {
 }
 
 tg_tensor *tg_to_device_at(tg_site s, tg_tensor *t, tg_device dev) {
-    return tg__ret(to_device(s, t, dev));
+    return tg__ret(tg__to_device(s, t, dev));
 }

@@ -344,6 +344,8 @@ tg_tensor *tg__view(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
 tg_tensor *tg__reshape(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
 tg_tensor *tg__expand(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
 tg_tensor *tg__to_dtype(tg_site s, tg_tensor *t, tg_dtype dt);
+/* tg_to_device without the scope (recorded: its backward copies back). */
+tg_tensor *tg__to_device(tg_site s, tg_tensor *t, tg_device dev);
 /* Copies src (broadcast to dst's shape, any strides, dtype converted) into dst
  * (any non-overlapping strides). No checks, no version bump. */
 void tg__cpu_copy(tg_tensor *dst, const tg_tensor *src);
@@ -359,6 +361,13 @@ typedef struct tg__mat tg__mat;
 /* True when every non-NULL tensor of ts is on one usable device; otherwise
  * TG_ERR_DEVICE naming `who` and both devices. */
 bool tg__same_device(const char *who, int n, const tg_tensor *const *ts);
+/* CPU scalars, as in PyTorch: when some tensor of ts[0..n) is on CUDA, each
+ * 0-d CPU tensor among them is replaced by its copy on that device, made by
+ * a recorded tg_to_device (a gradient goes back to the CPU). owned[k]
+ * receives the reference to release for each replaced ts[k] (NULL for the
+ * others). False with the error set (nothing left to release) on failure. */
+bool tg__promote_scalars(tg_site s, int n, tg_tensor **ts, tg_tensor **owned);
+void tg__release_promoted(int n, tg_tensor **owned);
 /* t when st is TG_OK; otherwise releases t and returns NULL (the error is
  * recorded). For `out = tg__k_ok(tg__k_binary(...), out)`. */
 static inline tg_tensor *tg__k_ok(tg_status st, tg_tensor *t);

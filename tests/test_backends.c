@@ -489,6 +489,52 @@ Test(backends, in_place_error_names_the_op_on_the_device_too) {
     cr_assert_eq(tg_scope_end(sc), TG_OK);
 }
 
+/* ---- CPU scalars --------------------------------------------------------------------------- */
+
+/* A 0-d CPU tensor may meet CUDA tensors in elementwise ops, where and
+ * in-place ops (PyTorch's CPU scalars): it is copied to the device by a
+ * recorded tg_to_device, so its gradient comes back to the CPU. */
+static tg_tensor *scalar_expr(tg_tensor *x, tg_tensor *sc) {
+    tg_tensor *y = tg_mul(tg_add(x, sc), sc);
+    return tg_sum(tg_add(y, tg_where(x, sc, tg_div(x, sc))));
+}
+
+Test(backends, cpu_scalars_mix_with_device_tensors) {
+    NEED_DEVICE();
+    int sc0 = tg_scope_begin();
+    tg_tensor *x = randn(TG_F64, 2, (int64_t[]){3, 4}, 250);
+    tg_tensor *s = tg_full(TG_F64, TG_SCALAR, 1.75);
+    tg_tensor *xc = tg_clone(x), *scpu = tg_clone(s);
+    tg_tensor *xd = tg_to_device(x, TG_CUDA), *sd = tg_clone(s); /* sd stays on the CPU */
+    tg_set_requires_grad(xc, true), tg_set_requires_grad(scpu, true);
+    tg_set_requires_grad(xd, true), tg_set_requires_grad(sd, true);
+    tg_tensor *yc = scalar_expr(xc, scpu), *yd = scalar_expr(xd, sd);
+    cr_assert_not_null(yd, "%s", tg_last_error());
+    cr_assert_eq(tg_get_device(yd), TG_CUDA);
+    expect_same("value", yc, yd);
+    cr_assert_eq(tg_backward(yc, NULL, false), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_backward(yd, NULL, false), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_get_device(tg_grad(sd)), TG_CPU, "the scalar's gradient is on the CPU");
+    expect_same("grad of the scalar", tg_grad(scpu), tg_grad(sd));
+    expect_same("grad of x", tg_grad(xc), tg_grad(xd));
+    /* in place, with grad mode off */
+    bool prev = tg_set_grad_enabled(false);
+    tg_tensor *tc = tg_clone(x), *td = tg_to_device(x, TG_CUDA);
+    cr_assert_eq(tg_add_(td, s), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_mul_(td, s), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_add_(tc, s), TG_OK);
+    cr_assert_eq(tg_mul_(tc, s), TG_OK);
+    tg_set_grad_enabled(prev);
+    expect_same("in place", tc, td);
+    /* a CPU tensor that is not 0-d is still refused, as is a CUDA 0-d into a CPU tensor */
+    cr_assert_null(tg_add(xd, tg_ones(TG_F64, TG_SHAPE(4))));
+    tgt_assert_error(TG_ERR_DEVICE, "different devices", NULL);
+    tg_clear_error();
+    cr_assert_eq(tg_add_(tc, tg_to_device(s, TG_CUDA)), TG_ERR_DEVICE);
+    tg_clear_error();
+    cr_assert_eq(tg_scope_end(sc0), TG_OK);
+}
+
 /* ---- the fused log-prob / entropy op ---------------------------------------------------------- */
 
 typedef struct lp_arg {

@@ -5,7 +5,9 @@
  * tg_to_device() (tensor.h) copies a tensor between them; tg_copy_out,
  * tg_item, tg_get and tg_print read CUDA tensors by copying to the host.
  * Every op runs on either device when all its tensor operands are on one
- * (TG_ERR_DEVICE names both devices otherwise); results stay on that device.
+ * (TG_ERR_DEVICE names both devices otherwise; a 0-d CPU tensor may meet
+ * CUDA tensors in elementwise, where and in-place ops, as in PyTorch);
+ * results stay on that device.
  * CUDA / cuBLAS failures are TG_ERR_CUDA naming the failing call and site.
  * Device memory is counted by tg_mem_get(TG_CUDA, ...) exactly like host
  * memory. Without a device, or in a build without the CUDA backend, every
