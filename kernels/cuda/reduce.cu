@@ -19,8 +19,10 @@ struct red_geom {
     int64_t rshape[TG__CUDA_MAX_DIMS], rst[TG__CUDA_MAX_DIMS];
 };
 
+/* Offset of index i < product(shape[0..n)) over those dims. */
 __device__ __forceinline__ int64_t geo_off(int n, const int64_t *shape, const int64_t *st,
                                            int64_t i) {
+    if (n == 1) return i * st[0]; /* the common case, without a division */
     int64_t off = 0;
     for (int d = n - 1; d >= 0; d--) {
         off += (i % shape[d]) * st[d];
