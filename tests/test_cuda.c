@@ -4,6 +4,7 @@
  * devices refused, backward through device ops. Tests that need a device are reported SKIPPED (with the
  * reason) when there is none; the tests of the no-device behaviour are
  * skipped when there is one. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -315,5 +316,40 @@ Test(cuda, backward_through_device_views_and_ops) {
     cr_assert_not_null(g);
     cr_assert_eq(tg_get_device(g), TG_CPU);
     for (int64_t i = 0; i < 6; i++) cr_assert_eq(tgt_at(g, i), 3.0);
+    cr_assert_eq(tg_scope_end(sc), TG_OK);
+}
+
+/* ---- device properties and synchronisation ---------------------------------------- */
+
+Test(cuda, get_props_bad_arguments_and_without_a_device) {
+    cr_assert_eq(tg_cuda_get_props(NULL), TG_ERR_NULL);
+    tgt_assert_error(TG_ERR_NULL, "tg_cuda_get_props", "out", NULL);
+    tg_clear_error();
+    NEED_NO_DEVICE();
+    tg_cuda_props p;
+    memset(&p, 0x5a, sizeof p);
+    cr_assert_eq(tg_cuda_get_props(&p), TG_ERR_DEVICE);
+    tgt_assert_error(TG_ERR_DEVICE, "tg_cuda_get_props", tg_cuda_unavailable_reason(), NULL);
+    cr_assert_eq(p.name[0], '\0', "zeroed on failure");
+    cr_assert_eq(p.total_bytes, 0);
+    tg_clear_error();
+    cr_assert_eq(tg_cuda_synchronize(), TG_OK, "nothing to wait for");
+}
+
+Test(cuda, get_props_describes_the_device) {
+    NEED_DEVICE();
+    tg_cuda_props p;
+    cr_assert_eq(tg_cuda_get_props(&p), TG_OK, "%s", tg_last_error());
+    cr_assert_neq(p.name[0], '\0');
+    cr_assert_gt(p.total_bytes, 0);
+    cr_assert_leq(p.free_bytes, p.total_bytes);
+    cr_assert_gt(p.sm_count, 0);
+    cr_assert_geq(p.peak_bytes_per_s, 0.0);
+    int sc = tg_scope_begin();
+    tg_tensor *d = tg_exp(tg_to_device(tg_ones(TG_F32, TG_SHAPE(64)), TG_CUDA)); /* queued */
+    cr_assert_eq(tg_cuda_synchronize(), TG_OK, "%s", tg_last_error());
+    double v = 0.0;
+    cr_assert_eq(tg_get(d, (int64_t[]){5}, &v), TG_OK);
+    cr_assert_float_eq(v, exp(1.0), 1e-6);
     cr_assert_eq(tg_scope_end(sc), TG_OK);
 }
