@@ -196,18 +196,12 @@ tg_status tg__k_accumulate(tg_tensor *dst, const tg_tensor *src) {
 
 tg_status tg__k_fill(tg_tensor *t, double v) {
     if (on_cpu(t)) {
-        tg_tensor *src = NULL; /* a broadcast 0-d source */
-        tg__storage st;
-        double one = v;
-        memset(&st, 0, sizeof st);
-        st.device = TG_CPU;
-        st.data = &one;
-        tg_tensor s0;
-        memset(&s0, 0, sizeof s0);
-        s0.storage = &st;
-        s0.dtype = TG_F64;
-        src = &s0;
-        tg__cpu_copy(t, src);
+        /* a 0-d f64 tensor holding v, read broadcast (and converted) by the copy
+         * kernel */
+        double value = v;
+        tg__storage st = {.device = TG_CPU, .data = &value};
+        tg_tensor src = {.storage = &st, .dtype = TG_F64};
+        tg__cpu_copy(t, &src);
         return TG_OK;
     }
     NO_CUDA(t);

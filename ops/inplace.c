@@ -38,26 +38,16 @@ static void ip_binary_kernel(ip_kind k, tg_tensor *t, const tg_tensor *other) {
     else IP_LOOP(double);
 }
 
-static void ip_scalar_kernel(ip_kind k, tg_tensor *t, double v) {
+/* t *= v (f32/f64, checked by check()). */
+static void ip_scale_kernel(tg_tensor *t, double v) {
     int nd = t->ndim;
     int64_t n = tg__numel(nd, t->shape);
     char *b = t->storage->data;
     #pragma omp parallel for if (n >= 32768)
     for (int64_t i = 0; i < n; i++) {
         int64_t o = t->offset + tg__offset_of(i, nd, t->shape, t->strides);
-        switch (t->dtype) {
-        case TG_F32: {
-            float *x = (float *)b + o;
-            *x = k == IP_SCALE ? *x * (float)v : (float)v;
-            break;
-        }
-        case TG_F64: {
-            double *x = (double *)b + o;
-            *x = k == IP_SCALE ? *x * v : v;
-            break;
-        }
-        default: ((int64_t *)b)[o] = tg__to_i64(v); break;
-        }
+        if (t->dtype == TG_F32) ((float *)b)[o] *= (float)v;
+        else ((double *)b)[o] *= v;
     }
 }
 
@@ -195,16 +185,17 @@ static tg_status apply_on(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, 
                 return st;
             }
         }
-        if (t->storage->device == TG_CPU) {
-            if (k == IP_COPY) tg__cpu_copy(t, src);
-            else if (k == IP_SCALE || k == IP_FILL) ip_scalar_kernel(k, t, v);
+        if (k == IP_COPY) {
+            st = tg__k_copy(t, src);
+        } else if (k == IP_FILL) {
+            st = tg__k_fill(t, v);
+        } else if (t->storage->device == TG_CPU) {
+            if (k == IP_SCALE) ip_scale_kernel(t, v);
             else ip_binary_kernel(k, t, src);
         } else { /* device kernels write through t's strides */
             static const tg__binop bop[] = {[IP_ADD] = TG__BIN_ADD, [IP_SUB] = TG__BIN_SUB,
                                             [IP_MUL] = TG__BIN_MUL};
-            if (k == IP_COPY) st = tg__k_copy(t, src);
-            else if (k == IP_FILL) st = tg__k_fill(t, v);
-            else if (k == IP_SCALE) st = tg__k_unary(TG__UN_SCALE, t, t, t->strides, v, 0.0);
+            if (k == IP_SCALE) st = tg__k_unary(TG__UN_SCALE, t, t, t->strides, v, 0.0);
             else st = tg__k_binary(bop[k], t, t, src, 0.0, 0.0);
         }
         if (src != other) tg__tensor_release(src);
