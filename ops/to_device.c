@@ -10,7 +10,7 @@ static tg_status to_device_backward(tg__node *n, tg_tensor *const *gout, tg_tens
     gin[0] = tg__device_copy(n->site, "ToDeviceBackward", gout[0], (tg_device)n->iparam[0]);
     return gin[0] ? TG_OK : tg_last_status();
 }
-const tg__op_def tg__to_device_def = {"ToDeviceBackward", to_device_backward};
+static const tg__op_def to_device_def = {"ToDeviceBackward", to_device_backward};
 
 tg_tensor *tg__to_device(tg_site s, tg_tensor *t, tg_device dev) {
     const char *who = "tg_to_device";
@@ -21,7 +21,7 @@ tg_tensor *tg__to_device(tg_site s, tg_tensor *t, tg_device dev) {
     if (!out) return NULL;
     memcpy(out->name, t->name, TG__NAME_LEN);
     if (tg__needs_grad(1, &t)) {
-        tg__node *n = tg__record(s, &tg__to_device_def, 1, &t, out);
+        tg__node *n = tg__record(s, &to_device_def, 1, &t, out);
         if (!n) {
             tg__tensor_release(out);
             return NULL;

@@ -130,10 +130,6 @@ tg_tensor *tg__new_output_on(tg_site s, const char *who, tg_device dev, tg_dtype
     return tg__tensor_new_on(s, who, dev, dt, ndim, shape, tg__op_category());
 }
 
-tg_tensor *tg__zeros_like_meta(tg_site s, tg_dtype dt, int ndim, const int64_t *shape) {
-    return tg__zeros_on(s, TG_CPU, dt, ndim, shape);
-}
-
 tg_tensor *tg__zeros_on(tg_site s, tg_device dev, tg_dtype dt, int ndim, const int64_t *shape) {
     tg_tensor *t = tg__new_output_on(s, "zeros", dev, dt, ndim, shape);
     if (!t) return NULL;

@@ -62,13 +62,13 @@ size_t tg__cuda_cached_bytes(void);
  * is dropped from the cache either way). TG_OK when no device. */
 tg_status tg__cuda_empty_cache(void);
 
-/* Copies of n contiguous bytes (cudaMemcpy on the default stream, ordered
- * with the kernels; host <-> device copies return when the host side is done,
- * a device -> device copy may still be running). TG_OK when n is 0.
+/* Copies of n contiguous bytes between host and device (cudaMemcpy on the
+ * default stream, ordered with the kernels; they return when the host side is
+ * done). Copies within the device are kernels (tg__cuda_copy). TG_OK when n
+ * is 0.
  * Errors: TG_ERR_CUDA. */
 tg_status tg__cuda_copy_h2d(void *dst_dev, const void *src_host, size_t n);
 tg_status tg__cuda_copy_d2h(void *dst_host, const void *src_dev, size_t n);
-tg_status tg__cuda_copy_d2d(void *dst_dev, const void *src_dev, size_t n);
 
 /* A small device buffer (256 bytes) for kernels that report a value back
  * (the lowest bad row, ...), held under a lock between acquire and release.

@@ -127,40 +127,21 @@ __device__ __forceinline__ double tgk_read(const void *p, int dt, int64_t off) {
     return (double)((const int64_t *)p)[off];
 }
 
-/* Warp and block reductions with a combining functor: tgk_add (sums) or
- * tgk_max (a max that ignores NaN through a > b comparisons, as the CPU row
- * loops do). Every lane / thread gets the result. The block versions need
- * blockDim.x a multiple of 32 (at most 1024), are reached by every thread,
- * and take a __shared__ T[32] buffer (reusable right after: the first barrier
- * waits for the previous call's readers). */
-struct tgk_add {
-    template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
-};
-struct tgk_max {
-    template <class T> __device__ __forceinline__ T operator()(T a, T b) const {
-        return b > a ? b : a;
-    }
-};
-template <class T> __device__ __forceinline__ T tgk_max2(T a, T b) { return tgk_max()(a, b); }
-
-template <class T, class Op> __device__ __forceinline__ T tgk_warp_reduce(T v, Op op) {
-    for (int m = 16; m > 0; m >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, m));
+/* Warp and block sums: every lane / thread gets the total. The block version
+ * needs blockDim.x a multiple of 32 (at most 1024), is reached by every
+ * thread, and takes a __shared__ T[32] buffer (reusable right after: the
+ * first barrier waits for the previous call's readers). */
+template <class T> __device__ __forceinline__ T tgk_warp_sum(T v) {
+    for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
     return v;
 }
-template <class T, class Op>
-__device__ __forceinline__ T tgk_block_reduce(T v, T *buf, Op op, T identity) {
+template <class T> __device__ __forceinline__ T tgk_block_sum(T v, T *buf) {
     int lane = (int)(threadIdx.x % 32), w = (int)(threadIdx.x / 32), nw = (int)(blockDim.x / 32);
-    v = tgk_warp_reduce(v, op);
+    v = tgk_warp_sum(v);
     __syncthreads();
     if (lane == 0) buf[w] = v;
     __syncthreads();
-    return tgk_warp_reduce(lane < nw ? buf[lane] : identity, op);
-}
-template <class T> __device__ __forceinline__ T tgk_block_sum(T v, T *buf) {
-    return tgk_block_reduce(v, buf, tgk_add(), (T)0);
-}
-template <class T> __device__ __forceinline__ T tgk_block_max(T v, T *buf) {
-    return tgk_block_reduce(v, buf, tgk_max(), (T)-INFINITY);
+    return tgk_warp_sum(lane < nw ? buf[lane] : (T)0);
 }
 
 /* Rows of a tensor seen as (N, V) over its last dim (a 0-d tensor is one row

@@ -344,10 +344,6 @@ extern "C" tg_status tg__cuda_copy_d2h(void *dst_host, const void *src_dev, size
     return TG__CUDA_CHECK(cudaMemcpy(dst_host, src_dev, n, cudaMemcpyDeviceToHost));
 }
 
-extern "C" tg_status tg__cuda_copy_d2d(void *dst_dev, const void *src_dev, size_t n) {
-    if (n == 0) return TG_OK;
-    return TG__CUDA_CHECK(cudaMemcpy(dst_dev, src_dev, n, cudaMemcpyDeviceToDevice));
-}
 
 /* ---- scratch, synchronisation, device properties ------------------------------------ */
 
