@@ -47,11 +47,14 @@ static bool cpu_scalar(const tg_tensor *t) {
 
 bool tg__promote_scalars(tg_site s, int n, tg_tensor **ts, tg_tensor **owned) {
     tg_device dev = TG_CPU;
-    for (int i = 0; i < n; i++) {
-        owned[i] = NULL;
+    for (int i = 0; i < n; i++)
         if (ts[i] && !cpu_scalar(ts[i]) && ts[i]->storage->device != TG_CPU)
             dev = ts[i]->storage->device;
-    }
+    return tg__promote_scalars_to(s, dev, n, ts, owned);
+}
+
+bool tg__promote_scalars_to(tg_site s, tg_device dev, int n, tg_tensor **ts, tg_tensor **owned) {
+    for (int i = 0; i < n; i++) owned[i] = NULL;
     if (dev == TG_CPU) return true;
     for (int i = 0; i < n; i++) {
         if (!cpu_scalar(ts[i])) continue;

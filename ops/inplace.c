@@ -141,14 +141,11 @@ static tg_status apply(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, dou
     if (k == IP_COPY && tg__null_arg(other, who, "src")) return tg_last_status();
     /* a 0-d CPU `other` of a CUDA tensor is moved to the device first (PyTorch's
      * CPU scalars; t itself never changes device) */
-    tg_tensor *moved = NULL;
-    if (other && other->ndim == 0 && other->storage->device == TG_CPU &&
-        t->storage->device != TG_CPU) {
-        if (!(moved = tg__to_device(s, other, t->storage->device))) return tg_last_status();
-        other = moved;
-    }
+    tg_tensor *moved;
+    if (!tg__promote_scalars_to(s, t->storage->device, 1, &other, &moved))
+        return tg_last_status();
     tg_status st = apply_on(k, s, t, other, v);
-    if (moved) tg__tensor_release(moved);
+    tg__release_promoted(1, &moved);
     return st;
 }
 

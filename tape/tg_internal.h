@@ -167,8 +167,7 @@ tg_tensor *tg__tensor_on(tg_site s, tg__storage *st, tg_dtype dt, int ndim,
 /* Same on device dev. */
 tg_tensor *tg__new_output_on(tg_site s, const char *who, tg_device dev, tg_dtype dt, int ndim,
                              const int64_t *shape);
-/* A zero-filled tensor (category tg__op_category()), on the CPU or on dev. */
-tg_tensor *tg__zeros_like_meta(tg_site s, tg_dtype dt, int ndim, const int64_t *shape);
+/* A zero-filled tensor on dev (category tg__op_category()). */
 tg_tensor *tg__zeros_on(tg_site s, tg_device dev, tg_dtype dt, int ndim, const int64_t *shape);
 void tg__tensor_release(tg_tensor *t); /* ignores scope ownership */
 /* Hands t to the innermost open scope (unless scopes are suspended); returns t. */
@@ -367,6 +366,9 @@ bool tg__same_device(const char *who, int n, const tg_tensor *const *ts);
  * receives the reference to release for each replaced ts[k] (NULL for the
  * others). False with the error set (nothing left to release) on failure. */
 bool tg__promote_scalars(tg_site s, int n, tg_tensor **ts, tg_tensor **owned);
+/* The same onto a given device (the in-place ops: their target stays where
+ * it is); nothing happens when dev is TG_CPU. */
+bool tg__promote_scalars_to(tg_site s, tg_device dev, int n, tg_tensor **ts, tg_tensor **owned);
 void tg__release_promoted(int n, tg_tensor **owned);
 /* t when st is TG_OK; otherwise releases t and returns NULL (the error is
  * recorded). For `out = tg__k_ok(tg__k_binary(...), out)`. */
@@ -419,8 +421,6 @@ tg_tensor *tg__device_copy(tg_site s, const char *who, tg_tensor *t, tg_device d
 /* TG_ERR_DEVICE naming `who` unless dev is usable (CPU, or CUDA with a device
  * and the backend built in). */
 tg_status tg__check_device_usable(const char *who, tg_device dev);
-/* The op tg_to_device records (its backward copies the gradient back). */
-extern const tg__op_def tg__to_device_def;
 /* "cpu", "cuda" or "an unknown device". */
 const char *tg__device_name(tg_device dev);
 
