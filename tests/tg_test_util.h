@@ -3,6 +3,7 @@
 #define TG_TEST_UTIL_H
 
 #include <criterion/criterion.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "tapegrad.h"
@@ -19,6 +20,8 @@ void tgt_assert_nothing_live(void);
 /* Asserts the last error has status st and its message contains every
  * NULL-terminated substring given. */
 void tgt_assert_error(tg_status st, ...);
+/* The substring checks of tgt_assert_error on a va_list (for variadic helpers). */
+void tgt_assert_error_substrings(va_list ap);
 
 /* f64 tensor from a literal array: TGT_F64(TG_SHAPE(2, 2), 1, 2, 3, 4). */
 tg_tensor *tgt_f64(int ndim, const int64_t *shape, const double *data);
