@@ -261,17 +261,15 @@ tg_status tg__lpe_composite(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logp
     if (st != TG_OK || (o->want_entropy && !h)) goto fail;
     if (!(lpv = tg__view(s, lp, lead, z->shape))) goto fail;
     if (h && !(hv = tg__view(s, h, lead, z->shape))) goto fail;
-    tg__tensor_release(lp);
-    tg__tensor_release(h);
-    tg__tensor_release(z2);
-    tg__tensor_release(idx);
-    tg__tensor_release(mask);
-    tg__tensor_release(yc);
     *lp_out = lpv;
     if (h_out) *h_out = hv;
-    return TG_OK;
+    lpv = hv = NULL; /* the caller's now */
+    st = TG_OK;
+    goto done;
 fail:
     st = tg_last_status();
+    if (st == TG_OK) st = TG_ERR_INTERNAL;
+done:
     free(owned);
     tg__tensor_release(lpv);
     tg__tensor_release(hv);
@@ -281,5 +279,5 @@ fail:
     tg__tensor_release(idx);
     tg__tensor_release(mask);
     tg__tensor_release(yc);
-    return st != TG_OK ? st : TG_ERR_INTERNAL;
+    return st;
 }
