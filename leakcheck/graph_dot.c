@@ -178,13 +178,14 @@ static bool visit(walk *w, const tg__node *start) {
         const tg__node *n = top->n;
         if (top->next < n->n_in) {
             const tg__edge *e = &n->edge[top->next++];
-            if (e->kind == TG__EDGE_LEAF) {
+            tg_tensor *leaf = tg__edge_leaf(e); /* NULL: the leaf is gone */
+            if (leaf) {
                 w->edges++;
-                if (pmap_get(&w->lmap, e->leaf) >= 0) continue;
+                if (pmap_get(&w->lmap, leaf) >= 0) continue;
                 if (!reserve((void **)&w->leaves, &w->cap_l, w->nl + 1, sizeof *w->leaves) ||
-                    !pmap_put(&w->lmap, e->leaf, (int64_t)w->nl))
+                    !pmap_put(&w->lmap, leaf, (int64_t)w->nl))
                     return false;
-                w->leaves[w->nl++] = e->leaf;
+                w->leaves[w->nl++] = leaf;
             } else if (e->kind == TG__EDGE_NODE) {
                 w->edges++;
                 if (pmap_get(&w->nmap, e->node) >= 0) continue;
@@ -392,9 +393,9 @@ static void write_leaf(FILE *f, const tg_tensor *t) {
 static void write_edges(FILE *f, const tg__node *n) {
     for (int i = 0; i < n->n_in; i++) {
         const tg__edge *e = &n->edge[i];
-        if (e->kind == TG__EDGE_LEAF) {
+        if (tg__edge_leaf(e)) {
             fprintf(f, "  n%llu -> t%llu;\n", (unsigned long long)n->id,
-                    (unsigned long long)e->leaf->id);
+                    (unsigned long long)tg__edge_leaf(e)->id);
         } else if (e->kind == TG__EDGE_NODE) {
             fprintf(f, "  n%llu -> n%llu", (unsigned long long)n->id,
                     (unsigned long long)e->node->id);

@@ -26,8 +26,10 @@ typedef struct {
 
 static int64_t idx_t(const tg_tensor *t) { return t && t->scan >= 0 ? t->scan : -1; }
 
-/* Calls f(ctx, j) for every object j that object i references. */
-static int neighbours(const objs *o, int64_t i, int64_t *out) {
+/* Lists in out every object that object i references (owns). leaf_edges:
+ * include a node's edges to leaves held by a strong handle (the handle, shared
+ * by every edge to that leaf, holds one reference: counted apart). */
+static int neighbours(const objs *o, int64_t i, int64_t *out, bool leaf_edges) {
     int k = 0;
     if (i < o->nt) {
         const tg_tensor *t = o->t[i];
@@ -35,15 +37,18 @@ static int neighbours(const objs *o, int64_t i, int64_t *out) {
         if (t->grad_fn && t->grad_fn->scan >= 0) out[k++] = o->nt + o->ns + t->grad_fn->scan;
         if (idx_t(t->grad) >= 0) out[k++] = idx_t(t->grad);
         if (idx_t(t->pending) >= 0) out[k++] = idx_t(t->pending);
+        if (idx_t(t->view_base) >= 0) out[k++] = idx_t(t->view_base);
     } else if (i >= o->nt + o->ns) {
         /* nodes have at most TG__MAX_IO edges and outputs; saved slots vary:
          * the caller passes a buffer sized for the largest node */
         const tg__node *n = o->nd[i - o->nt - o->ns];
         for (int e = 0; e < n->n_in; e++) {
-            if (n->edge[e].kind == TG__EDGE_NODE && n->edge[e].node->scan >= 0)
-                out[k++] = o->nt + o->ns + n->edge[e].node->scan;
-            else if (n->edge[e].kind == TG__EDGE_LEAF && idx_t(n->edge[e].leaf) >= 0)
-                out[k++] = idx_t(n->edge[e].leaf);
+            const tg__edge *ed = &n->edge[e];
+            if (ed->kind == TG__EDGE_NODE && ed->node->scan >= 0)
+                out[k++] = o->nt + o->ns + ed->node->scan;
+            else if (leaf_edges && ed->kind == TG__EDGE_LEAF && ed->ref->strong &&
+                     idx_t(ed->ref->leaf) >= 0)
+                out[k++] = idx_t(ed->ref->leaf); /* weak handles own nothing */
         }
         for (int sl = 0; sl < n->n_saved; sl++)
             if (n->saved[sl].storage && n->saved[sl].storage->scan >= 0)
@@ -62,7 +67,7 @@ static int64_t bfs(const objs *o, int64_t root, int64_t *queue, uint64_t *mark, 
     queue[tail++] = root;
     mark[root] = epoch;
     while (head < tail) {
-        int d = neighbours(o, queue[head++], nb);
+        int d = neighbours(o, queue[head++], nb, true);
         for (int q = 0; q < d; q++)
             if (mark[nb[q]] != epoch) {
                 mark[nb[q]] = epoch;
@@ -220,11 +225,14 @@ tg_leak_report *tg_leak_scan(void) {
     k = 0;
     for (tg__node *n = tg__reg_nodes(); n; n = n->reg_next) o.nd[n->scan = k++] = n;
 
-    /* 1. references held by other live objects; the rest come from outside */
+    /* 1. references held by other live objects; the rest come from outside.
+     * The edges to a leaf share one handle, which holds one reference. */
     for (int64_t i = 0; i < o.n; i++) {
-        int d = neighbours(&o, i, nb);
+        int d = neighbours(&o, i, nb, false);
         for (int q = 0; q < d; q++) internal[nb[q]]++;
     }
+    for (int64_t i = 0; i < o.nt; i++)
+        if (o.t[i]->leafref && o.t[i]->leafref->strong) internal[i]++;
     int64_t nroots = 0;
     for (int64_t i = 0; i < o.n; i++) {
         owner[i] = -1;
@@ -254,7 +262,7 @@ tg_leak_report *tg_leak_scan(void) {
             int64_t i = queue[head++];
             reach[i]++;
             owner[i] = owner[i] < 0 ? root : owner[i];
-            int d = neighbours(&o, i, nb);
+            int d = neighbours(&o, i, nb, true);
             for (int q = 0; q < d; q++) {
                 if (mark[nb[q]] == (uint64_t)ri + 1) continue;
                 mark[nb[q]] = (uint64_t)ri + 1;
@@ -283,7 +291,9 @@ tg_leak_report *tg_leak_scan(void) {
             }
             /* a leaf that only the graph holds (the program let go of it) */
             for (int e = 0; e < nd->n_in; e++) {
-                const tg_tensor *lf = nd->edge[e].kind == TG__EDGE_LEAF ? nd->edge[e].leaf : NULL;
+                const tg__edge *ed = &nd->edge[e];
+                const tg_tensor *lf = ed->kind == TG__EDGE_LEAF && ed->ref->strong
+                                          ? ed->ref->leaf : NULL;
                 int64_t li = idx_t(lf);
                 if (li < 0 || refcount_of(&o, li) > internal[li]) continue;
                 if (lf->storage->nbytes + 1 > best) {

@@ -1,9 +1,10 @@
 /* ops/inplace.c - in-place ops: add_, sub_, mul_, scale_, copy_, fill_ and
  * tg_mark_modified. Each bumps the storage's version counter and records its
  * name and call site, so that a later backward can name it. With grad mode on
- * they are refused on leaves that require grad and on views of tensors that
- * require grad; on other tensors that take part in the graph the op is
- * recorded (the tensor's grad_fn becomes the op's node). */
+ * and the tensor or the other operand requiring grad the op is recorded, as
+ * in PyTorch: refused on a leaf that requires grad (and on a view of one);
+ * on other tensors the tensor's grad_fn becomes the op's node, and on a view
+ * its base's grad_fn becomes a CopySlices node (ops/view_inplace.c). */
 #include <string.h>
 
 #include "tg_internal.h"
@@ -59,8 +60,9 @@ static bool overlapping(const tg_tensor *t) {
 }
 
 /* Argument and autograd checks shared by all in-place ops. other may be NULL
- * (scale_, fill_). Returns TG_OK or the error. */
-static tg_status check(ip_kind k, tg_tensor *t, tg_tensor *other) {
+ * (scale_, fill_). record: the op will be recorded in the graph. Returns
+ * TG_OK or the error. */
+static tg_status check(ip_kind k, tg_tensor *t, tg_tensor *other, bool record) {
     const char *who = ip_who[k];
     char a[160], b[160];
     const tg_tensor *to[2] = {t, other};
@@ -71,6 +73,10 @@ static tg_status check(ip_kind k, tg_tensor *t, tg_tensor *other) {
     if (other && k != IP_COPY && other->dtype != t->dtype)
         return tg__set_error(TG_ERR_DTYPE, "%s: dtypes differ (%s and %s)", who,
                              tg_dtype_name(t->dtype), tg_dtype_name(other->dtype));
+    if (record && !tg__is_float(t->dtype))
+        return tg__set_error(TG_ERR_DTYPE, "%s: cannot write a value that requires grad into a "
+                             "%s tensor ('%s'); convert it with tg_to_dtype first", who,
+                             tg_dtype_name(t->dtype), t->name);
     if (other) {
         int nd;
         int64_t bs[TG_MAX_DIMS];
@@ -88,18 +94,54 @@ static tg_status check(ip_kind k, tg_tensor *t, tg_tensor *other) {
         return tg__set_error(TG_ERR_LAYOUT, "%s: the modified tensor has overlapping elements "
                              "(an expand view, strides %s); clone it first", who,
                              tg__shape_str(a, sizeof a, t->ndim, t->strides));
-    if (!tg_is_grad_enabled()) return TG_OK;
+    if (!record) return TG_OK;
+    if (t->view_base) return tg__check_view_inplace(who, t);
     if (t->requires_grad && !t->grad_fn)
         return tg__set_error(TG_ERR_AUTOGRAD, "%s: a leaf tensor that requires grad ('%s') is "
                              "being used in an in-place operation; run it under TG_NO_GRAD "
                              "(e.g. an optimizer update) or use the out-of-place op", who,
                              t->name);
-    bool recording = t->requires_grad || (other && other->requires_grad && k != IP_FILL);
-    if (recording && t->is_view)
-        return tg__set_error(TG_ERR_AUTOGRAD, "%s: in-place modification of a view ('%s') is not "
-                             "differentiable in tapegrad; use the out-of-place op, or clone the "
-                             "view first", who, t->name);
     return TG_OK;
+}
+
+/* ---- overwriting ops: the recorded forms of fill_ and copy_ ------------------ *
+ * Their result does not depend on the tensor's old value, but (as in PyTorch)
+ * the tensor keeps its place in the graph: the old history receives a zero
+ * gradient, and copy_'s source the gradient summed to its shape. */
+
+static tg_status overwrite_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    const tg__meta *m0 = &n->in_meta[0];
+    if (n->edge[0].kind != TG__EDGE_NONE &&
+        !(gin[0] = tg__zeros_on(n->site, m0->device, m0->dtype, m0->ndim, m0->shape)))
+        return tg_last_status();
+    if (n->n_in > 1 && n->edge[1].kind != TG__EDGE_NONE) {
+        tg_tensor *c = tg__to_dtype(n->site, gout[0], n->in_meta[1].dtype);
+        gin[1] = c ? tg__sum_to(n->site, c, &n->in_meta[1]) : NULL;
+        tg__tensor_release(c);
+        if (!gin[1]) {
+            tg__tensor_release(gin[0]);
+            gin[0] = NULL;
+            return tg_last_status();
+        }
+    }
+    return TG_OK;
+}
+static const tg__op_def fill_def = {"FillBackward", overwrite_backward};
+static const tg__op_def copy_def = {"CopyBackward", overwrite_backward};
+
+/* A new tensor of t's shape and dtype holding src (broadcast, converted) or,
+ * when src is NULL, v; recorded with t (and src) as inputs. */
+static tg_tensor *overwrite(tg_site s, tg_tensor *t, tg_tensor *src, double v) {
+    tg_tensor *r = tg__new_output_on(s, src ? "tg_copy_" : "tg_fill_", t->storage->device,
+                                     t->dtype, t->ndim, t->shape);
+    if (!r) return NULL;
+    tg_status st = src ? tg__k_copy(r, src) : tg__k_fill(r, v);
+    tg_tensor *in[2] = {t, src};
+    if (st != TG_OK || !tg__record(s, src ? &copy_def : &fill_def, src ? 2 : 1, in, r)) {
+        tg__tensor_release(r);
+        return NULL;
+    }
+    return r;
 }
 
 /* The out-of-place equivalent, recorded in the graph (grad mode is on). */
@@ -109,26 +151,53 @@ static tg_tensor *out_of_place(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *ot
     case IP_SUB: return tg__sub(s, t, other);
     case IP_SCALE: return tg__scale(s, t, v);
     case IP_MUL: {
-        /* mul saves its operands: give it a copy of t, which is about to change */
+        if (!tg__req_grad(other)) return tg__mul(s, t, other); /* t is not saved then */
+        /* mul saves t for other's gradient: give it a copy, t is about to change */
         tg_tensor *c = tg__clone(s, t);
         if (!c) return NULL;
         tg_tensor *r = tg__mul(s, c, other);
         tg__tensor_release(c);
         return r;
     }
-    case IP_COPY: {
-        tg_tensor *e = tg__expand(s, other, t->ndim, t->shape);
-        if (!e) return NULL;
-        tg_tensor *c = tg__to_dtype(s, e, t->dtype);
-        tg__tensor_release(e);
-        if (!c) return NULL;
-        tg_tensor *r = tg__clone(s, c);
-        tg__tensor_release(c);
-        return r;
-    }
-    case IP_FILL: return NULL;
+    case IP_COPY: return overwrite(s, t, other, 0.0);
+    case IP_FILL: return overwrite(s, t, NULL, v);
     }
     return NULL;
+}
+
+/* A recorded in-place op: computed out of place, written into t, and t (or,
+ * for a view, its base) takes the result's history. Nothing changes on
+ * failure, but for a device kernel that fails while writing. */
+static tg_status apply_recorded(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, double v) {
+    tg_tensor *r = out_of_place(k, s, t, other, v);
+    if (!r) return tg_last_status();
+    tg__node *cs = NULL;
+    if (t->view_base && !(cs = tg__copyslices_new(s, t, r))) {
+        tg__tensor_release(r);
+        return tg_last_status();
+    }
+    tg_status st = tg__k_copy(t, r);
+    if (st != TG_OK) {
+        tg__node_release(cs);
+        tg__tensor_release(r);
+        return st;
+    }
+    if (cs) {
+        tg__copyslices_commit(cs, t); /* the base is rebased; t's grad_fn follows */
+    } else {
+        tg__node_retain(r->grad_fn);
+        tg__node_release(t->grad_fn);
+        t->grad_fn = r->grad_fn;
+        t->output_nr = r->output_nr;
+        t->requires_grad = true;
+        t->hist++; /* views of t made before now are stale */
+    }
+    tg__tensor_release(r);
+    tg__storage_bump(t->storage, ip_name[k], s);
+    /* the new history may lead back to t, or to a leaf owning t: no owning
+     * reference may go that way (no cycle) */
+    tg__unown_leaf_chain(t->view_base ? t->view_base : t);
+    return TG_OK;
 }
 
 static tg_status apply_on(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, double v);
@@ -151,59 +220,36 @@ static tg_status apply(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, dou
 
 static tg_status apply_on(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, double v) {
     const char *who = ip_who[k];
-    tg_status st = check(k, t, other);
+    bool record = tg_is_grad_enabled() && (tg__req_grad(t) || (other && tg__req_grad(other)));
+    tg_status st = check(k, t, other, record);
     if (st != TG_OK) return st;
+    if (record) return apply_recorded(k, s, t, other, v);
 
-    bool grad_on = tg_is_grad_enabled();
-    bool record = grad_on && k != IP_FILL &&
-                  (t->requires_grad || (other && other->requires_grad));
-    if (record) {
-        tg_tensor *r = out_of_place(k, s, t, other, v);
-        if (!r) return tg_last_status();
-        st = tg__k_copy(t, r);
-        if (st != TG_OK) {
-            tg__tensor_release(r);
+    tg_tensor *src = other;
+    if (other && other->storage == t->storage) { /* aliasing: read from a copy */
+        src = tg__tensor_new_on(s, who, t->storage->device, other->dtype, other->ndim,
+                                other->shape, TG_MEM_WORKSPACE);
+        if (!src) return tg_last_status();
+        if ((st = tg__k_copy(src, other)) != TG_OK) {
+            tg__tensor_release(src);
             return st;
         }
-        tg__node_retain(r->grad_fn);
-        tg__node_release(t->grad_fn);
-        t->grad_fn = r->grad_fn;
-        t->output_nr = r->output_nr;
-        t->requires_grad = r->grad_fn != NULL;
-        tg__tensor_release(r);
-    } else {
-        tg_tensor *src = other;
-        if (other && other->storage == t->storage) { /* aliasing: read from a copy */
-            src = tg__tensor_new_on(s, who, t->storage->device, other->dtype, other->ndim,
-                                    other->shape, TG_MEM_WORKSPACE);
-            if (!src) return tg_last_status();
-            if ((st = tg__k_copy(src, other)) != TG_OK) {
-                tg__tensor_release(src);
-                return st;
-            }
-        }
-        if (k == IP_COPY) {
-            st = tg__k_copy(t, src);
-        } else if (k == IP_FILL) {
-            st = tg__k_fill(t, v);
-        } else if (t->storage->device == TG_CPU) {
-            if (k == IP_SCALE) ip_scale_kernel(t, v);
-            else ip_binary_kernel(k, t, src);
-        } else { /* device kernels write through t's strides */
-            static const tg__binop bop[] = {[IP_ADD] = TG__BIN_ADD, [IP_SUB] = TG__BIN_SUB,
-                                            [IP_MUL] = TG__BIN_MUL};
-            if (k == IP_SCALE) st = tg__k_unary(TG__UN_SCALE, t, t, t->strides, v, 0.0);
-            else st = tg__k_binary(bop[k], t, t, src, 0.0, 0.0);
-        }
-        if (src != other) tg__tensor_release(src);
-        if (st != TG_OK) return st; /* a device kernel failed: t may be partly written */
-        if (k == IP_FILL && grad_on && t->grad_fn) {
-            /* a constant now: it no longer depends on its history */
-            tg__node_release(t->grad_fn);
-            t->grad_fn = NULL;
-            t->requires_grad = false;
-        }
     }
+    if (k == IP_COPY) {
+        st = tg__k_copy(t, src);
+    } else if (k == IP_FILL) {
+        st = tg__k_fill(t, v);
+    } else if (t->storage->device == TG_CPU) {
+        if (k == IP_SCALE) ip_scale_kernel(t, v);
+        else ip_binary_kernel(k, t, src);
+    } else { /* device kernels write through t's strides */
+        static const tg__binop bop[] = {[IP_ADD] = TG__BIN_ADD, [IP_SUB] = TG__BIN_SUB,
+                                        [IP_MUL] = TG__BIN_MUL};
+        if (k == IP_SCALE) st = tg__k_unary(TG__UN_SCALE, t, t, t->strides, v, 0.0);
+        else st = tg__k_binary(bop[k], t, t, src, 0.0, 0.0);
+    }
+    if (src != other) tg__tensor_release(src);
+    if (st != TG_OK) return st; /* a device kernel failed: t may be partly written */
     tg__storage_bump(t->storage, ip_name[k], s);
     return TG_OK;
 }

@@ -9,7 +9,7 @@ static tg_tensor *make_view(tg_site s, tg_tensor *t, int ndim, const int64_t *sh
                             const int64_t *strides, int64_t offset) {
     tg_tensor *v = tg__tensor_on(s, t->storage, t->dtype, ndim, shape, strides, offset);
     if (v) {
-        v->is_view = true;
+        tg__view_attach(v, t);
         memcpy(v->name, t->name, TG__NAME_LEN);
     }
     return v;
@@ -38,7 +38,7 @@ static tg_status slice_backward(tg__node *n, tg_tensor *const *gout, tg_tensor *
     int64_t start = n->iparam[1], step = n->iparam[2];
     int64_t st[TG_MAX_DIMS];
     memcpy(st, z->strides, sizeof st);
-    st[dim] *= step;
+    if (__builtin_mul_overflow(st[dim], step, &st[dim])) st[dim] = z->strides[dim]; /* tg_slice */
     tg_tensor *win = tg__tensor_on(n->site, z->storage, z->dtype, gout[0]->ndim, gout[0]->shape,
                                    st, start * z->strides[dim]);
     if (!win) {
@@ -72,8 +72,11 @@ tg_tensor *tg_slice_at(tg_site s, tg_tensor *t, int dim, int64_t start, int64_t 
     int64_t shape[TG_MAX_DIMS], strides[TG_MAX_DIMS];
     memcpy(shape, t->shape, sizeof shape);
     memcpy(strides, t->strides, sizeof strides);
-    shape[d] = (end - start + step - 1) / step;
-    strides[d] = t->strides[d] * step;
+    shape[d] = end == start ? 0 : (end - start - 1) / step + 1; /* no overflow for any step */
+    /* stride * step, as PyTorch. With two or more elements the product stays
+     * within the tensor's extent; it can overflow only for a huge step that
+     * leaves at most one element, whose stride is never used (keep it then). */
+    if (__builtin_mul_overflow(t->strides[d], step, &strides[d])) strides[d] = t->strides[d];
     tg_tensor *v = make_view(s, t, t->ndim, shape, strides, t->offset + start * t->strides[d]);
     int64_t ip[3] = {d, start, step};
     return tg__ret(finish(s, &slice_def, t, v, ip, 3));
@@ -96,21 +99,17 @@ static int resolve_shape(const char *who, const tg_tensor *t, int ndim, const in
                -1;
     if (ndim > 0 && tg__null_arg(shape, who, "shape")) return -1;
     int infer = -1;
-    int64_t known = 1;
     for (int d = 0; d < ndim; d++) {
         if (shape[d] == -1) {
             if (infer >= 0)
                 return tg__set_error(TG_ERR_VALUE, "%s: only one dimension can be -1", who), -1;
             infer = d;
-        } else if (shape[d] < 0) {
-            return tg__set_error(TG_ERR_VALUE, "%s: negative size %lld in dimension %d", who,
-                                 (long long)shape[d], d),
-                   -1;
-        } else {
-            known *= shape[d];
         }
-        out[d] = shape[d];
+        out[d] = shape[d] == -1 ? 1 : shape[d];
     }
+    /* sizes >= 0 and products bounded (checked arithmetic), -1 counted as 1 */
+    int64_t known = tg__shape_check(who, ndim, out);
+    if (known < 0) return -1;
     int64_t numel = tg__numel(t->ndim, t->shape);
     char a[160], b[160];
     if (infer >= 0) {
@@ -120,6 +119,8 @@ static int resolve_shape(const char *who, const tg_tensor *t, int ndim, const in
                                  (long long)numel),
                    -1;
         out[infer] = numel / known;
+        /* the inferred size may make the extent too large when another size is 0 */
+        if (tg__shape_check(who, ndim, out) < 0) return -1;
     } else if (known != numel) {
         return tg__set_error(TG_ERR_SHAPE, "%s: shape %s is invalid for a tensor of shape %s "
                              "(%lld elements)", who, tg__shape_str(a, sizeof a, ndim, shape),
@@ -276,6 +277,7 @@ tg_tensor *tg__expand(tg_site s, tg_tensor *t, int ndim, const int64_t *shape) {
                             tg__shape_str(b, sizeof b, ndim, shape), i, (long long)have);
         }
     }
+    if (tg__shape_check("tg_expand", ndim, ns) < 0) return NULL;
     tg_tensor *v = make_view(s, t, ndim, ns, st, t->offset);
     return finish(s, &expand_def, t, v, NULL, 0);
 }

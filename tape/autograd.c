@@ -20,19 +20,26 @@ tg_status tg_set_requires_grad(tg_tensor *t, bool requires_grad) {
         return tg__set_error(TG_ERR_DTYPE, "tg_set_requires_grad: only f32/f64 tensors can "
                                            "require grad ('%s' is %s)",
                              t->name, tg_dtype_name(t->dtype));
-    if (t->grad_fn)
+    if (tg__has_grad_fn(t)) {
+        tg__node *fn;
+        if (!tg__grad_fn(t, &fn)) return tg_last_status();
         return tg__set_error(TG_ERR_AUTOGRAD, "tg_set_requires_grad: '%s' is not a leaf (its "
                                               "grad_fn is %s); requires_grad can only be set on "
                                               "leaves. Use tg_detach to get a leaf.",
-                             t->name, t->grad_fn->name);
+                             t->name, fn->name);
+    }
     t->requires_grad = requires_grad;
     return TG_OK;
 }
 
-bool tg_requires_grad(const tg_tensor *t) { return t && t->requires_grad; }
-bool tg_is_leaf(const tg_tensor *t) { return t && !t->grad_fn; }
+bool tg_requires_grad(const tg_tensor *t) { return t && tg__req_grad(t); }
+bool tg_is_leaf(const tg_tensor *t) { return t && !tg__has_grad_fn(t); }
 const char *tg_grad_fn_name(const tg_tensor *t) {
-    return t && t->grad_fn ? t->grad_fn->name : NULL;
+    if (!t || !tg__has_grad_fn(t)) return NULL;
+    /* a view's grad_fn may have to be made first (PyTorch does the same when
+     * .grad_fn is read); t is not const to the library */
+    tg__node *fn;
+    return tg__grad_fn((tg_tensor *)t, &fn) && fn ? fn->name : NULL;
 }
 
 tg_tensor *tg_grad(const tg_tensor *t) {
@@ -42,8 +49,7 @@ tg_tensor *tg_grad(const tg_tensor *t) {
 
 tg_status tg_zero_grad(tg_tensor *t) {
     if (tg__null_arg(t, "tg_zero_grad", "t")) return tg_last_status();
-    tg__tensor_release(t->grad);
-    t->grad = NULL;
+    tg__set_grad(t, NULL);
     return TG_OK;
 }
 

@@ -97,7 +97,7 @@ static tg_status accumulate(tg_site s, tg_tensor **slot, tg_tensor *g) {
 
 static tg_status check_root(tg_tensor *root, tg_tensor *grad) {
     char a[160], b[160];
-    if (!root->requires_grad)
+    if (!tg__req_grad(root))
         return tg__set_error(TG_ERR_AUTOGRAD,
                              "tg_backward: tensor '%s' does not require grad and has no grad_fn "
                              "(was it computed under no-grad, or only from tensors that do not "
@@ -158,8 +158,7 @@ static void install_leaf(tg_tensor *leaf) {
         tg__cpu_accumulate(leaf->grad, g);
         tg__tensor_release(g);
     } else {
-        tg__tensor_release(leaf->grad);
-        leaf->grad = g;
+        tg__set_grad(leaf, g);
     }
 }
 
@@ -203,7 +202,17 @@ tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
         }
     }
 
-    if (!root->grad_fn) { /* a leaf: its gradient is the seed */
+    tg__node *rn;
+    if (!tg__grad_fn(root, &rn)) { /* a view's grad_fn could not be made */
+        tg__tensor_release(seed);
+        st = tg_last_status();
+        goto done;
+    }
+    if (!rn && !root->requires_grad) { /* a view made in no-grad mode: its gradient goes */
+        tg__tensor_release(seed);      /* nowhere, as in PyTorch */
+        goto done;
+    }
+    if (!rn) { /* a leaf: its gradient is the seed */
         root->pending = seed;
         st = prepare_leaf(root);
         if (st == TG_OK) install_leaf(root);
@@ -214,7 +223,6 @@ tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
 
     /* (1) reachable nodes and dependency counts */
     uint64_t epoch = atomic_fetch_add(&g_epoch, 1);
-    tg__node *rn = root->grad_fn;
     rn->mark = epoch;
     rn->deps = 0;
     if (!vec_push(&nodes, rn)) goto fail_seed;
@@ -288,15 +296,23 @@ tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
             }
             tg_tensor *g = gin[i];
             gin[i] = NULL;
+            tg_tensor *leaf = tg__edge_leaf(e);
             if (e->kind == TG__EDGE_NODE) {
                 st = accumulate(n->site, &e->node->gbuf[e->output_nr], g);
+            } else if (!leaf) { /* the leaf is gone: nobody can read its gradient */
+                tg__tensor_release(g);
             } else {
-                if (!e->leaf->pending && !vec_push(&leaves, e->leaf)) {
-                    tg__tensor_release(g);
-                    st = tg_last_status();
-                    break;
+                /* held until the commit (a custom backward may release the leaf) */
+                if (!leaf->pending) {
+                    if (!vec_push(&leaves, leaf)) {
+                        tg__tensor_release(g);
+                        st = tg_last_status();
+                        break;
+                    }
+                    tg_retain(leaf);
+                    leaf->lib_refs++;
                 }
-                st = accumulate(n->site, &e->leaf->pending, g);
+                st = accumulate(n->site, &leaf->pending, g);
             }
         }
         for (int i = 0; i < n->n_in; i++) tg__tensor_release(gin[i]);
@@ -332,6 +348,8 @@ done:
         tg_tensor *l = leaves.v[i];
         tg__tensor_release(l->pending);
         l->pending = NULL;
+        l->lib_refs--;
+        tg__tensor_release(l);
     }
     free(nodes.v);
     free(ready.v);

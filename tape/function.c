@@ -116,7 +116,7 @@ tg_status tg_function_apply_at(tg_site s, const tg_function *fn, void *user, int
                     st = tg__set_error(TG_ERR_VALUE, "%s: forward of %s returned the same "
                                                      "tensor as outputs %d and %d", who, fn->name,
                                        j, k);
-            if (st == TG_OK && (o->grad_fn || o->requires_grad))
+            if (st == TG_OK && tg__req_grad(o))
                 st = tg__set_error(TG_ERR_VALUE, "%s: forward of %s returned output %d that "
                                                  "already requires grad; return a new tensor",
                                    who, fn->name, k);

@@ -45,10 +45,10 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, void *user, int n_in, tg_tensor *cons
             return tg__set_error(TG_ERR_DEVICE, "%s: input %d is on %s; the checker perturbs "
                                  "inputs on the CPU only", who, i,
                                  tg__device_name(t->storage->device));
-        if (t->requires_grad && !tg__is_float(t->dtype))
+        if (tg__req_grad(t) && !tg__is_float(t->dtype))
             return tg__set_error(TG_ERR_DTYPE, "%s: input %d is %s", who, i,
                                  tg_dtype_name(t->dtype));
-        if (t->requires_grad && t->grad_fn)
+        if (tg__req_grad(t) && tg__has_grad_fn(t))
             return tg__set_error(TG_ERR_VALUE, "%s: input %d ('%s') is not a leaf", who, i,
                                  t->name);
         for (int d = 0; d < t->ndim && tg__numel(t->ndim, t->shape) > 0; d++)
@@ -82,8 +82,14 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, void *user, int n_in, tg_tensor *cons
     int64_t total = 0;
     for (int i = 0; i < n_in; i++)
         if (inputs[i]->requires_grad) total += tg__numel(inputs[i]->ndim, inputs[i]->shape);
-    ja = tg__xcalloc((size_t)(total * m) + 1, sizeof(double));
-    jn = tg__xcalloc((size_t)(total * m) + 1, sizeof(double));
+    int64_t cells;
+    if (__builtin_mul_overflow(total, m, &cells) || cells > TG__MAX_NUMEL) {
+        st = tg__set_error(TG_ERR_SHAPE, "%s: a Jacobian of %lld inputs x %lld outputs is too "
+                           "large", who, (long long)total, (long long)m);
+        goto out;
+    }
+    ja = tg__xcalloc((size_t)cells + 1, sizeof(double));
+    jn = tg__xcalloc((size_t)cells + 1, sizeof(double));
     yp = tg__xcalloc((size_t)m + 1, sizeof(double));
     ym = tg__xcalloc((size_t)m + 1, sizeof(double));
     if (!ja || !jn || !yp || !ym) {
@@ -92,7 +98,7 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, void *user, int n_in, tg_tensor *cons
     }
 
     /* analytical: row j of the Jacobian from backward with seed e_j */
-    if (y->requires_grad) {
+    if (tg__req_grad(y)) {
         seed = tg__tensor_new(y->site, who, y->dtype, y->ndim, y->shape, TG_MEM_WORKSPACE);
         if (!seed) {
             st = tg_last_status();
@@ -113,8 +119,7 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, void *user, int n_in, tg_tensor *cons
                     for (int64_t e = 0; e < ni; e++)
                         col[e * m + j] = get_at(t->grad, t->grad->offset + tg__offset_of(
                                                     e, t->ndim, t->shape, t->grad->strides));
-                    tg__tensor_release(t->grad);
-                    t->grad = NULL;
+                    tg__set_grad(t, NULL);
                 }
                 base += ni;
             }
@@ -177,8 +182,8 @@ out:
     free(jn);
     free(yp);
     free(ym);
-    for (int i = 0; i < n_in; i++) {
-        tg__tensor_release(inputs[i]->grad);
+    for (int i = 0; i < n_in; i++) { /* saved_grad[i] kept its library reference */
+        tg__set_grad(inputs[i], NULL);
         inputs[i]->grad = saved_grad[i];
     }
     tg_set_grad_enabled(prev_grad);

@@ -6,11 +6,63 @@
 
 #include "tg_internal.h"
 
+bool tg__req_grad(const tg_tensor *t) {
+    return t->requires_grad || t->grad_fn || (t->view_base && tg__req_grad(t->view_base));
+}
+
 bool tg__needs_grad(int n_in, tg_tensor *const *inputs) {
     if (!tg_is_grad_enabled()) return false;
     for (int i = 0; i < n_in; i++)
-        if (inputs[i] && inputs[i]->requires_grad) return true;
+        if (inputs[i] && tg__req_grad(inputs[i])) return true;
     return false;
+}
+
+/* A new reference to t's leaf handle (made with the first edge). NULL on NOMEM. */
+static tg__leafref *leafref_of(tg_tensor *t) {
+    if (t->leafref) {
+        t->leafref->refcount++;
+        return t->leafref;
+    }
+    tg__leafref *r = tg__xmalloc(sizeof *r);
+    if (!r) return NULL;
+    r->refcount = 1;
+    r->leaf = t;
+    r->strong = !t->view_base; /* a view owns its base: holding it could close a cycle */
+    if (r->strong) {
+        tg_retain(t);
+        t->lib_refs++;
+    }
+    t->leafref = r;
+    return r;
+}
+
+/* Drops the handle's reference to its leaf (the leaf may be freed). */
+static void unown(tg__leafref *r) {
+    if (!r->strong) return;
+    r->strong = false;
+    r->leaf->lib_refs--;
+    tg__tensor_release(r->leaf);
+}
+
+void tg__leafref_release(tg__leafref *r) {
+    if (!r || --r->refcount > 0) return;
+    if (r->leaf) r->leaf->leafref = NULL;
+    if (r->strong) {
+        r->strong = false;
+        r->leaf->lib_refs--;
+        tg__tensor_release(r->leaf);
+    }
+    free(r);
+}
+
+void tg__unown_leaf_chain(tg_tensor *t) {
+    tg_tensor *x = tg_retain(t);
+    while (x) {
+        tg_tensor *next = tg_retain(x->grad_owner);
+        if (x->leafref) unown(x->leafref);
+        tg__tensor_release(x);
+        x = next;
+    }
 }
 
 static void meta_of(tg__meta *m, const tg_tensor *t) {
@@ -41,23 +93,32 @@ tg__node *tg__node_new(tg_site s, const tg__op_def *op, const char *name, int n_
     n->site = s;
     n->n_in = n_in;
     n->n_out = n_out;
+    tg__reg_node_add(n);
     for (int i = 0; i < n_in; i++) {
         tg_tensor *t = inputs[i];
         if (!t) continue;
         meta_of(&n->in_meta[i], t);
-        if (!t->requires_grad) continue;
-        if (t->grad_fn) {
+        if (!tg__req_grad(t)) continue;
+        tg__node *fn;
+        if (!tg__grad_fn(t, &fn)) goto fail; /* brings a view's up to date */
+        if (fn) {
             n->edge[i].kind = TG__EDGE_NODE;
-            n->edge[i].node = t->grad_fn;
+            n->edge[i].node = fn;
             n->edge[i].output_nr = t->output_nr;
-            tg__node_retain(t->grad_fn);
-        } else {
+            tg__node_retain(fn);
+        } else if (t->requires_grad) {
+            /* A leaf. (A view made in no-grad mode of a base that requires grad
+             * requires grad but has neither: its gradient goes nowhere, as in
+             * PyTorch.) */
+            n->edge[i].ref = leafref_of(t);
+            if (!n->edge[i].ref) goto fail;
             n->edge[i].kind = TG__EDGE_LEAF;
-            n->edge[i].leaf = tg_retain(t);
         }
     }
-    tg__reg_node_add(n);
     return n;
+fail:
+    tg__node_release(n);
+    return NULL;
 }
 
 void tg__node_set_output(tg__node *n, int k, tg_tensor *out) {
@@ -211,7 +272,7 @@ void tg__node_release(tg__node *n) {
         for (int i = 0; i < cur->n_in; i++) {
             tg__edge *e = &cur->edge[i];
             if (e->kind == TG__EDGE_LEAF) {
-                tg__tensor_release(e->leaf);
+                tg__leafref_release(e->ref);
             } else if (e->kind == TG__EDGE_NODE && --e->node->refcount == 0) {
                 e->node->free_next = todo;
                 todo = e->node;

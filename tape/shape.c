@@ -1,5 +1,32 @@
-/* tape/shape.c - NumPy broadcasting of shapes and strides. */
+/* tape/shape.c - shape validation with checked arithmetic, NumPy
+ * broadcasting of shapes and strides. */
 #include "tg_internal.h"
+
+int64_t tg__shape_check(const char *who, int ndim, const int64_t *shape) {
+    if (ndim < 0 || ndim > TG_MAX_DIMS)
+        return tg__set_error(TG_ERR_VALUE, "%s: ndim %d outside [0, %d]", who, ndim, TG_MAX_DIMS),
+               -1;
+    if (ndim > 0 && !shape)
+        return tg__set_error(TG_ERR_NULL, "%s: argument 'shape' is NULL with ndim %d", who, ndim),
+               -1;
+    int64_t n = 1, extent = 1;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] < 0)
+            return tg__set_error(TG_ERR_VALUE, "%s: negative size %lld in dimension %d", who,
+                                 (long long)shape[d], d),
+                   -1;
+        int64_t sz = shape[d] ? shape[d] : 1;
+        if (__builtin_mul_overflow(extent, sz, &extent) || extent > TG__MAX_NUMEL) {
+            char buf[160];
+            return tg__set_error(TG_ERR_SHAPE, "%s: shape %s is too large (the product of its "
+                                 "sizes, counting 0 as 1, exceeds 2^60)", who,
+                                 tg__shape_str(buf, sizeof buf, ndim, shape)),
+                   -1;
+        }
+        n *= shape[d]; /* <= extent: cannot overflow */
+    }
+    return n;
+}
 
 tg_status tg__broadcast_shapes(const char *who, int na, const int64_t *sa, int nb,
                                const int64_t *sb, int *nout, int64_t *out) {

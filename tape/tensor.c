@@ -33,6 +33,7 @@ int64_t tg__numel(int ndim, const int64_t *shape) {
 }
 
 bool tg__is_contiguous(const tg_tensor *t) {
+    if (tg__numel(t->ndim, t->shape) == 0) return true; /* as PyTorch: no element to misplace */
     int64_t expect = 1;
     for (int d = t->ndim - 1; d >= 0; d--) {
         if (t->shape[d] != 1 && t->strides[d] != expect) return false;
@@ -56,27 +57,7 @@ int tg__wrap_dim(const char *who, int dim, int ndim) {
 static int64_t check_shape(const char *who, tg_dtype dt, int ndim, const int64_t *shape) {
     if (tg_dtype_size(dt) == 0)
         return tg__set_error(TG_ERR_DTYPE, "%s: invalid dtype %d", who, (int)dt), -1;
-    if (ndim < 0 || ndim > TG_MAX_DIMS)
-        return tg__set_error(TG_ERR_VALUE, "%s: ndim %d outside [0, %d]", who, ndim, TG_MAX_DIMS),
-               -1;
-    if (ndim > 0 && !shape)
-        return tg__set_error(TG_ERR_NULL, "%s: argument 'shape' is NULL with ndim %d", who, ndim),
-               -1;
-    int64_t n = 1;
-    for (int d = 0; d < ndim; d++) {
-        if (shape[d] < 0)
-            return tg__set_error(TG_ERR_VALUE, "%s: negative size %lld in dimension %d", who,
-                                 (long long)shape[d], d),
-                   -1;
-        if (shape[d] > 0 && n > (INT64_MAX / 8) / shape[d]) {
-            char buf[160];
-            return tg__set_error(TG_ERR_SHAPE, "%s: shape %s has too many elements", who,
-                                 tg__shape_str(buf, sizeof buf, ndim, shape)),
-                   -1;
-        }
-        n *= shape[d];
-    }
-    return n;
+    return tg__shape_check(who, ndim, shape);
 }
 
 tg_tensor *tg__tensor_on(tg_site s, tg__storage *st, tg_dtype dt, int ndim,
@@ -145,11 +126,33 @@ tg_tensor *tg__zeros_on(tg_site s, tg_device dev, tg_dtype dt, int ndim, const i
 void tg__tensor_release(tg_tensor *t) {
     if (!t || --t->refcount > 0) return;
     tg__reg_tensor_del(t);
+    if (t->leafref) t->leafref->leaf = NULL; /* a weak handle: edges see the leaf is gone */
     tg__storage_release(t->storage);
-    tg__tensor_release(t->grad); /* a .grad never has a grad_fn or a .grad: depth 1 */
+    /* Depth: a strong leaf handle never holds a tensor that has a grad_fn or
+     * whose .grad has one (tg__unown_leaf_chain), and a view's base is never a
+     * view: the recursion below is shallow. */
+    tg__set_grad(t, NULL);
     tg__tensor_release(t->pending);
     tg__node_release(t->grad_fn);
+    if (t->view_base) {
+        t->view_base->lib_refs--;
+        tg__tensor_release(t->view_base);
+    }
     free(t);
+}
+
+void tg__set_grad(tg_tensor *leaf, tg_tensor *g) {
+    if (g) {
+        g->lib_refs++;
+        g->grad_owner = leaf;
+    }
+    tg_tensor *old = leaf->grad;
+    leaf->grad = g;
+    if (old) {
+        old->lib_refs--;
+        if (old->grad_owner == leaf) old->grad_owner = NULL;
+        tg__tensor_release(old);
+    }
 }
 
 tg_tensor *tg_retain(tg_tensor *t) {
@@ -159,14 +162,17 @@ tg_tensor *tg_retain(tg_tensor *t) {
 
 tg_status tg_release(tg_tensor *t) {
     if (!t) return TG_OK;
-    /* Refused while any open scope owns it: the reference given back could be
-     * the scope's own (a library object may hold others), and the scope
-     * would then free it a second time. */
-    if (t->scope_refs > 0)
+    /* Refused when every reference left is owned by open scopes: the one given
+     * back would be a scope's, which would then free the tensor a second time.
+     * References beyond the scopes' and the library's own (lib_refs) are the
+     * caller's (tg_retain, a function that returned t itself while the scopes
+     * were hidden) and can be given back. */
+    if (t->refcount - t->lib_refs <= t->scope_refs)
         return tg__set_error(TG_ERR_STATE,
-                             "tg_release: tensor '%s' is owned by an open scope; it is released "
-                             "by tg_scope_end (take it out with tg_scope_keep, or release "
-                             "references of your own after the scope ends)",
+                             "tg_release: every reference to tensor '%s' is owned by an open "
+                             "scope; it is released by tg_scope_end (take it out with "
+                             "tg_scope_keep, or release references of your own after the "
+                             "scope ends)",
                              t->name);
     tg__tensor_release(t);
     return TG_OK;
@@ -385,8 +391,9 @@ tg_status tg_print(FILE *f, const tg_tensor *t, int max_elems) {
     fprintf(f, "%s%s%s%s", t->name, t->name[0] ? " " : "", tg_dtype_name(t->dtype),
             tg__shape_str(buf, sizeof buf, t->ndim, t->shape));
     if (t->storage->device != TG_CPU) fprintf(f, " (%s)", tg__device_name(t->storage->device));
-    if (t->grad_fn) fprintf(f, " (grad_fn=%s)", t->grad_fn->name);
-    else if (t->requires_grad) fprintf(f, " (requires_grad)");
+    const char *fn = tg_grad_fn_name(t);
+    if (fn) fprintf(f, " (grad_fn=%s)", fn);
+    else if (tg__req_grad(t)) fprintf(f, " (requires_grad)");
     fprintf(f, " [");
     for (int64_t i = 0; i < n && i < max_elems; i++) {
         double v = read_elem(base, t->dtype,

@@ -43,6 +43,7 @@
 
 typedef struct tg__storage tg__storage;
 typedef struct tg__node tg__node;
+typedef struct tg__leafref tg__leafref;
 
 /* ---- errors (tape/error.c) ----------------------------------------------- */
 
@@ -131,18 +132,31 @@ void tg__storage_bump(tg__storage *st, const char *op, tg_site site);
 struct tg_tensor {
     int refcount;
     int scope_refs;            /* references owned by open scopes */
+    int lib_refs;              /* references held by library objects: a view's base, a
+                                  leaf's .grad, a strong leaf handle, backward's list of
+                                  leaves */
     tg__storage *storage;
     tg_dtype dtype;
     int ndim;
     int64_t shape[TG_MAX_DIMS];
     int64_t strides[TG_MAX_DIMS]; /* in elements */
     int64_t offset;               /* in elements */
-    bool requires_grad;
-    bool is_view;              /* made by a view op from a tensor that required grad */
-    tg__node *grad_fn;         /* owning, NULL for leaves */
+    bool requires_grad;        /* set on leaves by the user; true on every non-leaf. A view
+                                  also requires grad when its base does (tg__req_grad) */
+    tg__node *grad_fn;         /* owning, NULL for leaves; for a view see tg__grad_fn */
     int output_nr;             /* which output of grad_fn */
     tg_tensor *grad;           /* owning, leaves only */
     tg_tensor *pending;        /* backward scratch: gradient being accumulated */
+    tg__leafref *leafref;      /* not owning: the handle graph edges hold on this leaf, NULL
+                                  while no edge points to it */
+    tg_tensor *grad_owner;     /* not owning: the leaf whose .grad this tensor is, or NULL */
+    /* Views (PyTorch's view + in-place semantics, ops/view_inplace.c). */
+    tg_tensor *view_base;      /* owning: the tensor (never itself a view) whose storage a view
+                                  op's result shares; NULL for tensors that are not views */
+    uint64_t view_hist;        /* view_base->hist when grad_fn was last made */
+    uint8_t view_kind;         /* tg__view_kind: how the view was created */
+    uint64_t hist;             /* bases: bumped each time a recorded in-place op (on the
+                                  tensor or on one of its views) replaces grad_fn */
     char name[TG__NAME_LEN];
     tg_site site;
     uint64_t id, step;
@@ -170,6 +184,9 @@ tg_tensor *tg__new_output_on(tg_site s, const char *who, tg_device dev, tg_dtype
 /* A zero-filled tensor on dev (category tg__op_category()). */
 tg_tensor *tg__zeros_on(tg_site s, tg_device dev, tg_dtype dt, int ndim, const int64_t *shape);
 void tg__tensor_release(tg_tensor *t); /* ignores scope ownership */
+/* Replaces leaf's .grad with g (taking over the caller's reference to g; NULL
+ * to drop it), keeping lib_refs in step. */
+void tg__set_grad(tg_tensor *leaf, tg_tensor *g);
 /* Hands t to the innermost open scope (unless scopes are suspended); returns t. */
 tg_tensor *tg__ret(tg_tensor *t);
 /* Hides the scopes open now (during backward and custom-function callbacks:
@@ -200,6 +217,15 @@ static inline int64_t tg__to_i64(double v) {
 
 /* ---- shapes and strided iteration (tape/shape.c) ------------------------------ */
 
+/* Every tensor's shape satisfies prod(max(size, 1)) <= TG__MAX_NUMEL, so that
+ * element counts, strides and byte sizes of it and of any subset of its dims
+ * are computed without overflow (and bytes fit in int64 for 8-byte dtypes). */
+#define TG__MAX_NUMEL ((int64_t)1 << 60)
+/* Checks ndim (0..8), shape (non-NULL when ndim > 0, sizes >= 0) and the
+ * bound above with checked arithmetic. Returns the element count, or -1 with
+ * TG_ERR_VALUE / TG_ERR_NULL / TG_ERR_SHAPE (message naming `who`). */
+int64_t tg__shape_check(const char *who, int ndim, const int64_t *shape);
+
 /* NumPy broadcasting of two shapes into out (ndim *nout). TG_ERR_SHAPE with a
  * message naming `who` when they do not broadcast. */
 tg_status tg__broadcast_shapes(const char *who, int na, const int64_t *sa, int nb,
@@ -221,6 +247,41 @@ static inline int64_t tg__offset_of(int64_t lin, int ndim, const int64_t *shape,
     return off;
 }
 
+/* ---- views and in-place ops on them (ops/view_inplace.c) ------------------------ */
+
+typedef enum {
+    TG__VIEW_DEFAULT = 0, /* made with grad mode on */
+    TG__VIEW_NO_GRAD,     /* made with grad mode off */
+    TG__VIEW_CUSTOM       /* returned by a custom function's forward */
+} tg__view_kind;
+
+/* Makes v (a new handle on src's storage) a view: its base is src's base, or
+ * src itself when src is not a view. */
+void tg__view_attach(tg_tensor *v, tg_tensor *src);
+/* Sets *fn to t's grad_fn (NULL for none; borrowed), first brought up to
+ * date for a view whose base's history was rebased by a recorded in-place op
+ * since the view's grad_fn was made (or that had none, and whose base now
+ * has one): the new grad_fn is an AsStridedBackward node routing the view's
+ * gradient into its window of the base. Returns false with the error set
+ * (TG_ERR_NOMEM; TG_ERR_AUTOGRAD for a view made in no-grad mode or by a
+ * custom function, which PyTorch also refuses to rebase). */
+bool tg__grad_fn(tg_tensor *t, tg__node **fn);
+/* Whether tg__grad_fn(t) would return a node (never changes t). */
+bool tg__has_grad_fn(const tg_tensor *t);
+/* For a recorded in-place op on view t whose out-of-place result is r (a new
+ * tensor of t's shape with its grad_fn): records the CopySlices node that
+ * becomes the base's grad_fn (input 0 the base's old history, input 1 r) and
+ * returns it unattached, so that nothing changes if writing the data then
+ * fails. tg__copyslices_commit attaches it once the data is written. NULL
+ * with the error set on failure. */
+tg__node *tg__copyslices_new(tg_site s, tg_tensor *t, tg_tensor *r);
+void tg__copyslices_commit(tg__node *n, tg_tensor *t);
+/* Checks that a recorded in-place op may modify view t (PyTorch's rules):
+ * TG_ERR_AUTOGRAD for a view made in no-grad mode or by a custom function,
+ * and for a view of a leaf that requires grad; TG_ERR_LAYOUT when the base
+ * has overlapping elements. `who` names the op. */
+tg_status tg__check_view_inplace(const char *who, const tg_tensor *t);
+
 /* ---- graph nodes (tape/node.c) ------------------------------------------------ */
 
 typedef struct tg__meta {
@@ -232,12 +293,34 @@ typedef struct tg__meta {
 
 typedef enum { TG__EDGE_NONE = 0, TG__EDGE_NODE, TG__EDGE_LEAF } tg__edge_kind;
 
+/* The handle graph edges hold on a leaf (PyTorch's AccumulateGrad): created
+ * with the first edge to the leaf, freed with the last. While `strong` it
+ * owns one reference to the leaf, so a graph keeps its leaves alive (a kept
+ * loss keeps its parameters and their .grad, as in PyTorch). It is made weak
+ * (tg__unown_leaf_chain) when a recorded in-place op gives the leaf, or a
+ * tensor the leaf owns through .grad, a history of its own: that history can
+ * lead back to the leaf, and an owning reference there would close a cycle
+ * (x -> grad_fn -> ... -> edge -> x). Handles on views are weak from the
+ * start (a view owns its base). A weak handle's leaf sets `leaf` to NULL when
+ * it dies; a gradient for it is then dropped (nobody can read it). */
+struct tg__leafref {
+    int refcount;      /* edges holding it */
+    bool strong;
+    tg_tensor *leaf;   /* owning while strong; NULL once a weakly held leaf died */
+};
+
 typedef struct tg__edge {
     tg__edge_kind kind;
     tg__node *node;    /* owning, kind NODE */
     int output_nr;     /* kind NODE */
-    tg_tensor *leaf;   /* owning, kind LEAF */
+    tg__leafref *ref;  /* owning the handle, kind LEAF */
 } tg__edge;
+
+/* The leaf an edge of kind LEAF points to, or NULL (another kind, or the
+ * leaf has been freed). */
+static inline tg_tensor *tg__edge_leaf(const tg__edge *e) {
+    return e->kind == TG__EDGE_LEAF && e->ref ? e->ref->leaf : NULL;
+}
 
 typedef struct tg__saved {
     tg__storage *storage;       /* owning; NULL once freed */
@@ -290,8 +373,13 @@ struct tg__node {
 
 /* True when grad mode is on and some non-NULL input requires grad. */
 bool tg__needs_grad(int n_in, tg_tensor *const *inputs);
-/* Creates a node with edges to the inputs (retaining their grad_fn, or the
- * leaf itself when it requires grad) and their metadata. NULL on NOMEM. */
+/* PyTorch's requires_grad: a leaf's flag, any non-leaf, and a view whose base
+ * requires grad. */
+bool tg__req_grad(const tg_tensor *t);
+/* Creates a node with edges to the inputs (retaining their grad_fn, after
+ * tg__grad_fn brought a view's up to date; or a weak handle on a leaf that
+ * requires grad) and their metadata. NULL with the error set on NOMEM or when
+ * a view's grad_fn cannot be made (tg__grad_fn). */
 tg__node *tg__node_new(tg_site s, const tg__op_def *op, const char *name, int n_in,
                        tg_tensor *const *inputs, int n_out);
 /* Makes n the grad_fn of out as output k (n gains a reference). */
@@ -311,6 +399,12 @@ tg_status tg__node_check_saved(tg__node *n, int i);
 /* Frees the saved tensors (after backward without retain_graph). */
 void tg__node_free_saved(tg__node *n);
 void tg__node_retain(tg__node *n);
+void tg__leafref_release(tg__leafref *r);
+/* After a recorded in-place op gave t (a tensor that is not a view) a new
+ * history: makes the leaf handles of t and of the leaves owning it through
+ * .grad (t's grad_owner, its grad_owner, ...) weak. The caller holds a
+ * reference to t; the others may be freed here. */
+void tg__unown_leaf_chain(tg_tensor *t);
 /* Iterative release: chains of 10^6 nodes are freed without recursion. */
 void tg__node_release(tg__node *n);
 

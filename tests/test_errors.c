@@ -567,10 +567,14 @@ Test(errors_state, release_of_a_scope_owned_tensor) {
     tg_set_name(t, "owned");
     EXPECT_STATUS(tg_release(t), TG_ERR_STATE, "tg_release", "scope", "owned");
     cr_assert_eq(tg_numel(t), 2, "the tensor must still be alive");
-    /* a reference of the caller's own is given back after the scope ends */
+    /* a reference of the caller's own can be given back inside the scope... */
     cr_assert_eq(tg_retain(t), t);
+    cr_assert_eq(tg_release(t), TG_OK, "%s", tg_last_error());
+    /* ...but not twice: the one left is the scope's */
     EXPECT_STATUS(tg_release(t), TG_ERR_STATE, "tg_release", "scope");
     cr_assert_eq(tg_live().tensors, 1);
+    /* or after the scope ends */
+    cr_assert_eq(tg_retain(t), t);
     cr_assert_eq(tg_scope_end(tok), TG_OK);
     cr_assert_eq(tg_live().tensors, 1, "the caller's reference keeps it");
     cr_assert_eq(tg_release(t), TG_OK);
