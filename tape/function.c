@@ -116,7 +116,7 @@ tg_status tg_function_apply_at(tg_site s, const tg_function *fn, void *user, int
                     st = tg__set_error(TG_ERR_VALUE, "%s: forward of %s returned the same "
                                                      "tensor as outputs %d and %d", who, fn->name,
                                        j, k);
-            if (st == TG_OK && tg__req_grad(o))
+            if (st == TG_OK && (o->requires_grad || tg__has_grad_fn(o)))
                 st = tg__set_error(TG_ERR_VALUE, "%s: forward of %s returned output %d that "
                                                  "already requires grad; return a new tensor",
                                    who, fn->name, k);
@@ -131,7 +131,13 @@ tg_status tg_function_apply_at(tg_site s, const tg_function *fn, void *user, int
     }
     if (node) {
         label_saved(node, inputs, outs);
-        for (int k = 0; k < n_out; k++) tg__node_set_output(node, k, outs[k]);
+        for (int k = 0; k < n_out; k++) {
+            tg__node_set_output(node, k, outs[k]);
+            if (outs[k]->view_base) { /* as PyTorch: such a view may not be rebased */
+                outs[k]->view_kind = TG__VIEW_CUSTOM;
+                outs[k]->view_hist = outs[k]->view_base->hist;
+            }
+        }
         tg__node_release(node); /* the outputs own it now */
     }
     for (int k = 0; k < n_out; k++) {

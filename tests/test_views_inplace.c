@@ -1,0 +1,367 @@
+/* tests/test_views_inplace.c - views and in-place ops as PyTorch has them
+ * (ops/view_inplace.c): a view taken before an in-place op on its base sees
+ * the edit in its gradient; in-place ops through views rebase the base
+ * (CopySlices); the refusals PyTorch makes; the version errors as strict as
+ * before; nothing changed by a failed op. Every expected number was computed
+ * with PyTorch (float64) on the same program. */
+#include "tg_ops_test_util.h"
+
+TestSuite(views_inplace, .init = tgt_setup, .fini = tgt_teardown);
+
+static tg_tensor *leaf(int ndim, const int64_t *shape, const double *v) {
+    tg_tensor *t = tgt_f64(ndim, shape, v);
+    cr_assert_eq(tg_set_requires_grad(t, true), TG_OK);
+    return t;
+}
+#define LEAF(shape_pair, ...) leaf(shape_pair, (const double[]){__VA_ARGS__})
+
+static void backward_ok(tg_tensor *root) {
+    tg_clear_error();
+    cr_assert_eq(tg_backward(root, NULL, false), TG_OK, "%s", tg_last_error());
+}
+
+/* The reported bug: x = ones(3); y = x * 1; v = y[0:2]; y *= 3; sum(v)
+ * backward gave x.grad = [1, 1, 0] (v kept y's old history). */
+Test(views_inplace, view_taken_before_an_inplace_op_on_its_base_sees_it) {
+    tg_tensor *x = LEAF(TG_SHAPE(3), 1, 1, 1);
+    tg_tensor *y = tg_scale(x, 1), *v = tg_slice(y, 0, 0, 2, 1);
+    cr_assert_eq(tg_scale_(y, 3), TG_OK, "%s", tg_last_error());
+    tg_tensor *loss = tg_sum(v);
+    TGO_ASSERT_VALUES(loss, 0, 6);
+    backward_ok(loss);
+    TGO_ASSERT_GRAD(x, 0, 3, 3, 0);
+    cr_assert_str_eq(tg_grad_fn_name(v), "AsStridedBackward");
+    TGO_RELEASE(x, y, v, loss);
+}
+
+/* A view made while its base required no grad requires grad once the base
+ * does (b += x), and its gradient reaches x. */
+Test(views_inplace, view_of_a_constant_follows_its_base_into_the_graph) {
+    tg_tensor *b = tg_zeros(TG_F64, TG_SHAPE(3)), *v = tg_slice(b, 0, 0, 2, 1);
+    tg_tensor *x = LEAF(TG_SHAPE(3), 1, 1, 1);
+    cr_assert(!tg_requires_grad(v));
+    cr_assert_eq(tg_add_(b, x), TG_OK, "%s", tg_last_error());
+    cr_assert(tg_requires_grad(v), "the view's base requires grad now");
+    cr_assert(!tg_is_leaf(v));
+    tg_tensor *loss = tg_sum(v);
+    backward_ok(loss);
+    TGO_ASSERT_GRAD(x, 0, 1, 1, 0);
+    TGO_RELEASE(b, v, x, loss);
+}
+
+/* In-place through a transposed view: y = x * 1; y.t() *= arange(6).view(3, 2). */
+Test(views_inplace, inplace_through_a_transposed_view) {
+    tg_tensor *x = LEAF(TG_SHAPE(2, 3), 1, 1, 1, 1, 1, 1);
+    tg_tensor *y = tg_scale(x, 1), *t = tg_transpose(y, 0, 1);
+    tg_tensor *a = tg_arange(TG_F64, 0, 6, 1), *a2 = tg_view(a, TG_SHAPE(3, 2));
+    cr_assert_eq(tg_mul_(t, a2), TG_OK, "%s", tg_last_error());
+    cr_assert_str_eq(tg_grad_fn_name(y), "CopySlices");
+    tg_tensor *loss = tg_sum(y);
+    backward_ok(loss);
+    TGO_ASSERT_GRAD(x, 0, 0, 2, 4, 1, 3, 5);
+    TGO_RELEASE(x, y, t, a, a2, loss);
+}
+
+/* A view of a view is a view of the root base: w = y[0:2][1:2]; w *= 5. */
+Test(views_inplace, inplace_through_a_view_of_a_view) {
+    tg_tensor *x = LEAF(TG_SHAPE(3), 1, 1, 1);
+    tg_tensor *y = tg_scale(x, 1), *v = tg_slice(y, 0, 0, 2, 1), *w = tg_slice(v, 0, 1, 2, 1);
+    cr_assert_eq(tg_scale_(w, 5), TG_OK, "%s", tg_last_error());
+    cr_assert_str_eq(tg_grad_fn_name(y), "CopySlices");
+    cr_assert_str_eq(tg_grad_fn_name(v), "AsStridedBackward");
+    cr_assert_str_eq(tg_grad_fn_name(w), "AsStridedBackward");
+    TGO_ASSERT_VALUES(y, 0, 1, 5, 1);
+    tg_tensor *loss = tg_sum(y);
+    backward_ok(loss);
+    TGO_ASSERT_GRAD(x, 0, 1, 5, 1);
+    TGO_RELEASE(x, y, v, w, loss);
+}
+
+/* An expanded view (stride 0) of a base modified in place afterwards: each
+ * base element gets the sum over its copies. */
+Test(views_inplace, expanded_view_of_a_rebased_base_sums_its_copies) {
+    tg_tensor *x = LEAF(TG_SHAPE(2, 3), 1, 1, 1, 1, 1, 1);
+    tg_tensor *y = tg_scale(x, 1), *y1 = tg_view(y, TG_SHAPE(1, 2, 3));
+    tg_tensor *e = tg_expand(y1, TG_SHAPE(2, 2, 3));
+    cr_assert_eq(tg_scale_(y, 2), TG_OK);
+    tg_tensor *loss = tg_sum(e);
+    backward_ok(loss);
+    TGO_ASSERT_GRAD(x, 0, 4, 4, 4, 4, 4, 4);
+    TGO_RELEASE(x, y, y1, e, loss);
+}
+
+/* fill_ and copy_ through views: the overwritten elements get no gradient. */
+Test(views_inplace, fill_and_copy_through_views) {
+    tg_tensor *x = LEAF(TG_SHAPE(4), 1, 1, 1, 1);
+    tg_tensor *y = tg_scale(x, 1), *v = tg_view(y, TG_SHAPE(2, 2)), *r = tg_slice(v, 0, 1, 2, 1);
+    cr_assert_eq(tg_fill_(r, 7), TG_OK, "%s", tg_last_error());
+    TGO_ASSERT_VALUES(y, 0, 1, 1, 7, 7);
+    tg_tensor *loss = tg_sum(y);
+    backward_ok(loss);
+    TGO_ASSERT_GRAD(x, 0, 1, 1, 0, 0);
+    TGO_RELEASE(x, y, v, r, loss);
+
+    /* copy_ of a constant, then of a tensor that requires grad; loss sum(y*y) */
+    for (int req = 0; req < 2; req++) {
+        x = LEAF(TG_SHAPE(4), 1, 1, 1, 1);
+        tg_tensor *src = TGT_F64(TG_SHAPE(2), req ? 3 : 5, req ? 3 : 6);
+        if (req) cr_assert_eq(tg_set_requires_grad(src, true), TG_OK);
+        y = tg_scale(x, 1);
+        v = tg_slice(y, 0, 1, 3, 1);
+        cr_assert_eq(tg_copy_(v, src), TG_OK, "%s", tg_last_error());
+        tg_tensor *yy = tg_mul(y, y);
+        loss = tg_sum(yy);
+        backward_ok(loss);
+        TGO_ASSERT_GRAD(x, 0, 2, 0, 0, 2);
+        if (req) TGO_ASSERT_GRAD(src, 0, 6, 6);
+        TGO_RELEASE(x, src, y, v, yy, loss);
+    }
+}
+
+/* A strided view of a reshaped base: y.view(3, 2)[:, 1] *= 10. */
+Test(views_inplace, inplace_through_a_strided_view_of_a_reshape) {
+    tg_tensor *x = LEAF(TG_SHAPE(2, 3), 0, 1, 2, 3, 4, 5);
+    tg_tensor *y = tg_scale(x, 1), *y2 = tg_view(y, TG_SHAPE(3, 2));
+    tg_tensor *c = tg_slice(y2, 1, 1, 2, 1);
+    cr_assert_eq(tg_scale_(c, 10), TG_OK);
+    tg_tensor *loss = tg_sum(y);
+    backward_ok(loss);
+    TGO_ASSERT_GRAD(x, 0, 1, 10, 1, 10, 1, 10);
+    TGO_RELEASE(x, y, y2, c, loss);
+}
+
+/* The pattern of the log-prob code: logits[:, :k].sub_(max) with the max
+ * requiring grad; loss sum(y * y * w). */
+Test(views_inplace, logits_prefix_sub_with_a_grad_requiring_operand) {
+    tg_tensor *x = LEAF(TG_SHAPE(2, 4), 0, 1, 2, 3, 4, 5, 6, 7);
+    tg_tensor *m = LEAF(TG_SHAPE(2, 1), 2, 1);
+    tg_tensor *w = TGT_F64(TG_SHAPE(2, 4), 0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5);
+    tg_tensor *y = tg_scale(x, 1), *v = tg_slice(y, 1, 0, 2, 1);
+    cr_assert_eq(tg_sub_(v, m), TG_OK, "%s", tg_last_error());
+    TGO_ASSERT_VALUES(y, 0, -2, -1, 2, 3, 3, 4, 6, 7);
+    tg_tensor *yy = tg_mul(y, y), *yyw = tg_mul(yy, w), *loss = tg_sum(yyw);
+    backward_ok(loss);
+    TGO_ASSERT_GRAD(x, 1e-15, 0, -1, 4, 9, 12, 20, 36, 49);
+    TGO_ASSERT_GRAD(m, 1e-15, 1, -32);
+    TGO_RELEASE(x, m, w, y, v, yy, yyw, loss);
+}
+
+/* Two overlapping views of one base, each modified in place, then all three
+ * used: a = y[0:4] *= 2, b = y[2:6] *= 3. */
+Test(views_inplace, two_overlapping_views_modified_in_turn) {
+    tg_tensor *x = LEAF(TG_SHAPE(6), 0, 1, 2, 3, 4, 5);
+    tg_tensor *y = tg_scale(x, 1), *a = tg_slice(y, 0, 0, 4, 1), *b = tg_slice(y, 0, 2, 6, 1);
+    cr_assert_eq(tg_scale_(a, 2), TG_OK);
+    cr_assert_eq(tg_scale_(b, 3), TG_OK);
+    tg_tensor *sa = tg_sum(a), *sb = tg_sum(b), *sy = tg_sum(y);
+    tg_tensor *s1 = tg_add(sa, sb), *loss = tg_add(s1, sy);
+    backward_ok(loss);
+    TGO_ASSERT_GRAD(x, 0, 4, 4, 18, 18, 6, 6);
+    TGO_RELEASE(x, y, a, b, sa, sb, sy, s1, loss);
+}
+
+/* Two recorded in-place ops on one view: v *= w; v += w; loss sum(y * y). */
+Test(views_inplace, two_inplace_ops_on_one_view) {
+    tg_tensor *x = LEAF(TG_SHAPE(4), 0, 1, 2, 3), *w = LEAF(TG_SHAPE(2), 2, 3);
+    tg_tensor *y = tg_scale(x, 1), *v = tg_slice(y, 0, 1, 3, 1);
+    uint64_t v0 = tg_version(y);
+    cr_assert_eq(tg_mul_(v, w), TG_OK);
+    cr_assert_eq(tg_add_(v, w), TG_OK);
+    cr_assert_eq(tg_version(y), v0 + 2);
+    tg_tensor *yy = tg_mul(y, y), *loss = tg_sum(yy);
+    backward_ok(loss);
+    TGO_ASSERT_GRAD(x, 0, 0, 16, 54, 6);
+    TGO_ASSERT_GRAD(w, 0, 16, 54);
+    TGO_RELEASE(x, w, y, v, yy, loss);
+}
+
+/* A constant's view modified by a tensor that requires grad: the constant
+ * base joins the graph (CopySlices with no history of its own). */
+Test(views_inplace, view_of_a_constant_modified_by_a_grad_requiring_tensor) {
+    tg_tensor *b = tg_zeros(TG_F64, TG_SHAPE(3)), *v = tg_slice(b, 0, 0, 2, 1);
+    tg_tensor *x = LEAF(TG_SHAPE(2), 1, 1), *c = TGT_F64(TG_SHAPE(3), 1, 2, 3);
+    cr_assert_eq(tg_add_(v, x), TG_OK, "%s", tg_last_error());
+    cr_assert(tg_requires_grad(b));
+    cr_assert_str_eq(tg_grad_fn_name(b), "CopySlices");
+    tg_tensor *bc = tg_mul(b, c), *loss = tg_sum(bc);
+    backward_ok(loss);
+    TGO_ASSERT_GRAD(x, 0, 1, 2);
+    TGO_RELEASE(b, v, x, c, bc, loss);
+}
+
+/* gradcheck through in-place ops on views: f(x) = sum(y * y) where y = 2x
+ * and y[1:3] *= x[0:2]. */
+static tg_tensor *inplace_fn(tg_tensor *const *in, void *user) {
+    (void)user;
+    tg_tensor *y = tg_scale(in[0], 2), *v = tg_slice(y, 0, 1, 3, 1);
+    tg_tensor *xs = tg_slice(in[0], 0, 0, 2, 1);
+    tg_tensor *out = NULL;
+    if (tg_mul_(v, xs) == TG_OK) {
+        tg_tensor *yy = tg_mul(y, y);
+        out = tg_sum(yy);
+        tg_release(yy);
+    }
+    tg_release(xs);
+    tg_release(v);
+    tg_release(y);
+    return out;
+}
+
+Test(views_inplace, gradcheck_through_inplace_ops_on_views) {
+    tg_tensor *x = LEAF(TG_SHAPE(4), 1, 2, 3, 4);
+    tg_clear_error();
+    cr_assert_eq(tg_gradcheck(inplace_fn, NULL, 1, &x, NULL), TG_OK, "%s", tg_last_error());
+    TGO_RELEASE(x);
+}
+
+/* ---- what PyTorch refuses, refused the same way, changing nothing --------------- */
+
+Test(views_inplace, view_of_a_leaf_requiring_grad_is_refused) {
+    tg_tensor *x = LEAF(TG_SHAPE(3), 1, 2, 3), *v = tg_slice(x, 0, 0, 2, 1);
+    tg_set_name(x, "param");
+    tgo_snap s = tgo_snapshot(x);
+    tg_clear_error();
+    cr_assert_eq(tg_scale_(v, 2), TG_ERR_AUTOGRAD);
+    tgt_assert_error(TG_ERR_AUTOGRAD, "tg_scale_", "view of a leaf", "param", NULL);
+    tgo_assert_unchanged(&s);
+    TG_NO_GRAD { cr_assert_eq(tg_scale_(v, 2), TG_OK); } /* an optimizer step is fine */
+    TGO_ASSERT_VALUES(x, 0, 2, 4, 3);
+    TGO_RELEASE(x, v);
+}
+
+Test(views_inplace, view_made_in_no_grad_mode_modified_with_grad_on_is_refused) {
+    /* of a base that requires grad, and (as PyTorch) of a constant too */
+    for (int req = 0; req < 2; req++) {
+        tg_tensor *x = LEAF(TG_SHAPE(3), 1, 1, 1);
+        tg_tensor *b = req ? tg_scale(x, 1) : tg_zeros(TG_F64, TG_SHAPE(3)), *v = NULL;
+        TG_NO_GRAD { v = tg_slice(b, 0, 0, 2, 1); }
+        tg_tensor *o = tg_slice(x, 0, 0, 2, 1);
+        tgo_snap s = tgo_snapshot(b);
+        tg_clear_error();
+        cr_assert_eq(tg_add_(v, o), TG_ERR_AUTOGRAD);
+        tgt_assert_error(TG_ERR_AUTOGRAD, "tg_add_", "no-grad mode", NULL);
+        tgo_assert_unchanged(&s);
+        TGO_RELEASE(x, b, v, o);
+    }
+}
+
+/* A view made in no-grad mode of a base whose history is then rebased with
+ * grad mode on: using the view is refused (its gradient is ambiguous). */
+Test(views_inplace, no_grad_view_of_a_rebased_base_is_refused_when_used) {
+    tg_tensor *x = LEAF(TG_SHAPE(3), 1, 1, 1);
+    tg_tensor *y = tg_scale(x, 1), *v = NULL;
+    TG_NO_GRAD { v = tg_slice(y, 0, 0, 2, 1); }
+    cr_assert(tg_requires_grad(v));
+    cr_assert_eq(tg_scale_(y, 2), TG_OK);
+    tg_clear_error();
+    cr_assert_null(tg_scale(v, 1));
+    tgt_assert_error(TG_ERR_AUTOGRAD, "no-grad mode", "modified in place", NULL);
+    TG_NO_GRAD { /* with grad mode off it is an ordinary tensor */
+        tg_tensor *z = tg_scale(v, 1);
+        cr_assert_not_null(z);
+        TGO_ASSERT_VALUES(z, 0, 2, 2);
+        TGO_RELEASE(z);
+    }
+    TGO_RELEASE(x, y, v);
+}
+
+/* A view made in no-grad mode of a base that requires grad requires grad but
+ * has no history: its gradient goes nowhere (PyTorch: backward succeeds, no
+ * .grad). */
+Test(views_inplace, no_grad_view_of_a_leaf_gives_no_gradient) {
+    tg_tensor *x = LEAF(TG_SHAPE(3), 1, 1, 1), *v = NULL;
+    TG_NO_GRAD { v = tg_slice(x, 0, 0, 2, 1); }
+    cr_assert(tg_requires_grad(v));
+    cr_assert(tg_is_leaf(v));
+    tg_tensor *s = tg_sum(v);
+    backward_ok(s);
+    tg_tensor *g = tg_grad(x);
+    cr_assert_null(g);
+    TGO_RELEASE(x, v, s);
+}
+
+/* In-place ops with grad mode off leave the histories as they were. */
+Test(views_inplace, inplace_ops_in_no_grad_mode_do_not_rebase) {
+    tg_tensor *x = LEAF(TG_SHAPE(3), 1, 1, 1);
+    tg_tensor *y = tg_scale(x, 1), *v = tg_slice(y, 0, 0, 2, 1);
+    TG_NO_GRAD { cr_assert_eq(tg_scale_(y, 2), TG_OK); }
+    cr_assert_str_eq(tg_grad_fn_name(v), "SliceBackward");
+    tg_tensor *s = tg_sum(v);
+    backward_ok(s);
+    TGO_ASSERT_GRAD(x, 0, 1, 1, 0);
+    TGO_RELEASE(s);
+    tg_zero_grad(x);
+    TG_NO_GRAD { cr_assert_eq(tg_scale_(v, 2), TG_OK); }
+    cr_assert_str_eq(tg_grad_fn_name(y), "ScaleBackward");
+    s = tg_sum(y);
+    backward_ok(s);
+    TGO_ASSERT_GRAD(x, 0, 1, 1, 1);
+    TGO_RELEASE(x, y, v, s);
+}
+
+/* The version counter stays exactly as strict: an op that saved a view reads
+ * it in backward, and an in-place op on the base (or on another view) since
+ * then fails backward naming that op. */
+Test(views_inplace, saved_view_modified_through_its_base_fails_backward) {
+    tg_tensor *x = LEAF(TG_SHAPE(4), 1, 2, 3, 4);
+    tg_tensor *y = tg_scale(x, 1), *v = tg_slice(y, 0, 1, 3, 1), *l = tg_log(v);
+    tg_tensor *w = tg_slice(y, 0, 0, 1, 1);
+    int line = __LINE__ + 1;
+    cr_assert_eq(tg_add_(w, w), TG_OK);
+    tg_tensor *s = tg_sum(l);
+    tg_clear_error();
+    cr_assert_eq(tg_backward(s, NULL, false), TG_ERR_INPLACE);
+    char at[64];
+    snprintf(at, sizeof at, "add_ at tests/test_views_inplace.c:%d", line);
+    tgt_assert_error(TG_ERR_INPLACE, "LogBackward", "is at version 1; expected version 0", at,
+                     NULL);
+    tg_tensor *g = tg_grad(x);
+    cr_assert_null(g);
+    TGO_RELEASE(x, y, v, l, w, s);
+}
+
+/* The base of the view has overlapping elements (a detached expand): no
+ * rebase is possible there. */
+Test(views_inplace, view_of_an_overlapping_base_is_refused_when_recorded) {
+    tg_tensor *c = tg_ones(TG_F64, TG_SHAPE(1, 3)), *e = tg_expand(c, TG_SHAPE(2, 3));
+    tg_tensor *d = tg_detach(e), *r = tg_slice(d, 0, 0, 1, 1);
+    tg_tensor *x = LEAF(TG_SHAPE(1, 3), 1, 2, 3);
+    tgo_snap s = tgo_snapshot(c);
+    tg_clear_error();
+    cr_assert_eq(tg_add_(r, x), TG_ERR_LAYOUT);
+    tgt_assert_error(TG_ERR_LAYOUT, "tg_add_", "overlapping", NULL);
+    tgo_assert_unchanged(&s);
+    TGO_RELEASE(c, e, d, r, x);
+}
+
+/* Allocation failures at every point of a recorded in-place op on a view
+ * leave the base's values, version and history as they were. */
+Test(views_inplace, allocation_failure_changes_nothing) {
+    bool done = false;
+    for (uint64_t n = 1; !done && n < 64; n++) {
+        tg_tensor *x = LEAF(TG_SHAPE(4), 1, 2, 3, 4), *w = LEAF(TG_SHAPE(2), 5, 6);
+        tg_tensor *y = tg_scale(x, 1), *v = tg_slice(y, 0, 1, 3, 1);
+        tgo_snap s = tgo_snapshot(y);
+        const char *fn0 = tg_grad_fn_name(y);
+        tg_clear_error();
+        tg_fault_inject(n, false);
+        tg_status st = tg_mul_(v, w);
+        uint64_t injected = tg_fault_inject(0, false);
+        if (st == TG_OK) {
+            cr_assert_eq(injected, 0, "allocation %llu failed but the op succeeded",
+                         (unsigned long long)n);
+            done = true;
+        } else {
+            cr_assert_eq(st, TG_ERR_NOMEM, "%s", tg_last_error());
+            tgo_assert_unchanged(&s);
+            cr_assert_str_eq(tg_grad_fn_name(y), fn0);
+            /* still usable */
+            tg_tensor *l = tg_sum(v);
+            backward_ok(l);
+            TGO_ASSERT_GRAD(x, 0, 0, 1, 1, 0);
+            TGO_RELEASE(l);
+        }
+        TGO_RELEASE(x, w, y, v);
+    }
+    cr_assert(done, "the op never succeeded");
+}
