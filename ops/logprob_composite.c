@@ -11,7 +11,8 @@
  * custom function that keeps nothing but the logits and, in backward,
  * recomputes each chunk with grad on (activation checkpointing): bounded
  * memory, more compute. Rows are checked like in the fused path (NaN, +inf,
- * all -inf are refused); unlike it, ignored rows are read by the generic ops. */
+ * all -inf are refused); ignored rows are replaced by zeros before the
+ * generic ops read them (when there are any: one more (N, V) activation). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,26 +22,33 @@ typedef struct {
     double inv_t;
     int64_t chunk;
     bool want_h, h_grad;
+    bool ignored; /* some row is ignored */
 } comp_state;
 
 /* logprob (n) and, if want_h, entropy (n) of rows z2 (n, V); idx (n, 1) i64
- * with ignored rows set to 0; mask (n) of z2's dtype. */
+ * with ignored rows set to 0; mask (n) of z2's dtype. With `ignored` (some
+ * row of z2 is ignored), those rows are replaced by zeros first: their
+ * logits are never read (NaN or -inf there would otherwise reach the results
+ * and the gradient through 0 * NaN), as in the fused path. */
 static tg_status rows_forward(tg_site s, tg_tensor *z2, tg_tensor *idx, tg_tensor *mask,
-                              double inv_t, bool want_h, bool h_grad, tg_tensor **lp,
-                              tg_tensor **h) {
+                              bool ignored, double inv_t, bool want_h, bool h_grad,
+                              tg_tensor **lp, tg_tensor **h) {
     const int64_t n = z2->shape[0];
     tg_tensor *x = NULL, *lsm = NULL, *g = NULL, *g1 = NULL, *p = NULL, *l2 = NULL, *pl = NULL,
-              *sm = NULL, *hn = NULL, *l2z = NULL, *zero = NULL;
+              *sm = NULL, *hn = NULL, *l2z = NULL, *zero = NULL, *zw = NULL, *m2 = NULL;
     *lp = NULL;
     if (h) *h = NULL;
-    x = inv_t == 1.0 ? tg_retain(z2) : tg__scale(s, z2, inv_t);
+    if (!(zero = tg__zeros_on(s, z2->storage->device, z2->dtype, 0, NULL))) goto out;
+    if (!ignored) zw = tg_retain(z2);
+    else if ((m2 = tg__view(s, mask, 2, (int64_t[]){n, 1}))) zw = tg__where(s, m2, z2, zero);
+    if (!zw) goto out;
+    x = inv_t == 1.0 ? tg_retain(zw) : tg__scale(s, zw, inv_t);
     if (!x || !(lsm = tg__log_softmax(s, x)) || !(g = tg__gather(s, lsm, idx)) ||
         !(g1 = tg__view(s, g, 1, &n)) || !(*lp = tg__mul(s, g1, mask)))
         goto out;
     if (want_h) {
         bool prev = h_grad ? tg_is_grad_enabled() : tg_set_grad_enabled(false);
         if ((p = tg__softmax(s, x)) && (l2 = tg__log_softmax(s, x)) &&
-            (zero = tg__zeros_on(s, x->storage->device, x->dtype, 0, NULL)) &&
             (l2z = tg__where(s, p, l2, zero)) && (pl = tg__mul(s, p, l2z)) &&
             (sm = tg__sum_dim(s, pl, -1, false)) && (hn = tg__neg(s, sm)))
             *h = tg__mul(s, hn, mask);
@@ -51,6 +59,8 @@ static tg_status rows_forward(tg_site s, tg_tensor *z2, tg_tensor *idx, tg_tenso
         }
     }
 out:
+    tg__tensor_release(zw);
+    tg__tensor_release(m2);
     tg__tensor_release(x);
     tg__tensor_release(lsm);
     tg__tensor_release(g);
@@ -92,8 +102,9 @@ static tg_status chunked_forward(tg_ctx *ctx, int n_in, tg_tensor *const *in, in
         const int64_t c1 = c0 + cs->chunk < N ? c0 + cs->chunk : N;
         tg_tensor *zc = rows(s, z2, c0, c1), *ic = rows(s, idx, c0, c1), *mc = rows(s, mask, c0, c1);
         tg_tensor *lp = NULL, *h = NULL, *dst;
-        tg_status st = zc && ic && mc ? rows_forward(s, zc, ic, mc, cs->inv_t, cs->want_h, false,
-                                                     &lp, cs->want_h ? &h : NULL)
+        tg_status st = zc && ic && mc ? rows_forward(s, zc, ic, mc, cs->ignored, cs->inv_t,
+                                                     cs->want_h, false, &lp,
+                                                     cs->want_h ? &h : NULL)
                                       : tg_last_status();
         if (st == TG_OK) {
             if ((dst = rows(s, out[0], c0, c1))) {
@@ -156,7 +167,8 @@ static tg_status chunked_backward(tg_ctx *ctx, int n_out, tg_tensor *const *gout
         bool prev = tg_set_grad_enabled(true);
         if (st == TG_OK)
             st = rows_forward(s, leaf, tg__ret(rows(s, idx, c0, c1)), tg__ret(rows(s, mask, c0, c1)),
-                              cs->inv_t, cs->h_grad, cs->h_grad, &lp, cs->h_grad ? &h : NULL);
+                              cs->ignored, cs->inv_t, cs->h_grad, cs->h_grad, &lp,
+                              cs->h_grad ? &h : NULL);
         tg__ret(lp);
         tg__ret(h);
         tg_tensor *loss = NULL;
@@ -221,8 +233,10 @@ tg_status tg__lpe_composite(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logp
             goto fail;
         }
     }
+    bool ignored = false;
     for (int64_t i = 0; i < N; i++) {
         bool keep = t[i] != o->ignore_index;
+        ignored |= !keep;
         ((int64_t *)tg__ptr(idx))[i] = keep ? t[i] : 0;
         if (z->dtype == TG_F32) ((float *)tg__ptr(mask))[i] = keep ? 1.0f : 0.0f;
         else ((double *)tg__ptr(mask))[i] = keep ? 1.0 : 0.0;
@@ -241,10 +255,10 @@ tg_status tg__lpe_composite(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logp
     const bool chunked = o->chunk_size > 0 && o->chunk_size < N;
     const bool h_grad = o->want_entropy && o->entropy_grad;
     if (!chunked) {
-        st = rows_forward(s, z2, idx, mask, 1.0 / o->temperature, o->want_entropy, h_grad, &lp,
-                          o->want_entropy ? &h : NULL);
+        st = rows_forward(s, z2, idx, mask, ignored, 1.0 / o->temperature, o->want_entropy,
+                          h_grad, &lp, o->want_entropy ? &h : NULL);
     } else {
-        comp_state cs = {1.0 / o->temperature, o->chunk_size, o->want_entropy, h_grad};
+        comp_state cs = {1.0 / o->temperature, o->chunk_size, o->want_entropy, h_grad, ignored};
         tg_tensor *in[3] = {z2, idx, mask}, *out[2] = {NULL, NULL};
         int prev = tg__scopes_suspend(); /* the outputs are ours, not a scope's */
         st = tg_function_apply_at(s, &chunked_fn, &cs, 3, in, o->want_entropy ? 2 : 1, out);
@@ -259,8 +273,10 @@ tg_status tg__lpe_composite(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logp
         }
     }
     if (st != TG_OK || (o->want_entropy && !h)) goto fail;
-    if (!(lpv = tg__view(s, lp, lead, z->shape))) goto fail;
-    if (h && !(hv = tg__view(s, h, lead, z->shape))) goto fail;
+    /* shaped like the fused outputs, and like them not views: nothing else
+     * holds their storage, so in-place ops on them are plain */
+    if (!(lpv = tg__reshape_own(s, lp, lead, z->shape))) goto fail;
+    if (h && !(hv = tg__reshape_own(s, h, lead, z->shape))) goto fail;
     *lp_out = lpv;
     if (h_out) *h_out = hv;
     lpv = hv = NULL; /* the caller's now */

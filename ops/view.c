@@ -181,6 +181,16 @@ tg_tensor *tg__view(tg_site s, tg_tensor *t, int ndim, const int64_t *shape) {
     return finish(s, &view_def, t, v, NULL, 0);
 }
 
+tg_tensor *tg__reshape_own(tg_site s, tg_tensor *t, int ndim, const int64_t *shape) {
+    int64_t st[TG_MAX_DIMS];
+    if (tg__numel(t->ndim, t->shape) != tg__numel(ndim, shape) || !tg__is_contiguous(t) ||
+        !view_strides(t, ndim, shape, st))
+        return tg__fail(TG_ERR_INTERNAL, "tg__reshape_own: not a contiguous reshape");
+    tg_tensor *v = tg__tensor_on(s, t->storage, t->dtype, ndim, shape, st, t->offset);
+    if (v) memcpy(v->name, t->name, TG__NAME_LEN);
+    return finish(s, &view_def, t, v, NULL, 0);
+}
+
 tg_tensor *tg_view_at(tg_site s, tg_tensor *t, int ndim, const int64_t *shape) {
     return tg__ret(tg__view(s, t, ndim, shape));
 }

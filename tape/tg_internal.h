@@ -435,6 +435,11 @@ tg_tensor *tg__contiguous(tg_site s, tg_tensor *t);
 tg_tensor *tg__clone(tg_site s, tg_tensor *t);
 tg_tensor *tg__view(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
 tg_tensor *tg__reshape(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
+/* Contiguous t seen with another shape, recorded like tg_view, but NOT a view:
+ * for an op's internal result whose storage nobody else will hold (the
+ * result then behaves as a tensor of its own under in-place ops).
+ * TG_ERR_INTERNAL if t is not contiguous or the element counts differ. */
+tg_tensor *tg__reshape_own(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
 tg_tensor *tg__expand(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
 tg_tensor *tg__to_dtype(tg_site s, tg_tensor *t, tg_dtype dt);
 /* tg_to_device without the scope (recorded: its backward copies back). */

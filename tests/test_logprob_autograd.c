@@ -6,6 +6,7 @@
 #include <stdarg.h>
 
 #include "test_logprob_util.h"
+#include "tg_ops_test_util.h"
 
 TestSuite(logprob, .init = tgt_setup, .fini = tgt_teardown);
 
@@ -622,4 +623,89 @@ Test(logprob, logits_modified_after_forward_fail_backward) {
     cr_assert_null(tg_grad(z));
     tg_clear_error();
     cr_assert_eq(tg_scope_end(sc), TG_OK);
+}
+
+/* ---- the composite path agrees with the fused one on ignored rows ----------------- */
+
+/* Ignored rows are never read by either path: NaN anywhere, or -inf in the
+ * column the composite path gathers (0), gave NaN log-prob, entropy and
+ * gradient in the composite path (a regression; the fused path gave 0). */
+static void ignored_rows_case(tg_logprob_impl impl, int64_t chunk, bool entropy_grad,
+                              double temperature, tg_tensor **lp, tg_tensor **h, tg_tensor **gz) {
+    const int64_t N = 5, V = 4;
+    double zv[5 * 4];
+    for (int i = 0; i < N * V; i++) zv[i] = 0.25 * (i % 7) - 0.5;
+    zv[1 * V + 2] = NAN;       /* row 1: ignored, NaN inside */
+    zv[3 * V + 0] = -INFINITY; /* row 3: ignored, -inf in column 0 */
+    zv[4 * V + 1] = NAN;       /* row 4: ignored, all of it unusable */
+    zv[4 * V + 0] = INFINITY;
+    tg_tensor *z = tg_from_data(TG_F64, TG_SHAPE(N, V), zv);
+    cr_assert_eq(tg_set_requires_grad(z, true), TG_OK);
+    tg_tensor *y = tg_from_data(TG_I64, TG_SHAPE(N), (int64_t[]){2, -100, 0, -100, -100});
+    tg_logprob_opts o = tg_logprob_opts_default();
+    o.impl = impl;
+    o.chunk_size = chunk;
+    o.entropy_grad = entropy_grad;
+    o.temperature = temperature;
+    cr_assert_eq(tg_logprob_entropy(z, y, &o, lp, h), TG_OK, "%s", tg_last_error());
+    tg_tensor *w = tg_from_data(TG_F64, TG_SHAPE(N), (double[]){1, 2, 3, 4, 5});
+    tg_tensor *a = tg_mul(*lp, w), *b = tg_mul(*h, w), *ab = tg_add(a, b), *loss = tg_sum(ab);
+    cr_assert_eq(tg_backward(loss, NULL, false), TG_OK, "%s", tg_last_error());
+    *gz = tg_grad(z);
+    cr_assert_not_null(*gz);
+    TGO_RELEASE(z, y, w, a, b, ab, loss);
+}
+
+Test(logprob, composite_never_reads_ignored_rows) {
+    for (int eg = 0; eg < 2; eg++)
+        for (int ti = 0; ti < 2; ti++) {
+            double T = ti ? 0.7 : 1.0;
+            tg_tensor *lp0, *h0, *g0;
+            ignored_rows_case(TG_LOGPROB_FUSED, 0, eg, T, &lp0, &h0, &g0);
+            for (int64_t chunk = 0; chunk <= 2; chunk += 2) {
+                tg_tensor *lp, *h, *g;
+                ignored_rows_case(TG_LOGPROB_COMPOSITE, chunk, eg, T, &lp, &h, &g);
+                for (int64_t r = 0; r < 5; r++) {
+                    bool ign = r == 1 || r == 3 || r == 4;
+                    cr_assert_eq(tgt_at(lp, r), ign ? 0.0 : tgt_at(lp0, r));
+                    if (ign) cr_assert_eq(tgt_at(h, r), 0.0, "row %lld entropy", (long long)r);
+                    for (int64_t c = 0; c < 4; c++) {
+                        double gv = tgt_at(g, r * 4 + c), gf = tgt_at(g0, r * 4 + c);
+                        if (ign) cr_assert_eq(gv, 0.0, "ignored row %lld got a gradient",
+                                              (long long)r);
+                        else cr_assert_float_eq(gv, gf, 1e-12);
+                    }
+                }
+                tgo_assert_same(lp, lp0, 1e-12);
+                tgo_assert_same(h, h0, 1e-12);
+                TGO_RELEASE(lp, h, g);
+            }
+            TGO_RELEASE(lp0, h0, g0);
+        }
+}
+
+/* The composite outputs are tensors of their own like the fused ones (they
+ * were internal views, on which in-place ops were refused): in-place ops on
+ * them work, and both paths give the same gradient. */
+Test(logprob, inplace_on_outputs_works_on_both_paths) {
+    tg_tensor *g[3];
+    for (int k = 0; k < 3; k++) {
+        tg_tensor *z = tgo_randn(TG_F64, TG_SHAPE(2, 3, 5), 11, true);
+        tg_tensor *y = tgt_targets(6, 5, 3), *y2 = tg_view(y, TG_SHAPE(2, 3));
+        tg_logprob_opts o = tg_logprob_opts_default();
+        o.impl = k == 0 ? TG_LOGPROB_FUSED : TG_LOGPROB_COMPOSITE;
+        o.chunk_size = k == 2 ? 2 : 0;
+        tg_tensor *lp, *h;
+        cr_assert_eq(tg_logprob_entropy(z, y2, &o, &lp, &h), TG_OK, "%s", tg_last_error());
+        cr_assert(tg_is_contiguous(lp));
+        cr_assert_eq(tg_scale_(lp, 3), TG_OK, "%s", tg_last_error());
+        cr_assert_eq(tg_add_(lp, h), TG_OK, "%s", tg_last_error());
+        tg_tensor *loss = tg_sum(lp);
+        cr_assert_eq(tg_backward(loss, NULL, false), TG_OK, "%s", tg_last_error());
+        g[k] = tg_grad(z);
+        TGO_RELEASE(z, y, y2, lp, h, loss);
+    }
+    tgo_assert_same(g[1], g[0], 1e-12);
+    tgo_assert_same(g[2], g[0], 1e-12);
+    TGO_RELEASE(g[0], g[1], g[2]);
 }

@@ -141,3 +141,81 @@ Test(tensor, names_and_print) {
     cr_assert_str_eq(tg_lib_version(), TG_VERSION_STRING);
     cr_assert_eq(tg_scope_end(sc), TG_OK);
 }
+
+/* As PyTorch: a tensor without elements is contiguous whatever its strides
+ * (a regression: [6, 0, 2] fresh from tg_empty was reported non-contiguous). */
+Test(tensor, empty_tensors_are_contiguous) {
+    tg_tensor *a = tg_empty(TG_F64, TG_SHAPE(6, 0, 2)), *b = tg_zeros(TG_F32, TG_SHAPE(0, 3));
+    tg_tensor *t = tg_transpose(b, 0, 1), *c = tg_contiguous(t);
+    cr_assert(tg_is_contiguous(a));
+    cr_assert(tg_is_contiguous(b));
+    cr_assert(tg_is_contiguous(t));
+    cr_assert_eq(c, t, "no copy of an empty tensor");
+    tg_release(c);
+    tg_release(t);
+    tg_release(b);
+    tg_release(a);
+}
+
+/* Shape, stride and size arithmetic is checked: sizes whose product (counting
+ * 0 as 1) exceeds 2^60 are refused with a message, never computed with
+ * overflow (each case was undefined behaviour under UBSan before). */
+Test(tensor, huge_shapes_fail_cleanly) {
+    const int64_t big = (int64_t)1 << 62;
+    tg_clear_error();
+    cr_assert_null(tg_zeros(TG_F64, TG_SHAPE(0, big, big)));
+    tgt_assert_error(TG_ERR_SHAPE, "tg_zeros", "too large", NULL);
+    tg_clear_error();
+    cr_assert_null(tg_empty(TG_F32, TG_SHAPE(big, 4)));
+    tgt_assert_error(TG_ERR_SHAPE, "tg_empty", NULL);
+    tg_clear_error();
+    cr_assert_null(tg_from_data(TG_F32, TG_SHAPE(big, big), NULL));
+    tgt_assert_error(TG_ERR_SHAPE, "tg_from_data", NULL);
+
+    tg_tensor *e = tg_zeros(TG_F64, TG_SHAPE(0));
+    tg_clear_error();
+    cr_assert_null(tg_view(e, TG_SHAPE(big, big, 0)));
+    tgt_assert_error(TG_ERR_SHAPE, "tg_view", "too large", NULL);
+    tg_clear_error();
+    cr_assert_null(tg_reshape(e, TG_SHAPE(big, -1, 0)));
+    tgt_assert_error(TG_ERR_SHAPE, "tg_reshape", NULL);
+    tg_tensor *v = tg_view(e, TG_SHAPE(3, 0, 5)); /* within bounds: fine */
+    cr_assert_not_null(v, "%s", tg_last_error());
+    cr_assert_eq(tg_numel(v), 0);
+
+    tg_tensor *s = tg_ones(TG_F32, TG_SCALAR);
+    tg_clear_error();
+    cr_assert_null(tg_expand(s, TG_SHAPE(big, big)));
+    tgt_assert_error(TG_ERR_SHAPE, "tg_expand", "too large", NULL);
+    tg_tensor *x = tg_expand(s, TG_SHAPE(1 << 20, 1 << 20)); /* 2^40 elements: a view */
+    cr_assert_not_null(x, "%s", tg_last_error());
+    cr_assert_eq(tg_numel(x), (int64_t)1 << 40);
+
+    /* steps up to INT64_MAX */
+    tg_tensor *r = tg_arange(TG_F64, 0, 10, 1);
+    tg_tensor *q = tg_slice(r, 0, 3, INT64_MAX, INT64_MAX);
+    cr_assert_not_null(q, "%s", tg_last_error());
+    cr_assert_eq(tg_numel(q), 1);
+    double val;
+    cr_assert_eq(tg_item(q, &val), TG_OK);
+    cr_assert_eq(val, 3);
+    tg_tensor *q0 = tg_slice(r, 0, INT64_MIN, INT64_MAX, INT64_MAX);
+    cr_assert_eq(tg_numel(q0), 1);
+    /* and their gradient */
+    cr_assert_eq(tg_set_requires_grad(r, true), TG_OK);
+    tg_tensor *q1 = tg_slice(r, 0, 9, 10, INT64_MAX), *l = tg_sum(q1);
+    cr_assert_eq(tg_backward(l, NULL, false), TG_OK, "%s", tg_last_error());
+    tg_tensor *g = tg_grad(r);
+    cr_assert_eq(tgt_at(g, 9), 1);
+    cr_assert_eq(tgt_at(g, 0), 0);
+    tg_release(g);
+    tg_release(l);
+    tg_release(q1);
+    tg_release(q0);
+    tg_release(q);
+    tg_release(r);
+    tg_release(x);
+    tg_release(s);
+    tg_release(v);
+    tg_release(e);
+}
