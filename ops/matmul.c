@@ -93,7 +93,14 @@ tg_tensor *tg__matmul(tg_site s, tg_tensor *a, tg_tensor *b) {
     if (tg__needs_grad(2, inputs)) {
         const tg__op_def *def = nd == 2 ? &mm_def : &bmm_def;
         tg__node *n = tg__record(s, def, 2, inputs, out);
-        if (!n || tg__node_save(n, a, false, 0) < 0 || tg__node_save(n, b, false, 1) < 0) {
+        /* dA = dC @ B^T needs b, dB = A^T @ dC needs a: save only what the
+         * needed gradients use (as PyTorch), so an in-place edit of the other
+         * operand does not fail backward */
+        bool need_a = n && n->edge[0].kind != TG__EDGE_NONE;
+        bool need_b = n && n->edge[1].kind != TG__EDGE_NONE;
+        if (n) n->iparam[0] = n->iparam[1] = -1;
+        if (!n || (need_b && (n->iparam[0] = tg__node_save(n, a, false, 0)) < 0) ||
+            (need_a && (n->iparam[1] = tg__node_save(n, b, false, 1)) < 0)) {
             tg__tensor_release(out);
             return NULL;
         }
@@ -105,7 +112,8 @@ tg_tensor *tg_matmul_at(tg_site s, tg_tensor *a, tg_tensor *b) {
     return tg__ret(tg__matmul(s, a, b));
 }
 
-/* Saved slots: 0 = a (..., M, K), 1 = b (..., K, N) or (K, N) when shared. */
+/* Saved slots: iparam[0] = a (..., M, K), saved when b needs a gradient;
+ * iparam[1] = b (..., K, N) or (K, N) when shared, saved when a needs one. */
 static tg_status mm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
     bool need_a = n->edge[0].kind != TG__EDGE_NONE, need_b = n->edge[1].kind != TG__EDGE_NONE;
     const tg__meta *am = &n->in_meta[0], *bm = &n->in_meta[1];
@@ -116,7 +124,7 @@ static tg_status mm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gi
     tg_status st = TG_OK;
 
     if (need_a) {
-        b = tg__node_saved(n, 1);
+        b = tg__node_saved(n, (int)n->iparam[1]);
         if (!b)
             goto fail;
         da = tg__new_output_on(n->site, "tg_matmul", g->storage->device, am->dtype, am->ndim,
@@ -130,7 +138,7 @@ static tg_status mm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gi
             goto fail;
     }
     if (need_b) {
-        a = tg__node_saved(n, 0);
+        a = tg__node_saved(n, (int)n->iparam[0]);
         if (!a)
             goto fail;
         db = tg__new_output_on(n->site, "tg_matmul", g->storage->device, bm->dtype, bm->ndim,

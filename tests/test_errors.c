@@ -751,3 +751,59 @@ Test(errors_autograd, requires_grad_on_a_non_leaf) {
     cr_assert_not_null(tg_grad_fn_name(y));
     TGO_RELEASE(x, y);
 }
+
+/* Inside callbacks the outer scopes are hidden: a function that returns its
+ * input's own handle (tg_contiguous, tg_to_dtype, tg_reshape without a copy)
+ * gives the callback a reference of its own, which it must give back, even
+ * when a scope opened outside owns another reference to that tensor (a
+ * regression: tg_release refused with TG_ERR_STATE, the input, its node and
+ * the leaf behind it leaked, and tg_gradcheck returned TG_OK with the error
+ * still pending). */
+static tg_status same_handle_fwd(tg_ctx *ctx, int n_in, tg_tensor *const *in, int n_out,
+                                 tg_tensor **out, void *user) {
+    (void)ctx, (void)n_in, (void)n_out, (void)user;
+    tg_tensor *c = tg_contiguous(in[0]), *d = tg_to_dtype(in[0], TG_F64);
+    tg_tensor *r = tg_reshape(in[0], TG_SHAPE(3));
+    cr_assert(c == in[0] && d == in[0], "no copy needed: the same handle");
+    out[0] = tg_scale(r, 2);
+    cr_assert_eq(tg_release(c), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_release(d), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_release(r), TG_OK, "%s", tg_last_error());
+    return out[0] ? TG_OK : tg_last_status();
+}
+static tg_status same_handle_bwd(tg_ctx *ctx, int n_out, tg_tensor *const *gout, int n_in,
+                                 tg_tensor **gin, void *user) {
+    (void)ctx, (void)n_out, (void)n_in, (void)user;
+    tg_tensor *c = tg_contiguous(gout[0]);
+    gin[0] = tg_scale(c, 2);
+    tg_status st = tg_release(c);
+    return st == TG_OK && gin[0] ? TG_OK : tg_last_status();
+}
+static const tg_function same_handle_fn = {"SameHandleBackward", same_handle_fwd,
+                                           same_handle_bwd};
+
+static tg_tensor *same_handle_gc(tg_tensor *const *in, void *user) {
+    (void)user;
+    tg_tensor *c = tg_contiguous(in[0]), *out = tg_exp(c);
+    cr_assert_eq(tg_release(c), TG_OK, "%s", tg_last_error());
+    return out;
+}
+
+Test(errors_state, callbacks_give_back_same_handle_references_under_an_outer_scope) {
+    int tok = tg_scope_begin();
+    tg_tensor *x = tg_ones(TG_F64, TG_SHAPE(3)), *out = NULL;
+    cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+    tg_clear_error();
+    cr_assert_eq(tg_function_apply(&same_handle_fn, NULL, 1, &x, 1, &out), TG_OK, "%s",
+                 tg_last_error());
+    tg_tensor *s = tg_sum(out);
+    cr_assert_eq(tg_backward(s, NULL, false), TG_OK, "%s", tg_last_error());
+    tg_tensor *g = tg_grad(x); /* the scope's */
+    TGO_ASSERT_VALUES(g, 0, 2, 2, 2);
+    tg_clear_error();
+    cr_assert_eq(tg_gradcheck(same_handle_gc, NULL, 1, &x, NULL), TG_OK, "%s",
+                 tg_last_error());
+    cr_assert_eq(tg_last_status(), TG_OK, "an error was left pending: %s", tg_last_error());
+    cr_assert_eq(tg_scope_end(tok), TG_OK);
+    tgt_assert_nothing_live();
+}

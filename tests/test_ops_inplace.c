@@ -391,3 +391,35 @@ Test(inplace_autograd, modifying_a_saved_output_fails_backward_naming_the_op) {
     cr_assert_null(g, "a failed backward changed .grad");
     TGO_RELEASE(x, e, o, loss);
 }
+
+/* matmul saves only what the needed gradients use (as PyTorch): with only a
+ * requiring grad, dA = dC @ B^T needs b but not a, so editing a afterwards
+ * (an optimizer step) is fine while editing b fails backward (a regression:
+ * both were saved, and editing a failed too). */
+Test(inplace_autograd, matmul_saves_only_what_backward_needs) {
+    for (int edit_b = 0; edit_b < 2; edit_b++) {
+        tg_tensor *a = TGO_MAKE(TG_F64, TG_SHAPE(2, 3), 1, 1, 1, 1, 1, 1);
+        tg_tensor *b = TGO_MAKE(TG_F64, TG_SHAPE(3, 2), 1, 2, 3, 4, 5, 6);
+        cr_assert_eq(tg_set_requires_grad(a, true), TG_OK);
+        tg_tensor *c = tg_matmul(a, b), *loss = tg_sum(c);
+        TG_NO_GRAD { cr_assert_eq(tg_scale_(edit_b ? b : a, 2), TG_OK); }
+        tg_clear_error();
+        if (edit_b) {
+            cr_assert_eq(tg_backward(loss, NULL, false), TG_ERR_INPLACE);
+            tgt_assert_error(TG_ERR_INPLACE, "MmBackward", "scale_", NULL);
+        } else {
+            cr_assert_eq(tg_backward(loss, NULL, false), TG_OK, "%s", tg_last_error());
+            TGO_ASSERT_GRAD(a, 0, 3, 7, 11, 3, 7, 11);
+        }
+        TGO_RELEASE(a, b, c, loss);
+    }
+    /* and the other way round, batched with a shared weight */
+    tg_tensor *a = tgo_randn(TG_F64, TG_SHAPE(2, 2, 3), 1, false);
+    tg_tensor *w = tgo_randn(TG_F64, TG_SHAPE(3, 4), 2, true);
+    tg_tensor *c = tg_matmul(a, w), *loss = tg_sum(c);
+    TG_NO_GRAD { cr_assert_eq(tg_scale_(w, 2), TG_OK); }
+    cr_assert_eq(tg_backward(loss, NULL, false), TG_OK, "%s", tg_last_error());
+    tg_tensor *gw = tg_grad(w);
+    cr_assert_not_null(gw);
+    TGO_RELEASE(a, w, c, loss, gw);
+}
