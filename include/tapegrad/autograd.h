@@ -38,10 +38,15 @@ bool tg_is_grad_enabled(void);
  * Errors: TG_ERR_NULL; TG_ERR_DTYPE (only f32/f64 can require grad);
  * TG_ERR_AUTOGRAD (t is not a leaf). */
 tg_status tg_set_requires_grad(tg_tensor *t, bool requires_grad);
+/* A leaf marked so, any tensor with a grad_fn, or a view whose base requires
+ * grad. */
 bool tg_requires_grad(const tg_tensor *t);
 /* True when t has no grad_fn (created by the user, or under no-grad). */
 bool tg_is_leaf(const tg_tensor *t);
-/* Name of t's graph node ("MulBackward"), or NULL for a leaf. Static string. */
+/* Name of t's graph node ("MulBackward"), or NULL for a leaf. Static string.
+ * For a view whose base's history was rebased since, the node is made first
+ * (AsStridedBackward); NULL with TG_ERR_AUTOGRAD set when that is refused (a
+ * view made in no-grad mode or by a custom function). */
 const char *tg_grad_fn_name(const tg_tensor *t);
 
 /* A new reference to the gradient accumulated in leaf t, or NULL if there is
@@ -139,8 +144,11 @@ tg_status tg_ctx_fail(tg_ctx *ctx, tg_status st, const char *fmt, ...)
  * tensor returned to the caller while it is the innermost open scope is owned
  * by it and released by tg_scope_end(token), unless kept. Scopes nest.
  * Inside custom-function callbacks and tg_gradcheck's fn, scopes opened
- * outside are hidden (the callback owns what it makes, as without scopes);
- * scopes opened inside the callback work as usual.
+ * outside are hidden and ownership follows the no-scope rules exactly: the
+ * callback owns every reference it receives (also the input's own handle
+ * returned by tg_contiguous, tg_to_dtype, tg_reshape or tg_to_device when no
+ * copy is needed) and releases it, even when an outer scope owns another
+ * reference to that tensor; scopes opened inside the callback work as usual.
  * Returns -1 with TG_ERR_NOMEM on failure. */
 int tg_scope_begin(void);
 

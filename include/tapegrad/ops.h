@@ -88,12 +88,16 @@ tg_tensor *tg_gather_at(tg_site s, tg_tensor *t, tg_tensor *index);
 
 /* ---- in-place (bump the version counter, record op name and call site) ----
  * t may be a view (the write goes to the shared storage). other is broadcast
- * to t's shape. With grad mode on, refused (TG_ERR_AUTOGRAD) on a leaf that
- * requires grad and on a view of a tensor that requires grad; on any other
- * tensor requiring grad the op is recorded in the graph (t's grad_fn becomes
- * the in-place op's node). Errors also: TG_ERR_SHAPE (other does not
- * broadcast to t), TG_ERR_DTYPE, TG_ERR_LAYOUT (t has overlapping elements,
- * e.g. an expand view). Nothing is written on failure. */
+ * to t's shape. With grad mode on and t or other requiring grad, the op is
+ * recorded as in PyTorch: t's grad_fn becomes the op's node, or for a view
+ * its base's grad_fn becomes CopySlices (views of the base made earlier see
+ * the edit). fill_ and copy_ keep t's history, which then gets a zero
+ * gradient. Refused (TG_ERR_AUTOGRAD) with grad mode on: a leaf that requires
+ * grad, a view of one, a view made with grad mode off, a view returned by a
+ * custom function. Errors also: TG_ERR_SHAPE (other does not broadcast to t),
+ * TG_ERR_DTYPE, TG_ERR_LAYOUT (t, or a view's base, has overlapping elements,
+ * e.g. an expand view), TG_ERR_NOMEM. Nothing is written and nothing changes
+ * on failure (but for a CUDA kernel failing while it writes: TG_ERR_CUDA). */
 tg_status tg_add__at(tg_site s, tg_tensor *t, tg_tensor *other);
 tg_status tg_sub__at(tg_site s, tg_tensor *t, tg_tensor *other);
 tg_status tg_mul__at(tg_site s, tg_tensor *t, tg_tensor *other);

@@ -51,9 +51,11 @@ typedef struct tg_tensor tg_tensor;
 tg_tensor *tg_retain(tg_tensor *t);
 
 /* Gives back one reference. NULL is a no-op returning TG_OK. Returns
- * TG_ERR_STATE (and does nothing) while an open scope owns t: the scope
- * releases it at tg_scope_end(); take it out first with tg_scope_keep(), or
- * give back references of your own (tg_retain) after the scope has ended. */
+ * TG_ERR_STATE (and does nothing) when every reference left to t, beyond the
+ * library's own, is owned by open scopes: the scope releases it at
+ * tg_scope_end(); take it out first with tg_scope_keep(). References of your
+ * own (tg_retain, or a result received while the scopes were hidden in a
+ * callback) can always be given back. */
 tg_status tg_release(tg_tensor *t);
 
 /* Labels t for error messages and reports (copied, truncated to 47 bytes).
@@ -99,7 +101,12 @@ tg_tensor *tg_rand_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shape,
 #define tg_randn(dt, ...) tg_randn_at(TG_SITE, dt, __VA_ARGS__)
 #define tg_rand(dt, ...) tg_rand_at(TG_SITE, dt, __VA_ARGS__)
 
-/* ---- views (share storage and version counter; differentiable) --------- */
+/* ---- views (share storage and version counter; differentiable) ---------
+ * A view remembers its base (the tensor, never a view, whose storage it
+ * shares). As in PyTorch, an in-place op on a view rebases the base's history
+ * (CopySlices), and a view made before such an edit of its base or of another
+ * of its views gets a new grad_fn (AsStridedBackward) when next used; a view
+ * requires grad when its base does. See ops.h for the in-place rules. */
 
 /* Elements start, start+step, ... < end along dim. dim, start and end may be
  * negative (counted from the end, as in Python); start/end are clamped to
