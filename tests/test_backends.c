@@ -459,6 +459,20 @@ static tg_tensor *ip_views(tg_tensor *const *in, const void *a) {
     return st == TG_OK ? t : NULL;
 }
 
+/* Recorded in-place ops through views (CopySlices) and a view made before
+ * them (AsStridedBackward when it is used): the same graph on both devices. */
+static tg_tensor *ip_views_grad(tg_tensor *const *in, const void *a) {
+    (void)a;
+    tg_tensor *t = tg_scale(in[0], 1.0);                        /* (4, 6) in the graph */
+    tg_tensor *early = tg_slice(t, 0, 1, 3, 1);                 /* before the edits */
+    tg_tensor *v = tg_transpose(tg_slice(t, 1, 1, 6, 2), 0, 1); /* (3, 4), strided */
+    tg_status st = tg_mul_(v, tg_slice(in[1], 0, 0, 4, 1));
+    if (st == TG_OK) st = tg_fill_(tg_slice(t, 0, 3, 4, 1), 7.25);
+    if (st == TG_OK) st = tg_copy_(tg_slice(t, 0, 0, 1, 1), in[1]);
+    if (st == TG_OK) st = tg_add_(tg_slice(t, 1, 0, 2, 1), tg_slice(t, 1, 4, 6, 1));
+    return st == TG_OK ? tg_add(t, tg_sum(early)) : NULL;
+}
+
 Test(backends, in_place_ops_recorded_strided_and_aliased) {
     NEED_DEVICE();
     for (int d = 0; d < 2; d++) {
@@ -467,6 +481,7 @@ Test(backends, in_place_ops_recorded_strided_and_aliased) {
                             randn(FLOATS[d], 1, (int64_t[]){6}, 121)};
         run_both("add_/mul_/scale_/sub_ recorded", 2, in, ip_chain, NULL, true);
         run_both("in-place ops through strided views", 2, in, ip_views, NULL, false);
+        run_both("recorded in-place ops through views", 2, in, ip_views_grad, NULL, true);
         cr_assert_eq(tg_scope_end(sc), TG_OK);
     }
 }

@@ -350,6 +350,7 @@ Test(views_inplace, allocation_failure_changes_nothing) {
         if (st == TG_OK) {
             cr_assert_eq(injected, 0, "allocation %llu failed but the op succeeded",
                          (unsigned long long)n);
+            free(s.v);
             done = true;
         } else {
             cr_assert_eq(st, TG_ERR_NOMEM, "%s", tg_last_error());
