@@ -189,6 +189,34 @@ Test(views_inplace, view_of_a_constant_modified_by_a_grad_requiring_tensor) {
     TGO_RELEASE(b, v, x, c, bc, loss);
 }
 
+/* The base itself strided (a detached transpose) or at an offset (a detached
+ * slice): the gradient is routed through the base's own layout. */
+Test(views_inplace, bases_that_are_strided_or_offset) {
+    tg_tensor *z = tg_zeros(TG_F64, TG_SHAPE(2, 3)), *zt = tg_transpose(z, 0, 1);
+    tg_tensor *b = tg_detach(zt), *v = tg_slice(b, 0, 0, 2, 1);
+    cr_assert(!tg_is_contiguous(b));
+    tg_tensor *x = LEAF(TG_SHAPE(2, 2), 1, 2, 3, 4);
+    cr_assert_eq(tg_add_(v, x), TG_OK, "%s", tg_last_error());
+    tg_tensor *a6 = tg_arange(TG_F64, 0, 6, 1), *w = tg_view(a6, TG_SHAPE(3, 2));
+    tg_tensor *bb = tg_mul(b, b), *bbw = tg_mul(bb, w), *loss = tg_sum(bbw);
+    backward_ok(loss);
+    TGO_ASSERT_GRAD(x, 0, 0, 4, 12, 24);
+    TGO_ASSERT_VALUES(b, 0, 1, 2, 3, 4, 0, 0);
+    TGO_RELEASE(z, zt, b, v, x, a6, w, bb, bbw, loss);
+
+    tg_tensor *base = tg_arange(TG_F64, 0, 7, 1), *sl = tg_slice(base, 0, 1, 6, 1);
+    b = tg_detach(sl);
+    v = tg_slice(b, 0, 1, 5, 2);
+    x = LEAF(TG_SHAPE(2), 2, 3);
+    cr_assert_eq(tg_mul_(v, x), TG_OK, "%s", tg_last_error());
+    bb = tg_mul(b, b);
+    loss = tg_sum(bb);
+    backward_ok(loss);
+    TGO_ASSERT_GRAD(x, 0, 16, 96);
+    TGO_ASSERT_VALUES(base, 0, 0, 1, 4, 3, 12, 5, 6);
+    TGO_RELEASE(base, sl, b, v, x, bb, loss);
+}
+
 /* gradcheck through in-place ops on views: f(x) = sum(y * y) where y = 2x
  * and y[1:3] *= x[0:2]. */
 static tg_tensor *inplace_fn(tg_tensor *const *in, void *user) {
