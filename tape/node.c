@@ -75,6 +75,11 @@ static void meta_of(tg__meta *m, const tg_tensor *t) {
 
 tg__node *tg__node_new(tg_site s, const tg__op_def *op, const char *name, int n_in,
                        tg_tensor *const *inputs, int n_out) {
+    /* First bring stale views up to date (their new nodes get earlier ids:
+     * edges always point to nodes created before). */
+    tg__node *fn[TG__MAX_IO] = {0};
+    for (int i = 0; i < n_in && i < TG__MAX_IO; i++)
+        if (inputs[i] && tg__req_grad(inputs[i]) && !tg__grad_fn(inputs[i], &fn[i])) return NULL;
     size_t sz = sizeof(tg__node) + (size_t)n_in * (sizeof(tg__edge) + sizeof(tg__meta)) +
                 (size_t)n_out * (sizeof(tg__meta) + sizeof(tg_tensor *));
     tg__node *n = tg__xcalloc(1, sz);
@@ -99,13 +104,11 @@ tg__node *tg__node_new(tg_site s, const tg__op_def *op, const char *name, int n_
         if (!t) continue;
         meta_of(&n->in_meta[i], t);
         if (!tg__req_grad(t)) continue;
-        tg__node *fn;
-        if (!tg__grad_fn(t, &fn)) goto fail; /* brings a view's up to date */
-        if (fn) {
+        if (fn[i]) {
             n->edge[i].kind = TG__EDGE_NODE;
-            n->edge[i].node = fn;
+            n->edge[i].node = fn[i];
             n->edge[i].output_nr = t->output_nr;
-            tg__node_retain(fn);
+            tg__node_retain(fn[i]);
         } else if (t->requires_grad) {
             /* A leaf. (A view made in no-grad mode of a base that requires grad
              * requires grad but has neither: its gradient goes nowhere, as in
