@@ -14,7 +14,6 @@
  */
 #include <math.h>
 
-#include "../kernels/cpu/elementwise.h"
 #include "tg_internal.h"
 
 /* ---- argument checks ------------------------------------------------------- */

@@ -15,7 +15,6 @@
 #include <stdlib.h>
 
 #include "tg_internal.h"
-#include "../kernels/cpu/gather.h"
 
 static tg_status gather_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 

@@ -15,43 +15,6 @@ static const char *const ip_name[] = {"add_", "sub_", "mul_", "scale_", "copy_",
 static const char *const ip_who[] = {"tg_add_", "tg_sub_", "tg_mul_", "tg_scale_", "tg_copy_",
                                      "tg_fill_"};
 
-/* t op= other (broadcast), elementwise; other does not alias t. */
-#define IP_LOOP(T)                                                                       \
-    do {                                                                                 \
-        T *tb = (T *)t->storage->data;                                                   \
-        const T *ob = (const T *)other->storage->data;                                   \
-        _Pragma("omp parallel for if (n >= 32768)")                                      \
-        for (int64_t i = 0; i < n; i++) {                                                \
-            T *x = tb + t->offset + tg__offset_of(i, nd, t->shape, t->strides);          \
-            T y = ob[other->offset + tg__offset_of(i, nd, t->shape, ost)];               \
-            if (k == IP_ADD) *x += y;                                                    \
-            else if (k == IP_SUB) *x -= y;                                               \
-            else *x *= y;                                                                \
-        }                                                                                \
-    } while (0)
-
-static void ip_binary_kernel(ip_kind k, tg_tensor *t, const tg_tensor *other) {
-    int nd = t->ndim;
-    int64_t n = tg__numel(nd, t->shape);
-    int64_t ost[TG_MAX_DIMS];
-    tg__broadcast_strides(other, nd, t->shape, ost);
-    if (t->dtype == TG_F32) IP_LOOP(float);
-    else IP_LOOP(double);
-}
-
-/* t *= v (f32/f64, checked by check()). */
-static void ip_scale_kernel(tg_tensor *t, double v) {
-    int nd = t->ndim;
-    int64_t n = tg__numel(nd, t->shape);
-    char *b = t->storage->data;
-    #pragma omp parallel for if (n >= 32768)
-    for (int64_t i = 0; i < n; i++) {
-        int64_t o = t->offset + tg__offset_of(i, nd, t->shape, t->strides);
-        if (t->dtype == TG_F32) ((float *)b)[o] *= (float)v;
-        else ((double *)b)[o] *= v;
-    }
-}
-
 static bool overlapping(const tg_tensor *t) {
     if (tg__numel(t->ndim, t->shape) == 0) return false;
     for (int d = 0; d < t->ndim; d++)
@@ -239,10 +202,7 @@ static tg_status apply_on(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, 
         st = tg__k_copy(t, src);
     } else if (k == IP_FILL) {
         st = tg__k_fill(t, v);
-    } else if (t->storage->device == TG_CPU) {
-        if (k == IP_SCALE) ip_scale_kernel(t, v);
-        else ip_binary_kernel(k, t, src);
-    } else { /* device kernels write through t's strides */
+    } else { /* the kernels write through t's strides */
         static const tg__binop bop[] = {[IP_ADD] = TG__BIN_ADD, [IP_SUB] = TG__BIN_SUB,
                                         [IP_MUL] = TG__BIN_MUL};
         if (k == IP_SCALE) st = tg__k_unary(TG__UN_SCALE, t, t, t->strides, v, 0.0);

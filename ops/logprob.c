@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../kernels/cpu/logprob.h"
 #include "logprob_internal.h"
 
 tg_logprob_opts tg_logprob_opts_default(void) {
@@ -88,13 +87,16 @@ tg_status tg__lpe_device_bad_row(const char *who, const tg_tensor *z, int64_t ro
     tg__tensor_release(view);
     if (!h) return tg_last_status();
     const int64_t y0 = 0; /* not the ignore value 1 below: the row is checked */
-    tg__lpe_bad bad = tg__cpu_lpe_check_rows(h, &y0, 1, inv_t);
+    tg__lpe_bad bad;
+    tg__k_lpe_check_rows(h, &y0, 1, inv_t, &bad); /* on the host: cannot fail */
     tg__tensor_release(h);
     bad.row = row;
-    return tg__lpe_bad_row_error(who, &bad);
+    return tg__lpe_bad_row_error(who, h, &bad, inv_t);
 }
 
-tg_status tg__lpe_bad_row_error(const char *who, const tg__lpe_bad *bad) {
+tg_status tg__lpe_bad_row_error(const char *who, const tg_tensor *z, const tg__lpe_bad *bad,
+                                double inv_t) {
+    if (bad->col == TG__LPE_COL_UNKNOWN) return tg__lpe_device_bad_row(who, z, bad->row, inv_t);
     if (bad->col < 0)
         return tg__set_error(TG_ERR_VALUE, "%s: row %lld: every logit is -inf (the row has no "
                              "valid token; give it ignore_index)", who, (long long)bad->row);
@@ -113,12 +115,8 @@ static tg_status lpe_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
     dz = tg__new_output_on(n->site, "LogprobEntropyBackward", z->storage->device, z->dtype,
                            z->ndim, z->shape);
     if (!dz) goto out;
-    if (z->storage->device == TG_CPU) {
-        tg__cpu_lpe_backward(z, tg__ptr(y), n->iparam[0], n->dparam[0], n->iparam[1],
-                             tg__ptr(st), (int)n->iparam[2], gout[0],
-                             n->n_out > 1 ? gout[1] : NULL, dz);
-    } else if (tg__k_lpe_backward_cuda(z, y, n->iparam[0], n->dparam[0], st, (int)n->iparam[2],
-                                       gout[0], n->n_out > 1 ? gout[1] : NULL, dz) != TG_OK) {
+    if (tg__k_lpe_backward(z, y, n->iparam[0], n->dparam[0], n->iparam[1], st, (int)n->iparam[2],
+                           gout[0], n->n_out > 1 ? gout[1] : NULL, dz) != TG_OK) {
         tg__tensor_release(dz);
         goto out;
     }
@@ -151,24 +149,13 @@ static tg_status fused(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logprob_o
                            : NULL; // (N, nstat)
     tg__node *n = NULL;
     if (!lp || (o->want_entropy && !h) || (record && !st)) goto fail;
-    if (dev == TG_CPU) {
-        tg__lpe_bad bad = tg__cpu_lpe_forward(z, tg__ptr(yc), o->ignore_index,
-                                              1.0 / o->temperature, o->chunk_size, tg__ptr(lp),
-                                              h ? tg__ptr(h) : NULL, st ? tg__ptr(st) : NULL,
-                                              nstat);
-        if (bad.row >= 0) {
-            tg__lpe_bad_row_error(who, &bad);
-            goto fail;
-        }
-    } else {
-        int64_t bad_row = -1;
-        if (tg__k_lpe_forward_cuda(z, yc, o->ignore_index, 1.0 / o->temperature, lp, h, st,
-                                   nstat, &bad_row) != TG_OK)
-            goto fail;
-        if (bad_row >= 0) {
-            tg__lpe_device_bad_row(who, z, bad_row, 1.0 / o->temperature);
-            goto fail;
-        }
+    tg__lpe_bad bad;
+    if (tg__k_lpe_forward(z, yc, o->ignore_index, 1.0 / o->temperature, o->chunk_size, lp, h, st,
+                          nstat, &bad) != TG_OK)
+        goto fail;
+    if (bad.row >= 0) {
+        tg__lpe_bad_row_error(who, z, &bad, 1.0 / o->temperature);
+        goto fail;
     }
     if (record) {
         tg_tensor *in[2] = {z, yc};

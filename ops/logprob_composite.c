@@ -217,21 +217,13 @@ tg_status tg__lpe_composite(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logp
     if (!idx || !mask || !(z2 = tg__reshape(s, z, 2, (int64_t[]){N, V}))) goto fail;
     const int64_t *t = tg__lpe_targets_host(who, yc, &owned);
     if (!t) goto fail;
-    if (z->storage->device == TG_CPU) {
-        tg__lpe_bad bad = tg__cpu_lpe_check_rows(z, t, o->ignore_index, 1.0 / o->temperature);
-        if (bad.row >= 0) {
-            tg__lpe_bad_row_error(who, &bad);
-            goto fail;
-        }
-    } else {
-        int64_t bad_row = -1;
-        if (tg__k_lpe_check_rows_cuda(z, yc, o->ignore_index, 1.0 / o->temperature, &bad_row) !=
-            TG_OK)
-            goto fail;
-        if (bad_row >= 0) {
-            tg__lpe_device_bad_row(who, z, bad_row, 1.0 / o->temperature);
-            goto fail;
-        }
+    tg__lpe_bad bad;
+    if (tg__k_lpe_check_rows(z, tg__ptr(yc), o->ignore_index, 1.0 / o->temperature, &bad) !=
+        TG_OK)
+        goto fail;
+    if (bad.row >= 0) {
+        tg__lpe_bad_row_error(who, z, &bad, 1.0 / o->temperature);
+        goto fail;
     }
     bool ignored = false;
     for (int64_t i = 0; i < N; i++) {

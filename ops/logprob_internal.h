@@ -3,7 +3,6 @@
 #ifndef TG_OPS_LOGPROB_INTERNAL_H
 #define TG_OPS_LOGPROB_INTERNAL_H
 
-#include "../kernels/cpu/logprob.h"
 #include "tg_internal.h"
 
 /* Validates dtypes, shapes and options (not the target values). */
@@ -16,11 +15,14 @@ tg_tensor *tg__lpe_targets(tg_site s, const char *who, tg_tensor *y, int64_t V, 
  * the CPU, else a copy put in *owned (give it to free()). NULL with the
  * error set. */
 const int64_t *tg__lpe_targets_host(const char *who, const tg_tensor *yc, void **owned);
-/* For a CUDA forward that rejected row `row` of z: finds the offending column
- * and value on a host copy of that row and sets the error. Returns it. */
+/* For a device kernel that rejected row `row` of z without saying where:
+ * finds the offending column and value on a host copy of that row and sets
+ * the error. Returns it. */
 tg_status tg__lpe_device_bad_row(const char *who, const tg_tensor *z, int64_t row, double inv_t);
-/* Sets the error for a row the forward kernel rejected. */
-tg_status tg__lpe_bad_row_error(const char *who, const tg__lpe_bad *bad);
+/* Sets the error for a row of z the forward kernel rejected (looking the
+ * column up when the backend did not give it). Returns it. */
+tg_status tg__lpe_bad_row_error(const char *who, const tg_tensor *z, const tg__lpe_bad *bad,
+                                double inv_t);
 /* The composite implementation; outputs are new references (not in scopes). */
 tg_status tg__lpe_composite(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logprob_opts *o,
                             tg_tensor **lp, tg_tensor **h);

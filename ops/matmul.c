@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "tg_internal.h"
-#include "../kernels/cpu/matmul.h"
 
 static tg_status mm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 

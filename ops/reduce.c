@@ -12,8 +12,6 @@
 #include <math.h>
 #include <stdbool.h>
 
-#include "../kernels/cpu/elementwise.h"
-#include "../kernels/cpu/reduce.h"
 #include "tg_internal.h"
 
 /* Strides to read g as a tensor of shape m (broadcast): g has m's ndim

@@ -10,7 +10,6 @@
  *   LogSoftmaxBackward: dx = g - exp(y) * sum(g)
  */
 #include "tg_internal.h"
-#include "../kernels/cpu/softmax.h"
 
 static tg_status softmax_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 static tg_status log_softmax_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);

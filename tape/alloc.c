@@ -5,8 +5,8 @@
  * while it records, under the allocator lock, so the timeline sees them in
  * the order they happened.
  *
- * TG_CUDA memory comes from the caching allocator of kernels/cuda/runtime.cu
- * and is counted here exactly like host memory (requested bytes, categories,
+ * TG_CUDA memory comes from the CUDA backend's caching allocator (its table's
+ * alloc/free, kernels/kernel.h) and is counted here exactly like host memory (requested bytes, categories,
  * peaks, saved bytes, fault injection before any cudaMalloc); its `cached`
  * figure is the bytes in the CUDA free lists. */
 #include <pthread.h>
@@ -16,9 +16,6 @@
 #include <string.h>
 
 #include "tg_internal.h"
-#ifdef TG_HAVE_CUDA
-#include "../kernels/cuda/cuda_internal.h"
-#endif
 
 #define TG__NDEV 2
 #define TG__ALIGN 64
@@ -103,24 +100,15 @@ tg_status tg_mem_empty_cache(tg_device dev) {
 }
 
 /* Bytes in the CUDA allocator's free lists (0 without the CUDA backend). */
-static size_t cuda_cached(void) {
-#ifdef TG_HAVE_CUDA
-    return tg__cuda_cached_bytes();
-#else
-    return 0;
-#endif
-}
+static size_t cuda_cached(void) { return tg__cuda_backend.cached_bytes(); }
 
 tg_status tg_cuda_empty_cache(void) {
-#ifdef TG_HAVE_CUDA
-    tg_status st = tg__cuda_empty_cache();
+    if (tg__cuda_backend.device_count() == 0) return TG_OK;
+    tg_status st = tg__cuda_backend.empty_cache();
     pthread_mutex_lock(&g_lock);
     g_stats[TG_CUDA].cached = cuda_cached();
     pthread_mutex_unlock(&g_lock);
     return st;
-#else
-    return TG_OK;
-#endif
 }
 
 tg_mem_category tg__set_category_override(tg_mem_category c) {
@@ -185,10 +173,9 @@ static void count_alloc(tg_device dev, size_t nbytes, tg_mem_category cat, const
 
 /* TG_CUDA: fault injection, then the CUDA caching allocator. */
 static void *cuda_alloc(size_t nbytes, tg_mem_category cat, const char *op, uint64_t *tag) {
-#ifdef TG_HAVE_CUDA
-    if (tg__cuda_device_count() == 0)
-        return tg__fail(TG_ERR_DEVICE, "no CUDA device available (%s)",
-                        tg__cuda_unavailable_reason());
+    const tg__backend *cu = &tg__cuda_backend;
+    if (cu->device_count() == 0)
+        return tg__fail(TG_ERR_DEVICE, "no CUDA device available (%s)", cu->unavailable_reason());
     pthread_mutex_lock(&g_lock);
     bool fail = fault_now();
     pthread_mutex_unlock(&g_lock);
@@ -196,16 +183,11 @@ static void *cuda_alloc(size_t nbytes, tg_mem_category cat, const char *op, uint
         return tg__fail(TG_ERR_NOMEM, "out of memory: cannot allocate %zu bytes on cuda (%s) "
                         "[injected failure]", nbytes, tg_mem_category_name(cat));
     void *p = NULL;
-    if (tg__cuda_alloc(&p, nbytes) != TG_OK) return NULL;
+    if (cu->alloc(&p, nbytes) != TG_OK) return NULL;
     pthread_mutex_lock(&g_lock);
     count_alloc(TG_CUDA, nbytes, cat, op, tag);
     pthread_mutex_unlock(&g_lock);
     return p;
-#else
-    (void)nbytes, (void)cat, (void)op, (void)tag;
-    return tg__fail(TG_ERR_DEVICE,
-                    "no CUDA device available (this build of tapegrad has no CUDA backend)");
-#endif
 }
 
 void *tg__alloc_op(tg_device dev, size_t nbytes, tg_mem_category cat, const char *op,
@@ -245,9 +227,7 @@ void tg__free(tg_device dev, void *p, size_t nbytes, tg_mem_category cat) {
 
 void tg__free_op(tg_device dev, void *p, size_t nbytes, tg_mem_category cat, uint64_t tag) {
     if (!p) return;
-#ifdef TG_HAVE_CUDA
-    if (dev == TG_CUDA) tg__cuda_free(p, nbytes); /* to its free list */
-#endif
+    if (dev == TG_CUDA) tg__cuda_backend.free(p, nbytes); /* to its free list */
     pthread_mutex_lock(&g_lock);
     if (dev == TG_CPU) {
         size_t rounded = (nbytes + TG__HUGE_ALIGN - 1) / TG__HUGE_ALIGN * TG__HUGE_ALIGN;

@@ -1,52 +1,33 @@
 /* tape/device.c - devices as the tape sees them: whether CUDA is usable,
  * reading CUDA tensors from the host, and contiguous copies between devices
- * (synchronous cudaMemcpy; a strided host source is gathered on the host
- * first, a strided device source by the copy kernel). Without the CUDA backend (TG_HAVE_CUDA unset)
- * every CUDA path answers TG_ERR_DEVICE. */
+ * (synchronous host <-> device copies through the CUDA backend's runtime; a
+ * strided host source is gathered on the host first, a strided device
+ * source by the copy kernel). A build without the CUDA backend has the stub
+ * table (kernels/cuda/stub.c): no device, and every CUDA path answers
+ * TG_ERR_DEVICE. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "tg_internal.h"
-#ifdef TG_HAVE_CUDA
-#include "../kernels/cuda/cuda_internal.h"
-#endif
 
-int tg_cuda_device_count(void) {
-#ifdef TG_HAVE_CUDA
-    return tg__cuda_device_count();
-#else
-    return 0;
-#endif
-}
+static const tg__backend *const cu = &tg__cuda_backend;
 
-const char *tg_cuda_unavailable_reason(void) {
-#ifdef TG_HAVE_CUDA
-    return tg__cuda_unavailable_reason();
-#else
-    return "this build of tapegrad has no CUDA backend";
-#endif
-}
+int tg_cuda_device_count(void) { return cu->device_count(); }
+
+const char *tg_cuda_unavailable_reason(void) { return cu->unavailable_reason(); }
 
 tg_status tg_cuda_get_props(tg_cuda_props *out) {
     if (tg__null_arg(out, "tg_cuda_get_props", "out")) return tg_last_status();
     memset(out, 0, sizeof *out);
     tg_status st = tg__check_device_usable("tg_cuda_get_props", TG_CUDA);
     if (st != TG_OK) return st;
-#ifdef TG_HAVE_CUDA
-    return tg__cuda_get_props(out->name, sizeof out->name, &out->peak_bytes_per_s,
-                              &out->total_bytes, &out->free_bytes, &out->sm_count);
-#else
-    return TG_ERR_DEVICE;
-#endif
+    return cu->get_props(out->name, sizeof out->name, &out->peak_bytes_per_s, &out->total_bytes,
+                         &out->free_bytes, &out->sm_count);
 }
 
 tg_status tg_cuda_synchronize(void) {
     if (tg_cuda_device_count() == 0) return TG_OK;
-#ifdef TG_HAVE_CUDA
-    return tg__cuda_synchronize();
-#else
-    return TG_OK;
-#endif
+    return cu->synchronize();
 }
 
 const char *tg__device_name(tg_device dev) {
@@ -79,7 +60,7 @@ const void *tg__host_elems(const char *who, const tg_tensor *t, void **owned, in
     *owned = NULL;
     *lo = 0;
     if (t->storage->device == TG_CPU) return t->storage->data;
-#ifdef TG_HAVE_CUDA
+    if (tg__check_device_usable(who, t->storage->device) != TG_OK) return NULL;
     size_t es = tg_dtype_size(t->dtype);
     int64_t hi;
     if (tg__numel(t->ndim, t->shape) == 0) return t->storage->data; /* nothing will be read */
@@ -87,18 +68,13 @@ const void *tg__host_elems(const char *who, const tg_tensor *t, void **owned, in
     size_t nb = (size_t)(hi - *lo + 1) * es;
     void *buf = tg__xmalloc(nb);
     if (!buf) return NULL;
-    if (tg__cuda_copy_d2h(buf, (const char *)t->storage->data + (size_t)*lo * es, nb) != TG_OK) {
+    if (cu->copy_d2h(buf, (const char *)t->storage->data + (size_t)*lo * es, nb) != TG_OK) {
         free(buf);
         tg__set_error(TG_ERR_CUDA, "%s: reading a cuda tensor: %s", who, tg_last_error());
         return NULL;
     }
     *owned = buf;
     return buf;
-#else
-    (void)span;
-    return tg__fail(TG_ERR_DEVICE, "%s: tensor is on %s, which this build cannot read", who,
-                    tg__device_name(t->storage->device));
-#endif
 }
 
 tg_tensor *tg__device_copy(tg_site s, const char *who, tg_tensor *t, tg_device dev) {
@@ -109,10 +85,8 @@ tg_tensor *tg__device_copy(tg_site s, const char *who, tg_tensor *t, tg_device d
     if (from == dev && tg__is_contiguous(t)) return tg_retain(t);
     if (from == TG_CPU && dev == TG_CPU) {
         tg_tensor *c = tg__new_output(s, who, t->dtype, t->ndim, t->shape);
-        if (c) tg__cpu_copy(c, t);
-        return c;
+        return c ? tg__k_ok(tg__k_copy(c, t), c) : NULL;
     }
-#ifdef TG_HAVE_CUDA
     tg_tensor *out = tg__tensor_new_on(s, who, dev, t->dtype, t->ndim, t->shape,
                                        tg__op_category());
     if (!out) return NULL;
@@ -123,25 +97,21 @@ tg_tensor *tg__device_copy(tg_site s, const char *who, tg_tensor *t, tg_device d
         if (!tg__is_contiguous(t)) {
             src = tg__tensor_new(s, who, t->dtype, t->ndim, t->shape, TG_MEM_WORKSPACE);
             if (!src) goto fail;
-            tg__cpu_copy(src, t);
+            tg__k_copy(src, t); /* cannot fail on the host */
         }
-        st = tg__cuda_copy_h2d(out->storage->data, tg__ptr(src), nb);
+        st = cu->copy_h2d(out->storage->data, tg__ptr(src), nb);
         if (src != t) tg__tensor_release(src);
     } else if (dev == TG_CPU) { /* device -> host */
         if (tg__is_contiguous(t)) {
-            st = tg__cuda_copy_d2h(out->storage->data, tg__ptr(t), nb);
+            st = cu->copy_d2h(out->storage->data, tg__ptr(t), nb);
         } else {
             void *owned;
             int64_t lo;
             if (!tg__host_elems(who, t, &owned, &lo)) goto fail;
             /* t's layout over the host copy of its elements */
-            tg__storage host = *t->storage;
-            host.device = TG_CPU;
-            host.data = owned;
-            tg_tensor view = *t;
-            view.storage = &host;
-            view.offset = t->offset - lo;
-            tg__cpu_copy(out, &view);
+            tg__arr dst = tg__arr_of(out), src = tg__arr_of(t);
+            src.data = (char *)owned + (size_t)(t->offset - lo) * tg_dtype_size(t->dtype);
+            tg__cpu_backend.copy(&dst, &src); /* cannot fail on the host */
             free(owned);
         }
     } else { /* device -> device: only a non-contiguous source gets here */
@@ -155,7 +125,4 @@ tg_tensor *tg__device_copy(tg_site s, const char *who, tg_tensor *t, tg_device d
 fail:
     tg__tensor_release(out);
     return NULL;
-#else
-    return tg__fail(TG_ERR_INTERNAL, "%s: unreachable device copy", who);
-#endif
 }

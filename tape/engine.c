@@ -155,7 +155,7 @@ static void install_leaf(tg_tensor *leaf) {
     leaf->pending = NULL;
     if (leaf->grad && exclusive(leaf->grad) && leaf->grad->storage->device == TG_CPU &&
         g->storage->device == TG_CPU) { /* as prepare_leaf decided */
-        tg__cpu_accumulate(leaf->grad, g);
+        (void)tg__k_accumulate(leaf->grad, g); /* cannot fail on the host */
         tg__tensor_release(g);
     } else {
         tg__set_grad(leaf, g);
@@ -190,16 +190,10 @@ tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
     if (grad) {
         seed = tg_retain(grad);
     } else {
-        seed = tg__new_output(root->site, "tg_backward", root->dtype, root->ndim, root->shape);
-        if (!seed) goto fail_nomsg;
-        if (root->dtype == TG_F32) *(float *)seed->storage->data = 1.0f;
-        else *(double *)seed->storage->data = 1.0;
-        if (root->storage->device != TG_CPU) { /* the seed lives on the root's device */
-            tg_tensor *d = tg__device_copy(root->site, "tg_backward", seed, root->storage->device);
-            tg__tensor_release(seed);
-            seed = d;
-            if (!seed) goto fail_nomsg;
-        }
+        /* a one-element 1 on the root's device */
+        seed = tg__new_output_on(root->site, "tg_backward", root->storage->device, root->dtype,
+                                 root->ndim, root->shape);
+        if (!seed || !(seed = tg__k_ok(tg__k_fill(seed, 1.0), seed))) goto fail_nomsg;
     }
 
     tg__node *rn;

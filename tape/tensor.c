@@ -113,14 +113,7 @@ tg_tensor *tg__new_output_on(tg_site s, const char *who, tg_device dev, tg_dtype
 
 tg_tensor *tg__zeros_on(tg_site s, tg_device dev, tg_dtype dt, int ndim, const int64_t *shape) {
     tg_tensor *t = tg__new_output_on(s, "zeros", dev, dt, ndim, shape);
-    if (!t) return NULL;
-    if (dev == TG_CPU) {
-        memset(t->storage->data, 0, t->storage->nbytes);
-    } else if (tg__k_fill(t, 0.0) != TG_OK) {
-        tg__tensor_release(t);
-        return NULL;
-    }
-    return t;
+    return t ? tg__k_ok(tg__k_fill(t, 0.0), t) : NULL;
 }
 
 void tg__tensor_release(tg_tensor *t) {

@@ -29,7 +29,7 @@
 #include <stdio.h>
 
 #include "tapegrad.h"
-#include "../kernels/kernel_ops.h"
+#include "../kernels/kernel.h"
 
 #define TG__MAX_IO 16            /* inputs/outputs of one node */
 #define TG__VERSION_HISTORY 8    /* in-place events remembered per storage */
@@ -205,15 +205,6 @@ static inline void *tg__ptr(const tg_tensor *t) {
  * message naming `who`) if out of range. */
 int tg__wrap_dim(const char *who, int dim, int ndim);
 bool tg__is_float(tg_dtype dt);
-
-/* double -> i64 without undefined behaviour: truncates toward zero,
- * saturates out-of-range values, NaN -> 0. */
-static inline int64_t tg__to_i64(double v) {
-    if (v != v) return 0;
-    if (v >= 9223372036854775807.0) return INT64_MAX;
-    if (v <= -9223372036854775808.0) return INT64_MIN;
-    return (int64_t)v;
-}
 
 /* ---- shapes and strided iteration (tape/shape.c) ------------------------------ */
 
@@ -408,11 +399,6 @@ void tg__unown_leaf_chain(tg_tensor *t);
 /* Iterative release: chains of 10^6 nodes are freed without recursion. */
 void tg__node_release(tg__node *n);
 
-/* ---- kernels shared by ops and the engine --------------------------------- */
-
-/* dst += src elementwise (same shape, any strides for src, dst contiguous). */
-void tg__cpu_accumulate(tg_tensor *dst, const tg_tensor *src);
-
 /* ---- internal op entry points (no scope registration) ---------------------- */
 tg_tensor *tg__add(tg_site s, tg_tensor *a, tg_tensor *b);
 tg_tensor *tg__sub(tg_site s, tg_tensor *a, tg_tensor *b);
@@ -444,18 +430,24 @@ tg_tensor *tg__expand(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
 tg_tensor *tg__to_dtype(tg_site s, tg_tensor *t, tg_dtype dt);
 /* tg_to_device without the scope (recorded: its backward copies back). */
 tg_tensor *tg__to_device(tg_site s, tg_tensor *t, tg_device dev);
-/* Copies src (broadcast to dst's shape, any strides, dtype converted) into dst
- * (any non-overlapping strides). No checks, no version bump. */
-void tg__cpu_copy(tg_tensor *dst, const tg_tensor *src);
 
-/* ---- kernels on the tensors' device (ops/dispatch.c) ----------------------
- * Each runs the CPU or the CUDA kernel of the same contract (the kernels/cpu headers)
- * and returns TG_OK or the recorded error (TG_ERR_CUDA, TG_ERR_NOMEM;
- * TG_ERR_DEVICE in a build without CUDA). The device is out's (the first
- * tensor's); every operand must be on it (the ops check with
- * tg__same_device). On CUDA, `out` may have any non-overlapping strides in
- * unary/binary (in-place ops) and copy/fill. */
-typedef struct tg__mat tg__mat;
+/* ---- kernels on the tensors' device (tape/dispatch.c) ----------------------
+ * Each builds the descriptors of kernels/kernel.h and calls the backend of
+ * the tensors' device; it returns TG_OK or the recorded error (TG_ERR_CUDA,
+ * TG_ERR_NOMEM; TG_ERR_DEVICE in a build without CUDA). The device is out's
+ * (the first tensor's); every operand must be on it (the ops check with
+ * tg__same_device). Outputs may have any non-overlapping strides; inputs
+ * are read broadcast to the output's shape. */
+/* The backend table of dev; NULL for an unknown device. */
+const tg__backend *tg__backend_of(tg_device dev);
+/* t over its own shape (stride 0 for size-1 dims). */
+tg__arr tg__arr_of(const tg_tensor *t);
+/* t (NULL: data NULL) read over out's shape: broadcast, or with the explicit
+ * strides st (one per dim of out) when st is not NULL. */
+tg__arr tg__arr_over(const tg_tensor *t, const tg_tensor *out, const int64_t *st);
+/* The last two dims of t as a batch of matrices (batch strides 0 when shared). */
+tg__mat tg__mat_of(const tg_tensor *t, bool shared);
+tg__mat tg__mat_t(tg__mat m);
 /* True when every non-NULL tensor of ts is on one usable device; otherwise
  * TG_ERR_DEVICE naming `who` and both devices. */
 bool tg__same_device(const char *who, int n, const tg_tensor *const *ts);
@@ -491,14 +483,17 @@ tg_status tg__k_gather_forward(const tg_tensor *t, const tg_tensor *index, tg_te
 tg_status tg__k_gather_backward(const tg_tensor *g, const tg_tensor *index, tg_tensor *dt);
 tg_status tg__k_matmul(tg_device dev, const char *who, tg_dtype dt, int nb, const int64_t *bshape,
                        const tg__mat *a, const tg__mat *b, const tg__mat *c, bool reduce);
-tg_status tg__k_lpe_forward_cuda(const tg_tensor *z, const tg_tensor *y, int64_t ignore,
-                                 double inv_t, tg_tensor *lp, tg_tensor *H, tg_tensor *stats,
-                                 int nstat, int64_t *bad_row);
-tg_status tg__k_lpe_check_rows_cuda(const tg_tensor *z, const tg_tensor *y, int64_t ignore,
-                                    double inv_t, int64_t *bad_row);
-tg_status tg__k_lpe_backward_cuda(const tg_tensor *z, const tg_tensor *y, int64_t ignore,
-                                  double inv_t, const tg_tensor *stats, int nstat,
-                                  const tg_tensor *g_lp, const tg_tensor *g_H, tg_tensor *dz);
+/* The fused log-prob kernels (kernels/kernel.h): y contiguous i64 on z's
+ * device; a rejected row is reported in *bad (its column may be
+ * TG__LPE_COL_UNKNOWN: the caller looks it up). g_lp / g_H may be NULL. */
+tg_status tg__k_lpe_forward(const tg_tensor *z, const tg_tensor *y, int64_t ignore, double inv_t,
+                            int64_t chunk, tg_tensor *lp, tg_tensor *H, tg_tensor *stats,
+                            int nstat, tg__lpe_bad *bad);
+tg_status tg__k_lpe_check_rows(const tg_tensor *z, const int64_t *y, int64_t ignore,
+                               double inv_t, tg__lpe_bad *bad);
+tg_status tg__k_lpe_backward(const tg_tensor *z, const tg_tensor *y, int64_t ignore,
+                             double inv_t, int64_t chunk, const tg_tensor *stats, int nstat,
+                             const tg_tensor *g_lp, const tg_tensor *g_H, tg_tensor *dz);
 
 static inline tg_tensor *tg__k_ok(tg_status st, tg_tensor *t) {
     if (st == TG_OK) return t;

@@ -6,9 +6,5 @@ const char *tg_lib_version(void) { return TG_VERSION_STRING; }
 /* "cpu+cuda" when the CUDA backend was compiled in (whether or not this
  * machine has a device: see tg_cuda_device_count). */
 const char *tg_build_backends(void) {
-#ifdef TG_HAVE_CUDA
-    return "cpu+cuda";
-#else
-    return "cpu";
-#endif
+    return tg__cuda_backend.compiled_in ? "cpu+cuda" : "cpu";
 }

@@ -6,7 +6,7 @@
  * in-place story) is in test_logprob_autograd.c. */
 #include <float.h>
 
-#include "../kernels/cpu/logprob.h"
+#include "../kernels/cpu/cpu.h"
 #include "test_logprob_util.h"
 
 TestSuite(logprob, .init = tgt_setup, .fini = tgt_teardown);

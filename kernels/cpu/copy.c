@@ -1,22 +1,22 @@
-/* kernels/cpu/copy.c - strided copy with broadcasting and dtype conversion,
- * and the gradient accumulation kernel (dst += src) used by the engine. */
+/* kernels/cpu/copy.c - strided copy with dtype conversion, fill, and the
+ * gradient accumulation kernel (dst += src). Descriptors as in
+ * kernels/kernel.h: src described over dst's shape. */
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "tg_internal.h"
-
-#define TG__PAR_MIN 32768
+#include "cpu.h"
 
 /* Element read/write with conversion through double (exact for f32/f64; i64
  * values beyond 2^53 only when converting to float). */
-static inline double rd(const void *base, tg_dtype dt, int64_t off) {
+static inline double rd(const void *base, int dt, int64_t off) {
     switch (dt) {
     case TG_F32: return ((const float *)base)[off];
     case TG_F64: return ((const double *)base)[off];
     default: return (double)((const int64_t *)base)[off];
     }
 }
-static inline void wr(void *base, tg_dtype dt, int64_t off, double v) {
+static inline void wr(void *base, int dt, int64_t off, double v) {
     switch (dt) {
     case TG_F32: ((float *)base)[off] = (float)v; break;
     case TG_F64: ((double *)base)[off] = v; break;
@@ -24,61 +24,89 @@ static inline void wr(void *base, tg_dtype dt, int64_t off, double v) {
     }
 }
 
-void tg__cpu_copy(tg_tensor *dst, const tg_tensor *src) {
-    int nd = dst->ndim;
-    int64_t n = tg__numel(nd, dst->shape);
-    if (n == 0) return;
-    size_t es = tg_dtype_size(dst->dtype);
-    bool same_layout = src->ndim == nd && tg__is_contiguous(dst) && tg__is_contiguous(src);
-    for (int d = 0; same_layout && d < nd; d++) same_layout = src->shape[d] == dst->shape[d];
-    if (same_layout && src->dtype == dst->dtype) {
-        memcpy(tg__ptr(dst), tg__ptr(src), (size_t)n * es);
-        return;
+tg_status tg__cpu_copy(const tg__arr *dst, const tg__arr *src) {
+    const int nd = dst->ndim;
+    const int64_t n = tg__k_numel(nd, dst->shape);
+    if (n == 0) return TG_OK;
+    if (src->dtype == dst->dtype && tg__k_contiguous(dst) && tg__k_contiguous(src)) {
+        bool broadcast = false;
+        for (int d = 0; d < nd; d++) broadcast |= src->shape[d] != 1 && src->strides[d] == 0;
+        if (!broadcast) {
+            memcpy(dst->data, src->data, (size_t)n * tg_dtype_size((tg_dtype)dst->dtype));
+            return TG_OK;
+        }
     }
-    int64_t sst[TG_MAX_DIMS];
-    tg__broadcast_strides(src, nd, dst->shape, sst);
-    const char *sb = src->storage->data;
-    char *db = dst->storage->data;
-    const int64_t soff = src->offset, doff = dst->offset;
+    const char *sb = src->data;
+    char *db = dst->data;
     if (src->dtype == dst->dtype && src->dtype == TG_I64) {
         #pragma omp parallel for if (n >= TG__PAR_MIN)
         for (int64_t i = 0; i < n; i++)
-            ((int64_t *)db)[doff + tg__offset_of(i, nd, dst->shape, dst->strides)] =
-                ((const int64_t *)sb)[soff + tg__offset_of(i, nd, dst->shape, sst)];
-        return;
+            ((int64_t *)db)[tg__k_offset_of(i, nd, dst->shape, dst->strides)] =
+                ((const int64_t *)sb)[tg__k_offset_of(i, nd, dst->shape, src->strides)];
+        return TG_OK;
     }
     #pragma omp parallel for if (n >= TG__PAR_MIN)
     for (int64_t i = 0; i < n; i++)
-        wr(db, dst->dtype, doff + tg__offset_of(i, nd, dst->shape, dst->strides),
-           rd(sb, src->dtype, soff + tg__offset_of(i, nd, dst->shape, sst)));
+        wr(db, dst->dtype, tg__k_offset_of(i, nd, dst->shape, dst->strides),
+           rd(sb, src->dtype, tg__k_offset_of(i, nd, dst->shape, src->strides)));
+    return TG_OK;
 }
 
-void tg__cpu_accumulate(tg_tensor *dst, const tg_tensor *src) {
-    int nd = dst->ndim;
-    int64_t n = tg__numel(nd, dst->shape);
-    if (n == 0) return;
-    if (tg__is_contiguous(src) && src->dtype == dst->dtype) {
+tg_status tg__cpu_fill(const tg__arr *dst, double v) {
+    const int64_t n = tg__k_numel(dst->ndim, dst->shape);
+    if (tg__k_contiguous(dst)) {
+        if (v == 0.0 && !signbit(v)) {
+            memset(dst->data, 0, (size_t)n * tg_dtype_size((tg_dtype)dst->dtype));
+        } else if (dst->dtype == TG_F32) {
+            float *x = dst->data; // (n)
+            for (int64_t i = 0; i < n; i++) x[i] = (float)v;
+        } else if (dst->dtype == TG_F64) {
+            double *x = dst->data; // (n)
+            for (int64_t i = 0; i < n; i++) x[i] = v;
+        } else {
+            int64_t *x = dst->data, iv = tg__to_i64(v); // (n)
+            for (int64_t i = 0; i < n; i++) x[i] = iv;
+        }
+        return TG_OK;
+    }
+    /* strided: a 0-d f64 source read broadcast (and converted) by the copy kernel */
+    double value = v;
+    tg__arr src;
+    memset(&src, 0, sizeof src);
+    src.data = &value;
+    src.dtype = TG_F64;
+    src.ndim = dst->ndim;
+    for (int d = 0; d < dst->ndim; d++) src.shape[d] = dst->shape[d];
+    return tg__cpu_copy(dst, &src);
+}
+
+tg_status tg__cpu_accumulate(const tg__arr *dst, const tg__arr *src) {
+    const int nd = dst->ndim;
+    const int64_t n = tg__k_numel(nd, dst->shape);
+    if (n == 0) return TG_OK;
+    bool flat = src->dtype == dst->dtype && tg__k_contiguous(dst) && tg__k_contiguous(src);
+    for (int d = 0; flat && d < nd; d++) flat = src->shape[d] == 1 || src->strides[d] != 0;
+    if (flat) {
         if (dst->dtype == TG_F32) {
-            float *d = tg__ptr(dst);              // (n)
-            const float *s = tg__ptr(src);        // (n)
+            float *d = dst->data;                 // (n)
+            const float *s = src->data;           // (n)
             #pragma omp parallel for simd if (n >= TG__PAR_MIN)
             for (int64_t i = 0; i < n; i++) d[i] += s[i];
         } else {
-            double *d = tg__ptr(dst);             // (n)
-            const double *s = tg__ptr(src);       // (n)
+            double *d = dst->data;                // (n)
+            const double *s = src->data;          // (n)
             #pragma omp parallel for simd if (n >= TG__PAR_MIN)
             for (int64_t i = 0; i < n; i++) d[i] += s[i];
         }
-        return;
+        return TG_OK;
     }
-    int64_t sst[TG_MAX_DIMS];
-    tg__broadcast_strides(src, nd, dst->shape, sst);
-    const char *sb = src->storage->data;
-    char *db = dst->storage->data;
+    const char *sb = src->data;
+    char *db = dst->data;
     #pragma omp parallel for if (n >= TG__PAR_MIN)
     for (int64_t i = 0; i < n; i++) {
-        int64_t o = dst->offset + tg__offset_of(i, nd, dst->shape, dst->strides);
+        int64_t o = tg__k_offset_of(i, nd, dst->shape, dst->strides);
         wr(db, dst->dtype, o,
-           rd(db, dst->dtype, o) + rd(sb, src->dtype, src->offset + tg__offset_of(i, nd, dst->shape, sst)));
+           rd(db, dst->dtype, o) + rd(sb, src->dtype, tg__k_offset_of(i, nd, dst->shape, src->strides)));
     }
+    return TG_OK;
 }

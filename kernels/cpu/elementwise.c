@@ -1,8 +1,9 @@
 /* kernels/cpu/elementwise.c - CPU elementwise kernels: unary, binary,
  * ternary (gradient helpers) and where, f32 and f64, any input strides.
  *
- * Contract (see elementwise.h): out is contiguous with the iteration shape;
- * inputs are read through their own strides broadcast to that shape. f32 is
+ * Contract (kernels/kernel.h): inputs are described over out's shape (stride
+ * 0 where broadcast); out may be strided (rows are then written through a
+ * small contiguous buffer). f32 is
  * computed in f32. The iteration shape is simplified first (size-1 dims
  * dropped, dims merged where every operand allows), then split into equal
  * linear ranges, one per thread; each range starts from its multi-index
@@ -18,7 +19,7 @@
 #include <omp.h>
 #endif
 
-#include "elementwise.h"
+#include "cpu.h"
 
 #define EW_MAXOP 4
 #define EW_TILE 32 /* tile side for inputs read transposed */
@@ -27,8 +28,8 @@
 
 typedef struct ew_iter {
     int ndim, nop;                       /* ndim >= 1 after simplification */
-    int64_t shape[TG_MAX_DIMS];
-    int64_t st[EW_MAXOP][TG_MAX_DIMS];   /* element strides, operand 0 = out */
+    int64_t shape[TG__K_MAX_DIMS];
+    int64_t st[EW_MAXOP][TG__K_MAX_DIMS];   /* element strides, operand 0 = out */
     char *base[EW_MAXOP];                /* element 0 of each operand */
     size_t esz[EW_MAXOP];                /* element sizes */
     int64_t numel;
@@ -38,46 +39,24 @@ typedef struct ew_iter {
  * the row (elements). out (p[0]) is contiguous: s[0] is 1 (or n is 1). */
 typedef void (*ew_row_fn)(int64_t n, char *const *p, const int64_t *s, const double *prm);
 
-/* Strides to read t broadcast to (ndim, shape): 0 for missing or size-1 dims. */
-static void bstrides(const tg_tensor *t, int ndim, const int64_t *shape, int64_t *st) {
-    for (int d = 0; d < ndim; d++) {
-        int dt = t->ndim - ndim + d;
-        st[d] = (dt < 0 || t->shape[dt] == 1 || shape[d] == 1) ? 0 : t->strides[dt];
-    }
-}
-
-/* Builds the iterator over out's shape. ops[0] is out; strides[k] (ndim
- * entries) for operand k, or NULL to broadcast ops[k]. ops[k] NULL means a
- * constant zero of out's dtype (stride 0). */
-static void ew_init(ew_iter *it, tg_tensor *out, int nop, const tg_tensor *const *ops,
-                    const int64_t *const *strides) {
+/* Builds the iterator over out's shape (ops[0] = out). Inputs are described
+ * over out's shape (kernels/kernel.h); data NULL means a constant zero of
+ * out's dtype. */
+static void ew_init(ew_iter *it, int nop, const tg__arr *const *ops) {
     static const double zero64 = 0.0;
     static const float zero32 = 0.0f;
+    const tg__arr *out = ops[0];
     int nd = out->ndim;
-    int64_t st[EW_MAXOP][TG_MAX_DIMS];
     it->nop = nop;
-    it->numel = tg__numel(nd, out->shape);
+    it->numel = tg__k_numel(nd, out->shape);
     for (int k = 0; k < nop; k++) {
-        const tg_tensor *t = ops[k];
-        if (k == 0) {
-            int64_t acc = 1;
-            for (int d = nd - 1; d >= 0; d--) {
-                st[0][d] = acc;
-                acc *= out->shape[d];
-            }
-        } else if (!t) {
-            for (int d = 0; d < nd; d++) st[k][d] = 0;
-        } else if (strides && strides[k]) {
-            for (int d = 0; d < nd; d++) st[k][d] = out->shape[d] == 1 ? 0 : strides[k][d];
-        } else {
-            bstrides(t, nd, out->shape, st[k]);
-        }
-        if (t) {
-            it->base[k] = (char *)tg__ptr(t);
-            it->esz[k] = tg_dtype_size(t->dtype);
+        const tg__arr *t = ops[k];
+        if (t->data) {
+            it->base[k] = (char *)t->data;
+            it->esz[k] = tg_dtype_size((tg_dtype)t->dtype);
         } else {
             it->base[k] = out->dtype == TG_F32 ? (char *)&zero32 : (char *)&zero64;
-            it->esz[k] = tg_dtype_size(out->dtype);
+            it->esz[k] = tg_dtype_size((tg_dtype)out->dtype);
         }
     }
     /* drop size-1 dims, merge dims that are contiguous for every operand */
@@ -85,16 +64,14 @@ static void ew_init(ew_iter *it, tg_tensor *out, int nop, const tg_tensor *const
     for (int d = 0; d < nd; d++) {
         if (out->shape[d] == 1) continue;
         bool merge = m > 0;
-        for (int k = 0; merge && k < nop; k++)
-            if (it->st[k][m - 1] != st[k][d] * out->shape[d]) merge = false;
-        if (merge) {
-            it->shape[m - 1] *= out->shape[d];
-            for (int k = 0; k < nop; k++) it->st[k][m - 1] = st[k][d];
-        } else {
-            it->shape[m] = out->shape[d];
-            for (int k = 0; k < nop; k++) it->st[k][m] = st[k][d];
-            m++;
+        for (int k = 0; merge && k < nop; k++) {
+            int64_t sk = ops[k]->data ? ops[k]->strides[d] : 0;
+            if (it->st[k][m - 1] != sk * out->shape[d]) merge = false;
         }
+        if (merge) it->shape[m - 1] *= out->shape[d];
+        else it->shape[m] = out->shape[d];
+        for (int k = 0; k < nop; k++) it->st[k][merge ? m - 1 : m] = ops[k]->data ? ops[k]->strides[d] : 0;
+        if (!merge) m++;
     }
     if (m == 0) {
         it->shape[0] = 1;
@@ -104,11 +81,42 @@ static void ew_init(ew_iter *it, tg_tensor *out, int nop, const tg_tensor *const
     it->ndim = m;
 }
 
+/* fn over n elements whose output is strided (s[0] != 1): through a
+ * contiguous buffer, in blocks. */
+static void ew_row_strided(ew_row_fn fn, int nop, const size_t *esz, int64_t n, char *const *p,
+                           const int64_t *s, const double *prm) {
+    enum { BLK = 256 };
+    double buf[BLK]; /* 8-byte aligned, holds BLK elements of any dtype */
+    char *q[EW_MAXOP];
+    int64_t s1[EW_MAXOP];
+    for (int k = 0; k < nop; k++) {
+        q[k] = p[k];
+        s1[k] = s[k];
+    }
+    s1[0] = 1;
+    for (int64_t done = 0; done < n; done += BLK) {
+        int64_t m = n - done < BLK ? n - done : BLK;
+        char *o = q[0];
+        q[0] = (char *)buf;
+        fn(m, q, s1, prm);
+        for (int64_t i = 0; i < m; i++)
+            memcpy(o + (size_t)(i * s[0]) * esz[0], (char *)buf + (size_t)i * esz[0], esz[0]);
+        q[0] = o + (size_t)(m * s[0]) * esz[0];
+        for (int k = 1; k < nop; k++) q[k] += (size_t)(m * s[k]) * esz[k];
+    }
+}
+
+static inline void ew_row(const ew_iter *it, ew_row_fn fn, int64_t n, char *const *p,
+                          const int64_t *s, const double *prm) {
+    if (s[0] == 1 || n == 1) fn(n, p, s, prm);
+    else ew_row_strided(fn, it->nop, it->esz, n, p, s, prm);
+}
+
 /* Runs fn over the linear range [start, end) of the iteration space. */
 static void ew_range(const ew_iter *it, ew_row_fn fn, const double *prm, int64_t start,
                      int64_t end) {
     int nd = it->ndim, nop = it->nop, last = nd - 1;
-    int64_t idx[TG_MAX_DIMS], off[EW_MAXOP] = {0}, s[EW_MAXOP];
+    int64_t idx[TG__K_MAX_DIMS], off[EW_MAXOP] = {0}, s[EW_MAXOP];
     char *p[EW_MAXOP];
     int64_t lin = start;
     for (int d = last; d >= 0; d--) {
@@ -122,7 +130,7 @@ static void ew_range(const ew_iter *it, ew_row_fn fn, const double *prm, int64_t
         int64_t n = it->shape[last] - idx[last];
         if (n > end - pos) n = end - pos;
         for (int k = 0; k < nop; k++) p[k] = it->base[k] + (size_t)off[k] * it->esz[k];
-        fn(n, p, s, prm);
+        ew_row(it, fn, n, p, s, prm);
         pos += n;
         if (pos >= end) break;
         /* the row is finished: carry into the outer dims */
@@ -169,12 +177,12 @@ static void ew_run_tiled(const ew_iter *it, ew_row_fn fn, const double *prm) {
         int64_t off[EW_MAXOP];
         char *p[EW_MAXOP];
         for (int k = 0; k < nop; k++)
-            off[k] = tg__offset_of(o, nd - 2, it->shape, it->st[k]) + i0 * it->st[k][nd - 2] +
+            off[k] = tg__k_offset_of(o, nd - 2, it->shape, it->st[k]) + i0 * it->st[k][nd - 2] +
                      j0 * s[k];
         for (int64_t i = 0; i < ni; i++) {
             for (int k = 0; k < nop; k++)
                 p[k] = it->base[k] + (size_t)(off[k] + i * it->st[k][nd - 2]) * it->esz[k];
-            fn(nj, p, s, prm);
+            ew_row(it, fn, nj, p, s, prm);
         }
     }
 }
@@ -250,14 +258,13 @@ static const ew_row_fn un_rows[TG__UN_NOP][2] = {
     [TG__UN_ADDS] = {un_adds_f32, un_adds_f64},    [TG__UN_CLAMP] = {un_clamp_f32, un_clamp_f64},
 };
 
-void tg__cpu_unary(tg__unop op, tg_tensor *out, const tg_tensor *x, const int64_t *xs,
-                   double p0, double p1) {
+tg_status tg__cpu_unary(int op, const tg__arr *out, const tg__arr *x, double p0, double p1) {
     ew_iter it;
-    const tg_tensor *ops[2] = {out, x};
-    const int64_t *strides[2] = {NULL, xs};
+    const tg__arr *ops[2] = {out, x};
     double prm[2] = {p0, p1};
-    ew_init(&it, out, 2, ops, strides);
+    ew_init(&it, 2, ops);
     ew_run(&it, un_rows[op][out->dtype == TG_F64], prm);
+    return TG_OK;
 }
 
 /* ---- binary row kernels -------------------------------------------------------- */
@@ -321,13 +328,14 @@ static const ew_row_fn bin_rows[TG__BIN_NOP][2] = {
     [TG__BIN_CLAMP_GRAD] = {bin_clampg_f32, bin_clampg_f64},
 };
 
-void tg__cpu_binary(tg__binop op, tg_tensor *out, const tg_tensor *a, const tg_tensor *b,
-                    double p0, double p1) {
+tg_status tg__cpu_binary(int op, const tg__arr *out, const tg__arr *a, const tg__arr *b,
+                         double p0, double p1) {
     ew_iter it;
-    const tg_tensor *ops[3] = {out, a, b};
+    const tg__arr *ops[3] = {out, a, b};
     double prm[2] = {p0, p1};
-    ew_init(&it, out, 3, ops, NULL);
+    ew_init(&it, 3, ops);
     ew_run(&it, bin_rows[op][out->dtype == TG_F64], prm);
+    return TG_OK;
 }
 
 /* ---- ternary row kernels (gradient helpers) ---------------------------------- */
@@ -364,12 +372,13 @@ static const ew_row_fn ter_rows[TG__TER_NOP][2] = {
     [TG__TER_DIV_GRAD_B] = {ter_divgb_f32, ter_divgb_f64},
 };
 
-void tg__cpu_ternary(tg__terop op, tg_tensor *out, const tg_tensor *g, const tg_tensor *a,
-                     const tg_tensor *b) {
+tg_status tg__cpu_ternary(int op, const tg__arr *out, const tg__arr *g, const tg__arr *a,
+                          const tg__arr *b) {
     ew_iter it;
-    const tg_tensor *ops[4] = {out, g, a, b};
-    ew_init(&it, out, 4, ops, NULL);
+    const tg__arr *ops[4] = {out, g, a, b};
+    ew_init(&it, 4, ops);
     ew_run(&it, ter_rows[op][out->dtype == TG_F64], NULL);
+    return TG_OK;
 }
 
 /* ---- where -------------------------------------------------------------------------- */
@@ -396,13 +405,15 @@ WHERE_ROW(where_f64_f32, double, float)
 WHERE_ROW(where_f64_f64, double, double)
 WHERE_ROW(where_f64_i64, double, int64_t)
 
-void tg__cpu_where(tg_tensor *out, const tg_tensor *c, const tg_tensor *a, const tg_tensor *b) {
+tg_status tg__cpu_where(const tg__arr *out, const tg__arr *c, const tg__arr *a,
+                        const tg__arr *b) {
     static const ew_row_fn rows[2][3] = {
         {where_f32_f32, where_f32_f64, where_f32_i64},
         {where_f64_f32, where_f64_f64, where_f64_i64},
     };
     ew_iter it;
-    const tg_tensor *ops[4] = {out, c, a, b};
-    ew_init(&it, out, 4, ops, NULL);
+    const tg__arr *ops[4] = {out, c, a, b};
+    ew_init(&it, 4, ops);
     ew_run(&it, rows[out->dtype == TG_F64][c->dtype], NULL);
+    return TG_OK;
 }

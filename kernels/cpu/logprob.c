@@ -16,7 +16,7 @@
  * Below -87 it returns 0 (the true value is < 1.7e-38). The row functions
  * are compiled for AVX-512, AVX2+FMA and baseline x86-64 and picked at run
  * time (this file is compiled with FMA contraction). f64 uses libm's exp. */
-#include "logprob.h"
+#include "cpu.h"
 
 #include <float.h>
 #include <math.h>
@@ -285,22 +285,21 @@ static void bwd_row_f64(const double *x, int64_t xs, int64_t V, double it, doubl
 
 /* ---- drivers ------------------------------------------------------------------ */
 
-static int64_t nrows(const tg_tensor *z) { return tg__numel(z->ndim - 1, z->shape); }
+static int64_t nrows(const tg__arr *z) { return tg__k_numel(z->ndim - 1, z->shape); }
 
-static const char *row_ptr(const tg_tensor *z, int64_t i) {
-    return (const char *)tg__ptr(z) +
-           (size_t)tg__offset_of(i, z->ndim - 1, z->shape, z->strides) * tg_dtype_size(z->dtype);
+static const char *row_ptr(const tg__arr *z, int64_t i) {
+    return (const char *)z->data + (size_t)tg__k_offset_of(i, z->ndim - 1, z->shape, z->strides) *
+                                       tg_dtype_size((tg_dtype)z->dtype);
 }
 
-/* Value of a (leading-shape) gradient tensor at row i, as double; 0 if NULL. */
-static double grad_at(const tg_tensor *g, int64_t i) {
-    if (!g) return 0.0;
-    int64_t off = g->offset + tg__offset_of(i, g->ndim, g->shape, g->strides);
-    return g->dtype == TG_F32 ? ((const float *)g->storage->data)[off]
-                              : ((const double *)g->storage->data)[off];
+/* Value of a (leading-shape) gradient at row i, as double; 0 when absent. */
+static double grad_at(const tg__arr *g, int64_t i) {
+    if (!g || !g->data) return 0.0;
+    int64_t off = tg__k_offset_of(i, g->ndim, g->shape, g->strides);
+    return g->dtype == TG_F32 ? ((const float *)g->data)[off] : ((const double *)g->data)[off];
 }
 
-static void find_bad_entry(const tg_tensor *z, int64_t row, double it, tg__lpe_bad *bad) {
+static void find_bad_entry(const tg__arr *z, int64_t row, double it, tg__lpe_bad *bad) {
     const int64_t V = z->shape[z->ndim - 1], xs = z->strides[z->ndim - 1];
     const char *p = row_ptr(z, row);
     bad->row = row;
@@ -317,9 +316,9 @@ static void find_bad_entry(const tg_tensor *z, int64_t row, double it, tg__lpe_b
     }
 }
 
-tg__lpe_bad tg__cpu_lpe_forward(const tg_tensor *z, const int64_t *y, int64_t ignore,
-                                double inv_t, int64_t chunk, void *lp, void *H,
-                                double *stats, int nstat) {
+tg_status tg__cpu_lpe_forward(const tg__arr *z, const int64_t *y, int64_t ignore, double inv_t,
+                              int64_t chunk, void *lp, void *H, double *stats, int nstat,
+                              tg__lpe_bad *bad) {
     const int64_t N = nrows(z), V = z->shape[z->ndim - 1], xs = z->strides[z->ndim - 1];
     const bool f32 = z->dtype == TG_F32;
     if (chunk <= 0 || chunk > N) chunk = N > 0 ? N : 1;
@@ -364,13 +363,15 @@ tg__lpe_bad tg__cpu_lpe_forward(const tg_tensor *z, const int64_t *y, int64_t ig
         }
         if (first_bad < N) break;
     }
-    tg__lpe_bad bad = {-1, -1, 0.0};
-    if (first_bad < N) find_bad_entry(z, first_bad, inv_t, &bad);
-    return bad;
+    bad->row = -1;
+    bad->col = -1;
+    bad->value = 0.0;
+    if (first_bad < N) find_bad_entry(z, first_bad, inv_t, bad);
+    return TG_OK;
 }
 
-tg__lpe_bad tg__cpu_lpe_check_rows(const tg_tensor *z, const int64_t *y, int64_t ignore,
-                                   double inv_t) {
+tg_status tg__cpu_lpe_check_rows(const tg__arr *z, const int64_t *y, int64_t ignore,
+                                 double inv_t, tg__lpe_bad *bad) {
     const int64_t N = nrows(z), V = z->shape[z->ndim - 1], xs = z->strides[z->ndim - 1];
     int64_t first_bad = N;
     #pragma omp parallel for schedule(dynamic, 4) reduction(min : first_bad) if (N > 1 && V >= 1024)
@@ -386,18 +387,20 @@ tg__lpe_bad tg__cpu_lpe_check_rows(const tg_tensor *z, const int64_t *y, int64_t
         }
         if ((nbad || !nfinite) && i < first_bad) first_bad = i;
     }
-    tg__lpe_bad bad = {-1, -1, 0.0};
-    if (first_bad < N) find_bad_entry(z, first_bad, inv_t, &bad);
-    return bad;
+    bad->row = -1;
+    bad->col = -1;
+    bad->value = 0.0;
+    if (first_bad < N) find_bad_entry(z, first_bad, inv_t, bad);
+    return TG_OK;
 }
 
-void tg__cpu_lpe_backward(const tg_tensor *z, const int64_t *y, int64_t ignore, double inv_t,
-                          int64_t chunk, const double *stats, int nstat, const tg_tensor *g_lp,
-                          const tg_tensor *g_H, tg_tensor *dz) {
+tg_status tg__cpu_lpe_backward(const tg__arr *z, const int64_t *y, int64_t ignore, double inv_t,
+                               int64_t chunk, const double *stats, int nstat,
+                               const tg__arr *g_lp, const tg__arr *g_H, void *dz) {
     const int64_t N = nrows(z), V = z->shape[z->ndim - 1], xs = z->strides[z->ndim - 1];
     const bool f32 = z->dtype == TG_F32;
-    char *out = tg__ptr(dz);
-    const size_t es = tg_dtype_size(z->dtype);
+    char *out = dz; // (N, V)
+    const size_t es = tg_dtype_size((tg_dtype)z->dtype);
     if (chunk <= 0 || chunk > N) chunk = N > 0 ? N : 1;
     fwd_fn fwd32;
     bwd_fn bwd32;
@@ -425,4 +428,5 @@ void tg__cpu_lpe_backward(const tg_tensor *z, const int64_t *y, int64_t ignore, 
             }
         }
     }
+    return TG_OK;
 }

@@ -1,6 +1,6 @@
 /* kernels/cpu/matmul.c - batched GEMM through CBLAS (row-major).
  *
- * Contract (see matmul.h): c[i] = a[i] @ b[i] over a batch, or the sum over
+ * Contract (kernels/kernel.h): c[i] = a[i] @ b[i] over a batch, or the sum over
  * the batch when reducing (the weight gradient of a shared 2-D operand).
  * Strategy, cheapest first:
  *   1. zero-size M or N: nothing to do; K == 0 (or an empty reduced batch):
@@ -15,34 +15,11 @@
  * with any other layout (expanded, overlapping, strided both ways) is packed
  * into a contiguous workspace matrix before each GEMM.
  */
-#include "matmul.h"
-
 #include <cblas.h>
 #include <limits.h>
 #include <string.h>
 
-tg__mat tg__mat_of(const tg_tensor *t, bool shared) {
-    tg__mat m;
-    memset(&m, 0, sizeof m);
-    int nd = t->ndim;
-    m.data = tg__ptr(t);
-    m.rows = t->shape[nd - 2];
-    m.cols = t->shape[nd - 1];
-    m.rs = t->strides[nd - 2];
-    m.cs = t->strides[nd - 1];
-    for (int d = 0; d < nd - 2; d++)
-        m.bs[d] = shared ? 0 : t->strides[d];
-    return m;
-}
-
-tg__mat tg__mat_t(tg__mat m) {
-    tg__mat r = m;
-    r.rows = m.cols;
-    r.cols = m.rows;
-    r.rs = m.cs;
-    r.cs = m.rs;
-    return r;
-}
+#include "cpu.h"
 
 /* How BLAS can read a (rows, cols) matrix with element strides (rs, cs):
  * row-major as stored (trans false, ld = rs) or as the transpose of a stored
@@ -103,7 +80,7 @@ static bool batch_shared(int nb, const int64_t *bshape, const int64_t *bs) {
 }
 
 /* Copies the (rows, cols) matrix at src (strides rs, cs) into dst, row-major. */
-static void pack(tg_dtype dt, int64_t rows, int64_t cols, const void *src, int64_t rs, int64_t cs,
+static void pack(int dt, int64_t rows, int64_t cols, const void *src, int64_t rs, int64_t cs,
                  void *dst) {
     if (dt == TG_F32) {
         const float *s = src;
@@ -139,7 +116,7 @@ typedef struct operand {
     size_t ws_bytes;
 } operand;
 
-static tg_status operand_init(operand *o, tg_dtype dt, int64_t rows, int64_t cols, int64_t rs,
+static tg_status operand_init(operand *o, int dt, int64_t rows, int64_t cols, int64_t rs,
                               int64_t cs) {
     o->rows = rows;
     o->cols = cols;
@@ -151,7 +128,7 @@ static tg_status operand_init(operand *o, tg_dtype dt, int64_t rows, int64_t col
     if (o->packed) {
         o->trans = false;
         o->ld = cols > 1 ? cols : 1;
-        o->ws_bytes = (size_t)rows * (size_t)cols * tg_dtype_size(dt);
+        o->ws_bytes = (size_t)rows * (size_t)cols * tg_dtype_size((tg_dtype)dt);
         o->ws = tg__alloc(TG_CPU, o->ws_bytes, TG_MEM_WORKSPACE);
         if (!o->ws)
             return TG_ERR_NOMEM;
@@ -166,14 +143,14 @@ static void operand_free(operand *o) {
 }
 
 /* The pointer BLAS reads for the matrix at p (packing it first if needed). */
-static const void *operand_ptr(operand *o, tg_dtype dt, const void *p) {
+static const void *operand_ptr(operand *o, int dt, const void *p) {
     if (!o->packed)
         return p;
     pack(dt, o->rows, o->cols, p, o->rs, o->cs, o->ws);
     return o->ws;
 }
 
-static void gemm(tg_dtype dt, int64_t M, int64_t N, int64_t K, const operand *a, const void *pa,
+static void gemm(int dt, int64_t M, int64_t N, int64_t K, const operand *a, const void *pa,
                  const operand *b, const void *pb, void *pc, int64_t ldc, double beta) {
     enum CBLAS_TRANSPOSE ta = a->trans ? CblasTrans : CblasNoTrans;
     enum CBLAS_TRANSPOSE tb = b->trans ? CblasTrans : CblasNoTrans;
@@ -185,27 +162,27 @@ static void gemm(tg_dtype dt, int64_t M, int64_t N, int64_t K, const operand *a,
                     (int)b->ld, beta, pc, (int)ldc);
 }
 
-tg_status tg__cpu_matmul(const char *who, tg_dtype dt, int nb, const int64_t *bshape,
-                         const tg__mat *a, const tg__mat *b, const tg__mat *c, bool reduce) {
-    size_t es = tg_dtype_size(dt);
+tg_status tg__cpu_matmul(int dt, int nb, const int64_t *bshape, const tg__mat *a,
+                         const tg__mat *b, const tg__mat *c, bool reduce) {
+    size_t es = tg_dtype_size((tg_dtype)dt);
     int64_t M = a->rows, K = a->cols, N = b->cols;
-    int64_t nbatch = tg__numel(nb, bshape);
+    int64_t nbatch = tg__k_numel(nb, bshape);
     if (b->rows != K || c->rows != M || c->cols != N || (dt != TG_F32 && dt != TG_F64))
-        return tg__set_error(TG_ERR_INTERNAL, "%s: inconsistent operands in the GEMM kernel", who);
+        return tg__set_error(TG_ERR_INTERNAL, "inconsistent operands in the GEMM kernel");
     if (M == 0 || N == 0)
         return TG_OK;
 
     /* c must be row-major: (r, col) at r * ldc + col. */
     int64_t ldc = c->rows <= 1 ? (N > 1 ? N : 1) : c->rs;
     if ((N > 1 && c->cs != 1) || ldc < N)
-        return tg__set_error(TG_ERR_INTERNAL, "%s: GEMM result is not row-major", who);
+        return tg__set_error(TG_ERR_INTERNAL, "GEMM result is not row-major");
 
     if (K == 0 || nbatch == 0) {
         if (reduce)
             zero_rows(es, M, N, c->data, ldc);
         else
             for (int64_t i = 0; i < nbatch; i++)
-                zero_rows(es, M, N, at(c->data, es, tg__offset_of(i, nb, bshape, c->bs)), ldc);
+                zero_rows(es, M, N, at(c->data, es, tg__k_offset_of(i, nb, bshape, c->bs)), ldc);
         return TG_OK;
     }
 
@@ -231,10 +208,10 @@ tg_status tg__cpu_matmul(const char *who, tg_dtype dt, int nb, const int64_t *bs
     }
     if (fM > INT_MAX || N > INT_MAX || fK > INT_MAX)
         return tg__set_error(TG_ERR_SHAPE,
-                             "%s: GEMM sizes (%lld, %lld, %lld) exceed the BLAS integer range", who,
+                             "GEMM sizes (%lld, %lld, %lld) exceed the BLAS integer range",
                              (long long)fM, (long long)N, (long long)fK);
     if (fM > 1 && (fc_rs < N || fc_rs > INT_MAX))
-        return tg__set_error(TG_ERR_INTERNAL, "%s: GEMM result is not row-major", who);
+        return tg__set_error(TG_ERR_INTERNAL, "GEMM result is not row-major");
     if (fM <= 1)
         fc_rs = N > 1 ? N : 1;
 
@@ -257,9 +234,9 @@ tg_status tg__cpu_matmul(const char *who, tg_dtype dt, int nb, const int64_t *bs
         bool a_shared = batch_shared(nb, bshape, a->bs), b_shared = batch_shared(nb, bshape, b->bs);
         const void *pa = NULL, *pb = NULL;
         for (int64_t i = 0; i < nbatch; i++) {
-            const void *ai = at(a->data, es, tg__offset_of(i, nb, bshape, a->bs));
-            const void *bi = at(b->data, es, tg__offset_of(i, nb, bshape, b->bs));
-            void *ci = reduce ? c->data : at(c->data, es, tg__offset_of(i, nb, bshape, c->bs));
+            const void *ai = at(a->data, es, tg__k_offset_of(i, nb, bshape, a->bs));
+            const void *bi = at(b->data, es, tg__k_offset_of(i, nb, bshape, b->bs));
+            void *ci = reduce ? c->data : at(c->data, es, tg__k_offset_of(i, nb, bshape, c->bs));
             if (!pa || !a_shared)
                 pa = operand_ptr(&oa, dt, ai);
             if (!pb || !b_shared)

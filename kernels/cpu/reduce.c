@@ -2,7 +2,7 @@
  * sum_to and the bias-gradient pattern), f32/f64, any strides, double
  * accumulation.
  *
- * Contract (see reduce.h): out is contiguous over the kept dims of x.
+ * Contract (kernels/kernel.h): out is contiguous over the kept dims of x.
  * The dims of x are simplified first (size-1 dims dropped; neighbouring dims
  * of the same kind - both kept or both reduced - merged when their strides
  * allow). Then:
@@ -22,8 +22,7 @@
  */
 #include <string.h>
 
-#include "elementwise.h" /* TG__PAR_MIN */
-#include "reduce.h"
+#include "cpu.h"
 
 #define PW_BASE 128      /* pairwise summation: plain loop below this length */
 #define ROW_MAX_CHUNKS 64
@@ -34,9 +33,9 @@
 
 typedef struct rdims {
     int n;                        /* >= 1 */
-    int64_t shape[TG_MAX_DIMS];
-    int64_t st[TG_MAX_DIMS];      /* element strides in x */
-    int64_t ost[TG_MAX_DIMS];     /* kept dims: element strides in out */
+    int64_t shape[TG__K_MAX_DIMS];
+    int64_t st[TG__K_MAX_DIMS];      /* element strides in x */
+    int64_t ost[TG__K_MAX_DIMS];     /* kept dims: element strides in out */
     int64_t numel;
 } rdims;
 
@@ -72,7 +71,7 @@ typedef struct rdims {
 PW_SUM(pw_f32, float)
 PW_SUM(pw_f64, double)
 
-static double row_sum(const char *p, tg_dtype dt, int64_t n, int64_t s) {
+static double row_sum(const char *p, int dt, int64_t n, int64_t s) {
     if (s == 0) return n * (dt == TG_F64 ? *(const double *)p : (double)*(const float *)p);
     return dt == TG_F64 ? pw_f64((const double *)p, n, s) : pw_f32((const float *)p, n, s);
 }
@@ -80,11 +79,11 @@ static double row_sum(const char *p, tg_dtype dt, int64_t n, int64_t s) {
 /* Sum of the reduced positions [start, end) (C order over R) starting from
  * element offset base of x. Rows of R's innermost dim are summed pairwise;
  * the row sums go into a block total flushed every COL_BLOCK rows. */
-static double red_range(const char *xb, tg_dtype dt, int64_t base, const rdims *R,
+static double red_range(const char *xb, int dt, int64_t base, const rdims *R,
                         int64_t start, int64_t end) {
-    size_t esz = tg_dtype_size(dt);
+    size_t esz = tg_dtype_size((tg_dtype)dt);
     int last = R->n - 1;
-    int64_t idx[TG_MAX_DIMS], off = base, lin = start;
+    int64_t idx[TG__K_MAX_DIMS], off = base, lin = start;
     for (int d = last; d >= 0; d--) {
         idx[d] = lin % R->shape[d];
         lin /= R->shape[d];
@@ -119,20 +118,20 @@ static double red_range(const char *xb, tg_dtype dt, int64_t base, const rdims *
 
 static inline int64_t absi(int64_t v) { return v < 0 ? -v : v; }
 
-static inline void store(tg_tensor *out, int64_t j, double v) {
-    if (out->dtype == TG_F64) ((double *)tg__ptr(out))[j] = v;
-    else ((float *)tg__ptr(out))[j] = (float)v;
+static inline void store(const tg__arr *out, int64_t j, double v) {
+    if (out->dtype == TG_F64) ((double *)out->data)[j] = v;
+    else ((float *)out->data)[j] = (float)v;
 }
 
 /* ---- row strategy ------------------------------------------------------------- */
 
-static void reduce_rows(tg_tensor *out, const char *xb, tg_dtype dt, const rdims *K,
+static void reduce_rows(const tg__arr *out, const char *xb, int dt, const rdims *K,
                         const rdims *R, double scale) {
     int64_t nout = K->numel, rtot = R->numel;
     int64_t total = nout * rtot;
     if (total < TG__PAR_MIN) {
         for (int64_t j = 0; j < nout; j++) {
-            int64_t base = tg__offset_of(j, K->n, K->shape, K->st);
+            int64_t base = tg__k_offset_of(j, K->n, K->shape, K->st);
             store(out, j, scale * red_range(xb, dt, base, R, 0, rtot));
         }
         return;
@@ -142,7 +141,7 @@ static void reduce_rows(tg_tensor *out, const char *xb, tg_dtype dt, const rdims
     if (nout >= ROW_MAX_CHUNKS || nch <= 1) {
 #pragma omp parallel for schedule(static)
         for (int64_t j = 0; j < nout; j++) {
-            int64_t base = tg__offset_of(j, K->n, K->shape, K->st);
+            int64_t base = tg__k_offset_of(j, K->n, K->shape, K->st);
             store(out, j, scale * red_range(xb, dt, base, R, 0, rtot));
         }
         return;
@@ -155,7 +154,7 @@ static void reduce_rows(tg_tensor *out, const char *xb, tg_dtype dt, const rdims
     for (int64_t w = 0; w < nwork; w++) {
         int64_t j = w / nch, c = w % nch;
         int64_t a = c * cs, b = a + cs < rtot ? a + cs : rtot;
-        int64_t base = tg__offset_of(j, K->n, K->shape, K->st);
+        int64_t base = tg__k_offset_of(j, K->n, K->shape, K->st);
         part[w] = a < b ? red_range(xb, dt, base, R, a, b) : 0.0;
     }
     for (int64_t j = 0; j < nout; j++) {
@@ -178,13 +177,13 @@ static void reduce_rows(tg_tensor *out, const char *xb, tg_dtype dt, const rdims
 
 /* Accumulates into tot[0..tl) the tile of tl elements (stride sk) at element
  * offset base, for the reduced positions [start, end) of R. */
-static void col_tile(const char *xb, tg_dtype dt, int64_t base, int64_t tl, int64_t sk,
+static void col_tile(const char *xb, int dt, int64_t base, int64_t tl, int64_t sk,
                      const rdims *R, int64_t start, int64_t end, double *tot) {
     double blk[COL_TILE];
     int nblk = 0;
     for (int64_t l = 0; l < tl; l++) tot[l] = blk[l] = 0.0;
     int last = R->n - 1;
-    int64_t idx[TG_MAX_DIMS], off = base, lin = start;
+    int64_t idx[TG__K_MAX_DIMS], off = base, lin = start;
     for (int d = last; d >= 0; d--) {
         idx[d] = lin % R->shape[d];
         lin /= R->shape[d];
@@ -214,7 +213,7 @@ static void col_tile(const char *xb, tg_dtype dt, int64_t base, int64_t tl, int6
 
 /* Tiles run along kept dim ti of K (the one x reads with the smallest
  * stride); the other kept dims are enumerated as Q. */
-static void reduce_cols(tg_tensor *out, const char *xb, tg_dtype dt, const rdims *K, int ti,
+static void reduce_cols(const tg__arr *out, const char *xb, int dt, const rdims *K, int ti,
                         const rdims *R, double scale) {
     int64_t lk = K->shape[ti], sk = K->st[ti], ok = K->ost[ti];
     rdims Q = {0, {0}, {0}, {0}, 1}; /* the kept dims but ti */
@@ -248,12 +247,12 @@ static void reduce_cols(tg_tensor *out, const char *xb, tg_dtype dt, const rdims
         int64_t item = w / nch, c = w % nch;
         int64_t q = item / ntile, l0 = (item % ntile) * COL_TILE;
         int64_t tl = lk - l0 < COL_TILE ? lk - l0 : COL_TILE;
-        int64_t base = tg__offset_of(q, Q.n, Q.shape, Q.st) + l0 * sk;
+        int64_t base = tg__k_offset_of(q, Q.n, Q.shape, Q.st) + l0 * sk;
         int64_t a = c * cs, b = a + cs < rtot ? a + cs : rtot;
         double tot[COL_TILE];
         col_tile(xb, dt, base, tl, sk, R, a < b ? a : b, b, tot);
         if (nch == 1) {
-            int64_t ob = tg__offset_of(q, Q.n, Q.shape, Q.ost) + l0 * ok;
+            int64_t ob = tg__k_offset_of(q, Q.n, Q.shape, Q.ost) + l0 * ok;
             for (int64_t l = 0; l < tl; l++) store(out, ob + l * ok, scale * tot[l]);
         } else {
             for (int64_t l = 0; l < tl; l++) part[w * COL_TILE + l] = tot[l];
@@ -263,7 +262,7 @@ static void reduce_cols(tg_tensor *out, const char *xb, tg_dtype dt, const rdims
     for (int64_t item = 0; item < nwork; item++) {
         int64_t q = item / ntile, l0 = (item % ntile) * COL_TILE;
         int64_t tl = lk - l0 < COL_TILE ? lk - l0 : COL_TILE;
-        int64_t ob = tg__offset_of(q, Q.n, Q.shape, Q.ost) + l0 * ok;
+        int64_t ob = tg__k_offset_of(q, Q.n, Q.shape, Q.ost) + l0 * ok;
         for (int64_t l = 0; l < tl; l++) {
             double acc = 0.0;
             for (int64_t c = 0; c < nch; c++) acc += part[(item * nch + c) * COL_TILE + l];
@@ -274,16 +273,17 @@ static void reduce_cols(tg_tensor *out, const char *xb, tg_dtype dt, const rdims
 
 /* ---- entry point ------------------------------------------------------------------ */
 
-void tg__cpu_sum_reduce(tg_tensor *out, const tg_tensor *x, const bool *red, double scale) {
-    int64_t nout = tg__numel(out->ndim, out->shape);
-    if (nout == 0) return;
-    if (tg__numel(x->ndim, x->shape) == 0) { /* sum over no elements */
+tg_status tg__cpu_sum_reduce(const tg__arr *out, const tg__arr *x, const bool *red,
+                             double scale) {
+    int64_t nout = tg__k_numel(out->ndim, out->shape);
+    if (nout == 0) return TG_OK;
+    if (tg__k_numel(x->ndim, x->shape) == 0) { /* sum over no elements */
         for (int64_t j = 0; j < nout; j++) store(out, j, 0.0 * scale);
-        return;
+        return TG_OK;
     }
     /* simplified dims: L[0..m) in x's order */
-    int64_t ls[TG_MAX_DIMS], lst[TG_MAX_DIMS];
-    bool lr[TG_MAX_DIMS];
+    int64_t ls[TG__K_MAX_DIMS], lst[TG__K_MAX_DIMS];
+    bool lr[TG__K_MAX_DIMS];
     int m = 0;
     for (int d = 0; d < x->ndim; d++) {
         int64_t n = x->shape[d];
@@ -328,7 +328,8 @@ void tg__cpu_sum_reduce(tg_tensor *out, const tg_tensor *x, const bool *red, dou
         K.shape[0] = 1;
         K.st[0] = K.ost[0] = 0;
     }
-    const char *xb = (const char *)tg__ptr(x);
+    const char *xb = (const char *)x->data;
     if (col) reduce_cols(out, xb, x->dtype, &K, ti, &R, scale);
     else reduce_rows(out, xb, x->dtype, &K, &R, scale);
+    return TG_OK;
 }

@@ -6,33 +6,9 @@
  * offset of r over the leading dims, elements `inner` apart); outputs are
  * contiguous, row r at r * V.
  */
-#include "softmax.h"
+#include "cpu.h"
 
 #include <math.h>
-
-/* Row addressing of a tensor seen as N rows of length V (last dim). */
-typedef struct rows {
-    const char *base;
-    int nlead;
-    const int64_t *shape, *strides; /* [nlead] */
-    int64_t inner;                  /* element stride along a row */
-    size_t es;
-} rows;
-
-static rows rows_of(const tg_tensor *t) {
-    rows r;
-    r.base = tg__ptr(t);
-    r.nlead = t->ndim > 0 ? t->ndim - 1 : 0;
-    r.shape = t->shape;
-    r.strides = t->strides;
-    r.inner = t->ndim > 0 ? t->strides[t->ndim - 1] : 1;
-    r.es = tg_dtype_size(t->dtype);
-    return r;
-}
-
-static inline const void *row_ptr(const rows *r, int64_t i) {
-    return r->base + (size_t)tg__offset_of(i, r->nlead, r->shape, r->strides) * r->es;
-}
 
 /* One row of each kernel for element type T (exp function EXP). */
 #define TG__SOFTMAX_ROWS(T, EXP, SFX)                                                          \
@@ -80,45 +56,40 @@ static inline const void *row_ptr(const rows *r, int64_t i) {
 TG__SOFTMAX_ROWS(float, expf, f32)
 TG__SOFTMAX_ROWS(double, exp, f64)
 
-/* Rows of length V of a tensor with these dims: (N, V); N = 0 when empty. */
-static int64_t n_rows(const tg_tensor *t, int64_t *V) {
-    *V = t->ndim > 0 ? t->shape[t->ndim - 1] : 1;
-    int64_t numel = tg__numel(t->ndim, t->shape);
-    return *V > 0 ? numel / *V : 0;
-}
-
-void tg__cpu_softmax_forward(const tg_tensor *x, tg_tensor *y, bool is_log) {
-    int64_t V, N = n_rows(x, &V);
-    rows rx = rows_of(x);
-    char *py = tg__ptr(y); // (N, V)
+tg_status tg__cpu_softmax_forward(const tg__arr *x, void *y, bool is_log) {
+    tg__rows rx = tg__rows_of(x);
+    const int64_t V = rx.len, N = rx.n;
+    char *py = y; // (N, V)
     size_t es = rx.es;
     bool f32 = x->dtype == TG_F32;
-    bool par = N > 1 && N * V >= TG__SOFTMAX_PAR_MIN;
+    bool par = N > 1 && N * V >= TG__PAR_MIN;
 #pragma omp parallel for if (par) schedule(static)
     for (int64_t r = 0; r < N; r++) {
-        const void *xr = row_ptr(&rx, r);
+        const void *xr = tg__row_ptr(&rx, r);
         void *yr = py + (size_t)(r * V) * es;
         if (f32)
             fwd_row_f32(xr, rx.inner, yr, V, is_log);
         else
             fwd_row_f64(xr, rx.inner, yr, V, is_log);
     }
+    return TG_OK;
 }
 
-void tg__cpu_softmax_backward(const tg_tensor *y, const tg_tensor *g, tg_tensor *dx, bool is_log) {
-    int64_t V, N = n_rows(y, &V);
-    rows ry = rows_of(y), rg = rows_of(g);
-    char *pdx = tg__ptr(dx); // (N, V)
+tg_status tg__cpu_softmax_backward(const tg__arr *y, const tg__arr *g, void *dx, bool is_log) {
+    tg__rows ry = tg__rows_of(y), rg = tg__rows_of(g);
+    const int64_t V = ry.len, N = ry.n;
+    char *pdx = dx; // (N, V)
     size_t es = ry.es;
     bool f32 = y->dtype == TG_F32;
-    bool par = N > 1 && N * V >= TG__SOFTMAX_PAR_MIN;
+    bool par = N > 1 && N * V >= TG__PAR_MIN;
 #pragma omp parallel for if (par) schedule(static)
     for (int64_t r = 0; r < N; r++) {
-        const void *yr = row_ptr(&ry, r), *gr = row_ptr(&rg, r);
+        const void *yr = tg__row_ptr(&ry, r), *gr = tg__row_ptr(&rg, r);
         void *dr = pdx + (size_t)(r * V) * es;
         if (f32)
             bwd_row_f32(yr, ry.inner, gr, rg.inner, dr, V, is_log);
         else
             bwd_row_f64(yr, ry.inner, gr, rg.inner, dr, V, is_log);
     }
+    return TG_OK;
 }

@@ -46,16 +46,16 @@ __global__ void k_fill(tgk_iter it, void *o, int odt, double v) {
     }
 }
 
-extern "C" tg_status tg__cuda_copy(const tg__cuda_arr *out, const tg__cuda_arr *src) {
-    const tg__cuda_arr *ops[2] = {out, src};
+extern "C" tg_status tg__cuda_copy(const tg__arr *out, const tg__arr *src) {
+    const tg__arr *ops[2] = {out, src};
     tgk_iter it = tgk_iter_make(2, ops);
     if (it.n == 0) return TG_OK;
     return TGK_LAUNCH(k_copy, tgk_grid(it.n, TGK_BLOCK), TGK_BLOCK, it, out->data, out->dtype,
                       (const void *)src->data, src->dtype);
 }
 
-extern "C" tg_status tg__cuda_accumulate(const tg__cuda_arr *out, const tg__cuda_arr *src) {
-    const tg__cuda_arr *ops[2] = {out, src};
+extern "C" tg_status tg__cuda_accumulate(const tg__arr *out, const tg__arr *src) {
+    const tg__arr *ops[2] = {out, src};
     tgk_iter it = tgk_iter_make(2, ops);
     if (it.n == 0) return TG_OK;
     unsigned g = tgk_grid(it.n, TGK_BLOCK);
@@ -67,8 +67,8 @@ extern "C" tg_status tg__cuda_accumulate(const tg__cuda_arr *out, const tg__cuda
     return TGK_LAUNCH(k, g, TGK_BLOCK, it, (double *)out->data, (const double *)src->data);
 }
 
-extern "C" tg_status tg__cuda_fill(const tg__cuda_arr *out, double v) {
-    const tg__cuda_arr *ops[1] = {out};
+extern "C" tg_status tg__cuda_fill(const tg__arr *out, double v) {
+    const tg__arr *ops[1] = {out};
     tgk_iter it = tgk_iter_make(1, ops);
     if (it.n == 0) return TG_OK;
     return TGK_LAUNCH(k_fill, tgk_grid(it.n, TGK_BLOCK), TGK_BLOCK, it, out->data, out->dtype, v);

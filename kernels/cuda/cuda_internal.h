@@ -1,13 +1,13 @@
-/* kernels/cuda/cuda_internal.h - the CUDA runtime layer (kernels/cuda/runtime.cu)
- * as seen from the C library: device discovery, the caching device allocator,
- * host <-> device copies, and the error checks every CUDA file uses. Not
- * installed. Included by C files (tape/) and by .cu files (compiled as C++),
- * so everything here has C linkage and uses C types only.
+/* kernels/cuda/cuda_internal.h - the CUDA backend's entries: the runtime
+ * layer (kernels/cuda/runtime.cu: device discovery, the caching device
+ * allocator, host <-> device copies, the error checks every CUDA file uses)
+ * and the kernels of each family. kernels/cuda/backend.c lists them in the
+ * backend table; nothing outside kernels/cuda includes this header. Included
+ * by C (backend.c) and by the .cu files (compiled as C++), so everything here
+ * has C linkage and uses C types only.
  *
- * Only compiled in when the build has the CUDA backend (TG_HAVE_CUDA); C
- * files reach it through tape/device.c, which answers TG_ERR_DEVICE without
- * it. No function here aborts: every CUDA / cuBLAS failure becomes
- * TG_ERR_CUDA naming the failing call, its file:line and the CUDA message.
+ * No function here aborts: every CUDA / cuBLAS failure becomes TG_ERR_CUDA
+ * naming the failing call, its file:line and the CUDA message.
  */
 #ifndef TG_CUDA_INTERNAL_H
 #define TG_CUDA_INTERNAL_H
@@ -17,17 +17,10 @@
 
 #include <stdint.h>
 
-#include "tapegrad/status.h"
+#include "../kernel.h"
 
 #ifdef __cplusplus
-#include "tapegrad/memory.h"
-#include "tapegrad/tensor.h"
 extern "C" {
-/* From tape/error.c and tape/alloc.c (tg_internal.h is C only): errors, and
- * counted allocations for kernel workspace. */
-tg_status tg__set_error(tg_status st, const char *fmt, ...);
-void *tg__alloc(tg_device dev, size_t nbytes, tg_mem_category cat);
-void tg__free(tg_device dev, void *p, size_t nbytes, tg_mem_category cat);
 #endif
 
 /* Number of CUDA devices (cudaGetDeviceCount, asked once per process). 0 when
@@ -102,46 +95,36 @@ tg_status tg__cublas_check(int err, const char *call, const char *file, int line
  * no argument checks: the ops have done them. f32 is computed in f32 and f64
  * in f64, except where stated. */
 
-#define TG__CUDA_MAX_DIMS 8
-
-typedef struct tg__cuda_arr {
-    void *data;                           /* element (0, ..., 0) on the device */
-    int dtype;                            /* a tg_dtype */
-    int ndim;
-    int64_t shape[TG__CUDA_MAX_DIMS];
-    int64_t strides[TG__CUDA_MAX_DIMS];   /* elements */
-} tg__cuda_arr;
-
-/* elementwise.cu. The op codes are kernels/kernel_ops.h's (same formulas
+/* elementwise.cu. The op codes are kernels/kernel.h's (same formulas
  * as the CPU kernels). out may have any non-overlapping strides; an input may
  * be out itself (same layout: in-place ops). */
-tg_status tg__cuda_unary(int op, const tg__cuda_arr *out, const tg__cuda_arr *x, double p0,
+tg_status tg__cuda_unary(int op, const tg__arr *out, const tg__arr *x, double p0,
                          double p1);
-tg_status tg__cuda_binary(int op, const tg__cuda_arr *out, const tg__cuda_arr *a,
-                          const tg__cuda_arr *b, double p0, double p1);
-tg_status tg__cuda_ternary(int op, const tg__cuda_arr *out, const tg__cuda_arr *g,
-                           const tg__cuda_arr *a, const tg__cuda_arr *b);
+tg_status tg__cuda_binary(int op, const tg__arr *out, const tg__arr *a,
+                          const tg__arr *b, double p0, double p1);
+tg_status tg__cuda_ternary(int op, const tg__arr *out, const tg__arr *g,
+                           const tg__arr *a, const tg__arr *b);
 /* out = c != 0 ? a : b; c f32/f64/i64 (NaN is true); a or b with data NULL
  * means 0. */
-tg_status tg__cuda_where(const tg__cuda_arr *out, const tg__cuda_arr *c, const tg__cuda_arr *a,
-                         const tg__cuda_arr *b);
+tg_status tg__cuda_where(const tg__arr *out, const tg__arr *c, const tg__arr *a,
+                         const tg__arr *b);
 
 /* copy.cu. out = src with dtype conversion (f32/f64/i64 both ways, through
  * double as the CPU does); out += src (f32/f64, same dtype); out = v. */
-tg_status tg__cuda_copy(const tg__cuda_arr *out, const tg__cuda_arr *src);
-tg_status tg__cuda_accumulate(const tg__cuda_arr *out, const tg__cuda_arr *src);
-tg_status tg__cuda_fill(const tg__cuda_arr *out, double v);
+tg_status tg__cuda_copy(const tg__arr *out, const tg__arr *src);
+tg_status tg__cuda_accumulate(const tg__arr *out, const tg__arr *src);
+tg_status tg__cuda_fill(const tg__arr *out, double v);
 
 /* reduce.cu. out (contiguous, f32/f64, numel = product of x's kept dims in C
  * order) = scale * sum of x over the dims with red[d] != 0, accumulated in
  * double. 0 elements give 0 * scale. */
-tg_status tg__cuda_sum_reduce(const tg__cuda_arr *out, const tg__cuda_arr *x, const bool *red,
+tg_status tg__cuda_sum_reduce(const tg__arr *out, const tg__arr *x, const bool *red,
                               double scale);
 
 /* softmax.cu. Rows are the last dim of x (0-d: one row of length 1); y and dx
  * are contiguous with x's shape. Row sums in double, as on the CPU. */
-tg_status tg__cuda_softmax_forward(const tg__cuda_arr *x, void *y, bool is_log);
-tg_status tg__cuda_softmax_backward(const tg__cuda_arr *y, const tg__cuda_arr *g, void *dx,
+tg_status tg__cuda_softmax_forward(const tg__arr *x, void *y, bool is_log);
+tg_status tg__cuda_softmax_backward(const tg__arr *y, const tg__arr *g, void *dx,
                                     bool is_log);
 
 /* gather.cu. t (..., V) and index (..., J) i64 with t's leading shape (both
@@ -150,46 +133,39 @@ tg_status tg__cuda_softmax_backward(const tg__cuda_arr *y, const tg__cuda_arr *g
  * index's shape); backward adds g (index's shape) into dt (contiguous, t's
  * shape, zero-filled by the caller) with atomics: the order of additions,
  * and so the last bits of f32 sums of repeated indices, is not fixed. */
-tg_status tg__cuda_gather_find_bad(const tg__cuda_arr *index, int64_t V, int64_t *bad);
-tg_status tg__cuda_gather_forward(const tg__cuda_arr *t, const tg__cuda_arr *index, void *out);
-tg_status tg__cuda_gather_backward(const tg__cuda_arr *g, const tg__cuda_arr *index, void *dt,
+tg_status tg__cuda_gather_find_bad(const tg__arr *index, int64_t V, int64_t *bad);
+tg_status tg__cuda_gather_forward(const tg__arr *t, const tg__arr *index, void *out);
+tg_status tg__cuda_gather_backward(const tg__arr *g, const tg__arr *index, void *dt,
                                    int64_t V);
 
-/* logprob.cu: the fused log-prob / entropy op (kernels/cpu/logprob.h has the
+/* logprob.cu: the fused log-prob / entropy op (kernels/cpu/logprob.c has the
  * math; the layout of lp, H and stats is the same). z (..., V), y (N) i64 on
  * the device, contiguous. One block per row, online max / sum exp / sum
  * exp * x per thread, merged with warp shuffles; f32 rows accumulate in f32,
  * f64 rows in f64. *bad_row receives the lowest row with a NaN or +inf entry
  * or with no entry above -inf (-1 if none); the caller finds the column. */
-tg_status tg__cuda_lpe_forward(const tg__cuda_arr *z, const int64_t *y, int64_t ignore,
+tg_status tg__cuda_lpe_forward(const tg__arr *z, const int64_t *y, int64_t ignore,
                                double inv_t, void *lp, void *H, double *stats, int nstat,
                                int64_t *bad_row);
-tg_status tg__cuda_lpe_check_rows(const tg__cuda_arr *z, const int64_t *y, int64_t ignore,
+tg_status tg__cuda_lpe_check_rows(const tg__arr *z, const int64_t *y, int64_t ignore,
                                   double inv_t, int64_t *bad_row);
 /* g_lp / g_H: described over z's leading shape, data NULL for zero. */
-tg_status tg__cuda_lpe_backward(const tg__cuda_arr *z, const int64_t *y, int64_t ignore,
+tg_status tg__cuda_lpe_backward(const tg__arr *z, const int64_t *y, int64_t ignore,
                                 double inv_t, const double *stats, int nstat,
-                                const tg__cuda_arr *g_lp, const tg__cuda_arr *g_H, void *dz);
+                                const tg__arr *g_lp, const tg__arr *g_H, void *dz);
 
-/* matmul.cu: a batch of (rows, cols) matrices; matrix i (C-order index over
- * the batch shape) has element (r, c) at data + off(i) + r * rs + c * cs. */
-typedef struct tg__cuda_mat {
-    void *data;
-    int64_t rows, cols, rs, cs;
-    int64_t bs[TG__CUDA_MAX_DIMS];        /* batch strides (0: shared) */
-} tg__cuda_mat;
-/* c[i] = a[i] @ b[i] over the nb-dim batch shape bshape, or c = sum_i a[i] @
+/* matmul.cu (tg__mat: kernels/kernel.h). c[i] = a[i] @ b[i] over the nb-dim batch shape bshape, or c = sum_i a[i] @
  * b[i] when reduce. dtype: TG_F32 or TG_F64. Every operand has a unit
- * stride in one of its two dims (the op layer packs the others into device
+ * stride in one of its two dims (backend.c packs the others into device
  * workspace it counts) and c is row-major (cs == 1). K == 0 writes zeros.
  * Errors: TG_ERR_CUDA (the cuBLAS call and site), TG_ERR_SHAPE (a size or
  * leading dimension beyond cuBLAS's int range). */
 /* Whether cuBLAS can read m in place (a unit stride in one dim, the other
  * stride within int and at least the matrix's extent); normalises the strides
- * of size-1 dims first. The op layer packs the operands that are not. */
-bool tg__cuda_mat_usable(tg__cuda_mat *m);
-tg_status tg__cuda_matmul(int dtype, int nb, const int64_t *bshape, const tg__cuda_mat *a,
-                          const tg__cuda_mat *b, const tg__cuda_mat *c, bool reduce);
+ * of size-1 dims first. backend.c packs the operands that are not. */
+bool tg__cuda_mat_usable(tg__mat *m);
+tg_status tg__cuda_matmul(int dtype, int nb, const int64_t *bshape, const tg__mat *a,
+                          const tg__mat *b, const tg__mat *c, bool reduce);
 /* Device 0's name, peak memory bandwidth in bytes/s from the memory clock
  * and bus width (0 if unknown), total and free memory, SM count (for
  * tg_cuda_get_props). TG_ERR_CUDA on failure. */

@@ -78,9 +78,9 @@ __global__ void k_where(tgk_iter it, T *o, const void *c, int cdt, const T *a, c
     }
 }
 
-extern "C" tg_status tg__cuda_unary(int op, const tg__cuda_arr *out, const tg__cuda_arr *x,
+extern "C" tg_status tg__cuda_unary(int op, const tg__arr *out, const tg__arr *x,
                                     double p0, double p1) {
-    const tg__cuda_arr *ops[2] = {out, x};
+    const tg__arr *ops[2] = {out, x};
     tgk_iter it = tgk_iter_make(2, ops);
     if (it.n == 0) return TG_OK;
     unsigned g = tgk_grid(it.n, TGK_BLOCK);
@@ -93,9 +93,9 @@ extern "C" tg_status tg__cuda_unary(int op, const tg__cuda_arr *out, const tg__c
     return TGK_LAUNCH(k, g, TGK_BLOCK, it, (double *)out->data, (const double *)x->data, op, p0, p1);
 }
 
-extern "C" tg_status tg__cuda_binary(int op, const tg__cuda_arr *out, const tg__cuda_arr *a,
-                                     const tg__cuda_arr *b, double p0, double p1) {
-    const tg__cuda_arr *ops[3] = {out, a, b};
+extern "C" tg_status tg__cuda_binary(int op, const tg__arr *out, const tg__arr *a,
+                                     const tg__arr *b, double p0, double p1) {
+    const tg__arr *ops[3] = {out, a, b};
     tgk_iter it = tgk_iter_make(3, ops);
     if (it.n == 0) return TG_OK;
     unsigned g = tgk_grid(it.n, TGK_BLOCK);
@@ -109,9 +109,9 @@ extern "C" tg_status tg__cuda_binary(int op, const tg__cuda_arr *out, const tg__
                       (const double *)b->data, op, p0, p1);
 }
 
-extern "C" tg_status tg__cuda_ternary(int op, const tg__cuda_arr *out, const tg__cuda_arr *g,
-                                      const tg__cuda_arr *a, const tg__cuda_arr *b) {
-    const tg__cuda_arr *ops[4] = {out, g, a, b};
+extern "C" tg_status tg__cuda_ternary(int op, const tg__arr *out, const tg__arr *g,
+                                      const tg__arr *a, const tg__arr *b) {
+    const tg__arr *ops[4] = {out, g, a, b};
     tgk_iter it = tgk_iter_make(4, ops);
     if (it.n == 0) return TG_OK;
     unsigned gr = tgk_grid(it.n, TGK_BLOCK);
@@ -125,9 +125,9 @@ extern "C" tg_status tg__cuda_ternary(int op, const tg__cuda_arr *out, const tg_
                       (const double *)a->data, (const double *)b->data, op);
 }
 
-extern "C" tg_status tg__cuda_where(const tg__cuda_arr *out, const tg__cuda_arr *c,
-                                    const tg__cuda_arr *a, const tg__cuda_arr *b) {
-    const tg__cuda_arr *ops[4] = {out, c, a, b};
+extern "C" tg_status tg__cuda_where(const tg__arr *out, const tg__arr *c,
+                                    const tg__arr *a, const tg__arr *b) {
+    const tg__arr *ops[4] = {out, c, a, b};
     tgk_iter it = tgk_iter_make(4, ops);
     if (it.n == 0) return TG_OK;
     unsigned g = tgk_grid(it.n, TGK_BLOCK);

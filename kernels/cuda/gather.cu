@@ -13,7 +13,7 @@ __global__ void k_find_bad(tgk_iter it, const int64_t *idx, int64_t V, unsigned 
 
 /* One thread per index entry; rows are the leading dims of index (and t). */
 template <class T>
-__global__ void k_gather_fwd(tg__cuda_arr t, tg__cuda_arr ix, int64_t n, int64_t J, T *out) {
+__global__ void k_gather_fwd(tg__arr t, tg__arr ix, int64_t n, int64_t J, T *out) {
     int64_t ts = t.ndim > 0 ? t.strides[t.ndim - 1] : 1;
     int64_t is = ix.ndim > 0 ? ix.strides[ix.ndim - 1] : 1;
     TGK_FOR_EACH(n, i) {
@@ -24,7 +24,7 @@ __global__ void k_gather_fwd(tg__cuda_arr t, tg__cuda_arr ix, int64_t n, int64_t
 }
 
 template <class T>
-__global__ void k_gather_bwd(tg__cuda_arr g, tg__cuda_arr ix, int64_t n, int64_t J, int64_t V,
+__global__ void k_gather_bwd(tg__arr g, tg__arr ix, int64_t n, int64_t J, int64_t V,
                              T *dt) {
     int64_t gs = g.ndim > 0 ? g.strides[g.ndim - 1] : 1;
     int64_t is = ix.ndim > 0 ? ix.strides[ix.ndim - 1] : 1;
@@ -35,8 +35,8 @@ __global__ void k_gather_bwd(tg__cuda_arr g, tg__cuda_arr ix, int64_t n, int64_t
     }
 }
 
-extern "C" tg_status tg__cuda_gather_find_bad(const tg__cuda_arr *index, int64_t V, int64_t *bad) {
-    const tg__cuda_arr *ops[1] = {index};
+extern "C" tg_status tg__cuda_gather_find_bad(const tg__arr *index, int64_t V, int64_t *bad) {
+    const tg__arr *ops[1] = {index};
     tgk_iter it = tgk_iter_make(1, ops);
     *bad = -1;
     if (it.n == 0) return TG_OK;
@@ -46,7 +46,7 @@ extern "C" tg_status tg__cuda_gather_find_bad(const tg__cuda_arr *index, int64_t
     });
 }
 
-extern "C" tg_status tg__cuda_gather_forward(const tg__cuda_arr *t, const tg__cuda_arr *index,
+extern "C" tg_status tg__cuda_gather_forward(const tg__arr *t, const tg__arr *index,
                                              void *out) {
     int64_t J, is, n = tgk_numel(index);
     (void)tgk_rows(index, &J, &is);
@@ -60,7 +60,7 @@ extern "C" tg_status tg__cuda_gather_forward(const tg__cuda_arr *t, const tg__cu
     return TGK_LAUNCH(k, g, TGK_BLOCK, *t, *index, n, J, (double *)out);
 }
 
-extern "C" tg_status tg__cuda_gather_backward(const tg__cuda_arr *g, const tg__cuda_arr *index,
+extern "C" tg_status tg__cuda_gather_backward(const tg__arr *g, const tg__arr *index,
                                               void *dt, int64_t V) {
     int64_t J, is, n = tgk_numel(index);
     (void)tgk_rows(index, &J, &is);

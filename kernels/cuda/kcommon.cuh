@@ -1,5 +1,5 @@
 /* kernels/cuda/kcommon.cuh - what every kernel file shares: the launch macro
- * with its error check, strided indexing over tg__cuda_arr, grid sizing, and
+ * with its error check, strided indexing over tg__arr, grid sizing, and
  * warp / block reductions. Included by .cu files only. The same sources build
  * for a GPU (nvcc) and for the host emulator of the test suite
  * (tests/simt/), so kernels use only what both provide: no dynamic shared
@@ -11,7 +11,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "../kernel_ops.h"
+#include "../kernel.h"
 #include "tapegrad/tensor.h"
 #include "cuda_internal.h"
 
@@ -53,7 +53,7 @@ static inline unsigned tgk_grid(int64_t n, int per_block) {
     return (unsigned)g;
 }
 
-static inline int64_t tgk_numel(const tg__cuda_arr *a) {
+static inline int64_t tgk_numel(const tg__arr *a) {
     int64_t n = 1;
     for (int d = 0; d < a->ndim; d++) n *= a->shape[d];
     return n;
@@ -67,15 +67,15 @@ struct tgk_iter {
     int ndim, nop;
     bool contig;
     int64_t n;
-    int64_t shape[TG__CUDA_MAX_DIMS];
-    int64_t st[TGK_MAXOP][TG__CUDA_MAX_DIMS];
+    int64_t shape[TG__K_MAX_DIMS];
+    int64_t st[TGK_MAXOP][TG__K_MAX_DIMS];
 };
 
 /* Builds the iterator from arrays described over ops[0]'s shape (an operand
  * may be NULL or have data NULL: its strides are then 0). */
-static inline tgk_iter tgk_iter_make(int nop, const tg__cuda_arr *const *ops) {
+static inline tgk_iter tgk_iter_make(int nop, const tg__arr *const *ops) {
     tgk_iter it;
-    const tg__cuda_arr *o = ops[0];
+    const tg__arr *o = ops[0];
     it.ndim = o->ndim;
     it.nop = nop;
     it.n = tgk_numel(o);
@@ -109,7 +109,7 @@ __device__ __forceinline__ void tgk_offsets(const tgk_iter &it, int64_t i, int64
 }
 
 /* Offset of row r (C order over the first ndim - 1 dims) of a. */
-__device__ __forceinline__ int64_t tgk_row_offset(const tg__cuda_arr &a, int64_t r) {
+__device__ __forceinline__ int64_t tgk_row_offset(const tg__arr &a, int64_t r) {
     int64_t off = 0;
     for (int d = a.ndim - 2; d >= 0; d--) {
         off += (r % a.shape[d]) * a.strides[d];
@@ -146,7 +146,7 @@ template <class T> __device__ __forceinline__ T tgk_block_sum(T v, T *buf) {
 
 /* Rows of a tensor seen as (N, V) over its last dim (a 0-d tensor is one row
  * of length 1). */
-static inline int64_t tgk_rows(const tg__cuda_arr *a, int64_t *V, int64_t *inner) {
+static inline int64_t tgk_rows(const tg__arr *a, int64_t *V, int64_t *inner) {
     *V = a->ndim > 0 ? a->shape[a->ndim - 1] : 1;
     *inner = a->ndim > 0 ? a->strides[a->ndim - 1] : 1;
     int64_t n = tgk_numel(a);
@@ -197,7 +197,7 @@ __device__ __forceinline__ int64_t tgk_head4(const float *x, int64_t V) {
 }
 
 /* Offset of element i (C order over all dims) of a. */
-__device__ __forceinline__ int64_t tgk_elem_offset(const tg__cuda_arr &a, int64_t i) {
+__device__ __forceinline__ int64_t tgk_elem_offset(const tg__arr &a, int64_t i) {
     int64_t off = 0;
     for (int d = a.ndim - 1; d >= 0; d--) {
         off += (i % a.shape[d]) * a.strides[d];

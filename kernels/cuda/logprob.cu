@@ -127,7 +127,7 @@ __device__ __forceinline__ lpe_state<T> lpe_row_state(const T *x, int64_t xs, in
  * than the 6 blocks the compiler's own choice allows. */
 template <class T>
 __global__ void __launch_bounds__(TGK_BLOCK, 8)
-    k_lpe_fwd(tg__cuda_arr z, int64_t N, int64_t V, const int64_t *y, int64_t ignore,
+    k_lpe_fwd(tg__arr z, int64_t N, int64_t V, const int64_t *y, int64_t ignore,
               double inv_t, T *lp, T *H, double *stats, int nstat, unsigned long long *bad_row) {
     int64_t xs = z.strides[z.ndim - 1];
     for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
@@ -163,7 +163,7 @@ __global__ void __launch_bounds__(TGK_BLOCK, 8)
 }
 
 template <class T>
-__global__ void k_lpe_check(tg__cuda_arr z, int64_t N, int64_t V, const int64_t *y,
+__global__ void k_lpe_check(tg__arr z, int64_t N, int64_t V, const int64_t *y,
                             int64_t ignore, double inv_t, unsigned long long *bad_row) {
     __shared__ int buf[32];
     int64_t xs = z.strides[z.ndim - 1];
@@ -184,8 +184,8 @@ __global__ void k_lpe_check(tg__cuda_arr z, int64_t N, int64_t V, const int64_t 
 
 template <class T>
 __global__ void __launch_bounds__(TGK_BLOCK, 8)
-    k_lpe_bwd(tg__cuda_arr z, int64_t N, int64_t V, const int64_t *y, int64_t ignore,
-              double inv_t, const double *stats, int nstat, tg__cuda_arr glp, tg__cuda_arr gH,
+    k_lpe_bwd(tg__arr z, int64_t N, int64_t V, const int64_t *y, int64_t ignore,
+              double inv_t, const double *stats, int nstat, tg__arr glp, tg__arr gH,
               T *dz) {
     int64_t xs = z.strides[z.ndim - 1];
     for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
@@ -230,7 +230,7 @@ __global__ void __launch_bounds__(TGK_BLOCK, 8)
     }
 }
 
-extern "C" tg_status tg__cuda_lpe_forward(const tg__cuda_arr *z, const int64_t *y, int64_t ignore,
+extern "C" tg_status tg__cuda_lpe_forward(const tg__arr *z, const int64_t *y, int64_t ignore,
                                           double inv_t, void *lp, void *H, double *stats,
                                           int nstat, int64_t *bad_row) {
     int64_t V, xs, N = tgk_rows(z, &V, &xs);
@@ -249,7 +249,7 @@ extern "C" tg_status tg__cuda_lpe_forward(const tg__cuda_arr *z, const int64_t *
     });
 }
 
-extern "C" tg_status tg__cuda_lpe_check_rows(const tg__cuda_arr *z, const int64_t *y,
+extern "C" tg_status tg__cuda_lpe_check_rows(const tg__arr *z, const int64_t *y,
                                              int64_t ignore, double inv_t, int64_t *bad_row) {
     int64_t V, xs, N = tgk_rows(z, &V, &xs);
     *bad_row = -1;
@@ -265,9 +265,9 @@ extern "C" tg_status tg__cuda_lpe_check_rows(const tg__cuda_arr *z, const int64_
     });
 }
 
-extern "C" tg_status tg__cuda_lpe_backward(const tg__cuda_arr *z, const int64_t *y, int64_t ignore,
+extern "C" tg_status tg__cuda_lpe_backward(const tg__arr *z, const int64_t *y, int64_t ignore,
                                            double inv_t, const double *stats, int nstat,
-                                           const tg__cuda_arr *g_lp, const tg__cuda_arr *g_H,
+                                           const tg__arr *g_lp, const tg__arr *g_H,
                                            void *dz) {
     int64_t V, xs, N = tgk_rows(z, &V, &xs);
     if (N == 0) return TG_OK;

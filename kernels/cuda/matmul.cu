@@ -20,7 +20,7 @@
 static pthread_mutex_t g_blas_lock = PTHREAD_MUTEX_INITIALIZER;
 static cublasHandle_t g_handle = NULL;
 
-extern "C" bool tg__cuda_mat_usable(tg__cuda_mat *m) {
+extern "C" bool tg__cuda_mat_usable(tg__mat *m) {
     if (m->cols == 1) m->cs = 1; /* a stride along a size-1 dim is never used */
     if (m->rows == 1) m->rs = m->cs == 1 ? (m->cols > 1 ? m->cols : 1) : 1;
     int64_t r1 = m->rows > 1 ? m->rows : 1, c1 = m->cols > 1 ? m->cols : 1;
@@ -31,7 +31,7 @@ extern "C" bool tg__cuda_mat_usable(tg__cuda_mat *m) {
 
 /* Operand in cuBLAS terms: transposition and leading dimension for reading
  * the transpose of m (m row-major -> OP_N). */
-static void as_transposed(const tg__cuda_mat *m, cublasOperation_t *op, int *ld) {
+static void as_transposed(const tg__mat *m, cublasOperation_t *op, int *ld) {
     if (m->cs == 1) {
         *op = CUBLAS_OP_N;
         *ld = (int)m->rs;
@@ -43,7 +43,7 @@ static void as_transposed(const tg__cuda_mat *m, cublasOperation_t *op, int *ld)
 
 /* Offset (elements) of batch entry i of m, and whether every operand's
  * offsets are i * stride (returned in *st). */
-static int64_t batch_off(const tg__cuda_mat *m, int nb, const int64_t *bshape, int64_t i) {
+static int64_t batch_off(const tg__mat *m, int nb, const int64_t *bshape, int64_t i) {
     int64_t off = 0;
     for (int d = nb - 1; d >= 0; d--) {
         off += (i % bshape[d]) * m->bs[d];
@@ -51,7 +51,7 @@ static int64_t batch_off(const tg__cuda_mat *m, int nb, const int64_t *bshape, i
     }
     return off;
 }
-static bool flat_stride(const tg__cuda_mat *m, int nb, const int64_t *bshape, int64_t *st) {
+static bool flat_stride(const tg__mat *m, int nb, const int64_t *bshape, int64_t *st) {
     *st = nb > 0 ? m->bs[nb - 1] : 0;
     for (int d = nb - 1; d >= 0; d--) {
         if (bshape[d] == 1) continue;
@@ -98,7 +98,7 @@ template <> struct blas<double> {
 
 /* One gemm c = a b (no batch). */
 template <class T>
-static tg_status gemm1(const tg__cuda_mat *a, const tg__cuda_mat *b, const tg__cuda_mat *c) {
+static tg_status gemm1(const tg__mat *a, const tg__mat *b, const tg__mat *c) {
     cublasOperation_t opa, opb;
     int lda, ldb;
     as_transposed(a, &opa, &lda);
@@ -119,12 +119,12 @@ static tg_status gemm1(const tg__cuda_mat *a, const tg__cuda_mat *b, const tg__c
  *    [c_0; c_1; ...] = [a_0; a_1; ...] b (x (B, T, K) @ w: m = B T).
  * Returns false (nothing run) when the batch does not fold. */
 template <class T>
-static bool folded(int nb, const int64_t *bshape, int64_t nbatch, const tg__cuda_mat *a,
-                   const tg__cuda_mat *b, const tg__cuda_mat *c, bool reduce, tg_status *st) {
+static bool folded(int nb, const int64_t *bshape, int64_t nbatch, const tg__mat *a,
+                   const tg__mat *b, const tg__mat *c, bool reduce, tg_status *st) {
     int64_t sa, sb, sc;
     if (nbatch < 2 || !flat_stride(a, nb, bshape, &sa) || !flat_stride(b, nb, bshape, &sb))
         return false;
-    tg__cuda_mat fa = *a, fb = *b, fc = *c;
+    tg__mat fa = *a, fb = *b, fc = *c;
     if (reduce && sa == a->cols * a->cs && sb == b->rows * b->rs) {
         fa.cols *= nbatch;
         fb.rows *= nbatch;
@@ -143,8 +143,8 @@ static bool folded(int nb, const int64_t *bshape, int64_t nbatch, const tg__cuda
 }
 
 template <class T>
-static tg_status run(int nb, const int64_t *bshape, const tg__cuda_mat *a, const tg__cuda_mat *b,
-                     const tg__cuda_mat *c, bool reduce) {
+static tg_status run(int nb, const int64_t *bshape, const tg__mat *a, const tg__mat *b,
+                     const tg__mat *c, bool reduce) {
     int64_t nbatch = 1;
     for (int d = 0; d < nb; d++) nbatch *= bshape[d];
     tg_status fst;
@@ -177,14 +177,14 @@ static tg_status run(int nb, const int64_t *bshape, const tg__cuda_mat *a, const
 }
 
 extern "C" tg_status tg__cuda_matmul(int dtype, int nb, const int64_t *bshape,
-                                     const tg__cuda_mat *a, const tg__cuda_mat *b,
-                                     const tg__cuda_mat *c, bool reduce) {
+                                     const tg__mat *a, const tg__mat *b,
+                                     const tg__mat *c, bool reduce) {
     if (c->rows == 0 || c->cols == 0) return TG_OK;
     int64_t nbatch = 1;
     for (int d = 0; d < nb; d++) nbatch *= bshape[d];
     if (a->cols == 0 || nbatch == 0) { /* empty sums: zeros */
         if (nbatch == 0 && !reduce) return TG_OK;
-        tg__cuda_arr arr;
+        tg__arr arr;
         arr.data = c->data;
         arr.dtype = dtype;
         arr.ndim = 2;

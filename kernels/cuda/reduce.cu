@@ -15,8 +15,8 @@
 struct red_geom {
     int nk, nr;                               /* kept / reduced dims */
     int64_t nout, R;
-    int64_t kshape[TG__CUDA_MAX_DIMS], kst[TG__CUDA_MAX_DIMS];
-    int64_t rshape[TG__CUDA_MAX_DIMS], rst[TG__CUDA_MAX_DIMS];
+    int64_t kshape[TG__K_MAX_DIMS], kst[TG__K_MAX_DIMS];
+    int64_t rshape[TG__K_MAX_DIMS], rst[TG__K_MAX_DIMS];
 };
 
 /* Offset of index i < product(shape[0..n)) over those dims. */
@@ -177,7 +177,7 @@ static tg_status launch_sum(const red_geom &g, void *out, const void *x, double 
                       scale);
 }
 
-extern "C" tg_status tg__cuda_sum_reduce(const tg__cuda_arr *out, const tg__cuda_arr *x,
+extern "C" tg_status tg__cuda_sum_reduce(const tg__arr *out, const tg__arr *x,
                                          const bool *red, double scale) {
     red_geom g;
     g.nk = g.nr = 0;

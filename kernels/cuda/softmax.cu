@@ -26,7 +26,7 @@ template <class T> __device__ __forceinline__ void sm_merge(T &m, double &s, T m
 /* One read of the row for its max and sum (online: a thread's sum is
  * rescaled when its max grows), one read and one write for the output. */
 template <class T>
-__global__ void k_softmax_fwd(tg__cuda_arr xa, int64_t N, int64_t V, int64_t xs, T *y,
+__global__ void k_softmax_fwd(tg__arr xa, int64_t N, int64_t V, int64_t xs, T *y,
                               bool is_log) {
     __shared__ T mbuf[32];
     __shared__ double sbuf[32];
@@ -71,7 +71,7 @@ __global__ void k_softmax_fwd(tg__cuda_arr xa, int64_t N, int64_t V, int64_t xs,
 }
 
 template <class T>
-__global__ void k_softmax_bwd(tg__cuda_arr ya, tg__cuda_arr ga, int64_t N, int64_t V, T *dx,
+__global__ void k_softmax_bwd(tg__arr ya, tg__arr ga, int64_t N, int64_t V, T *dx,
                               bool is_log) {
     __shared__ double sbuf[32];
     int64_t ys = ya.ndim > 0 ? ya.strides[ya.ndim - 1] : 1;
@@ -89,7 +89,7 @@ __global__ void k_softmax_bwd(tg__cuda_arr ya, tg__cuda_arr ga, int64_t N, int64
     }
 }
 
-extern "C" tg_status tg__cuda_softmax_forward(const tg__cuda_arr *x, void *y, bool is_log) {
+extern "C" tg_status tg__cuda_softmax_forward(const tg__arr *x, void *y, bool is_log) {
     int64_t V, xs, N = tgk_rows(x, &V, &xs);
     if (N == 0) return TG_OK;
     if (x->dtype == TG_F32) {
@@ -100,7 +100,7 @@ extern "C" tg_status tg__cuda_softmax_forward(const tg__cuda_arr *x, void *y, bo
     return TGK_LAUNCH(k, tgk_grid(N, 1), TGK_BLOCK, *x, N, V, xs, (double *)y, is_log);
 }
 
-extern "C" tg_status tg__cuda_softmax_backward(const tg__cuda_arr *y, const tg__cuda_arr *g,
+extern "C" tg_status tg__cuda_softmax_backward(const tg__arr *y, const tg__arr *g,
                                                void *dx, bool is_log) {
     int64_t V, ys, N = tgk_rows(y, &V, &ys);
     if (N == 0) return TG_OK;

@@ -1,0 +1,81 @@
+/* kernels/cpu/cpu.h - the CPU backend's entries (listed in the table of
+ * kernels/cpu/backend.c, contracts in kernels/kernel.h) and the helpers its
+ * files share. Includes only the kernel interface. */
+#ifndef TG_KERNELS_CPU_H
+#define TG_KERNELS_CPU_H
+
+#include "../kernel.h"
+
+/* ---- entries (kernels/kernel.h has the contracts) ----------------------------- */
+
+/* elementwise.c */
+tg_status tg__cpu_unary(int op, const tg__arr *out, const tg__arr *x, double p0, double p1);
+tg_status tg__cpu_binary(int op, const tg__arr *out, const tg__arr *a, const tg__arr *b,
+                         double p0, double p1);
+tg_status tg__cpu_ternary(int op, const tg__arr *out, const tg__arr *g, const tg__arr *a,
+                          const tg__arr *b);
+tg_status tg__cpu_where(const tg__arr *out, const tg__arr *c, const tg__arr *a,
+                        const tg__arr *b);
+/* copy.c */
+tg_status tg__cpu_copy(const tg__arr *out, const tg__arr *src);
+tg_status tg__cpu_accumulate(const tg__arr *out, const tg__arr *src);
+tg_status tg__cpu_fill(const tg__arr *out, double v);
+/* reduce.c */
+tg_status tg__cpu_sum_reduce(const tg__arr *out, const tg__arr *x, const bool *red,
+                             double scale);
+/* softmax.c */
+tg_status tg__cpu_softmax_forward(const tg__arr *x, void *y, bool is_log);
+tg_status tg__cpu_softmax_backward(const tg__arr *y, const tg__arr *g, void *dx, bool is_log);
+/* gather.c */
+tg_status tg__cpu_gather_find_bad(const tg__arr *index, int64_t V, int64_t *bad);
+tg_status tg__cpu_gather_forward(const tg__arr *t, const tg__arr *index, void *out);
+tg_status tg__cpu_gather_backward(const tg__arr *g, const tg__arr *index, void *dt, int64_t V);
+/* matmul.c */
+tg_status tg__cpu_matmul(int dtype, int nb, const int64_t *bshape, const tg__mat *a,
+                         const tg__mat *b, const tg__mat *c, bool reduce);
+/* logprob.c */
+tg_status tg__cpu_lpe_forward(const tg__arr *z, const int64_t *y, int64_t ignore, double inv_t,
+                              int64_t chunk, void *lp, void *H, double *stats, int nstat,
+                              tg__lpe_bad *bad);
+tg_status tg__cpu_lpe_check_rows(const tg__arr *z, const int64_t *y, int64_t ignore,
+                                 double inv_t, tg__lpe_bad *bad);
+tg_status tg__cpu_lpe_backward(const tg__arr *z, const int64_t *y, int64_t ignore, double inv_t,
+                               int64_t chunk, const double *stats, int nstat,
+                               const tg__arr *g_lp, const tg__arr *g_H, void *dz);
+/* The f32 exponential of d <= 0 the log-prob kernels use (exposed for its
+ * accuracy test). */
+float tg__cpu_exp_nonpos(float d);
+
+/* ---- shared helpers --------------------------------------------------------------- */
+
+/* An array seen as N rows of its last dim (a 0-d array: one row of length 1):
+ * row r starts at the C-order offset of r over the leading dims. */
+typedef struct tg__rows {
+    const char *base;
+    int nlead;
+    const int64_t *shape, *strides; /* [nlead] */
+    int64_t inner;                  /* element stride along a row */
+    int64_t len;                    /* row length */
+    int64_t n;                      /* number of rows (0 when empty) */
+    size_t es;                      /* element size */
+} tg__rows;
+
+static inline tg__rows tg__rows_of(const tg__arr *a) {
+    tg__rows r;
+    r.base = (const char *)a->data;
+    r.nlead = a->ndim > 0 ? a->ndim - 1 : 0;
+    r.shape = a->shape;
+    r.strides = a->strides;
+    r.inner = a->ndim > 0 ? a->strides[a->ndim - 1] : 1;
+    r.len = a->ndim > 0 ? a->shape[a->ndim - 1] : 1;
+    int64_t numel = tg__k_numel(a->ndim, a->shape);
+    r.n = r.len > 0 ? numel / r.len : 0;
+    r.es = tg_dtype_size((tg_dtype)a->dtype);
+    return r;
+}
+
+static inline const void *tg__row_ptr(const tg__rows *r, int64_t i) {
+    return r->base + (size_t)tg__k_offset_of(i, r->nlead, r->shape, r->strides) * r->es;
+}
+
+#endif

@@ -1,0 +1,241 @@
+/* kernels/kernel.h - the kernel interface: what the core (tape/) asks of a
+ * backend, and the little a backend asks of the core.
+ *
+ * Kernels see plain descriptors (tg__arr: device pointer to element 0,
+ * dtype, shape, strides in elements), never tensors, storages or graph
+ * nodes. One table per device (tg__backend) lists the device runtime
+ * (memory, host copies, properties) and every kernel; the core picks the
+ * table of the tensors' device (tg__backend_of) and calls through it, so
+ * nothing above this header knows which backends exist. The CPU table is
+ * kernels/cpu/backend.c; the CUDA table kernels/cuda/backend.c, or, in a
+ * build without the CUDA backend, kernels/cuda/stub.c, whose every entry
+ * answers TG_ERR_DEVICE.
+ *
+ * Contract shared by every kernel entry:
+ *  - inputs are described over the output's shape (broadcasting already
+ *    applied: stride 0 for a broadcast dim), unless the entry says otherwise;
+ *  - outputs may have any non-overlapping strides unless the entry says
+ *    "contiguous";
+ *  - the return is TG_OK or the error the kernel recorded with
+ *    tg__set_error (TG_ERR_NOMEM for workspace, TG_ERR_CUDA naming the
+ *    failing launch or library call). CPU kernels fail only for workspace.
+ *
+ * Plain C, included by the .cu files too (C++): this header includes only
+ * the public headers.
+ */
+#ifndef TG_KERNEL_H
+#define TG_KERNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tapegrad/memory.h"
+#include "tapegrad/status.h"
+#include "tapegrad/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TG__K_MAX_DIMS 8 /* = TG_MAX_DIMS */
+
+/* ---- op codes of the elementwise families (one formula for both backends) */
+
+typedef enum tg__unop {
+    TG__UN_NEG = 0,   /* -x */
+    TG__UN_EXP,       /* exp(x) */
+    TG__UN_LOG,       /* log(x) */
+    TG__UN_SCALE,     /* x * p0 */
+    TG__UN_ADDS,      /* x + p0 */
+    TG__UN_CLAMP,     /* min(max(x, p0), p1), NaN propagates */
+    TG__UN_NOP
+} tg__unop;
+
+typedef enum tg__binop {
+    TG__BIN_ADD = 0,  /* a + b */
+    TG__BIN_SUB,      /* a - b */
+    TG__BIN_MUL,      /* a * b */
+    TG__BIN_DIV,      /* a / b */
+    TG__BIN_MAX,      /* (a > b || a != a) ? a : b   (NaN in a kept, NaN in b taken) */
+    TG__BIN_MIN,      /* (a < b || a != a) ? a : b */
+    TG__BIN_CLAMP_GRAD, /* p0 <= b <= p1 ? a : 0   (a = upstream grad, b = x) */
+    TG__BIN_NOP
+} tg__binop;
+
+typedef enum tg__terop {
+    /* out = f(g, a, b): gradient helpers of max/min/div. */
+    TG__TER_GE_GRAD = 0, /* a == b ? g/2 : (a < b ? 0 : g)  (max: d/da, min: d/db) */
+    TG__TER_LE_GRAD,     /* a == b ? g/2 : (a > b ? 0 : g)  (max: d/db, min: d/da) */
+    TG__TER_DIV_GRAD_B,  /* -g * a / (b * b) */
+    TG__TER_NOP
+} tg__terop;
+
+/* ---- descriptors ---------------------------------------------------------- */
+
+typedef struct tg__arr {
+    void *data;                       /* element (0, ..., 0); NULL: see the entry */
+    int dtype;                        /* a tg_dtype */
+    int ndim;
+    int64_t shape[TG__K_MAX_DIMS];
+    int64_t strides[TG__K_MAX_DIMS];  /* elements; 0 for a broadcast dim */
+} tg__arr;
+
+/* A batch of (rows, cols) matrices: matrix i (C-order index over the batch
+ * shape) starts at data + sum_d idx_d * bs[d] elements; element (r, c) of a
+ * matrix is at r * rs + c * cs. */
+typedef struct tg__mat {
+    void *data;
+    int64_t rows, cols;
+    int64_t rs, cs;
+    int64_t bs[TG__K_MAX_DIMS];       /* batch strides (0: the same matrix for all) */
+} tg__mat;
+
+/* The first row the fused log-prob kernels refuse: a non-ignored row whose
+ * logits are all -inf or contain NaN or +inf. */
+typedef struct tg__lpe_bad {
+    int64_t row;    /* -1 if none */
+    int64_t col;    /* first offending column, -1 when all entries are -inf,
+                       TG__LPE_COL_UNKNOWN when the backend does not say */
+    double value;   /* its value (NaN or +inf) */
+} tg__lpe_bad;
+#define TG__LPE_COL_UNKNOWN (-2)
+
+/* ---- the table ------------------------------------------------------------ */
+
+typedef struct tg__backend {
+    const char *name; /* "cpu", "cuda" */
+    bool compiled_in; /* false for the stub of a build without the backend */
+
+    /* Runtime. The CPU's memory is managed by the core (tape/alloc.c): its
+     * alloc/free and copies are NULL. */
+    int (*device_count)(void);                  /* usable devices, asked once */
+    const char *(*unavailable_reason)(void);    /* why device_count() is 0 */
+    tg_status (*alloc)(void **p, size_t nbytes);
+    void (*free)(void *p, size_t nbytes);
+    size_t (*cached_bytes)(void);
+    tg_status (*empty_cache)(void);
+    tg_status (*copy_h2d)(void *dst, const void *src_host, size_t nbytes);
+    tg_status (*copy_d2h)(void *dst_host, const void *src, size_t nbytes);
+    tg_status (*get_props)(char *name, size_t name_len, double *peak_bw, size_t *total,
+                           size_t *free_b, int *sms);
+    tg_status (*synchronize)(void);
+
+    /* Elementwise. `x` may have data NULL in where/ternary: a zero operand. */
+    tg_status (*unary)(int op, const tg__arr *out, const tg__arr *x, double p0, double p1);
+    tg_status (*binary)(int op, const tg__arr *out, const tg__arr *a, const tg__arr *b,
+                        double p0, double p1);
+    tg_status (*ternary)(int op, const tg__arr *out, const tg__arr *g, const tg__arr *a,
+                         const tg__arr *b);
+    /* out = c != 0 ? a : b (c any dtype, NaN is true; a or b data NULL = 0) */
+    tg_status (*where)(const tg__arr *out, const tg__arr *c, const tg__arr *a,
+                       const tg__arr *b);
+    /* out = src, converting dtypes (f32/f64/i64 both ways; to i64 truncating,
+     * saturating, NaN -> 0) */
+    tg_status (*copy)(const tg__arr *out, const tg__arr *src);
+    tg_status (*accumulate)(const tg__arr *out, const tg__arr *src); /* out += src */
+    tg_status (*fill)(const tg__arr *out, double v);
+
+    /* out (contiguous, numel = product of x's kept dims in C order) = scale *
+     * sum of x over the dims with red[d]; x over its own shape. */
+    tg_status (*sum_reduce)(const tg__arr *out, const tg__arr *x, const bool *red,
+                            double scale);
+
+    /* Rows are the last dim of x (0-d: one row of length 1); y and dx are
+     * contiguous with x's shape. */
+    tg_status (*softmax_forward)(const tg__arr *x, void *y, bool is_log);
+    tg_status (*softmax_backward)(const tg__arr *y, const tg__arr *g, void *dx, bool is_log);
+
+    /* t (..., V) and index (..., J) i64 with t's leading shape, each over its
+     * own shape; out / dt contiguous. find_bad: *bad = the first C-order
+     * position of an index outside [0, V), -1 if none. backward: dt is
+     * zero-filled by the caller and accumulated into. */
+    tg_status (*gather_find_bad)(const tg__arr *index, int64_t V, int64_t *bad);
+    tg_status (*gather_forward)(const tg__arr *t, const tg__arr *index, void *out);
+    tg_status (*gather_backward)(const tg__arr *g, const tg__arr *index, void *dt, int64_t V);
+
+    /* c[i] = a[i] @ b[i] over the nb-dim batch shape bshape, or, with
+     * `reduce`, c = sum_i a[i] @ b[i] (b's gradient for a shared weight).
+     * Any strides; the backend packs what its library cannot read. */
+    tg_status (*matmul)(int dtype, int nb, const int64_t *bshape, const tg__mat *a,
+                        const tg__mat *b, const tg__mat *c, bool reduce);
+
+    /* The fused log-prob / entropy op (ops/logprob.c has the formulas). z
+     * (..., V) over its own shape, any strides; y the targets over z's
+     * leading shape, contiguous i64; lp, H (may be NULL), stats (nstat doubles
+     * per row, may be NULL) contiguous. A bad row stops the forward and is
+     * reported in *bad (nothing else is meaningful then). chunk: rows per
+     * block on the CPU (results are bitwise the same for every chunk). */
+    tg_status (*lpe_forward)(const tg__arr *z, const int64_t *y, int64_t ignore, double inv_t,
+                             int64_t chunk, void *lp, void *H, double *stats, int nstat,
+                             tg__lpe_bad *bad);
+    tg_status (*lpe_check_rows)(const tg__arr *z, const int64_t *y, int64_t ignore,
+                                double inv_t, tg__lpe_bad *bad);
+    /* g_lp / g_H over z's leading shape, data NULL for zero; dz contiguous. */
+    tg_status (*lpe_backward)(const tg__arr *z, const int64_t *y, int64_t ignore, double inv_t,
+                              int64_t chunk, const double *stats, int nstat,
+                              const tg__arr *g_lp, const tg__arr *g_H, void *dz);
+} tg__backend;
+
+extern const tg__backend tg__cpu_backend;
+extern const tg__backend tg__cuda_backend; /* the stub without the CUDA backend */
+
+/* ---- what a backend asks of the core (tape/) -------------------------------- */
+
+/* Records st and the formatted message as this thread's error; returns st. */
+tg_status tg__set_error(tg_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Counted memory (workspace) on a device; NULL with TG_ERR_NOMEM recorded. */
+void *tg__alloc(tg_device dev, size_t nbytes, tg_mem_category cat);
+void tg__free(tg_device dev, void *p, size_t nbytes, tg_mem_category cat);
+
+/* ---- small shared helpers --------------------------------------------------- */
+
+static inline int64_t tg__k_numel(int ndim, const int64_t *shape) {
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    return n;
+}
+
+/* Element offset of C-order linear index lin in (ndim, shape, strides). */
+static inline int64_t tg__k_offset_of(int64_t lin, int ndim, const int64_t *shape,
+                                      const int64_t *strides) {
+    int64_t off = 0;
+    for (int d = ndim - 1; d >= 0; d--) {
+        int64_t i = lin % shape[d];
+        lin /= shape[d];
+        off += i * strides[d];
+    }
+    return off;
+}
+
+/* True when a's elements are in C order with no gap (size-1 dims ignored). */
+static inline bool tg__k_contiguous(const tg__arr *a) {
+    int64_t expect = 1;
+    if (tg__k_numel(a->ndim, a->shape) == 0) return true;
+    for (int d = a->ndim - 1; d >= 0; d--) {
+        if (a->shape[d] != 1 && a->strides[d] != expect) return false;
+        expect *= a->shape[d];
+    }
+    return true;
+}
+
+/* double -> i64 without undefined behaviour: truncates toward zero,
+ * saturates out-of-range values, NaN -> 0. */
+static inline int64_t tg__to_i64(double v) {
+    if (v != v) return 0;
+    if (v >= 9223372036854775807.0) return INT64_MAX;
+    if (v <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)v;
+}
+
+/* Threads are used above this many elements. */
+#define TG__PAR_MIN 32768
+
+#ifdef __cplusplus
+}
+#endif
+#endif

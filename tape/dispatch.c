@@ -1,0 +1,208 @@
+/* tape/dispatch.c - runs a kernel on the device its tensors live on: builds
+ * the plain descriptors of kernels/kernel.h from tensors and calls the
+ * device's backend table. Nothing here knows which backends exist (a build
+ * without CUDA links a stub table that answers TG_ERR_DEVICE). The operands
+ * of one call are on one device: the ops check that first (tg__same_device).
+ * Every entry returns TG_OK or the error the kernel recorded. */
+#include <string.h>
+
+#include "tg_internal.h"
+
+const tg__backend *tg__backend_of(tg_device dev) {
+    switch (dev) {
+    case TG_CPU: return &tg__cpu_backend;
+    case TG_CUDA: return &tg__cuda_backend;
+    }
+    return NULL;
+}
+
+static const tg__backend *be(const tg_tensor *t) { return tg__backend_of(t->storage->device); }
+
+bool tg__same_device(const char *who, int n, const tg_tensor *const *ts) {
+    tg_device dev = TG_CPU;
+    const tg_tensor *first = NULL;
+    for (int i = 0; i < n; i++) {
+        if (!ts[i]) continue;
+        if (!first) {
+            first = ts[i];
+            dev = first->storage->device;
+            if (tg__check_device_usable(who, dev) != TG_OK) return false;
+        } else if (ts[i]->storage->device != dev) {
+            tg__set_error(TG_ERR_DEVICE,
+                          "%s: operands are on different devices (%s and %s); move one with "
+                          "tg_to_device",
+                          who, tg__device_name(dev), tg__device_name(ts[i]->storage->device));
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ---- descriptors --------------------------------------------------------- */
+
+tg__arr tg__arr_of(const tg_tensor *t) {
+    tg__arr a;
+    memset(&a, 0, sizeof a);
+    a.data = tg__ptr(t);
+    a.dtype = (int)t->dtype;
+    a.ndim = t->ndim;
+    for (int d = 0; d < t->ndim; d++) {
+        a.shape[d] = t->shape[d];
+        a.strides[d] = t->shape[d] == 1 ? 0 : t->strides[d];
+    }
+    return a;
+}
+
+tg__arr tg__arr_over(const tg_tensor *t, const tg_tensor *out, const int64_t *st) {
+    tg__arr a;
+    memset(&a, 0, sizeof a);
+    a.dtype = t ? (int)t->dtype : (int)out->dtype;
+    a.data = t ? tg__ptr(t) : NULL;
+    a.ndim = out->ndim;
+    int64_t bst[TG_MAX_DIMS];
+    if (t && !st) {
+        tg__broadcast_strides(t, out->ndim, out->shape, bst);
+        st = bst;
+    }
+    for (int d = 0; d < out->ndim; d++) {
+        a.shape[d] = out->shape[d];
+        a.strides[d] = !t || out->shape[d] == 1 ? 0 : st[d];
+    }
+    return a;
+}
+
+tg__mat tg__mat_of(const tg_tensor *t, bool shared) {
+    tg__mat m;
+    memset(&m, 0, sizeof m);
+    int nd = t->ndim;
+    m.data = tg__ptr(t);
+    m.rows = t->shape[nd - 2];
+    m.cols = t->shape[nd - 1];
+    m.rs = t->strides[nd - 2];
+    m.cs = t->strides[nd - 1];
+    for (int d = 0; d < nd - 2; d++) m.bs[d] = shared ? 0 : t->strides[d];
+    return m;
+}
+
+tg__mat tg__mat_t(tg__mat m) {
+    tg__mat r = m;
+    r.rows = m.cols;
+    r.cols = m.rows;
+    r.rs = m.cs;
+    r.cs = m.rs;
+    return r;
+}
+
+/* ---- entries ---------------------------------------------------------------- */
+
+tg_status tg__k_unary(tg__unop op, tg_tensor *out, const tg_tensor *x, const int64_t *xs,
+                      double p0, double p1) {
+    tg__arr o = tg__arr_of(out), a = tg__arr_over(x, out, xs);
+    return be(out)->unary((int)op, &o, &a, p0, p1);
+}
+
+tg_status tg__k_binary(tg__binop op, tg_tensor *out, const tg_tensor *a, const tg_tensor *b,
+                       double p0, double p1) {
+    tg__arr o = tg__arr_of(out), x = tg__arr_over(a, out, NULL), y = tg__arr_over(b, out, NULL);
+    return be(out)->binary((int)op, &o, &x, &y, p0, p1);
+}
+
+tg_status tg__k_ternary(tg__terop op, tg_tensor *out, const tg_tensor *g, const tg_tensor *a,
+                        const tg_tensor *b) {
+    tg__arr o = tg__arr_of(out), x = tg__arr_over(g, out, NULL), y = tg__arr_over(a, out, NULL),
+            z = tg__arr_over(b, out, NULL);
+    return be(out)->ternary((int)op, &o, &x, &y, &z);
+}
+
+tg_status tg__k_where(tg_tensor *out, const tg_tensor *c, const tg_tensor *a, const tg_tensor *b) {
+    tg__arr o = tg__arr_of(out), x = tg__arr_over(c, out, NULL), y = tg__arr_over(a, out, NULL),
+            z = tg__arr_over(b, out, NULL);
+    return be(out)->where(&o, &x, &y, &z);
+}
+
+tg_status tg__k_copy(tg_tensor *dst, const tg_tensor *src) {
+    tg__arr o = tg__arr_of(dst), a = tg__arr_over(src, dst, NULL);
+    return be(dst)->copy(&o, &a);
+}
+
+tg_status tg__k_accumulate(tg_tensor *dst, const tg_tensor *src) {
+    tg__arr o = tg__arr_of(dst), a = tg__arr_over(src, dst, NULL);
+    return be(dst)->accumulate(&o, &a);
+}
+
+tg_status tg__k_fill(tg_tensor *t, double v) {
+    tg__arr o = tg__arr_of(t);
+    return be(t)->fill(&o, v);
+}
+
+tg_status tg__k_sum_reduce(tg_tensor *out, const tg_tensor *x, const bool *red, double scale) {
+    tg__arr o = tg__arr_of(out), a = tg__arr_of(x);
+    return be(out)->sum_reduce(&o, &a, red, scale);
+}
+
+tg_status tg__k_softmax_forward(const tg_tensor *x, tg_tensor *y, bool is_log) {
+    tg__arr a = tg__arr_of(x);
+    return be(x)->softmax_forward(&a, tg__ptr(y), is_log);
+}
+
+tg_status tg__k_softmax_backward(const tg_tensor *y, const tg_tensor *g, tg_tensor *dx,
+                                 bool is_log) {
+    tg__arr a = tg__arr_of(y), b = tg__arr_of(g);
+    return be(y)->softmax_backward(&a, &b, tg__ptr(dx), is_log);
+}
+
+tg_status tg__k_gather_find_bad(const tg_tensor *index, int64_t V, int64_t *bad) {
+    tg__arr a = tg__arr_of(index);
+    return be(index)->gather_find_bad(&a, V, bad);
+}
+
+tg_status tg__k_gather_forward(const tg_tensor *t, const tg_tensor *index, tg_tensor *out) {
+    tg__arr a = tg__arr_of(t), b = tg__arr_of(index);
+    return be(t)->gather_forward(&a, &b, tg__ptr(out));
+}
+
+tg_status tg__k_gather_backward(const tg_tensor *g, const tg_tensor *index, tg_tensor *dt) {
+    tg__arr a = tg__arr_of(g), b = tg__arr_of(index);
+    int64_t V = dt->ndim > 0 ? dt->shape[dt->ndim - 1] : 1;
+    return be(g)->gather_backward(&a, &b, tg__ptr(dt), V);
+}
+
+tg_status tg__k_matmul(tg_device dev, const char *who, tg_dtype dt, int nb, const int64_t *bshape,
+                       const tg__mat *a, const tg__mat *b, const tg__mat *c, bool reduce) {
+    tg_status st = tg__backend_of(dev)->matmul((int)dt, nb, bshape, a, b, c, reduce);
+    if (st != TG_OK) tg__set_error(st, "%s: %s", who, tg_last_error());
+    return st;
+}
+
+/* z over its own shape, with the row stride kept even for a single row. */
+static tg__arr rows_arr(const tg_tensor *z) {
+    tg__arr a = tg__arr_of(z);
+    a.strides[z->ndim - 1] = z->strides[z->ndim - 1];
+    return a;
+}
+
+tg_status tg__k_lpe_forward(const tg_tensor *z, const tg_tensor *y, int64_t ignore, double inv_t,
+                            int64_t chunk, tg_tensor *lp, tg_tensor *H, tg_tensor *stats,
+                            int nstat, tg__lpe_bad *bad) {
+    tg__arr a = rows_arr(z);
+    return be(z)->lpe_forward(&a, tg__ptr(y), ignore, inv_t, chunk, tg__ptr(lp),
+                              H ? tg__ptr(H) : NULL, stats ? tg__ptr(stats) : NULL, nstat, bad);
+}
+
+tg_status tg__k_lpe_check_rows(const tg_tensor *z, const int64_t *y, int64_t ignore,
+                               double inv_t, tg__lpe_bad *bad) {
+    tg__arr a = rows_arr(z);
+    return be(z)->lpe_check_rows(&a, y, ignore, inv_t, bad);
+}
+
+tg_status tg__k_lpe_backward(const tg_tensor *z, const tg_tensor *y, int64_t ignore,
+                             double inv_t, int64_t chunk, const tg_tensor *stats, int nstat,
+                             const tg_tensor *g_lp, const tg_tensor *g_H, tg_tensor *dz) {
+    tg__arr a = rows_arr(z), gl, gh;
+    memset(&gl, 0, sizeof gl);
+    memset(&gh, 0, sizeof gh);
+    if (g_lp) gl = tg__arr_of(g_lp);
+    if (g_H) gh = tg__arr_of(g_H);
+    return be(z)->lpe_backward(&a, tg__ptr(y), ignore, inv_t, chunk, tg__ptr(stats), nstat, &gl,
+                               &gh, tg__ptr(dz));
+}
