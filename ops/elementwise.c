@@ -14,7 +14,7 @@
  */
 #include <math.h>
 
-#include "tg_internal.h"
+#include "ops_internal.h"
 
 /* ---- argument checks ------------------------------------------------------- */
 

@@ -14,7 +14,7 @@
 
 #include <stdlib.h>
 
-#include "tg_internal.h"
+#include "ops_internal.h"
 
 static tg_status gather_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 

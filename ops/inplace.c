@@ -7,7 +7,7 @@
  * its base's grad_fn becomes a CopySlices node (ops/view_inplace.c). */
 #include <string.h>
 
-#include "tg_internal.h"
+#include "ops_internal.h"
 
 typedef enum { IP_ADD, IP_SUB, IP_MUL, IP_SCALE, IP_COPY, IP_FILL } ip_kind;
 

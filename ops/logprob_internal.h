@@ -3,7 +3,7 @@
 #ifndef TG_OPS_LOGPROB_INTERNAL_H
 #define TG_OPS_LOGPROB_INTERNAL_H
 
-#include "tg_internal.h"
+#include "ops_internal.h"
 
 /* Validates dtypes, shapes and options (not the target values). */
 tg_status tg__lpe_check(const char *who, const tg_tensor *z, const tg_tensor *y,

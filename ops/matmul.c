@@ -12,7 +12,7 @@
  */
 #include <string.h>
 
-#include "tg_internal.h"
+#include "ops_internal.h"
 
 static tg_status mm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 

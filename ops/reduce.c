@@ -12,7 +12,7 @@
 #include <math.h>
 #include <stdbool.h>
 
-#include "tg_internal.h"
+#include "ops_internal.h"
 
 /* Strides to read g as a tensor of shape m (broadcast): g has m's ndim
  * (keepdim: size-1 dims read with stride 0), or one dim fewer where `ins` is

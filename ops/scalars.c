@@ -2,7 +2,7 @@
  * tensors in elementwise ops, tg_where and the in-place ops' `other`; it is
  * replaced by its copy on that device, made by a recorded tg_to_device, so a
  * gradient goes back to the CPU. */
-#include "tg_internal.h"
+#include "ops_internal.h"
 
 static bool cpu_scalar(const tg_tensor *t) {
     return t && t->ndim == 0 && t->storage->device == TG_CPU;

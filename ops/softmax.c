@@ -9,7 +9,7 @@
  *   SoftmaxBackward:    dx = y * (g - sum(g * y))
  *   LogSoftmaxBackward: dx = g - exp(y) * sum(g)
  */
-#include "tg_internal.h"
+#include "ops_internal.h"
 
 static tg_status softmax_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 static tg_status log_softmax_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);

@@ -3,7 +3,7 @@
  * The copy itself is tg__device_copy (tape/device.c). */
 #include <string.h>
 
-#include "tg_internal.h"
+#include "ops_internal.h"
 
 /* iparam[0]: the source device. */
 static tg_status to_device_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {

@@ -3,7 +3,7 @@
  * their input and are differentiable. */
 #include <string.h>
 
-#include "tg_internal.h"
+#include "ops_internal.h"
 
 static tg_tensor *make_view(tg_site s, tg_tensor *t, int ndim, const int64_t *shape,
                             const int64_t *strides, int64_t offset) {

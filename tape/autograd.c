@@ -2,7 +2,7 @@
  * .grad, detach. */
 #include <string.h>
 
-#include "tg_internal.h"
+#include "core.h"
 
 static _Thread_local bool tl_grad_disabled = false; /* zero-initialised = grad on */
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tg_internal.h"
+#include "core.h"
 
 static const tg__backend *const cu = &tg__cuda_backend;
 

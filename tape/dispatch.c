@@ -6,7 +6,7 @@
  * Every entry returns TG_OK or the error the kernel recorded. */
 #include <string.h>
 
-#include "tg_internal.h"
+#include "core.h"
 
 const tg__backend *tg__backend_of(tg_device dev) {
     switch (dev) {

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tg_internal.h"
+#include "core.h"
 
 static _Atomic uint64_t g_epoch = 1;
 
@@ -76,6 +76,20 @@ static bool exclusive(const tg_tensor *t) {
            t->storage->saved_refs == 0;
 }
 
+/* a + b (same shape, dtype and device) in a new tensor; nothing is recorded. */
+static tg_tensor *grad_sum(tg_site s, const tg_tensor *a, const tg_tensor *b) {
+    tg_tensor *r = tg__new_output_on(s, "tg_backward", a->storage->device, a->dtype, a->ndim,
+                                     a->shape);
+    return r ? tg__k_ok(tg__k_binary(TG__BIN_ADD, r, a, b, 0.0, 0.0), r) : NULL;
+}
+
+/* A contiguous copy of g of its own. */
+static tg_tensor *grad_copy(tg_site s, const tg_tensor *g) {
+    tg_tensor *r = tg__new_output_on(s, "tg_backward", g->storage->device, g->dtype, g->ndim,
+                                     g->shape);
+    return r ? tg__k_ok(tg__k_copy(r, g), r) : NULL;
+}
+
 /* *slot += g, taking ownership of g. In place when *slot is exclusive. */
 static tg_status accumulate(tg_site s, tg_tensor **slot, tg_tensor *g) {
     if (!*slot) {
@@ -87,7 +101,7 @@ static tg_status accumulate(tg_site s, tg_tensor **slot, tg_tensor *g) {
         tg__tensor_release(g);
         return st;
     }
-    tg_tensor *sum = tg__add(s, *slot, g);
+    tg_tensor *sum = grad_sum(s, *slot, g);
     tg__tensor_release(g);
     if (!sum) return tg_last_status();
     tg__tensor_release(*slot);
@@ -136,12 +150,12 @@ static tg_status prepare_leaf(tg_tensor *leaf) {
     bool host = g->storage->device == TG_CPU && (!leaf->grad || leaf->grad->storage->device == TG_CPU);
     if (leaf->grad && (!exclusive(leaf->grad) || !host)) {
         /* .grad is shared (the user holds it): replace it with a new sum */
-        tg_tensor *sum = tg__add(leaf->site, leaf->grad, g);
+        tg_tensor *sum = grad_sum(leaf->site, leaf->grad, g);
         if (!sum) return tg_last_status();
         tg__tensor_release(g);
         leaf->pending = sum;
     } else if (!exclusive(g)) {
-        tg_tensor *c = tg__clone(leaf->site, g);
+        tg_tensor *c = grad_copy(leaf->site, g);
         if (!c) return tg_last_status();
         tg__tensor_release(g);
         leaf->pending = c;

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tg_internal.h"
+#include "core.h"
 
 #define TG__MSG_LEN 4096
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tg_internal.h"
+#include "core.h"
 
 struct tg_ctx {
     tg__node *node;   /* the node being recorded / run; NULL when not recording */

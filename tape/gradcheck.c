@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tg_internal.h"
+#include "core.h"
 
 static double get_at(const tg_tensor *t, int64_t off) {
     const void *b = t->storage->data;

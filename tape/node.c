@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tg_internal.h"
+#include "core.h"
 
 bool tg__req_grad(const tg_tensor *t) {
     return t->requires_grad || t->grad_fn || (t->view_base && tg__req_grad(t->view_base));

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "tg_internal.h"
+#include "core.h"
 
 typedef struct {
     uint64_t s[4];

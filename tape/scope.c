@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tg_internal.h"
+#include "core.h"
 
 typedef struct {
     tg_tensor **t; // (n) owned references

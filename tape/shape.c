@@ -1,6 +1,6 @@
 /* tape/shape.c - shape validation with checked arithmetic, NumPy
  * broadcasting of shapes and strides. */
-#include "tg_internal.h"
+#include "core.h"
 
 int64_t tg__shape_check(const char *who, int ndim, const int64_t *shape) {
     if (ndim < 0 || ndim > TG_MAX_DIMS)

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tg_internal.h"
+#include "core.h"
 
 size_t tg_dtype_size(tg_dtype dt) {
     switch (dt) {

@@ -9,7 +9,7 @@
  *   one event buffer, in the order they happened (allocator events are
  *   appended under the allocator lock, so their figures are in order too).
  * - Off, the hooks cost one relaxed load and a predictable branch at the call
- *   site (tg__timeline_on() in tg_internal.h).
+ *   site (tg__timeline_on() in core.h).
  * - The recorder's own memory (events, interned names) comes from plain
  *   malloc/realloc: it is not counted in the byte figures and allocation
  *   failures injected by tg_fault_inject do not reach it. When the buffer

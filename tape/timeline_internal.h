@@ -9,7 +9,7 @@
 
 #include <stdio.h>
 
-#include "tg_internal.h"
+#include "core.h"
 
 enum {
     TG__TL_STATE = 0, /* the device's figures when recording started */

@@ -1,5 +1,5 @@
 /* tape/version.c - library version and the backends compiled in. */
-#include "tg_internal.h"
+#include "core.h"
 
 const char *tg_lib_version(void) { return TG_VERSION_STRING; }
 

@@ -3,7 +3,7 @@
  * Owning references: tensor -> storage, grad_fn, .grad, a view's base; node ->
  * earlier nodes, saved storages, and the handle shared by its edges to a leaf,
  * which owns the leaf until a recorded in-place op gives the leaf (or a tensor
- * the leaf owns through .grad) a history of its own (tape/tg_internal.h,
+ * the leaf owns through .grad) a history of its own (tape/core.h,
  * struct tg__leafref). Each test below builds one pattern that closes a cycle
  * in a refcounted engine with owning leaf edges (PyTorch leaks on several of
  * them), checks that a leak scan finds nothing unreachable while the program

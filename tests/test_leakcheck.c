@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tg_internal.h"
+#include "core.h"
 #include "tg_ops_test_util.h"
 
 TestSuite(leakcheck, .init = tgt_setup, .fini = tgt_teardown);

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "tg_internal.h"
+#include "core.h"
 #include "tg_test_util.h"
 
 TestSuite(timeline, .init = tgt_setup, .fini = tgt_teardown);

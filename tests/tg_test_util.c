@@ -1,6 +1,6 @@
 /* tests/tg_test_util.c - helpers shared by the Criterion suites. */
 #include "tg_test_util.h"
-#include "tg_internal.h"
+#include "core.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>

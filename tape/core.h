@@ -1,25 +1,13 @@
-/* tape/tg_internal.h - internal structures and helpers shared by tape/, ops/,
- * kernels/ and leakcheck/. Not installed. Internal non-static names use the
- * tg__ prefix.
- *
- * How an op is written (see ops/elementwise.c for the pattern):
- *   1. check arguments: tg__null_arg() for NULL propagation, then dtype/shape,
- *      failing with tg__fail(status, "tg_op: ...") (returns NULL);
- *   2. allocate the result with tg__new_output() (category activation, or
- *      gradient while backward runs) and run the kernel;
- *   3. if tg__needs_grad(n_in, inputs): node = tg__record(site, &def, ...),
- *      then tg__node_save() what backward needs (inputs, or the output: saving
- *      the output stores its storage, never the handle, so no cycle);
- *   4. the public tg_op_at() returns tg__ret(result), which hands it to the
- *      innermost open scope. Internal callers (backward formulas, composite
- *      ops) call the tg__ functions, which never touch scopes.
- * Backward formulas run with grad mode off and return, for each input i with
- * n->edge[i].kind != TG__EDGE_NONE, a new tensor of shape n->in_meta[i] (or
- * NULL for zero) in gin[i]. gout[k] may be NULL only for nodes with several
- * outputs (that output received no gradient).
+/* tape/core.h - the core's internal structures and functions: errors,
+ * memory, storages, tensors, shapes, views, graph nodes, dispatch to the
+ * kernels, devices, the memory timeline's hooks and the live-object
+ * registry. Used by tape/ and by the layers above it (ops/, leakcheck/);
+ * it includes only the public headers and the kernel interface below it
+ * (kernels/kernel.h). Not installed. Internal non-static names use the tg__
+ * prefix. ops/ops_internal.h adds what only the ops share.
  */
-#ifndef TG_INTERNAL_H
-#define TG_INTERNAL_H
+#ifndef TG_CORE_H
+#define TG_CORE_H
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -238,7 +226,7 @@ static inline int64_t tg__offset_of(int64_t lin, int ndim, const int64_t *shape,
     return off;
 }
 
-/* ---- views and in-place ops on them (ops/view_inplace.c) ------------------------ */
+/* ---- views (tape/view.c) ------------------------------------------------------ */
 
 typedef enum {
     TG__VIEW_DEFAULT = 0, /* made with grad mode on */
@@ -259,20 +247,29 @@ void tg__view_attach(tg_tensor *v, tg_tensor *src);
 bool tg__grad_fn(tg_tensor *t, tg__node **fn);
 /* Whether tg__grad_fn(t) would return a node (never changes t). */
 bool tg__has_grad_fn(const tg_tensor *t);
-/* For a recorded in-place op on view t whose out-of-place result is r (a new
- * tensor of t's shape with its grad_fn): records the CopySlices node that
- * becomes the base's grad_fn (input 0 the base's old history, input 1 r) and
- * returns it unattached, so that nothing changes if writing the data then
- * fails. tg__copyslices_commit attaches it once the data is written. NULL
- * with the error set on failure. */
-tg__node *tg__copyslices_new(tg_site s, tg_tensor *t, tg_tensor *r);
-void tg__copyslices_commit(tg__node *n, tg_tensor *t);
-/* Checks that a recorded in-place op may modify view t (PyTorch's rules):
- * TG_ERR_AUTOGRAD for a view made in no-grad mode or by a custom function,
- * and for a view of a leaf that requires grad; TG_ERR_LAYOUT when the base
- * has overlapping elements. `who` names the op. */
-tg_status tg__check_view_inplace(const char *who, const tg_tensor *t);
+/* "was created in no-grad mode" / "was returned by a custom function's
+ * forward", for a view whose kind is not TG__VIEW_DEFAULT (messages). */
+const char *tg__view_kind_text(const tg_tensor *t);
+/* True when some element of t is stored at the same place as another (views
+ * overlap only through stride-0 dims). */
+bool tg__overlaps(const tg_tensor *t);
 
+/* A view's position relative to its base, in elements of the storage (the
+ * state of the nodes that route gradients between them). */
+typedef struct tg__view_geom {
+    int bnd, vnd;
+    int64_t bshape[TG_MAX_DIMS], bstr[TG_MAX_DIMS]; /* base */
+    int64_t vshape[TG_MAX_DIMS], vstr[TG_MAX_DIMS]; /* view */
+    int64_t voff; /* view offset - base offset */
+    int64_t span; /* elements from the base's first to its last, inclusive */
+} tg__view_geom;
+void tg__view_geom_of(tg__view_geom *g, const tg_tensor *v, const tg_tensor *base);
+/* For node n whose input 0 is the base: a zero buffer of g->span elements on
+ * its device (the base's "storage space"), and a handle on such a buffer z
+ * seen through the view's (view) or the base's geometry. NULL with the error
+ * set on failure. */
+tg_tensor *tg__view_space(tg__node *n, const tg__view_geom *g);
+tg_tensor *tg__view_window(tg__node *n, tg_tensor *z, const tg__view_geom *g, bool view);
 /* ---- graph nodes (tape/node.c) ------------------------------------------------ */
 
 typedef struct tg__meta {
@@ -399,38 +396,6 @@ void tg__unown_leaf_chain(tg_tensor *t);
 /* Iterative release: chains of 10^6 nodes are freed without recursion. */
 void tg__node_release(tg__node *n);
 
-/* ---- internal op entry points (no scope registration) ---------------------- */
-tg_tensor *tg__add(tg_site s, tg_tensor *a, tg_tensor *b);
-tg_tensor *tg__sub(tg_site s, tg_tensor *a, tg_tensor *b);
-tg_tensor *tg__mul(tg_site s, tg_tensor *a, tg_tensor *b);
-tg_tensor *tg__div(tg_site s, tg_tensor *a, tg_tensor *b);
-tg_tensor *tg__neg(tg_site s, tg_tensor *t);
-tg_tensor *tg__scale(tg_site s, tg_tensor *t, double k);
-tg_tensor *tg__where(tg_site s, tg_tensor *c, tg_tensor *a, tg_tensor *b);
-tg_tensor *tg__sum_dim(tg_site s, tg_tensor *t, int dim, bool keepdim);
-/* Sums g over broadcast dimensions down to shape m (for the backward of
- * broadcasting ops and expand). Returns a new reference (g retained if the
- * shapes already match). */
-tg_tensor *tg__sum_to(tg_site s, tg_tensor *g, const tg__meta *m);
-tg_tensor *tg__matmul(tg_site s, tg_tensor *a, tg_tensor *b);
-tg_tensor *tg__softmax(tg_site s, tg_tensor *t);
-tg_tensor *tg__log_softmax(tg_site s, tg_tensor *t);
-tg_tensor *tg__gather(tg_site s, tg_tensor *t, tg_tensor *index);
-tg_tensor *tg__transpose(tg_site s, tg_tensor *t, int d0, int d1);
-tg_tensor *tg__contiguous(tg_site s, tg_tensor *t);
-tg_tensor *tg__clone(tg_site s, tg_tensor *t);
-tg_tensor *tg__view(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
-tg_tensor *tg__reshape(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
-/* Contiguous t seen with another shape, recorded like tg_view, but NOT a view:
- * for an op's internal result whose storage nobody else will hold (the
- * result then behaves as a tensor of its own under in-place ops).
- * TG_ERR_INTERNAL if t is not contiguous or the element counts differ. */
-tg_tensor *tg__reshape_own(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
-tg_tensor *tg__expand(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
-tg_tensor *tg__to_dtype(tg_site s, tg_tensor *t, tg_dtype dt);
-/* tg_to_device without the scope (recorded: its backward copies back). */
-tg_tensor *tg__to_device(tg_site s, tg_tensor *t, tg_device dev);
-
 /* ---- kernels on the tensors' device (tape/dispatch.c) ----------------------
  * Each builds the descriptors of kernels/kernel.h and calls the backend of
  * the tensors' device; it returns TG_OK or the recorded error (TG_ERR_CUDA,
@@ -451,16 +416,6 @@ tg__mat tg__mat_t(tg__mat m);
 /* True when every non-NULL tensor of ts is on one usable device; otherwise
  * TG_ERR_DEVICE naming `who` and both devices. */
 bool tg__same_device(const char *who, int n, const tg_tensor *const *ts);
-/* CPU scalars, as in PyTorch: when some tensor of ts[0..n) is on CUDA, each
- * 0-d CPU tensor among them is replaced by its copy on that device, made by
- * a recorded tg_to_device (a gradient goes back to the CPU). owned[k]
- * receives the reference to release for each replaced ts[k] (NULL for the
- * others). False with the error set (nothing left to release) on failure. */
-bool tg__promote_scalars(tg_site s, int n, tg_tensor **ts, tg_tensor **owned);
-/* The same onto a given device (the in-place ops: their target stays where
- * it is); nothing happens when dev is TG_CPU. */
-bool tg__promote_scalars_to(tg_site s, tg_device dev, int n, tg_tensor **ts, tg_tensor **owned);
-void tg__release_promoted(int n, tg_tensor **owned);
 /* t when st is TG_OK; otherwise releases t and returns NULL (the error is
  * recorded). For `out = tg__k_ok(tg__k_binary(...), out)`. */
 static inline tg_tensor *tg__k_ok(tg_status st, tg_tensor *t);
@@ -553,7 +508,7 @@ void tg__tl_step(uint64_t step, const char *label);
 void tg__timeline_set_limit(size_t max_events);
 uint64_t tg__timeline_dropped(void);
 
-/* ---- registry (leakcheck/registry.c) -------------------------------------- */
+/* ---- registry (tape/registry.c) -------------------------------------- */
 void tg__reg_tensor_add(tg_tensor *t);
 void tg__reg_tensor_del(tg_tensor *t);
 void tg__reg_storage_add(tg__storage *s);

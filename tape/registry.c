@@ -1,13 +1,14 @@
-/* leakcheck/registry.c - the weak (non-owning) registry of live tensors,
+/* tape/registry.c - the weak (non-owning) registry of live tensors,
  * storages and graph nodes: ids, creation step, live counts, step marks and
  * their history (each mark is also an event of the memory timeline).
- * leakcheck/scan.c turns it into retention reports. */
+ * leakcheck/scan.c turns it into retention reports; the core needs it for
+ * the ids that order backward. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tg_internal.h"
+#include "core.h"
 
 static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static tg_tensor *g_tensors;

@@ -1,0 +1,89 @@
+/* ops/ops_internal.h - what the ops share: the internal entry points of the
+ * ops (no scope registration, for backward formulas and composite ops), CPU
+ * scalar promotion, and the in-place-on-a-view machinery. Includes the core
+ * (tape/core.h); nothing below ops/ includes this header.
+ *
+ * How an op is written (ops/elementwise.c shows the pattern; docs/design.md
+ * "Adding an op" the recipe):
+ *   1. check arguments: tg__null_arg() for NULL propagation, then dtype/shape,
+ *      failing with tg__fail(status, "tg_op: ...") (returns NULL);
+ *   2. allocate the result with tg__new_output_on() (category activation, or
+ *      gradient while backward runs) and run the kernel (tg__k_*);
+ *   3. if tg__needs_grad(n_in, inputs): node = tg__record(site, &def, ...),
+ *      then tg__node_save() what backward needs (inputs, or the output: saving
+ *      the output stores its storage, never the handle, so no cycle);
+ *   4. the public tg_op_at() returns tg__ret(result), which hands it to the
+ *      innermost open scope. Internal callers (backward formulas, composite
+ *      ops) call the tg__ functions, which never touch scopes.
+ * Backward formulas run with grad mode off and return, for each input i with
+ * n->edge[i].kind != TG__EDGE_NONE, a new tensor of shape n->in_meta[i] (or
+ * NULL for zero) in gin[i]. gout[k] may be NULL only for nodes with several
+ * outputs (that output received no gradient).
+ */
+#ifndef TG_OPS_INTERNAL_H
+#define TG_OPS_INTERNAL_H
+
+#include "../tape/core.h"
+
+/* ---- internal op entry points (no scope registration) ---------------------- */
+tg_tensor *tg__add(tg_site s, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg__sub(tg_site s, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg__mul(tg_site s, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg__div(tg_site s, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg__neg(tg_site s, tg_tensor *t);
+tg_tensor *tg__scale(tg_site s, tg_tensor *t, double k);
+tg_tensor *tg__where(tg_site s, tg_tensor *c, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg__sum_dim(tg_site s, tg_tensor *t, int dim, bool keepdim);
+/* Sums g over broadcast dimensions down to shape m (for the backward of
+ * broadcasting ops and expand). Returns a new reference (g retained if the
+ * shapes already match). */
+tg_tensor *tg__sum_to(tg_site s, tg_tensor *g, const tg__meta *m);
+tg_tensor *tg__matmul(tg_site s, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg__softmax(tg_site s, tg_tensor *t);
+tg_tensor *tg__log_softmax(tg_site s, tg_tensor *t);
+tg_tensor *tg__gather(tg_site s, tg_tensor *t, tg_tensor *index);
+tg_tensor *tg__transpose(tg_site s, tg_tensor *t, int d0, int d1);
+tg_tensor *tg__contiguous(tg_site s, tg_tensor *t);
+tg_tensor *tg__clone(tg_site s, tg_tensor *t);
+tg_tensor *tg__view(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
+tg_tensor *tg__reshape(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
+/* Contiguous t seen with another shape, recorded like tg_view, but NOT a view:
+ * for an op's internal result whose storage nobody else will hold (the
+ * result then behaves as a tensor of its own under in-place ops).
+ * TG_ERR_INTERNAL if t is not contiguous or the element counts differ. */
+tg_tensor *tg__reshape_own(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
+tg_tensor *tg__expand(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
+tg_tensor *tg__to_dtype(tg_site s, tg_tensor *t, tg_dtype dt);
+/* tg_to_device without the scope (recorded: its backward copies back). */
+tg_tensor *tg__to_device(tg_site s, tg_tensor *t, tg_device dev);
+
+/* ---- CPU scalars (ops/scalars.c) ------------------------------------------- */
+
+/* CPU scalars, as in PyTorch: when some tensor of ts[0..n) is on CUDA, each
+ * 0-d CPU tensor among them is replaced by its copy on that device, made by
+ * a recorded tg_to_device (a gradient goes back to the CPU). owned[k]
+ * receives the reference to release for each replaced ts[k] (NULL for the
+ * others). False with the error set (nothing left to release) on failure. */
+bool tg__promote_scalars(tg_site s, int n, tg_tensor **ts, tg_tensor **owned);
+/* The same onto a given device (the in-place ops: their target stays where
+ * it is); nothing happens when dev is TG_CPU. */
+bool tg__promote_scalars_to(tg_site s, tg_device dev, int n, tg_tensor **ts, tg_tensor **owned);
+void tg__release_promoted(int n, tg_tensor **owned);
+
+/* ---- in-place ops on views (ops/view_inplace.c) ----------------------------- */
+
+/* For a recorded in-place op on view t whose out-of-place result is r (a new
+ * tensor of t's shape with its grad_fn): records the CopySlices node that
+ * becomes the base's grad_fn (input 0 the base's old history, input 1 r) and
+ * returns it unattached, so that nothing changes if writing the data then
+ * fails. tg__copyslices_commit attaches it once the data is written. NULL
+ * with the error set on failure. */
+tg__node *tg__copyslices_new(tg_site s, tg_tensor *t, tg_tensor *r);
+void tg__copyslices_commit(tg__node *n, tg_tensor *t);
+/* Checks that a recorded in-place op may modify view t (PyTorch's rules):
+ * TG_ERR_AUTOGRAD for a view made in no-grad mode or by a custom function,
+ * and for a view of a leaf that requires grad; TG_ERR_LAYOUT when the base
+ * has overlapping elements. `who` names the op. */
+tg_status tg__check_view_inplace(const char *who, const tg_tensor *t);
+
+#endif

@@ -1,0 +1,149 @@
+/* tape/view.c - views as the core sees them (PyTorch's view + in-place
+ * design; ops/view_inplace.c has the in-place side, CopySlices).
+ *
+ * Every result of a view op remembers its base: the tensor, never itself a
+ * view, whose storage it shares (tg__view_attach), and the base's `hist`
+ * counter when the view's grad_fn was made. A recorded in-place op on the
+ * base, or on one of its views, replaces the base's grad_fn and bumps `hist`;
+ * every view of it made before is then stale: tg__grad_fn regenerates its
+ * grad_fn, when it is next used, as an AsStridedBackward node from the base's
+ * current history (the view's gradient scattered into its window of a zero
+ * base gradient).
+ *
+ * PyTorch regenerates on any version change of the storage; we do only when
+ * the base's history changed (an in-place op under no-grad, or on a tensor
+ * that does not require grad, leaves the old grad_fn correct). The gradients
+ * are the same; only the grad_fn's name can differ (docs/api.md).
+ *
+ * Geometry: views never have negative strides, and a base that was rebased
+ * has no overlapping elements (in-place ops refuse overlapping targets and
+ * views of overlapping bases), so a gradient can be built in "storage
+ * space": a flat zero buffer covering the base's elements, read through the
+ * base's and the view's strides.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+/* Elements from t's first to its last element (0 when empty). */
+static int64_t span_of(const tg_tensor *t) {
+    if (tg__numel(t->ndim, t->shape) == 0) return 0;
+    int64_t span = 1;
+    for (int d = 0; d < t->ndim; d++) span += (t->shape[d] - 1) * t->strides[d];
+    return span;
+}
+
+void tg__view_geom_of(tg__view_geom *g, const tg_tensor *v, const tg_tensor *base) {
+    memset(g, 0, sizeof *g);
+    g->bnd = base->ndim;
+    g->vnd = v->ndim;
+    memcpy(g->bshape, base->shape, sizeof g->bshape);
+    memcpy(g->bstr, base->strides, sizeof g->bstr);
+    memcpy(g->vshape, v->shape, sizeof g->vshape);
+    memcpy(g->vstr, v->strides, sizeof g->vstr);
+    g->voff = v->offset - base->offset;
+    g->span = span_of(base);
+}
+
+bool tg__overlaps(const tg_tensor *t) {
+    if (tg__numel(t->ndim, t->shape) <= 1) return false;
+    for (int d = 0; d < t->ndim; d++)
+        if (t->strides[d] == 0 && t->shape[d] > 1) return true;
+    return false;
+}
+
+tg_tensor *tg__view_space(tg__node *n, const tg__view_geom *g) {
+    int64_t span = g->span;
+    return tg__zeros_on(n->site, n->in_meta[0].device, n->in_meta[0].dtype, 1, &span);
+}
+
+tg_tensor *tg__view_window(tg__node *n, tg_tensor *z, const tg__view_geom *g, bool view) {
+    return tg__tensor_on(n->site, z->storage, z->dtype, view ? g->vnd : g->bnd,
+                         view ? g->vshape : g->bshape, view ? g->vstr : g->bstr,
+                         view ? g->voff : 0);
+}
+
+/* ---- AsStridedBackward: a regenerated view's grad_fn ------------------------- */
+
+/* The base's gradient: the view's gradient (summed over its stride-0 dims,
+ * where several view elements are one base element) in its window, 0
+ * elsewhere. */
+static tg_status as_strided_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    const tg__view_geom *g = n->state;
+    tg__view_geom gr = *g; /* the view with its stride-0 dims reduced to size 1 */
+    bool red[TG_MAX_DIMS] = {false};
+    for (int d = 0; d < g->vnd; d++)
+        if (g->vstr[d] == 0 && g->vshape[d] > 1) {
+            red[d] = true;
+            gr.vshape[d] = 1;
+        }
+    tg_tensor *gv = tg__new_output_on(n->site, n->name, n->in_meta[0].device, n->in_meta[0].dtype,
+                                      gr.vnd, gr.vshape);
+    if (!gv || !(gv = tg__k_ok(tg__k_sum_reduce(gv, gout[0], red, 1.0), gv)))
+        return tg_last_status();
+    tg_tensor *z = tg__view_space(n, g), *w = z ? tg__view_window(n, z, &gr, true) : NULL;
+    tg_status st = w ? tg__k_copy(w, gv) : tg_last_status();
+    tg__tensor_release(w);
+    tg__tensor_release(gv);
+    if (st == TG_OK && !(gin[0] = tg__view_window(n, z, g, false))) st = tg_last_status();
+    tg__tensor_release(z);
+    return st;
+}
+static const tg__op_def as_strided_def = {"AsStridedBackward", as_strided_backward};
+
+void tg__view_attach(tg_tensor *v, tg_tensor *src) {
+    tg_tensor *base = src->view_base ? src->view_base : src;
+    v->view_base = tg_retain(base);
+    base->lib_refs++;
+    v->view_hist = base->hist;
+    /* as PyTorch: a view of a view made in no-grad mode (or by a custom
+     * function) keeps that origin */
+    if (src->view_base && src->view_kind != TG__VIEW_DEFAULT) v->view_kind = src->view_kind;
+    else v->view_kind = tg_is_grad_enabled() ? TG__VIEW_DEFAULT : TG__VIEW_NO_GRAD;
+}
+
+/* True when t is a view whose grad_fn must be made again before use. */
+static bool stale(const tg_tensor *t) {
+    const tg_tensor *b = t->view_base;
+    return b && t->view_hist != b->hist && (t->grad_fn || tg__req_grad(b));
+}
+
+bool tg__has_grad_fn(const tg_tensor *t) { return t->grad_fn || stale(t); }
+
+const char *tg__view_kind_text(const tg_tensor *t) {
+    return t->view_kind == TG__VIEW_NO_GRAD ? "was created in no-grad mode"
+                                            : "was returned by a custom function's forward";
+}
+
+bool tg__grad_fn(tg_tensor *t, tg__node **fn) {
+    *fn = t->grad_fn;
+    if (!stale(t)) return true;
+    tg_tensor *base = t->view_base;
+    if (t->view_kind != TG__VIEW_DEFAULT) {
+        tg__set_error(TG_ERR_AUTOGRAD,
+                      "a view ('%s', created at %s:%d) %s and its base or another view of its "
+                      "base has since been modified in place with grad mode on; its gradient "
+                      "is ambiguous, so this is refused (as in PyTorch). Make the view and the "
+                      "in-place op both with grad mode on or both off, or clone the view.",
+                      t->name, t->site.file ? t->site.file : "?", t->site.line,
+                      tg__view_kind_text(t));
+        return false;
+    }
+    tg__view_geom *g = tg__xmalloc(sizeof *g);
+    if (!g) return false;
+    tg__view_geom_of(g, t, base);
+    tg__node *n = tg__node_new(t->site, &as_strided_def, as_strided_def.name, 1, &base, 1);
+    if (!n) {
+        free(g);
+        return false;
+    }
+    n->state = g;
+    n->state_bytes = sizeof *g;
+    tg__node_set_output(n, 0, t); /* t owns it (and drops its old grad_fn) */
+    tg__node_release(n);
+    t->view_hist = base->hist;
+    *fn = t->grad_fn;
+    return true;
+}
+
