@@ -40,36 +40,64 @@ extern "C" {
 
 #define TG__K_MAX_DIMS 8 /* = TG_MAX_DIMS */
 
-/* ---- op codes of the elementwise families (one formula for both backends) */
+/* ---- the elementwise formulas (one definition for both backends) ---------
+ *
+ * Each list entry is X(NAME, ...) with C expressions that both backends
+ * instantiate for float and for double (T): the CPU row kernels
+ * (kernels/cpu/elementwise.c) and the CUDA kernels (kernels/cuda/
+ * elementwise.cu) expand the same lists, so an op has one formula. Names in
+ * the expressions: x, y (operands), g (the upstream gradient), s (the tensor
+ * a unary op saved: its input or its output, per the SAVES column), p0, p1
+ * (scalar parameters), all of type T. Math through the TGM_ macros below.
+ *
+ * Unary ops: X(NAME, forward(x, p0, p1), backward(g, s, p0, p1), SAVES)
+ * with SAVES one of TG__SAVES_NONE, TG__SAVES_INPUT, TG__SAVES_OUTPUT.
+ * Adding a unary op is one line here, one table entry in ops/elementwise.c,
+ * its declaration in include/tapegrad/ops.h and its docs/api.md entry
+ * (docs/design.md, "Adding an op"). */
+#define TG__UNARY_OPS(X)                                                            \
+    X(NEG, -x, -g, TG__SAVES_NONE)                                                  \
+    X(EXP, TGM_EXP(x), g * s, TG__SAVES_OUTPUT)                                     \
+    X(LOG, TGM_LOG(x), g / s, TG__SAVES_INPUT)                                      \
+    X(SCALE, x * p0, g * p0, TG__SAVES_NONE)                                        \
+    X(ADDS, x + p0, g, TG__SAVES_NONE)                                              \
+    X(CLAMP, x < p0 ? p0 : (x > p1 ? p1 : x), (s >= p0 && s <= p1) ? g : (T)0,     \
+      TG__SAVES_INPUT)
 
-typedef enum tg__unop {
-    TG__UN_NEG = 0,   /* -x */
-    TG__UN_EXP,       /* exp(x) */
-    TG__UN_LOG,       /* log(x) */
-    TG__UN_SCALE,     /* x * p0 */
-    TG__UN_ADDS,      /* x + p0 */
-    TG__UN_CLAMP,     /* min(max(x, p0), p1), NaN propagates */
-    TG__UN_NOP
-} tg__unop;
+/* Binary ops: X(NAME, forward(x, y, p0, p1)). Their gradients are formulas
+ * of ops/elementwise.c built from these and the ternary helpers. */
+#define TG__BINARY_OPS(X)                                                           \
+    X(ADD, x + y)                                                                   \
+    X(SUB, x - y)                                                                   \
+    X(MUL, x * y)                                                                   \
+    X(DIV, x / y)                                                                   \
+    X(MAX, (x > y || x != x) ? x : y) /* NaN in x kept, NaN in y taken */           \
+    X(MIN, (x < y || x != x) ? x : y)
 
-typedef enum tg__binop {
-    TG__BIN_ADD = 0,  /* a + b */
-    TG__BIN_SUB,      /* a - b */
-    TG__BIN_MUL,      /* a * b */
-    TG__BIN_DIV,      /* a / b */
-    TG__BIN_MAX,      /* (a > b || a != a) ? a : b   (NaN in a kept, NaN in b taken) */
-    TG__BIN_MIN,      /* (a < b || a != a) ? a : b */
-    TG__BIN_CLAMP_GRAD, /* p0 <= b <= p1 ? a : 0   (a = upstream grad, b = x) */
-    TG__BIN_NOP
-} tg__binop;
+/* Ternary gradient helpers: X(NAME, f(g, x, y)). */
+#define TG__TERNARY_OPS(X)                                                          \
+    X(GE_GRAD, x == y ? g * (T)0.5 : (x < y ? (T)0 : g)) /* max: d/dx, min: d/dy */ \
+    X(LE_GRAD, x == y ? g * (T)0.5 : (x > y ? (T)0 : g)) /* max: d/dy, min: d/dx */ \
+    X(DIV_GRAD_B, -g * x / (y * y))
 
-typedef enum tg__terop {
-    /* out = f(g, a, b): gradient helpers of max/min/div. */
-    TG__TER_GE_GRAD = 0, /* a == b ? g/2 : (a < b ? 0 : g)  (max: d/da, min: d/db) */
-    TG__TER_LE_GRAD,     /* a == b ? g/2 : (a > b ? 0 : g)  (max: d/db, min: d/da) */
-    TG__TER_DIV_GRAD_B,  /* -g * a / (b * b) */
-    TG__TER_NOP
-} tg__terop;
+enum { TG__SAVES_NONE = 0, TG__SAVES_INPUT, TG__SAVES_OUTPUT };
+
+#define TG__UN_CODE(NAME, ...) TG__UN_##NAME,
+#define TG__BIN_CODE(NAME, ...) TG__BIN_##NAME,
+#define TG__TER_CODE(NAME, ...) TG__TER_##NAME,
+typedef enum tg__unop { TG__UNARY_OPS(TG__UN_CODE) TG__UN_NOP } tg__unop;
+typedef enum tg__binop { TG__BINARY_OPS(TG__BIN_CODE) TG__BIN_NOP } tg__binop;
+typedef enum tg__terop { TG__TERNARY_OPS(TG__TER_CODE) TG__TER_NOP } tg__terop;
+
+/* Type-generic math for the formulas: C++ (the .cu files) has overloads,
+ * C picks the float or double function. */
+#ifdef __cplusplus
+#define TGM_EXP(v) exp(v)
+#define TGM_LOG(v) log(v)
+#else
+#define TGM_EXP(v) _Generic((v), float: expf, default: exp)(v)
+#define TGM_LOG(v) _Generic((v), float: logf, default: log)(v)
+#endif
 
 /* ---- descriptors ---------------------------------------------------------- */
 
@@ -121,8 +149,12 @@ typedef struct tg__backend {
                            size_t *free_b, int *sms);
     tg_status (*synchronize)(void);
 
-    /* Elementwise. `x` may have data NULL in where/ternary: a zero operand. */
+    /* Elementwise (the formulas above). An operand with data NULL in where
+     * reads as 0. unary_grad: out = the backward formula of unary op `op`
+     * for upstream g and saved s (s data NULL when the op saves nothing). */
     tg_status (*unary)(int op, const tg__arr *out, const tg__arr *x, double p0, double p1);
+    tg_status (*unary_grad)(int op, const tg__arr *out, const tg__arr *g, const tg__arr *s,
+                            double p0, double p1);
     tg_status (*binary)(int op, const tg__arr *out, const tg__arr *a, const tg__arr *b,
                         double p0, double p1);
     tg_status (*ternary)(int op, const tg__arr *out, const tg__arr *g, const tg__arr *a,

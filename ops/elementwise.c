@@ -1,6 +1,6 @@
-/* ops/elementwise.c - elementwise differentiable ops: add, sub, mul, div,
- * maximum, minimum, where (NumPy broadcasting), neg, exp, log, scale,
- * add_scalar, clamp, to_dtype; their backward formulas.
+/* ops/elementwise.c - binary elementwise differentiable ops: add, sub, mul,
+ * div, maximum, minimum, where (NumPy broadcasting), and to_dtype; their
+ * backward formulas. The unary ops are table-driven in ops/unary.c.
  *
  * Contract: inputs are f32 or f64 (both operands of one dtype; where's cond
  * may be any dtype), any strides; results are new contiguous tensors. Each
@@ -151,17 +151,16 @@ tg_tensor *tg__div(tg_site s, tg_tensor *a, tg_tensor *b) {
     return binary(s, "tg_div", TG__BIN_DIV, &DIV_DEF, a, b);
 }
 
-static tg_tensor *ret(tg_tensor *t) { return t ? tg__ret(t) : NULL; }
 
-tg_tensor *tg_add_at(tg_site s, tg_tensor *a, tg_tensor *b) { return ret(tg__add(s, a, b)); }
-tg_tensor *tg_sub_at(tg_site s, tg_tensor *a, tg_tensor *b) { return ret(tg__sub(s, a, b)); }
-tg_tensor *tg_mul_at(tg_site s, tg_tensor *a, tg_tensor *b) { return ret(tg__mul(s, a, b)); }
-tg_tensor *tg_div_at(tg_site s, tg_tensor *a, tg_tensor *b) { return ret(tg__div(s, a, b)); }
+tg_tensor *tg_add_at(tg_site s, tg_tensor *a, tg_tensor *b) { return tg__ret(tg__add(s, a, b)); }
+tg_tensor *tg_sub_at(tg_site s, tg_tensor *a, tg_tensor *b) { return tg__ret(tg__sub(s, a, b)); }
+tg_tensor *tg_mul_at(tg_site s, tg_tensor *a, tg_tensor *b) { return tg__ret(tg__mul(s, a, b)); }
+tg_tensor *tg_div_at(tg_site s, tg_tensor *a, tg_tensor *b) { return tg__ret(tg__div(s, a, b)); }
 tg_tensor *tg_maximum_at(tg_site s, tg_tensor *a, tg_tensor *b) {
-    return ret(binary(s, "tg_maximum", TG__BIN_MAX, &MAX_DEF, a, b));
+    return tg__ret(binary(s, "tg_maximum", TG__BIN_MAX, &MAX_DEF, a, b));
 }
 tg_tensor *tg_minimum_at(tg_site s, tg_tensor *a, tg_tensor *b) {
-    return ret(binary(s, "tg_minimum", TG__BIN_MIN, &MIN_DEF, a, b));
+    return tg__ret(binary(s, "tg_minimum", TG__BIN_MIN, &MIN_DEF, a, b));
 }
 
 /* d(a+b): g summed to each input's shape. */
@@ -298,7 +297,7 @@ static tg_tensor *where_on(tg_site s, tg_tensor *c, tg_tensor *a, tg_tensor *b) 
 }
 
 tg_tensor *tg_where_at(tg_site s, tg_tensor *cond, tg_tensor *a, tg_tensor *b) {
-    return ret(tg__where(s, cond, a, b));
+    return tg__ret(tg__where(s, cond, a, b));
 }
 
 /* d(where(c, a, b)): where(c, g, 0) and where(c, 0, g). */
@@ -317,116 +316,6 @@ static tg_status where_backward(tg__node *n, tg_tensor *const *gout, tg_tensor *
     }
     tg__tensor_release(c);
     return TG_OK;
-}
-
-/* ---- unary ops -------------------------------------------------------------- */
-
-static tg_status neg_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
-static tg_status exp_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
-static tg_status log_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
-static tg_status scale_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
-static tg_status adds_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
-static tg_status clamp_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
-
-static const tg__op_def NEG_DEF = {"NegBackward", neg_backward};
-static const tg__op_def EXP_DEF = {"ExpBackward", exp_backward};
-static const tg__op_def LOG_DEF = {"LogBackward", log_backward};
-static const tg__op_def SCALE_DEF = {"ScaleBackward", scale_backward};
-static const tg__op_def ADDS_DEF = {"AddScalarBackward", adds_backward};
-static const tg__op_def CLAMP_DEF = {"ClampBackward", clamp_backward};
-
-enum { SAVE_NONE, SAVE_INPUT, SAVE_OUTPUT };
-
-/* out = op(t, p0, p1); p0/p1 are also kept in the node's dparam[0..1].
- * save says what backward needs (slot 0). */
-static tg_tensor *unary(tg_site s, const char *who, tg__unop op, const tg__op_def *def,
-                        tg_tensor *t, double p0, double p1, int save) {
-    if (tg__null_arg(t, who, "t")) return NULL;
-    if (!check_float(who, t)) return NULL;
-    tg_tensor *out = tg__new_output_on(s, who, t->storage->device, t->dtype, t->ndim, t->shape);
-    if (!out || !(out = tg__k_ok(tg__k_unary(op, out, t, NULL, p0, p1), out))) return NULL;
-    if (!tg__needs_grad(1, &t)) return out;
-    tg__node *n = tg__record(s, def, 1, &t, out);
-    if (!n) goto fail;
-    n->dparam[0] = p0;
-    n->dparam[1] = p1;
-    if (save == SAVE_INPUT && tg__node_save(n, t, false, 0) < 0) goto fail;
-    if (save == SAVE_OUTPUT && tg__node_save(n, out, true, 0) < 0) goto fail;
-    return out;
-fail:
-    tg__tensor_release(out);
-    return NULL;
-}
-
-tg_tensor *tg__neg(tg_site s, tg_tensor *t) {
-    return unary(s, "tg_neg", TG__UN_NEG, &NEG_DEF, t, 0.0, 0.0, SAVE_NONE);
-}
-tg_tensor *tg__scale(tg_site s, tg_tensor *t, double k) {
-    return unary(s, "tg_scale", TG__UN_SCALE, &SCALE_DEF, t, k, 0.0, SAVE_NONE);
-}
-tg_tensor *tg_neg_at(tg_site s, tg_tensor *t) { return ret(tg__neg(s, t)); }
-tg_tensor *tg_scale_at(tg_site s, tg_tensor *t, double k) { return ret(tg__scale(s, t, k)); }
-tg_tensor *tg_exp_at(tg_site s, tg_tensor *t) {
-    return ret(unary(s, "tg_exp", TG__UN_EXP, &EXP_DEF, t, 0.0, 0.0, SAVE_OUTPUT));
-}
-tg_tensor *tg_log_at(tg_site s, tg_tensor *t) {
-    return ret(unary(s, "tg_log", TG__UN_LOG, &LOG_DEF, t, 0.0, 0.0, SAVE_INPUT));
-}
-tg_tensor *tg_add_scalar_at(tg_site s, tg_tensor *t, double k) {
-    return ret(unary(s, "tg_add_scalar", TG__UN_ADDS, &ADDS_DEF, t, k, 0.0, SAVE_NONE));
-}
-tg_tensor *tg_clamp_at(tg_site s, tg_tensor *t, double lo, double hi) {
-    if (tg__null_arg(t, "tg_clamp", "t")) return NULL;
-    if (isnan(lo) || isnan(hi) || lo > hi)
-        return tg__fail(TG_ERR_VALUE, "tg_clamp: invalid bounds lo = %g, hi = %g (need lo <= hi, "
-                        "no NaN)", lo, hi);
-    return ret(unary(s, "tg_clamp", TG__UN_CLAMP, &CLAMP_DEF, t, lo, hi, SAVE_INPUT));
-}
-
-static tg_status neg_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
-    gin[0] = tg__neg(n->site, gout[0]);
-    return gin[0] ? TG_OK : tg_last_status();
-}
-
-/* d exp(x) = g * exp(x), from the saved output. */
-static tg_status exp_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
-    tg_tensor *y = tg__node_saved(n, 0);
-    if (!y) return tg_last_status();
-    gin[0] = tg__mul(n->site, gout[0], y);
-    tg__tensor_release(y);
-    return gin[0] ? TG_OK : tg_last_status();
-}
-
-/* d log(x) = g / x. */
-static tg_status log_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
-    tg_tensor *x = tg__node_saved(n, 0);
-    if (!x) return tg_last_status();
-    gin[0] = tg__div(n->site, gout[0], x);
-    tg__tensor_release(x);
-    return gin[0] ? TG_OK : tg_last_status();
-}
-
-static tg_status scale_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
-    gin[0] = tg__scale(n->site, gout[0], n->dparam[0]);
-    return gin[0] ? TG_OK : tg_last_status();
-}
-
-/* d(x + k) = g: the same tensor (the engine copies before writing into it). */
-static tg_status adds_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
-    (void)n;
-    gin[0] = tg_retain(gout[0]);
-    return TG_OK;
-}
-
-/* d clamp(x, lo, hi) = g where lo <= x <= hi, else 0. */
-static tg_status clamp_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
-    tg_tensor *x = tg__node_saved(n, 0);
-    if (!x) return tg_last_status();
-    tg_tensor *t = like(n, x);
-    if (t) t = tg__k_ok(tg__k_binary(TG__BIN_CLAMP_GRAD, t, gout[0], x, n->dparam[0], n->dparam[1]), t);
-    tg__tensor_release(x);
-    gin[0] = t;
-    return t ? TG_OK : tg_last_status();
 }
 
 /* ---- dtype conversion ---------------------------------------------------------- */
@@ -454,7 +343,7 @@ tg_tensor *tg__to_dtype(tg_site s, tg_tensor *t, tg_dtype dt) {
 }
 
 tg_tensor *tg_to_dtype_at(tg_site s, tg_tensor *t, tg_dtype dt) {
-    return ret(tg__to_dtype(s, t, dt));
+    return tg__ret(tg__to_dtype(s, t, dt));
 }
 
 static tg_status to_dtype_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {

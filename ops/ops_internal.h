@@ -57,6 +57,25 @@ tg_tensor *tg__to_dtype(tg_site s, tg_tensor *t, tg_dtype dt);
 /* tg_to_device without the scope (recorded: its backward copies back). */
 tg_tensor *tg__to_device(tg_site s, tg_tensor *t, tg_device dev);
 
+/* ---- the unary op table (ops/unary.c) ---------------------------------------- */
+
+/* One unary elementwise op. Its formulas are kernels/kernel.h's (for both
+ * backends); the entry says how the library and the tests see it. */
+typedef struct tg__unary_info {
+    const char *name;      /* the public function, "tg_exp" */
+    tg__op_def def;        /* the node: its name and the shared backward */
+    tg__unop code;
+    int nparams;           /* scalar parameters (0..2) */
+    double test_params[2]; /* values the tests pass for them */
+    double (*ref)(double x, double p0, double p1); /* the value in double */
+    double lo, hi;         /* inputs the tests draw from (where the op is smooth) */
+} tg__unary_info;
+/* Indexed by op code; every code of TG__UNARY_OPS has an entry. */
+extern const tg__unary_info tg__unary_table[];
+extern const int tg__n_unary;
+/* Runs unary op `code` on t (recorded like any op; p0/p1 its parameters). */
+tg_tensor *tg__unary(tg_site s, tg__unop code, tg_tensor *t, double p0, double p1);
+
 /* ---- CPU scalars (ops/scalars.c) ------------------------------------------- */
 
 /* CPU scalars, as in PyTorch: when some tensor of ts[0..n) is on CUDA, each

@@ -135,15 +135,14 @@ tg_tensor *tg__sum_dim(tg_site s, tg_tensor *t, int dim, bool keepdim) {
     return reduce_dim(s, t, dim, keepdim, false);
 }
 
-static tg_tensor *ret(tg_tensor *t) { return t ? tg__ret(t) : NULL; }
 
-tg_tensor *tg_sum_at(tg_site s, tg_tensor *t) { return ret(reduce_all(s, t, false)); }
-tg_tensor *tg_mean_at(tg_site s, tg_tensor *t) { return ret(reduce_all(s, t, true)); }
+tg_tensor *tg_sum_at(tg_site s, tg_tensor *t) { return tg__ret(reduce_all(s, t, false)); }
+tg_tensor *tg_mean_at(tg_site s, tg_tensor *t) { return tg__ret(reduce_all(s, t, true)); }
 tg_tensor *tg_sum_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
-    return ret(reduce_dim(s, t, dim, keepdim, false));
+    return tg__ret(reduce_dim(s, t, dim, keepdim, false));
 }
 tg_tensor *tg_mean_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
-    return ret(reduce_dim(s, t, dim, keepdim, true));
+    return tg__ret(reduce_dim(s, t, dim, keepdim, true));
 }
 
 /* Sums g down to shape m: g's leading extra dims are summed away, and dims

@@ -421,6 +421,8 @@ bool tg__same_device(const char *who, int n, const tg_tensor *const *ts);
 static inline tg_tensor *tg__k_ok(tg_status st, tg_tensor *t);
 tg_status tg__k_unary(tg__unop op, tg_tensor *out, const tg_tensor *x, const int64_t *xs,
                       double p0, double p1);
+tg_status tg__k_unary_grad(tg__unop op, tg_tensor *out, const tg_tensor *g, const tg_tensor *s,
+                           double p0, double p1);
 tg_status tg__k_binary(tg__binop op, tg_tensor *out, const tg_tensor *a, const tg_tensor *b,
                        double p0, double p1);
 tg_status tg__k_ternary(tg__terop op, tg_tensor *out, const tg_tensor *g, const tg_tensor *a,

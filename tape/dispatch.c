@@ -101,6 +101,12 @@ tg_status tg__k_unary(tg__unop op, tg_tensor *out, const tg_tensor *x, const int
     return be(out)->unary((int)op, &o, &a, p0, p1);
 }
 
+tg_status tg__k_unary_grad(tg__unop op, tg_tensor *out, const tg_tensor *g, const tg_tensor *s,
+                           double p0, double p1) {
+    tg__arr o = tg__arr_of(out), a = tg__arr_over(g, out, NULL), b = tg__arr_over(s, out, NULL);
+    return be(out)->unary_grad((int)op, &o, &a, &b, p0, p1);
+}
+
 tg_status tg__k_binary(tg__binop op, tg_tensor *out, const tg_tensor *a, const tg_tensor *b,
                        double p0, double p1) {
     tg__arr o = tg__arr_of(out), x = tg__arr_over(a, out, NULL), y = tg__arr_over(b, out, NULL);

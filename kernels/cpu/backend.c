@@ -14,6 +14,7 @@ const tg__backend tg__cpu_backend = {
     .unavailable_reason = cpu_reason,
     .synchronize = cpu_sync,
     .unary = tg__cpu_unary,
+    .unary_grad = tg__cpu_unary_grad,
     .binary = tg__cpu_binary,
     .ternary = tg__cpu_ternary,
     .where = tg__cpu_where,

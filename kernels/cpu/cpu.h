@@ -10,6 +10,8 @@
 
 /* elementwise.c */
 tg_status tg__cpu_unary(int op, const tg__arr *out, const tg__arr *x, double p0, double p1);
+tg_status tg__cpu_unary_grad(int op, const tg__arr *out, const tg__arr *g, const tg__arr *s,
+                             double p0, double p1);
 tg_status tg__cpu_binary(int op, const tg__arr *out, const tg__arr *a, const tg__arr *b,
                          double p0, double p1);
 tg_status tg__cpu_ternary(int op, const tg__arr *out, const tg__arr *g, const tg__arr *a,

@@ -36,8 +36,8 @@ typedef struct ew_iter {
 } ew_iter;
 
 /* p[k] points at the current element of operand k; s[k] is its stride along
- * the row (elements). out (p[0]) is contiguous: s[0] is 1 (or n is 1). */
-typedef void (*ew_row_fn)(int64_t n, char *const *p, const int64_t *s, const double *prm);
+ * the row (elements). out (p[0]) is contiguous: st[0] is 1 (or n is 1). */
+typedef void (*ew_row_fn)(int64_t n, char *const *p, const int64_t *st, const double *prm);
 
 /* Builds the iterator over out's shape (ops[0] = out). Inputs are described
  * over out's shape (kernels/kernel.h); data NULL means a constant zero of
@@ -214,49 +214,40 @@ static void ew_run(const ew_iter *it, ew_row_fn fn, const double *prm) {
 
 /* ---- unary row kernels ------------------------------------------------------- */
 
-#define UN_ROW(NAME, T, EXPR)                                                   \
-    static void NAME(int64_t n, char *const *p, const int64_t *s, const double *prm) { \
-        T *o = (T *)p[0];                                                       \
-        const T *xp = (const T *)p[1];                                          \
-        const int64_t sx = s[1];                                                \
-        const T p0 = (T)prm[0], p1 = (T)prm[1];                                 \
+#define UN_ROW(NAME, TY, EXPR)                                                   \
+    static void NAME(int64_t n, char *const *p, const int64_t *st, const double *prm) { \
+        typedef TY T;                                                           \
+        T *o = (T *)p[0];                                                         \
+        const TY *xp = (const TY *)p[1];                                          \
+        const int64_t sx = st[1];                                                \
+        const TY p0 = (TY)prm[0], p1 = (TY)prm[1];                                 \
         (void)p0;                                                               \
         (void)p1;                                                               \
         if (sx == 1) {                                                          \
             for (int64_t i = 0; i < n; i++) {                                   \
-                const T x = xp[i];                                              \
+                const TY x = xp[i];                                              \
                 o[i] = (EXPR);                                                  \
             }                                                                   \
         } else if (sx == 0) {                                                   \
-            const T x = xp[0];                                                  \
-            const T v = (EXPR);                                                 \
+            const TY x = xp[0];                                                  \
+            const TY v = (EXPR);                                                 \
             for (int64_t i = 0; i < n; i++) o[i] = v;                           \
         } else {                                                                \
             for (int64_t i = 0; i < n; i++) {                                   \
-                const T x = xp[i * sx];                                         \
+                const TY x = xp[i * sx];                                         \
                 o[i] = (EXPR);                                                  \
             }                                                                   \
         }                                                                       \
     }
 
-UN_ROW(un_neg_f32, float, -x)
-UN_ROW(un_neg_f64, double, -x)
-UN_ROW(un_exp_f32, float, expf(x))
-UN_ROW(un_exp_f64, double, exp(x))
-UN_ROW(un_log_f32, float, logf(x))
-UN_ROW(un_log_f64, double, log(x))
-UN_ROW(un_scale_f32, float, x * p0)
-UN_ROW(un_scale_f64, double, x * p0)
-UN_ROW(un_adds_f32, float, x + p0)
-UN_ROW(un_adds_f64, double, x + p0)
-UN_ROW(un_clamp_f32, float, x < p0 ? p0 : (x > p1 ? p1 : x))
-UN_ROW(un_clamp_f64, double, x < p0 ? p0 : (x > p1 ? p1 : x))
+/* one row kernel per op and dtype, from the formulas of kernels/kernel.h */
+#define UN_ROWS(NAME, FWD, BWD, SAVES)                                          \
+    UN_ROW(un_##NAME##_f32, float, FWD)                                         \
+    UN_ROW(un_##NAME##_f64, double, FWD)
+TG__UNARY_OPS(UN_ROWS)
 
-static const ew_row_fn un_rows[TG__UN_NOP][2] = {
-    [TG__UN_NEG] = {un_neg_f32, un_neg_f64},       [TG__UN_EXP] = {un_exp_f32, un_exp_f64},
-    [TG__UN_LOG] = {un_log_f32, un_log_f64},       [TG__UN_SCALE] = {un_scale_f32, un_scale_f64},
-    [TG__UN_ADDS] = {un_adds_f32, un_adds_f64},    [TG__UN_CLAMP] = {un_clamp_f32, un_clamp_f64},
-};
+#define UN_ENTRY(NAME, ...) [TG__UN_##NAME] = {un_##NAME##_f32, un_##NAME##_f64},
+static const ew_row_fn un_rows[TG__UN_NOP][2] = {TG__UNARY_OPS(UN_ENTRY)};
 
 tg_status tg__cpu_unary(int op, const tg__arr *out, const tg__arr *x, double p0, double p1) {
     ew_iter it;
@@ -269,64 +260,49 @@ tg_status tg__cpu_unary(int op, const tg__arr *out, const tg__arr *x, double p0,
 
 /* ---- binary row kernels -------------------------------------------------------- */
 
-#define BIN_ROW(NAME, T, EXPR)                                                  \
-    static void NAME(int64_t n, char *const *p, const int64_t *s, const double *prm) { \
-        T *o = (T *)p[0];                                                       \
-        const T *ap = (const T *)p[1], *bp = (const T *)p[2];                   \
-        const int64_t sa = s[1], sb = s[2];                                     \
-        const T p0 = (T)prm[0], p1 = (T)prm[1];                                 \
+#define BIN_ROW_AS(NAME, TY, X, Y, EXPR)                                                  \
+    static void NAME(int64_t n, char *const *p, const int64_t *st, const double *prm) { \
+        typedef TY T;                                                           \
+        T *o = (T *)p[0];                                                         \
+        const TY *ap = (const TY *)p[1], *bp = (const TY *)p[2];                   \
+        const int64_t sa = st[1], sb = st[2];                                     \
+        const TY p0 = (TY)prm[0], p1 = (TY)prm[1];                                 \
         (void)p0;                                                               \
         (void)p1;                                                               \
         if (sa == 1 && sb == 1) {                                               \
             for (int64_t i = 0; i < n; i++) {                                   \
-                const T x = ap[i], y = bp[i];                                   \
-                o[i] = (EXPR);                                                  \
+                const TY X = ap[i], Y = bp[i];                                   \
+                (void)X, (void)Y, o[i] = (EXPR);                                                  \
             }                                                                   \
         } else if (sa == 1 && sb == 0) {                                        \
-            const T y = bp[0];                                                  \
+            const TY Y = bp[0];                                                  \
             for (int64_t i = 0; i < n; i++) {                                   \
-                const T x = ap[i];                                              \
-                o[i] = (EXPR);                                                  \
+                const TY X = ap[i];                                              \
+                (void)X, (void)Y, o[i] = (EXPR);                                                  \
             }                                                                   \
         } else if (sa == 0 && sb == 1) {                                        \
-            const T x = ap[0];                                                  \
+            const TY X = ap[0];                                                  \
             for (int64_t i = 0; i < n; i++) {                                   \
-                const T y = bp[i];                                              \
-                o[i] = (EXPR);                                                  \
+                const TY Y = bp[i];                                              \
+                (void)X, (void)Y, o[i] = (EXPR);                                                  \
             }                                                                   \
         } else {                                                                \
             for (int64_t i = 0; i < n; i++) {                                   \
-                const T x = ap[i * sa], y = bp[i * sb];                         \
-                o[i] = (EXPR);                                                  \
+                const TY X = ap[i * sa], Y = bp[i * sb];                         \
+                (void)X, (void)Y, o[i] = (EXPR);                                                  \
             }                                                                   \
         }                                                                       \
     }
 
-BIN_ROW(bin_add_f32, float, x + y)
-BIN_ROW(bin_add_f64, double, x + y)
-BIN_ROW(bin_sub_f32, float, x - y)
-BIN_ROW(bin_sub_f64, double, x - y)
-BIN_ROW(bin_mul_f32, float, x * y)
-BIN_ROW(bin_mul_f64, double, x * y)
-BIN_ROW(bin_div_f32, float, x / y)
-BIN_ROW(bin_div_f64, double, x / y)
-/* x != x: NaN in x is kept; NaN in y fails the comparison and y is taken. */
-BIN_ROW(bin_max_f32, float, (x > y || x != x) ? x : y)
-BIN_ROW(bin_max_f64, double, (x > y || x != x) ? x : y)
-BIN_ROW(bin_min_f32, float, (x < y || x != x) ? x : y)
-BIN_ROW(bin_min_f64, double, (x < y || x != x) ? x : y)
-BIN_ROW(bin_clampg_f32, float, (y >= p0 && y <= p1) ? x : 0.0f)
-BIN_ROW(bin_clampg_f64, double, (y >= p0 && y <= p1) ? x : 0.0)
+#define BIN_ROW(NAME, T, EXPR) BIN_ROW_AS(NAME, T, x, y, EXPR)
 
-static const ew_row_fn bin_rows[TG__BIN_NOP][2] = {
-    [TG__BIN_ADD] = {bin_add_f32, bin_add_f64},
-    [TG__BIN_SUB] = {bin_sub_f32, bin_sub_f64},
-    [TG__BIN_MUL] = {bin_mul_f32, bin_mul_f64},
-    [TG__BIN_DIV] = {bin_div_f32, bin_div_f64},
-    [TG__BIN_MAX] = {bin_max_f32, bin_max_f64},
-    [TG__BIN_MIN] = {bin_min_f32, bin_min_f64},
-    [TG__BIN_CLAMP_GRAD] = {bin_clampg_f32, bin_clampg_f64},
-};
+#define BIN_ROWS(NAME, FWD)                                                     \
+    BIN_ROW(bin_##NAME##_f32, float, FWD)                                       \
+    BIN_ROW(bin_##NAME##_f64, double, FWD)
+TG__BINARY_OPS(BIN_ROWS)
+
+#define BIN_ENTRY(NAME, ...) [TG__BIN_##NAME] = {bin_##NAME##_f32, bin_##NAME##_f64},
+static const ew_row_fn bin_rows[TG__BIN_NOP][2] = {TG__BINARY_OPS(BIN_ENTRY)};
 
 tg_status tg__cpu_binary(int op, const tg__arr *out, const tg__arr *a, const tg__arr *b,
                          double p0, double p1) {
@@ -338,39 +314,55 @@ tg_status tg__cpu_binary(int op, const tg__arr *out, const tg__arr *a, const tg_
     return TG_OK;
 }
 
+/* ---- unary gradients: out = backward(g, s) -------------------------------------- */
+
+#define UG_ROWS(NAME, FWD, BWD, SAVES)                                          \
+    BIN_ROW_AS(ug_##NAME##_f32, float, g, s, BWD)                               \
+    BIN_ROW_AS(ug_##NAME##_f64, double, g, s, BWD)
+TG__UNARY_OPS(UG_ROWS)
+
+#define UG_ENTRY(NAME, ...) [TG__UN_##NAME] = {ug_##NAME##_f32, ug_##NAME##_f64},
+static const ew_row_fn ug_rows[TG__UN_NOP][2] = {TG__UNARY_OPS(UG_ENTRY)};
+
+tg_status tg__cpu_unary_grad(int op, const tg__arr *out, const tg__arr *g, const tg__arr *s,
+                             double p0, double p1) {
+    ew_iter it;
+    const tg__arr *ops[3] = {out, g, s};
+    double prm[2] = {p0, p1};
+    ew_init(&it, 3, ops);
+    ew_run(&it, ug_rows[op][out->dtype == TG_F64], prm);
+    return TG_OK;
+}
+
 /* ---- ternary row kernels (gradient helpers) ---------------------------------- */
 
-#define TER_ROW(NAME, T, EXPR)                                                  \
-    static void NAME(int64_t n, char *const *p, const int64_t *s, const double *prm) { \
-        T *o = (T *)p[0];                                                       \
-        const T *gp = (const T *)p[1], *ap = (const T *)p[2], *bp = (const T *)p[3]; \
-        const int64_t sg = s[1], sa = s[2], sb = s[3];                          \
+#define TER_ROW(NAME, TY, EXPR)                                                  \
+    static void NAME(int64_t n, char *const *p, const int64_t *st, const double *prm) { \
+        typedef TY T;                                                           \
+        T *o = (T *)p[0];                                                         \
+        const TY *gp = (const TY *)p[1], *ap = (const TY *)p[2], *bp = (const TY *)p[3]; \
+        const int64_t sg = st[1], sa = st[2], sb = st[3];                          \
         (void)prm;                                                              \
         if (sg == 1 && sa == 1 && sb == 1) {                                    \
             for (int64_t i = 0; i < n; i++) {                                   \
-                const T g = gp[i], x = ap[i], y = bp[i];                        \
+                const TY g = gp[i], x = ap[i], y = bp[i];                        \
                 o[i] = (EXPR);                                                  \
             }                                                                   \
         } else {                                                                \
             for (int64_t i = 0; i < n; i++) {                                   \
-                const T g = gp[i * sg], x = ap[i * sa], y = bp[i * sb];         \
+                const TY g = gp[i * sg], x = ap[i * sa], y = bp[i * sb];         \
                 o[i] = (EXPR);                                                  \
             }                                                                   \
         }                                                                       \
     }
 
-TER_ROW(ter_ge_f32, float, x == y ? g * 0.5f : (x < y ? 0.0f : g))
-TER_ROW(ter_ge_f64, double, x == y ? g * 0.5 : (x < y ? 0.0 : g))
-TER_ROW(ter_le_f32, float, x == y ? g * 0.5f : (x > y ? 0.0f : g))
-TER_ROW(ter_le_f64, double, x == y ? g * 0.5 : (x > y ? 0.0 : g))
-TER_ROW(ter_divgb_f32, float, -g * x / (y * y))
-TER_ROW(ter_divgb_f64, double, -g * x / (y * y))
+#define TER_ROWS(NAME, F)                                                       \
+    TER_ROW(ter_##NAME##_f32, float, F)                                         \
+    TER_ROW(ter_##NAME##_f64, double, F)
+TG__TERNARY_OPS(TER_ROWS)
 
-static const ew_row_fn ter_rows[TG__TER_NOP][2] = {
-    [TG__TER_GE_GRAD] = {ter_ge_f32, ter_ge_f64},
-    [TG__TER_LE_GRAD] = {ter_le_f32, ter_le_f64},
-    [TG__TER_DIV_GRAD_B] = {ter_divgb_f32, ter_divgb_f64},
-};
+#define TER_ENTRY(NAME, ...) [TG__TER_##NAME] = {ter_##NAME##_f32, ter_##NAME##_f64},
+static const ew_row_fn ter_rows[TG__TER_NOP][2] = {TG__TERNARY_OPS(TER_ENTRY)};
 
 tg_status tg__cpu_ternary(int op, const tg__arr *out, const tg__arr *g, const tg__arr *a,
                           const tg__arr *b) {
@@ -384,11 +376,11 @@ tg_status tg__cpu_ternary(int op, const tg__arr *out, const tg__arr *g, const tg
 /* ---- where -------------------------------------------------------------------------- */
 
 #define WHERE_ROW(NAME, T, C)                                                   \
-    static void NAME(int64_t n, char *const *p, const int64_t *s, const double *prm) { \
+    static void NAME(int64_t n, char *const *p, const int64_t *st, const double *prm) { \
         T *o = (T *)p[0];                                                       \
         const C *cp = (const C *)p[1];                                          \
         const T *ap = (const T *)p[2], *bp = (const T *)p[3];                   \
-        const int64_t sc = s[1], sa = s[2], sb = s[3];                          \
+        const int64_t sc = st[1], sa = st[2], sb = st[3];                          \
         (void)prm;                                                              \
         if (sc == 1 && sa == 1 && sb == 1) {                                    \
             for (int64_t i = 0; i < n; i++) o[i] = cp[i] != 0 ? ap[i] : bp[i];  \

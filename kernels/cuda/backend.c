@@ -109,6 +109,7 @@ const tg__backend tg__cuda_backend = {
     .get_props = tg__cuda_get_props,
     .synchronize = tg__cuda_synchronize,
     .unary = tg__cuda_unary,
+    .unary_grad = tg__cuda_unary_grad,
     .binary = tg__cuda_binary,
     .ternary = tg__cuda_ternary,
     .where = tg__cuda_where,

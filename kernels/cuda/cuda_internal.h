@@ -100,6 +100,8 @@ tg_status tg__cublas_check(int err, const char *call, const char *file, int line
  * be out itself (same layout: in-place ops). */
 tg_status tg__cuda_unary(int op, const tg__arr *out, const tg__arr *x, double p0,
                          double p1);
+tg_status tg__cuda_unary_grad(int op, const tg__arr *out, const tg__arr *g, const tg__arr *s,
+                              double p0, double p1);
 tg_status tg__cuda_binary(int op, const tg__arr *out, const tg__arr *a,
                           const tg__arr *b, double p0, double p1);
 tg_status tg__cuda_ternary(int op, const tg__arr *out, const tg__arr *g,

@@ -2,40 +2,33 @@
  * binary, ternary (gradient helpers) and where, f32 and f64, broadcast and
  * strided operands, strided output (in-place ops write through it). One
  * thread per element in a grid-stride loop; the formulas are those of
- * kernels/kernel_ops.h, computed in the output's dtype as on the CPU. */
+ * kernels/kernel.h, computed in the output's dtype as on the CPU. */
 #include "kcommon.cuh"
 
+/* The formulas of kernels/kernel.h, one case per op code. */
+#define TGK_UN_CASE(NAME, FWD, ...) case TG__UN_##NAME: return (FWD);
 template <class T> __device__ __forceinline__ T un_apply(int op, T x, T p0, T p1) {
-    switch (op) {
-    case TG__UN_NEG: return -x;
-    case TG__UN_EXP: return exp(x);
-    case TG__UN_LOG: return log(x);
-    case TG__UN_SCALE: return x * p0;
-    case TG__UN_ADDS: return x + p0;
-    case TG__UN_CLAMP: return x < p0 ? p0 : (x > p1 ? p1 : x);
-    }
+    switch (op) { TG__UNARY_OPS(TGK_UN_CASE) }
     return x;
 }
 
+#define TGK_UG_CASE(NAME, FWD, BWD, SAVES) case TG__UN_##NAME: return (BWD);
+template <class T> __device__ __forceinline__ T ug_apply(int op, T g, T s, T p0, T p1) {
+    (void)s;
+    switch (op) { TG__UNARY_OPS(TGK_UG_CASE) }
+    return g;
+}
+
+#define TGK_BIN_CASE(NAME, FWD) case TG__BIN_##NAME: return (FWD);
 template <class T> __device__ __forceinline__ T bin_apply(int op, T x, T y, T p0, T p1) {
-    switch (op) {
-    case TG__BIN_ADD: return x + y;
-    case TG__BIN_SUB: return x - y;
-    case TG__BIN_MUL: return x * y;
-    case TG__BIN_DIV: return x / y;
-    case TG__BIN_MAX: return (x > y || x != x) ? x : y;
-    case TG__BIN_MIN: return (x < y || x != x) ? x : y;
-    case TG__BIN_CLAMP_GRAD: return (y >= p0 && y <= p1) ? x : (T)0;
-    }
+    (void)p0, (void)p1;
+    switch (op) { TG__BINARY_OPS(TGK_BIN_CASE) }
     return x;
 }
 
+#define TGK_TER_CASE(NAME, F) case TG__TER_##NAME: return (F);
 template <class T> __device__ __forceinline__ T ter_apply(int op, T g, T x, T y) {
-    switch (op) {
-    case TG__TER_GE_GRAD: return x == y ? g * (T)0.5 : (x < y ? (T)0 : g);
-    case TG__TER_LE_GRAD: return x == y ? g * (T)0.5 : (x > y ? (T)0 : g);
-    case TG__TER_DIV_GRAD_B: return -g * x / (y * y);
-    }
+    switch (op) { TG__TERNARY_OPS(TGK_TER_CASE) }
     return g;
 }
 
@@ -54,6 +47,15 @@ __global__ void k_binary(tgk_iter it, T *o, const T *a, const T *b, int op, T p0
         int64_t off[3];
         tgk_offsets<3>(it, i, off);
         o[off[0]] = bin_apply<T>(op, a[off[1]], b[off[2]], p0, p1);
+    }
+}
+
+template <class T>
+__global__ void k_unary_grad(tgk_iter it, T *o, const T *g, const T *sv, int op, T p0, T p1) {
+    TGK_FOR_EACH(it.n, i) {
+        int64_t off[3];
+        tgk_offsets<3>(it, i, off);
+        o[off[0]] = ug_apply<T>(op, g[off[1]], sv ? sv[off[2]] : (T)0, p0, p1);
     }
 }
 
@@ -107,6 +109,22 @@ extern "C" tg_status tg__cuda_binary(int op, const tg__arr *out, const tg__arr *
     auto k = k_binary<double>;
     return TGK_LAUNCH(k, g, TGK_BLOCK, it, (double *)out->data, (const double *)a->data,
                       (const double *)b->data, op, p0, p1);
+}
+
+extern "C" tg_status tg__cuda_unary_grad(int op, const tg__arr *out, const tg__arr *g,
+                                         const tg__arr *sv, double p0, double p1) {
+    const tg__arr *ops[3] = {out, g, sv};
+    tgk_iter it = tgk_iter_make(3, ops);
+    if (it.n == 0) return TG_OK;
+    unsigned gr = tgk_grid(it.n, TGK_BLOCK);
+    if (out->dtype == TG_F32) {
+        auto k = k_unary_grad<float>;
+        return TGK_LAUNCH(k, gr, TGK_BLOCK, it, (float *)out->data, (const float *)g->data,
+                          (const float *)sv->data, op, (float)p0, (float)p1);
+    }
+    auto k = k_unary_grad<double>;
+    return TGK_LAUNCH(k, gr, TGK_BLOCK, it, (double *)out->data, (const double *)g->data,
+                      (const double *)sv->data, op, p0, p1);
 }
 
 extern "C" tg_status tg__cuda_ternary(int op, const tg__arr *out, const tg__arr *g,

@@ -89,6 +89,7 @@ const tg__backend tg__cuda_backend = {
     .get_props = props,
     .synchronize = ok,
     .unary = unary,
+    .unary_grad = binary,
     .binary = binary,
     .ternary = ternary,
     .where = where,
