@@ -88,6 +88,9 @@ enum { TG__SAVES_NONE = 0, TG__SAVES_INPUT, TG__SAVES_OUTPUT };
 typedef enum tg__unop { TG__UNARY_OPS(TG__UN_CODE) TG__UN_NOP } tg__unop;
 typedef enum tg__binop { TG__BINARY_OPS(TG__BIN_CODE) TG__BIN_NOP } tg__binop;
 typedef enum tg__terop { TG__TERNARY_OPS(TG__TER_CODE) TG__TER_NOP } tg__terop;
+/* TG__UN_SAVES_EXP etc.: what each unary op saves, as a constant. */
+#define TG__UN_SAVES(NAME, FWD, BWD, SAVES) TG__UN_SAVES_##NAME = SAVES,
+enum { TG__UNARY_OPS(TG__UN_SAVES) TG__UN_SAVES_NOP_ };
 
 /* Type-generic math for the formulas: C++ (the .cu files) has overloads,
  * C picks the float or double function. */

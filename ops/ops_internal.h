@@ -63,8 +63,14 @@ tg_tensor *tg__to_device(tg_site s, tg_tensor *t, tg_device dev);
  * backends); the entry says how the library and the tests see it. */
 typedef struct tg__unary_info {
     const char *name;      /* the public function, "tg_exp" */
+    /* The public function itself (the one of them that has nparams scalar
+     * parameters), for the tests. */
+    tg_tensor *(*fn0)(tg_site s, tg_tensor *t);
+    tg_tensor *(*fn1)(tg_site s, tg_tensor *t, double p0);
+    tg_tensor *(*fn2)(tg_site s, tg_tensor *t, double p0, double p1);
     tg__op_def def;        /* the node: its name and the shared backward */
     tg__unop code;
+    int saves;             /* TG__SAVES_NONE, _INPUT or _OUTPUT (kernels/kernel.h) */
     int nparams;           /* scalar parameters (0..2) */
     double test_params[2]; /* values the tests pass for them */
     double (*ref)(double x, double p0, double p1); /* the value in double */

@@ -28,25 +28,24 @@ static double ref_scale(double x, double p0, double p1) { return (void)p1, x * p
 static double ref_adds(double x, double p0, double p1) { return (void)p1, x + p0; }
 static double ref_clamp(double x, double p0, double p1) { return x < p0 ? p0 : x > p1 ? p1 : x; }
 
-/* Saves: from the formula list of kernels/kernel.h. */
-#define SAVES_OF(NAME, FWD, BWD, SAVES) [TG__UN_##NAME] = SAVES,
-static const int saves[TG__UN_NOP] = {TG__UNARY_OPS(SAVES_OF)};
+/* One entry: the op code, the public function (F0, F1 or F2: how many scalar
+ * parameters it takes), the node's name, the parameters the tests pass, the
+ * reference, and the input range the tests draw from (where the op is
+ * smooth). */
+#define F0(fn) #fn, fn##_at, NULL, NULL
+#define F1(fn) #fn, NULL, fn##_at, NULL
+#define F2(fn) #fn, NULL, NULL, fn##_at
+#define ENTRY(CODE, FN, NPAR, NODE, P0, P1, REF, LO, HI)                                    \
+    [TG__UN_##CODE] = {FN, {NODE, unary_backward}, TG__UN_##CODE, TG__UN_SAVES_##CODE, NPAR,     \
+                       {P0, P1}, REF, LO, HI}
 
-/* name, {node name, backward}, code, parameters (and the values the tests
- * use), reference, test input range (where the op is smooth). */
 const tg__unary_info tg__unary_table[TG__UN_NOP] = {
-    [TG__UN_NEG] = {"tg_neg", {"NegBackward", unary_backward}, TG__UN_NEG, 0, {0, 0},
-                    ref_neg, -3, 3},
-    [TG__UN_EXP] = {"tg_exp", {"ExpBackward", unary_backward}, TG__UN_EXP, 0, {0, 0},
-                    ref_exp, -3, 3},
-    [TG__UN_LOG] = {"tg_log", {"LogBackward", unary_backward}, TG__UN_LOG, 0, {0, 0},
-                    ref_log, 0.1, 4},
-    [TG__UN_SCALE] = {"tg_scale", {"ScaleBackward", unary_backward}, TG__UN_SCALE, 1,
-                      {-1.75, 0}, ref_scale, -3, 3},
-    [TG__UN_ADDS] = {"tg_add_scalar", {"AddScalarBackward", unary_backward}, TG__UN_ADDS, 1,
-                     {0.5, 0}, ref_adds, -3, 3},
-    [TG__UN_CLAMP] = {"tg_clamp", {"ClampBackward", unary_backward}, TG__UN_CLAMP, 2,
-                      {-0.5, 0.75}, ref_clamp, -3, 3},
+    ENTRY(NEG, F0(tg_neg), 0, "NegBackward", 0, 0, ref_neg, -3, 3),
+    ENTRY(EXP, F0(tg_exp), 0, "ExpBackward", 0, 0, ref_exp, -3, 3),
+    ENTRY(LOG, F0(tg_log), 0, "LogBackward", 0, 0, ref_log, 0.1, 4),
+    ENTRY(SCALE, F1(tg_scale), 1, "ScaleBackward", -1.75, 0, ref_scale, -3, 3),
+    ENTRY(ADDS, F1(tg_add_scalar), 1, "AddScalarBackward", 0.5, 0, ref_adds, -3, 3),
+    ENTRY(CLAMP, F2(tg_clamp), 2, "ClampBackward", -0.5, 0.75, ref_clamp, -3, 3),
 };
 const int tg__n_unary = TG__UN_NOP;
 
@@ -65,8 +64,8 @@ tg_tensor *tg__unary(tg_site s, tg__unop code, tg_tensor *t, double p0, double p
     if (!n) goto fail;
     n->dparam[0] = p0;
     n->dparam[1] = p1;
-    if (saves[code] == TG__SAVES_INPUT && tg__node_save(n, t, false, 0) < 0) goto fail;
-    if (saves[code] == TG__SAVES_OUTPUT && tg__node_save(n, out, true, 0) < 0) goto fail;
+    if (u->saves == TG__SAVES_INPUT && tg__node_save(n, t, false, 0) < 0) goto fail;
+    if (u->saves == TG__SAVES_OUTPUT && tg__node_save(n, out, true, 0) < 0) goto fail;
     return out;
 fail:
     tg__tensor_release(out);
@@ -77,7 +76,7 @@ fail:
 static tg_status unary_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
     const tg__unary_info *u = info_of(n->op);
     tg_tensor *sv = NULL;
-    if (saves[u->code] != TG__SAVES_NONE && !(sv = tg__node_saved(n, 0))) return tg_last_status();
+    if (u->saves != TG__SAVES_NONE && !(sv = tg__node_saved(n, 0))) return tg_last_status();
     const tg__meta *m = &n->in_meta[0];
     tg_tensor *dx = tg__new_output_on(n->site, n->name, m->device, m->dtype, m->ndim, m->shape);
     if (dx) dx = tg__k_ok(tg__k_unary_grad(u->code, dx, gout[0], sv, n->dparam[0], n->dparam[1]),

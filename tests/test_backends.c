@@ -20,6 +20,7 @@
 #include <stdlib.h>
 
 #include "tg_test_util.h"
+#include "../ops/ops_internal.h"
 
 /* After every case: no device block's guard bytes were overwritten. */
 static void fini(void) {
@@ -98,7 +99,9 @@ static void run_both(const char *what, int nin, tg_tensor *const *in, expr_fn f,
     cr_assert_not_null(og, "%s (cuda): %s", what, tg_last_error());
     cr_assert_eq(tg_get_device(og), TG_CUDA, "%s: result stays on the device", what);
     expect_same(what, oc, og);
-    if (!grad || !tg_requires_grad(oc)) return;
+    if (!grad) return;
+    cr_assert(tg_requires_grad(oc), "%s: gradients asked for, but the result is in no graph",
+              what);
     cr_assert(tg_requires_grad(og), "%s: the cuda result is part of a graph", what);
     tg_tensor *up = tg_randn(tg_get_dtype(oc), tg_ndim(oc), tg_shape(oc), 99, 0.0, 1.0);
     cr_assert_eq(tg_backward(oc, up, false), TG_OK, "%s: cpu backward: %s", what,
@@ -157,12 +160,6 @@ static tg_tensor *e_mul(tg_tensor *const *in, const void *a) { (void)a; return t
 static tg_tensor *e_div(tg_tensor *const *in, const void *a) { (void)a; return tg_div(in[0], in[1]); }
 static tg_tensor *e_max(tg_tensor *const *in, const void *a) { (void)a; return tg_maximum(in[0], in[1]); }
 static tg_tensor *e_min(tg_tensor *const *in, const void *a) { (void)a; return tg_minimum(in[0], in[1]); }
-static tg_tensor *e_neg(tg_tensor *const *in, const void *a) { (void)a; return tg_neg(in[0]); }
-static tg_tensor *e_exp(tg_tensor *const *in, const void *a) { (void)a; return tg_exp(in[0]); }
-static tg_tensor *e_log(tg_tensor *const *in, const void *a) { (void)a; return tg_log(in[0]); }
-static tg_tensor *e_scale(tg_tensor *const *in, const void *a) { (void)a; return tg_scale(in[0], -1.75); }
-static tg_tensor *e_adds(tg_tensor *const *in, const void *a) { (void)a; return tg_add_scalar(in[0], 0.5); }
-static tg_tensor *e_clamp(tg_tensor *const *in, const void *a) { (void)a; return tg_clamp(in[0], -0.5, 0.75); }
 static tg_tensor *e_where(tg_tensor *const *in, const void *a) {
     (void)a;
     return tg_where(in[2], in[0], in[1]);
@@ -200,21 +197,34 @@ Test(backends, binary_ops_broadcast_strided_ties_and_specials) {
     }
 }
 
+/* Every op of the unary table (ops/unary.c), through its public function. */
+static tg_tensor *e_unary(tg_tensor *const *in, const void *a) {
+    const tg__unary_info *u = a;
+    tg_site s = TG_SITE;
+    if (u->nparams == 0) return u->fn0(s, in[0]);
+    if (u->nparams == 1) return u->fn1(s, in[0], u->test_params[0]);
+    return u->fn2(s, in[0], u->test_params[0], u->test_params[1]);
+}
+
 Test(backends, unary_ops_and_where) {
     NEED_DEVICE();
-    expr_fn fs[] = {e_neg, e_exp, e_log, e_scale, e_adds, e_clamp};
-    const char *names[] = {"neg", "exp", "log", "scale", "add_scalar", "clamp"};
     for (int d = 0; d < 2; d++) {
-        for (int k = 0; k < 6; k++) {
+        for (int k = 0; k < tg__n_unary; k++) {
+            const tg__unary_info *u = &tg__unary_table[k];
             int sc = tg_scope_begin();
             char what[64];
-            tg_tensor *x = randn(FLOATS[d], 3, (int64_t[]){2, 3, 7}, 21 + k);
-            if (k == 2) x = tg_exp(x); /* log of positive values */
-            snprintf(what, sizeof what, "%s %s", names[k], tg_dtype_name(FLOATS[d]));
-            run_both(what, 1, &x, fs[k], NULL, true);
+            tg_tensor *x = tg_rand(FLOATS[d], 3, (int64_t[]){2, 3, 7}, 21 + (uint64_t)k, u->lo,
+                                   u->hi);
+            snprintf(what, sizeof what, "%s %s", u->name, tg_dtype_name(FLOATS[d]));
+            run_both(what, 1, &x, e_unary, u, true);
+            /* transposed and large enough for every launch shape */
+            tg_tensor *xt = tg_transpose(tg_rand(FLOATS[d], 2, (int64_t[]){97, 401},
+                                                 51 + (uint64_t)k, u->lo, u->hi), 0, 1);
+            snprintf(what, sizeof what, "%s %s transposed", u->name, tg_dtype_name(FLOATS[d]));
+            run_both(what, 1, &xt, e_unary, u, true);
             tg_tensor *s = with_specials(randn(FLOATS[d], 2, (int64_t[]){3, 7}, 31 + k));
-            snprintf(what, sizeof what, "%s %s specials", names[k], tg_dtype_name(FLOATS[d]));
-            run_both(what, 1, &s, fs[k], NULL, false);
+            snprintf(what, sizeof what, "%s %s specials", u->name, tg_dtype_name(FLOATS[d]));
+            run_both(what, 1, &s, e_unary, u, false);
             cr_assert_eq(tg_scope_end(sc), TG_OK);
         }
         int sc = tg_scope_begin();

@@ -67,8 +67,19 @@ Test(memory, views_allocate_nothing_and_free_with_the_last_handle) {
     cr_assert_eq(stats().live_total, 0);
 }
 
-Test(memory, peak_rss_is_reported) {
-    cr_assert_gt(tg_peak_rss_bytes(), 1024 * 1024);
+/* The peak RSS follows memory the process really touched: after filling a
+ * 96 MiB tensor it is at least that much above what it was before. */
+Test(memory, peak_rss_follows_touched_memory) {
+    size_t before = tg_peak_rss_bytes();
+    cr_assert_gt(before, 0, "VmHWM unreadable");
+    const int64_t n = (int64_t)96 << 20 >> 3; /* 96 MiB of f64 */
+    tg_tensor *t = tg_full(TG_F64, TG_SHAPE(n), 1.5);
+    cr_assert_not_null(t);
+    size_t after = tg_peak_rss_bytes();
+    cr_assert_geq(after, (size_t)96 << 20, "peak RSS %zu after touching 96 MiB", after);
+    cr_assert_geq(after, before);
+    tg_release(t);
+    tg_mem_empty_cache(TG_CPU);
 }
 
 Test(memory, category_names) {
