@@ -62,7 +62,8 @@ extern "C" {
     X(SCALE, x * p0, g * p0, TG__SAVES_NONE)                                        \
     X(ADDS, x + p0, g, TG__SAVES_NONE)                                              \
     X(CLAMP, x < p0 ? p0 : (x > p1 ? p1 : x), (s >= p0 && s <= p1) ? g : (T)0,     \
-      TG__SAVES_INPUT)
+      TG__SAVES_INPUT)                                                              \
+    X(SQRT, TGM_SQRT(x), g * (T)0.5 / s, TG__SAVES_OUTPUT)
 
 /* Binary ops: X(NAME, forward(x, y, p0, p1)). Their gradients are formulas
  * of ops/elementwise.c built from these and the ternary helpers. */
@@ -97,9 +98,11 @@ enum { TG__UNARY_OPS(TG__UN_SAVES) TG__UN_SAVES_NOP_ };
 #ifdef __cplusplus
 #define TGM_EXP(v) exp(v)
 #define TGM_LOG(v) log(v)
+#define TGM_SQRT(v) sqrt(v)
 #else
 #define TGM_EXP(v) _Generic((v), float: expf, default: exp)(v)
 #define TGM_LOG(v) _Generic((v), float: logf, default: log)(v)
+#define TGM_SQRT(v) _Generic((v), float: sqrtf, default: sqrt)(v)
 #endif
 
 /* ---- descriptors ---------------------------------------------------------- */

@@ -26,6 +26,7 @@ static double ref_exp(double x, double p0, double p1) { return (void)p0, (void)p
 static double ref_log(double x, double p0, double p1) { return (void)p0, (void)p1, log(x); }
 static double ref_scale(double x, double p0, double p1) { return (void)p1, x * p0; }
 static double ref_adds(double x, double p0, double p1) { return (void)p1, x + p0; }
+static double ref_sqrt(double x, double p0, double p1) { return (void)p0, (void)p1, sqrt(x); }
 static double ref_clamp(double x, double p0, double p1) { return x < p0 ? p0 : x > p1 ? p1 : x; }
 
 /* One entry: the op code, the public function (F0, F1 or F2: how many scalar
@@ -46,6 +47,7 @@ const tg__unary_info tg__unary_table[TG__UN_NOP] = {
     ENTRY(SCALE, F1(tg_scale), 1, "ScaleBackward", -1.75, 0, ref_scale, -3, 3),
     ENTRY(ADDS, F1(tg_add_scalar), 1, "AddScalarBackward", 0.5, 0, ref_adds, -3, 3),
     ENTRY(CLAMP, F2(tg_clamp), 2, "ClampBackward", -0.5, 0.75, ref_clamp, -3, 3),
+    ENTRY(SQRT, F0(tg_sqrt), 0, "SqrtBackward", 0, 0, ref_sqrt, 0.1, 4),
 };
 const int tg__n_unary = TG__UN_NOP;
 
@@ -99,6 +101,9 @@ tg_tensor *tg_exp_at(tg_site s, tg_tensor *t) {
 }
 tg_tensor *tg_log_at(tg_site s, tg_tensor *t) {
     return tg__ret(tg__unary(s, TG__UN_LOG, t, 0, 0));
+}
+tg_tensor *tg_sqrt_at(tg_site s, tg_tensor *t) {
+    return tg__ret(tg__unary(s, TG__UN_SQRT, t, 0, 0));
 }
 tg_tensor *tg_scale_at(tg_site s, tg_tensor *t, double k) { return tg__ret(tg__scale(s, t, k)); }
 tg_tensor *tg_add_scalar_at(tg_site s, tg_tensor *t, double k) {

@@ -42,6 +42,8 @@ tg_tensor *tg_where_at(tg_site s, tg_tensor *cond, tg_tensor *a, tg_tensor *b);
 tg_tensor *tg_neg_at(tg_site s, tg_tensor *t);
 tg_tensor *tg_exp_at(tg_site s, tg_tensor *t);
 tg_tensor *tg_log_at(tg_site s, tg_tensor *t);
+/* Square root; NaN below 0. Gradient g / (2 sqrt(t)) (inf at 0, as PyTorch). */
+tg_tensor *tg_sqrt_at(tg_site s, tg_tensor *t);
 /* t * k and t + k for a constant k. */
 tg_tensor *tg_scale_at(tg_site s, tg_tensor *t, double k);
 tg_tensor *tg_add_scalar_at(tg_site s, tg_tensor *t, double k);
@@ -51,6 +53,7 @@ tg_tensor *tg_clamp_at(tg_site s, tg_tensor *t, double lo, double hi);
 #define tg_neg(t) tg_neg_at(TG_SITE, t)
 #define tg_exp(t) tg_exp_at(TG_SITE, t)
 #define tg_log(t) tg_log_at(TG_SITE, t)
+#define tg_sqrt(t) tg_sqrt_at(TG_SITE, t)
 #define tg_scale(t, k) tg_scale_at(TG_SITE, t, k)
 #define tg_add_scalar(t, k) tg_add_scalar_at(TG_SITE, t, k)
 #define tg_clamp(t, lo, hi) tg_clamp_at(TG_SITE, t, lo, hi)
