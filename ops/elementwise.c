@@ -73,6 +73,9 @@ static tg_tensor *reduce_to_input(tg__node *n, int i, tg_tensor *t) {
     return r;
 }
 
+/* Node parameters: the saved slots of the operands (-1: not saved). */
+enum { SLOT_A = 0, SLOT_B = 1, SLOT_COND = 0 };
+
 /* ---- binary ops ------------------------------------------------------------ */
 
 static tg_status add_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
@@ -89,7 +92,7 @@ static const tg__op_def DIV_DEF = {"DivBackward", div_backward};
 static const tg__op_def MAX_DEF = {"MaximumBackward", max_backward};
 static const tg__op_def MIN_DEF = {"MinimumBackward", min_backward};
 
-/* out = a op b with broadcasting. Saves per op (iparam[0], iparam[1]: the
+/* out = a op b with broadcasting. Saves per op (iparam[SLOT_A], iparam[SLOT_B]: the
  * slots of a and b, -1 when not saved):
  *   mul: a if b needs a gradient, b if a does;  div: b always, a if b needs one;
  *   maximum/minimum: both. */
@@ -129,9 +132,9 @@ static tg_tensor *binary_on(tg_site s, const char *who, tg__binop op, const tg__
     case TG__BIN_MIN: save_a = save_b = true; break;
     default: break;
     }
-    n->iparam[0] = n->iparam[1] = -1;
-    if (save_a && (n->iparam[0] = tg__node_save(n, a, false, 0)) < 0) goto fail;
-    if (save_b && (n->iparam[1] = tg__node_save(n, b, false, 1)) < 0) goto fail;
+    n->iparam[SLOT_A] = n->iparam[SLOT_B] = -1;
+    if (save_a && (n->iparam[SLOT_A] = tg__node_save(n, a, false, 0)) < 0) goto fail;
+    if (save_b && (n->iparam[SLOT_B] = tg__node_save(n, b, false, 1)) < 0) goto fail;
     return out;
 fail:
     tg__tensor_release(out); /* also releases the node it owns */
@@ -193,7 +196,7 @@ static tg_status mul_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
     for (int i = 0; i < 2; i++) {
         if (!needs(n, i)) continue;
         tg_tensor *other;
-        if (!unpack(n, n->iparam[1 - i], &other)) return bw_fail(gin, 2);
+        if (!unpack(n, n->iparam[SLOT_A + 1 - i], &other)) return bw_fail(gin, 2);
         gin[i] = reduce_to_input(n, i, tg__mul(n->site, gout[0], other));
         tg__tensor_release(other);
         if (!gin[i]) return bw_fail(gin, 2);
@@ -204,13 +207,13 @@ static tg_status mul_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
 /* d(a/b): g/b and -g*a/b^2. */
 static tg_status div_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
     tg_tensor *g = gout[0], *a = NULL, *b = NULL;
-    if (!unpack(n, n->iparam[1], &b)) return bw_fail(gin, 2);
+    if (!unpack(n, n->iparam[SLOT_B], &b)) return bw_fail(gin, 2);
     if (needs(n, 0)) {
         gin[0] = reduce_to_input(n, 0, tg__div(n->site, g, b));
         if (!gin[0]) goto fail;
     }
     if (needs(n, 1)) {
-        if (!unpack(n, n->iparam[0], &a)) goto fail;
+        if (!unpack(n, n->iparam[SLOT_A], &a)) goto fail;
         tg_tensor *t = like(n, g);
         if (t) t = tg__k_ok(tg__k_ternary(TG__TER_DIV_GRAD_B, t, g, a, b), t);
         gin[1] = reduce_to_input(n, 1, t);
@@ -229,7 +232,7 @@ fail:
 static tg_status minmax_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin,
                                  tg__terop op_a, tg__terop op_b) {
     tg_tensor *a = NULL, *b = NULL;
-    if (!unpack(n, n->iparam[0], &a) || !unpack(n, n->iparam[1], &b)) goto fail;
+    if (!unpack(n, n->iparam[SLOT_A], &a) || !unpack(n, n->iparam[SLOT_B], &b)) goto fail;
     for (int i = 0; i < 2; i++) {
         if (!needs(n, i)) continue;
         tg_tensor *t = like(n, gout[0]);
@@ -260,7 +263,7 @@ static tg_status where_backward(tg__node *n, tg_tensor *const *gout, tg_tensor *
 static const tg__op_def WHERE_DEF = {"WhereBackward", where_backward};
 
 /* The node's inputs are (a, b) only: cond never gets a gradient, so it is not
- * an edge of the graph; it is saved (slot iparam[0]) for the backward mask. */
+ * an edge of the graph; it is saved (slot iparam[SLOT_COND]) for the backward mask. */
 static tg_tensor *where_on(tg_site s, tg_tensor *c, tg_tensor *a, tg_tensor *b);
 
 tg_tensor *tg__where(tg_site s, tg_tensor *c, tg_tensor *a, tg_tensor *b) {
@@ -289,7 +292,7 @@ static tg_tensor *where_on(tg_site s, tg_tensor *c, tg_tensor *a, tg_tensor *b) 
     tg_tensor *in[2] = {a, b};
     if (!tg__needs_grad(2, in)) return out;
     tg__node *n = tg__record(s, &WHERE_DEF, 2, in, out);
-    if (!n || (n->iparam[0] = tg__node_save(n, c, false, -1)) < 0) {
+    if (!n || (n->iparam[SLOT_COND] = tg__node_save(n, c, false, -1)) < 0) {
         tg__tensor_release(out);
         return NULL;
     }
@@ -303,7 +306,7 @@ tg_tensor *tg_where_at(tg_site s, tg_tensor *cond, tg_tensor *a, tg_tensor *b) {
 /* d(where(c, a, b)): where(c, g, 0) and where(c, 0, g). */
 static tg_status where_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
     tg_tensor *c;
-    if (!unpack(n, n->iparam[0], &c)) return bw_fail(gin, 2);
+    if (!unpack(n, n->iparam[SLOT_COND], &c)) return bw_fail(gin, 2);
     for (int i = 0; i < 2; i++) {
         if (!needs(n, i)) continue;
         tg_tensor *t = like(n, gout[0]);

@@ -80,7 +80,7 @@ const int64_t *tg__lpe_targets_host(const char *who, const tg_tensor *yc, void *
 tg_status tg__lpe_device_bad_row(const char *who, const tg_tensor *z, int64_t row, double inv_t) {
     const int64_t V = z->shape[z->ndim - 1];
     int64_t off = z->offset + tg__offset_of(row, z->ndim - 1, z->shape, z->strides);
-    tg_tensor *view = tg__tensor_on(TG_SITE, z->storage, z->dtype, 2, (int64_t[]){1, V},
+    tg_tensor *view = tg__tensor_alias(TG_SITE, z->storage, z->dtype, 2, (int64_t[]){1, V},
                                     (int64_t[]){V * z->strides[z->ndim - 1],
                                                 z->strides[z->ndim - 1]}, off);
     tg_tensor *h = view ? tg__device_copy(TG_SITE, who, view, TG_CPU) : NULL;
@@ -104,6 +104,10 @@ tg_status tg__lpe_bad_row_error(const char *who, const tg_tensor *z, const tg__l
                          "or -inf)", who, (long long)bad->row, (long long)bad->col, bad->value);
 }
 
+/* Node parameters of the fused node. */
+enum { P_IGNORE = 0, P_CHUNK = 1, P_NSTAT = 2 }; /* iparam */
+enum { P_INV_T = 0 };                             /* dparam */
+
 /* ---- fused node ------------------------------------------------------------- */
 
 /* Saved slots: 0 logits, 1 targets (contiguous), 2 stats (N, nstat) f64:
@@ -115,7 +119,8 @@ static tg_status lpe_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
     dz = tg__new_output_on(n->site, "LogprobEntropyBackward", z->storage->device, z->dtype,
                            z->ndim, z->shape);
     if (!dz) goto out;
-    if (tg__k_lpe_backward(z, y, n->iparam[0], n->dparam[0], n->iparam[1], st, (int)n->iparam[2],
+    if (tg__k_lpe_backward(z, y, n->iparam[P_IGNORE], n->dparam[P_INV_T], n->iparam[P_CHUNK], st,
+                           (int)n->iparam[P_NSTAT],
                            gout[0], n->n_out > 1 ? gout[1] : NULL, dz) != TG_OK) {
         tg__tensor_release(dz);
         goto out;
@@ -161,10 +166,10 @@ static tg_status fused(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logprob_o
         tg_tensor *in[2] = {z, yc};
         n = tg__node_new(s, &lpe_def, lpe_def.name, 2, in, grad_h ? 2 : 1);
         if (!n) goto fail;
-        n->dparam[0] = 1.0 / o->temperature;
-        n->iparam[0] = o->ignore_index;
-        n->iparam[1] = o->chunk_size;
-        n->iparam[2] = nstat;
+        n->dparam[P_INV_T] = 1.0 / o->temperature;
+        n->iparam[P_IGNORE] = o->ignore_index;
+        n->iparam[P_CHUNK] = o->chunk_size;
+        n->iparam[P_NSTAT] = nstat;
         tg_set_name(st, "row max/logsumexp/entropy");
         if (tg__node_save(n, z, false, 0) < 0 || tg__node_save(n, yc, false, 1) < 0 ||
             tg__node_save(n, st, false, -1) < 0)

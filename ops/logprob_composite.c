@@ -80,7 +80,7 @@ static tg_tensor *rows(tg_site s, tg_tensor *t, int64_t c0, int64_t c1) {
     int64_t shape[TG_MAX_DIMS];
     memcpy(shape, t->shape, sizeof shape);
     shape[0] = c1 - c0;
-    return tg__tensor_on(s, t->storage, t->dtype, t->ndim, shape, t->strides,
+    return tg__tensor_alias(s, t->storage, t->dtype, t->ndim, shape, t->strides,
                          t->offset + c0 * t->strides[0]);
 }
 
@@ -209,8 +209,8 @@ tg_status tg__lpe_composite(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logp
     tg_tensor *yc = tg__lpe_targets(s, who, y, V, o->ignore_index);
     if (!yc) return tg_last_status();
     /* idx and mask are built on the host, then moved to z's device */
-    tg_tensor *idx = tg__new_output(s, who, TG_I64, 2, (int64_t[]){N, 1}); // (N, 1)
-    tg_tensor *mask = tg__new_output(s, who, z->dtype, 1, &N);            // (N)
+    tg_tensor *idx = tg__new_output_on(s, who, TG_CPU, TG_I64, 2, (int64_t[]){N, 1}); // (N, 1)
+    tg_tensor *mask = tg__new_output_on(s, who, TG_CPU, z->dtype, 1, &N);            // (N)
     tg_tensor *z2 = NULL, *lp = NULL, *h = NULL, *lpv = NULL, *hv = NULL;
     tg_status st = TG_OK;
     void *owned = NULL;
@@ -258,7 +258,7 @@ tg_status tg__lpe_composite(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logp
         lp = out[0];
         h = out[1];
         if (st == TG_OK && h && !h_grad) { /* entropy only logged: cut it from the graph */
-            tg_tensor *d = tg__tensor_on(s, h->storage, h->dtype, h->ndim, h->shape, h->strides,
+            tg_tensor *d = tg__tensor_alias(s, h->storage, h->dtype, h->ndim, h->shape, h->strides,
                                          h->offset);
             tg__tensor_release(h);
             h = d;

@@ -67,6 +67,9 @@ static bool mm_check(const tg_tensor *a, const tg_tensor *b, bool *b_shared) {
     return true;
 }
 
+/* Node parameters: the saved slots of a and b (-1: not saved). */
+enum { SLOT_A = 0, SLOT_B = 1 };
+
 tg_tensor *tg__matmul(tg_site s, tg_tensor *a, tg_tensor *b) {
     if (tg__null_arg(a, "tg_matmul", "a") || tg__null_arg(b, "tg_matmul", "b"))
         return NULL;
@@ -97,9 +100,9 @@ tg_tensor *tg__matmul(tg_site s, tg_tensor *a, tg_tensor *b) {
          * operand does not fail backward */
         bool need_a = n && n->edge[0].kind != TG__EDGE_NONE;
         bool need_b = n && n->edge[1].kind != TG__EDGE_NONE;
-        if (n) n->iparam[0] = n->iparam[1] = -1;
-        if (!n || (need_b && (n->iparam[0] = tg__node_save(n, a, false, 0)) < 0) ||
-            (need_a && (n->iparam[1] = tg__node_save(n, b, false, 1)) < 0)) {
+        if (n) n->iparam[SLOT_A] = n->iparam[SLOT_B] = -1;
+        if (!n || (need_b && (n->iparam[SLOT_A] = tg__node_save(n, a, false, 0)) < 0) ||
+            (need_a && (n->iparam[SLOT_B] = tg__node_save(n, b, false, 1)) < 0)) {
             tg__tensor_release(out);
             return NULL;
         }
@@ -111,8 +114,8 @@ tg_tensor *tg_matmul_at(tg_site s, tg_tensor *a, tg_tensor *b) {
     return tg__ret(tg__matmul(s, a, b));
 }
 
-/* Saved slots: iparam[0] = a (..., M, K), saved when b needs a gradient;
- * iparam[1] = b (..., K, N) or (K, N) when shared, saved when a needs one. */
+/* Saved slots: iparam[SLOT_A] = a (..., M, K), saved when b needs a gradient;
+ * iparam[SLOT_B] = b (..., K, N) or (K, N) when shared, saved when a needs one. */
 static tg_status mm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
     bool need_a = n->edge[0].kind != TG__EDGE_NONE, need_b = n->edge[1].kind != TG__EDGE_NONE;
     const tg__meta *am = &n->in_meta[0], *bm = &n->in_meta[1];
@@ -123,7 +126,7 @@ static tg_status mm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gi
     tg_status st = TG_OK;
 
     if (need_a) {
-        b = tg__node_saved(n, (int)n->iparam[1]);
+        b = tg__node_saved(n, (int)n->iparam[SLOT_B]);
         if (!b)
             goto fail;
         da = tg__new_output_on(n->site, "tg_matmul", g->storage->device, am->dtype, am->ndim,
@@ -137,7 +140,7 @@ static tg_status mm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gi
             goto fail;
     }
     if (need_b) {
-        a = tg__node_saved(n, (int)n->iparam[0]);
+        a = tg__node_saved(n, (int)n->iparam[SLOT_A]);
         if (!a)
             goto fail;
         db = tg__new_output_on(n->site, "tg_matmul", g->storage->device, bm->dtype, bm->ndim,

@@ -17,6 +17,10 @@
 /* Strides to read g as a tensor of shape m (broadcast): g has m's ndim
  * (keepdim: size-1 dims read with stride 0), or one dim fewer where `ins` is
  * the reduced dim, or otherwise fewer dims aligned to the right. */
+/* Node parameters. */
+enum { P_DIM = 0 };   /* iparam: the reduced dim, -1 for all */
+enum { P_SCALE = 0 }; /* dparam: 1, or 1/count for means */
+
 static void expand_strides(const tg_tensor *g, const tg__meta *m, int ins, int64_t *xs) {
     if (ins >= 0 && g->ndim == m->ndim - 1) {
         for (int d = 0, gd = 0; d < m->ndim; d++) {
@@ -36,26 +40,26 @@ static void expand_strides(const tg_tensor *g, const tg__meta *m, int ins, int64
 }
 
 /* Backward of every reduction here: gin[0] = scale * g expanded to the input's
- * shape. iparam[0] = reduced dim (-1: all dims / right-aligned), dparam[0] =
+ * shape. iparam[P_DIM] = reduced dim (-1: all dims / right-aligned), dparam[P_SCALE] =
  * scale. */
 static tg_status expand_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
     const tg__meta *m = &n->in_meta[0];
     tg_tensor *g = gout[0];
     int64_t xs[TG_MAX_DIMS];
-    expand_strides(g, m, (int)n->iparam[0], xs);
+    expand_strides(g, m, (int)n->iparam[P_DIM], xs);
     tg_tensor *out = tg__new_output_on(n->site, n->name, g->storage->device, m->dtype, m->ndim,
                                        m->shape);
     if (!out) return tg_last_status();
     if (g->dtype == m->dtype) {
-        out = tg__k_ok(tg__k_unary(TG__UN_SCALE, out, g, xs, n->dparam[0], 0.0), out);
+        out = tg__k_ok(tg__k_unary(TG__UN_SCALE, out, g, xs, n->dparam[P_SCALE], 0.0), out);
     } else { /* sum_to converted the dtype: convert back, then scale */
         tg_tensor *c = tg__to_dtype(n->site, g, m->dtype);
         if (!c) {
             tg__tensor_release(out);
             return tg_last_status();
         }
-        expand_strides(c, m, (int)n->iparam[0], xs);
-        out = tg__k_ok(tg__k_unary(TG__UN_SCALE, out, c, xs, n->dparam[0], 0.0), out);
+        expand_strides(c, m, (int)n->iparam[P_DIM], xs);
+        out = tg__k_ok(tg__k_unary(TG__UN_SCALE, out, c, xs, n->dparam[P_SCALE], 0.0), out);
         tg__tensor_release(c);
     }
     gin[0] = out;
@@ -79,8 +83,8 @@ static bool check_input(const char *who, const tg_tensor *t) {
 }
 
 /* Runs the reduction of t over red[] into a new tensor of shape (ond, oshape)
- * and dtype odt, and records def when t requires grad (iparam[0] = ins,
- * dparam[0] = scale). */
+ * and dtype odt, and records def when t requires grad (iparam[P_DIM] = ins,
+ * dparam[P_SCALE] = scale). */
 static tg_tensor *reduce(tg_site s, const char *who, const tg__op_def *def, tg_tensor *t,
                          const bool *red, int ond, const int64_t *oshape, tg_dtype odt,
                          double scale, int ins) {
@@ -92,8 +96,8 @@ static tg_tensor *reduce(tg_site s, const char *who, const tg__op_def *def, tg_t
         tg__tensor_release(out);
         return NULL;
     }
-    n->iparam[0] = ins;
-    n->dparam[0] = scale;
+    n->iparam[P_DIM] = ins;
+    n->dparam[P_SCALE] = scale;
     return out;
 }
 

@@ -5,9 +5,10 @@
 
 #include "ops_internal.h"
 
-/* iparam[0]: the source device. */
+enum { P_FROM = 0 };
+/* iparam[P_FROM]: the source device. */
 static tg_status to_device_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
-    gin[0] = tg__device_copy(n->site, "ToDeviceBackward", gout[0], (tg_device)n->iparam[0]);
+    gin[0] = tg__device_copy(n->site, "ToDeviceBackward", gout[0], (tg_device)n->iparam[P_FROM]);
     return gin[0] ? TG_OK : tg_last_status();
 }
 static const tg__op_def to_device_def = {"ToDeviceBackward", to_device_backward};
@@ -26,7 +27,7 @@ tg_tensor *tg__to_device(tg_site s, tg_tensor *t, tg_device dev) {
             tg__tensor_release(out);
             return NULL;
         }
-        n->iparam[0] = (int64_t)t->storage->device;
+        n->iparam[P_FROM] = (int64_t)t->storage->device;
     }
     return out;
 }

@@ -14,6 +14,9 @@
 
 #include "ops_internal.h"
 
+/* Node parameters: the op's scalar parameters (dparam). */
+enum { P_P0 = 0, P_P1 = 1 };
+
 static tg_status unary_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 
 /* The entry whose node definition is def. */
@@ -64,8 +67,8 @@ tg_tensor *tg__unary(tg_site s, tg__unop code, tg_tensor *t, double p0, double p
     if (!tg__needs_grad(1, &t)) return out;
     tg__node *n = tg__record(s, &u->def, 1, &t, out);
     if (!n) goto fail;
-    n->dparam[0] = p0;
-    n->dparam[1] = p1;
+    n->dparam[P_P0] = p0;
+    n->dparam[P_P1] = p1;
     if (u->saves == TG__SAVES_INPUT && tg__node_save(n, t, false, 0) < 0) goto fail;
     if (u->saves == TG__SAVES_OUTPUT && tg__node_save(n, out, true, 0) < 0) goto fail;
     return out;
@@ -81,7 +84,7 @@ static tg_status unary_backward(tg__node *n, tg_tensor *const *gout, tg_tensor *
     if (u->saves != TG__SAVES_NONE && !(sv = tg__node_saved(n, 0))) return tg_last_status();
     const tg__meta *m = &n->in_meta[0];
     tg_tensor *dx = tg__new_output_on(n->site, n->name, m->device, m->dtype, m->ndim, m->shape);
-    if (dx) dx = tg__k_ok(tg__k_unary_grad(u->code, dx, gout[0], sv, n->dparam[0], n->dparam[1]),
+    if (dx) dx = tg__k_ok(tg__k_unary_grad(u->code, dx, gout[0], sv, n->dparam[P_P0], n->dparam[P_P1]),
                           dx);
     tg__tensor_release(sv);
     gin[0] = dx;

@@ -7,13 +7,17 @@
 
 static tg_tensor *make_view(tg_site s, tg_tensor *t, int ndim, const int64_t *shape,
                             const int64_t *strides, int64_t offset) {
-    tg_tensor *v = tg__tensor_on(s, t->storage, t->dtype, ndim, shape, strides, offset);
+    tg_tensor *v = tg__tensor_alias(s, t->storage, t->dtype, ndim, shape, strides, offset);
     if (v) {
         tg__view_attach(v, t);
         memcpy(v->name, t->name, TG__NAME_LEN);
     }
     return v;
 }
+
+/* Node parameters (iparam): slice's dim, start, step; transpose's dims. */
+enum { P_DIM = 0, P_START = 1, P_STEP = 2 };
+enum { P_D0 = 0, P_D1 = 1 };
 
 /* Records node `def` for a view/copy result; on NOMEM releases out. */
 static tg_tensor *finish(tg_site s, const tg__op_def *def, tg_tensor *t, tg_tensor *out,
@@ -34,12 +38,12 @@ static tg_status slice_backward(tg__node *n, tg_tensor *const *gout, tg_tensor *
     const tg__meta *m = &n->in_meta[0];
     tg_tensor *z = tg__zeros_on(n->site, gout[0]->storage->device, m->dtype, m->ndim, m->shape);
     if (!z) return tg_last_status();
-    int dim = (int)n->iparam[0];
-    int64_t start = n->iparam[1], step = n->iparam[2];
+    int dim = (int)n->iparam[P_DIM];
+    int64_t start = n->iparam[P_START], step = n->iparam[P_STEP];
     int64_t st[TG_MAX_DIMS];
     memcpy(st, z->strides, sizeof st);
     if (__builtin_mul_overflow(st[dim], step, &st[dim])) st[dim] = z->strides[dim]; /* tg_slice */
-    tg_tensor *win = tg__tensor_on(n->site, z->storage, z->dtype, gout[0]->ndim, gout[0]->shape,
+    tg_tensor *win = tg__tensor_alias(n->site, z->storage, z->dtype, gout[0]->ndim, gout[0]->shape,
                                    st, start * z->strides[dim]);
     if (!win) {
         tg__tensor_release(z);
@@ -186,7 +190,7 @@ tg_tensor *tg__reshape_own(tg_site s, tg_tensor *t, int ndim, const int64_t *sha
     if (tg__numel(t->ndim, t->shape) != tg__numel(ndim, shape) || !tg__is_contiguous(t) ||
         !view_strides(t, ndim, shape, st))
         return tg__fail(TG_ERR_INTERNAL, "tg__reshape_own: not a contiguous reshape");
-    tg_tensor *v = tg__tensor_on(s, t->storage, t->dtype, ndim, shape, st, t->offset);
+    tg_tensor *v = tg__tensor_alias(s, t->storage, t->dtype, ndim, shape, st, t->offset);
     if (v) memcpy(v->name, t->name, TG__NAME_LEN);
     return finish(s, &view_def, t, v, NULL, 0);
 }
@@ -217,7 +221,7 @@ tg_tensor *tg_reshape_at(tg_site s, tg_tensor *t, int ndim, const int64_t *shape
 /* ---- transpose ----------------------------------------------------------- */
 
 static tg_status transpose_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
-    gin[0] = tg__transpose(n->site, gout[0], (int)n->iparam[0], (int)n->iparam[1]);
+    gin[0] = tg__transpose(n->site, gout[0], (int)n->iparam[P_D0], (int)n->iparam[P_D1]);
     return gin[0] ? TG_OK : tg_last_status();
 }
 static const tg__op_def transpose_def = {"TransposeBackward", transpose_backward};

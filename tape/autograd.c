@@ -55,7 +55,7 @@ tg_status tg_zero_grad(tg_tensor *t) {
 
 tg_tensor *tg_detach_at(tg_site s, tg_tensor *t) {
     if (tg__null_arg(t, "tg_detach", "t")) return NULL;
-    tg_tensor *d = tg__tensor_on(s, t->storage, t->dtype, t->ndim, t->shape, t->strides,
+    tg_tensor *d = tg__tensor_alias(s, t->storage, t->dtype, t->ndim, t->shape, t->strides,
                                  t->offset);
     if (d) memcpy(d->name, t->name, TG__NAME_LEN);
     return tg__ret(d);

@@ -160,13 +160,11 @@ tg_tensor *tg__tensor_new(tg_site s, const char *who, tg_dtype dt, int ndim,
 /* Same on device dev (tg__tensor_new is tg__tensor_new_on(TG_CPU, ...)). */
 tg_tensor *tg__tensor_new_on(tg_site s, const char *who, tg_device dev, tg_dtype dt, int ndim,
                              const int64_t *shape, tg_mem_category cat);
-/* Same with category tg__op_category(). */
-tg_tensor *tg__new_output(tg_site s, const char *who, tg_dtype dt, int ndim,
-                          const int64_t *shape);
 /* A handle on st (retained) with the given layout; no grad. NULL on NOMEM. */
-tg_tensor *tg__tensor_on(tg_site s, tg__storage *st, tg_dtype dt, int ndim,
-                         const int64_t *shape, const int64_t *strides, int64_t offset);
-/* Same on device dev. */
+tg_tensor *tg__tensor_alias(tg_site s, tg__storage *st, tg_dtype dt, int ndim,
+                            const int64_t *shape, const int64_t *strides, int64_t offset);
+/* A new op result on device dev (category tg__op_category(): activation, or
+ * gradient while backward runs). */
 tg_tensor *tg__new_output_on(tg_site s, const char *who, tg_device dev, tg_dtype dt, int ndim,
                              const int64_t *shape);
 /* A zero-filled tensor on dev (category tg__op_category()). */

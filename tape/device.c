@@ -84,7 +84,7 @@ tg_tensor *tg__device_copy(tg_site s, const char *who, tg_tensor *t, tg_device d
     tg_device from = t->storage->device;
     if (from == dev && tg__is_contiguous(t)) return tg_retain(t);
     if (from == TG_CPU && dev == TG_CPU) {
-        tg_tensor *c = tg__new_output(s, who, t->dtype, t->ndim, t->shape);
+        tg_tensor *c = tg__new_output_on(s, who, TG_CPU, t->dtype, t->ndim, t->shape);
         return c ? tg__k_ok(tg__k_copy(c, t), c) : NULL;
     }
     tg_tensor *out = tg__tensor_new_on(s, who, dev, t->dtype, t->ndim, t->shape,

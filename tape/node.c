@@ -241,7 +241,7 @@ tg_status tg__node_check_saved(tg__node *n, int i) {
 tg_tensor *tg__node_saved(tg__node *n, int i) {
     if (tg__node_check_saved(n, i) != TG_OK) return NULL;
     const tg__saved *sv = &n->saved[i];
-    tg_tensor *t = tg__tensor_on(n->site, sv->storage, sv->meta.dtype, sv->meta.ndim,
+    tg_tensor *t = tg__tensor_alias(n->site, sv->storage, sv->meta.dtype, sv->meta.ndim,
                                  sv->meta.shape, sv->strides, sv->offset);
     if (t) memcpy(t->name, sv->name, TG__NAME_LEN);
     return t;

@@ -60,7 +60,7 @@ static int64_t check_shape(const char *who, tg_dtype dt, int ndim, const int64_t
     return tg__shape_check(who, ndim, shape);
 }
 
-tg_tensor *tg__tensor_on(tg_site s, tg__storage *st, tg_dtype dt, int ndim,
+tg_tensor *tg__tensor_alias(tg_site s, tg__storage *st, tg_dtype dt, int ndim,
                          const int64_t *shape, const int64_t *strides, int64_t offset) {
     tg_tensor *t = tg__xcalloc(1, sizeof *t);
     if (!t) return NULL;
@@ -96,14 +96,9 @@ tg_tensor *tg__tensor_new_on(tg_site s, const char *who, tg_device dev, tg_dtype
     }
     tg__storage *st = tg__storage_new(s, dev, (size_t)n * tg_dtype_size(dt), cat, who);
     if (!st) return NULL;
-    tg_tensor *t = tg__tensor_on(s, st, dt, ndim, shape, strides, 0);
+    tg_tensor *t = tg__tensor_alias(s, st, dt, ndim, shape, strides, 0);
     tg__storage_release(st); /* t holds it now (or it is freed on failure) */
     return t;
-}
-
-tg_tensor *tg__new_output(tg_site s, const char *who, tg_dtype dt, int ndim,
-                          const int64_t *shape) {
-    return tg__tensor_new(s, who, dt, ndim, shape, tg__op_category());
 }
 
 tg_tensor *tg__new_output_on(tg_site s, const char *who, tg_device dev, tg_dtype dt, int ndim,

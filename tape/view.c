@@ -59,7 +59,7 @@ tg_tensor *tg__view_space(tg__node *n, const tg__view_geom *g) {
 }
 
 tg_tensor *tg__view_window(tg__node *n, tg_tensor *z, const tg__view_geom *g, bool view) {
-    return tg__tensor_on(n->site, z->storage, z->dtype, view ? g->vnd : g->bnd,
+    return tg__tensor_alias(n->site, z->storage, z->dtype, view ? g->vnd : g->bnd,
                          view ? g->vshape : g->bshape, view ? g->vstr : g->bstr,
                          view ? g->voff : 0);
 }

@@ -45,7 +45,7 @@ static tg_status pack(tg__mat *m, int dtype, int nb, const int64_t *bshape, void
     m->rs = m->cols;
     m->cs = 1;
     for (int d = 0; d < nb; d++) m->bs[d] = shared ? 0 : dst.strides[d];
-    tg__cuda_mat_usable(m); /* normalises the strides of size-1 dims */
+    tg__cuda_mat_normalise(m);
     return TG_OK;
 }
 
@@ -55,9 +55,11 @@ static tg_status matmul(int dtype, int nb, const int64_t *bshape, const tg__mat 
     void *wa = NULL, *wb = NULL;
     size_t na = 0, nbytes = 0;
     tg_status st = TG_OK;
+    tg__cuda_mat_normalise(&ma);
+    tg__cuda_mat_normalise(&mb);
+    tg__cuda_mat_normalise(&mc);
     if (!tg__cuda_mat_usable(&ma)) st = pack(&ma, dtype, nb, bshape, &wa, &na);
     if (st == TG_OK && !tg__cuda_mat_usable(&mb)) st = pack(&mb, dtype, nb, bshape, &wb, &nbytes);
-    tg__cuda_mat_usable(&mc);
     if (st == TG_OK) st = tg__cuda_matmul(dtype, nb, bshape, &ma, &mb, &mc, reduce);
     if (wa) tg__free(TG_CUDA, wa, na, TG_MEM_WORKSPACE);
     if (wb) tg__free(TG_CUDA, wb, nbytes, TG_MEM_WORKSPACE);

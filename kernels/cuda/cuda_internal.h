@@ -162,10 +162,13 @@ tg_status tg__cuda_lpe_backward(const tg__arr *z, const int64_t *y, int64_t igno
  * workspace it counts) and c is row-major (cs == 1). K == 0 writes zeros.
  * Errors: TG_ERR_CUDA (the cuBLAS call and site), TG_ERR_SHAPE (a size or
  * leading dimension beyond cuBLAS's int range). */
-/* Whether cuBLAS can read m in place (a unit stride in one dim, the other
- * stride within int and at least the matrix's extent); normalises the strides
- * of size-1 dims first. backend.c packs the operands that are not. */
-bool tg__cuda_mat_usable(tg__mat *m);
+/* Sets the strides of m's size-1 dims to what cuBLAS expects (they are never
+ * used to address an element). */
+void tg__cuda_mat_normalise(tg__mat *m);
+/* Whether cuBLAS can read a normalised m in place (a unit stride in one dim,
+ * the other stride within int and at least the matrix's extent). backend.c
+ * packs the operands that are not. */
+bool tg__cuda_mat_usable(const tg__mat *m);
 tg_status tg__cuda_matmul(int dtype, int nb, const int64_t *bshape, const tg__mat *a,
                           const tg__mat *b, const tg__mat *c, bool reduce);
 /* Device 0's name, peak memory bandwidth in bytes/s from the memory clock

@@ -20,9 +20,12 @@
 static pthread_mutex_t g_blas_lock = PTHREAD_MUTEX_INITIALIZER;
 static cublasHandle_t g_handle = NULL;
 
-extern "C" bool tg__cuda_mat_usable(tg__mat *m) {
+extern "C" void tg__cuda_mat_normalise(tg__mat *m) {
     if (m->cols == 1) m->cs = 1; /* a stride along a size-1 dim is never used */
     if (m->rows == 1) m->rs = m->cs == 1 ? (m->cols > 1 ? m->cols : 1) : 1;
+}
+
+extern "C" bool tg__cuda_mat_usable(const tg__mat *m) {
     int64_t r1 = m->rows > 1 ? m->rows : 1, c1 = m->cols > 1 ? m->cols : 1;
     if (m->cs == 1 && m->rs >= c1 && m->rs <= INT32_MAX) return true;
     if (m->rs == 1 && m->cs >= r1 && m->cs <= INT32_MAX) return true;
@@ -135,6 +138,9 @@ static bool folded(int nb, const int64_t *bshape, int64_t nbatch, const tg__mat 
     } else {
         return false;
     }
+    tg__cuda_mat_normalise(&fa);
+    tg__cuda_mat_normalise(&fb);
+    tg__cuda_mat_normalise(&fc);
     if (fa.rows > INT32_MAX || fa.cols > INT32_MAX || !tg__cuda_mat_usable(&fa) ||
         !tg__cuda_mat_usable(&fb) || !tg__cuda_mat_usable(&fc))
         return false;
