@@ -341,6 +341,13 @@ int cli_outputs_begin(cli_outputs *o) {
     for (int k = 0; k < 3; k++) {
         if (!files[k])
             continue;
+        struct stat st;
+        if (stat(files[k], &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+            /* a device or a pipe: opening a pipe here would wait for its reader */
+            if (access(files[k], W_OK) != 0)
+                return write_fail(what[k], files[k], strerror(errno));
+            continue;
+        }
         cli_file cf;
         int err = cli_file_open(&cf, files[k]);
         if (err)

@@ -116,6 +116,20 @@ run "logprob replaces its outputs" 0 logprob --logits "$tmp/z.npy" --targets "$t
     fi
 run "--dot replaces a file" 0 demo inplace --rows 2 --vocab 3 --dot "$tmp/w/g.dot" &&
     if head -n 1 "$tmp/w/g.dot" | grep -q '^digraph'; then ok; else bad "--dot: old content"; fi
+# a named pipe is written in place, once (checking it beforehand must not open it: its
+# reader would take that for the end of the file, and the real write would wait forever)
+if command -v mkfifo >/dev/null 2>&1 && command -v timeout >/dev/null 2>&1 &&
+    mkfifo "$tmp/pipe" 2>/dev/null; then
+    cat "$tmp/pipe" >"$tmp/from_pipe" &
+    reader=$!
+    timeout 60 "$bin" demo inplace --rows 2 --vocab 3 --dot "$tmp/pipe" >/dev/null 2>"$tmp/err"
+    rc=$?
+    wait "$reader" 2>/dev/null
+    if [[ "$rc" == 0 ]] && head -n 1 "$tmp/from_pipe" | grep -q '^digraph'; then ok; else
+        bad "--dot to a named pipe: exit status $rc, the reader got '$(head -c 40 "$tmp/from_pipe")'"
+        kill "$reader" 2>/dev/null
+    fi
+fi
 # a file that cannot be created: exit 1, one line, before any work
 one_line_error "unwritable directory" 1 demo entropy --seq 4 --vocab 8 --trace "$tmp/no/dir/t.json"
 # stdout that cannot be written (a full disk): exit 1, said on stderr
