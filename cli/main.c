@@ -18,10 +18,10 @@
  *                                    when a configuration fails, 2 on misuse
  *   anything else                    one line on stderr, exit 2:
  *     tapegrad: unknown command 'x' (try 'tapegrad --help')
- * No arguments: misuse, one line on stderr, exit 2. Output is plain text. --help or -h
- * anywhere after a command prints that command's help, exit 0. Whatever
- * the command, a write error on stdout (a full disk) is reported on stderr
- * and makes the exit status 1.
+ * No arguments: misuse, one line on stderr, exit 2. Output is plain text.
+ * --help or -h anywhere after a command prints that command's help, exit 0.
+ * Whatever the command, a write error on stdout (a full disk) is reported on
+ * stderr and makes the exit status 1.
  */
 #include <errno.h>
 #include <inttypes.h>

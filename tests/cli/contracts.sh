@@ -261,7 +261,9 @@ done
 grid "bench: nothing on stderr" bench logprob --seq 8 --vocab 16 --reps 2 --bandwidth-mib 1
 grid "bench --json: nothing on stderr" bench logprob --seq 8 --vocab 16 --reps 2 \
     --bandwidth-mib 1 --json
-grid "tour --quick inplace: nothing on stderr" tour --quick inplace
+# (--quick after the section, and twice: the options' rule holds for tour too)
+grid "tour inplace --quick --quick: nothing on stderr" tour inplace --quick --quick
+has "tour inplace --quick --quick" out "quick: tiny sizes"
 grid "leak: nothing on stderr" demo leak --microbatches 2 --seq 2 --vocab 4 --json
 if command -v script >/dev/null 2>&1 && script -qec true /dev/null >/dev/null 2>&1; then
     script -qec "'$bin' bench logprob --seq 8 --vocab 16 --reps 2 --bandwidth-mib 1 --json \
