@@ -1,7 +1,8 @@
 /* cli/bench.c - `tapegrad bench NAME [options]`: picks the benchmark.
  *
  * Contract:
- *   tapegrad bench --help | -h | help   the list of benchmarks, exit 0
+ *   tapegrad bench --help | -h | help   the list of benchmarks, exit 0 (also
+ *                                       with --help after an unknown name)
  *   tapegrad bench logprob [options]    see cli/bench_logprob.c
  *   tapegrad bench                      one line on stderr, exit 2
  *   tapegrad bench NOSUCH               one line on stderr, exit 2
@@ -26,7 +27,7 @@ static const bench_entry BENCHES[] = {
 };
 #define BENCH_N ((int)(sizeof BENCHES / sizeof BENCHES[0]))
 
-static void bench_help(void) {
+void cli_bench_help(void) {
     printf("Usage: tapegrad bench NAME [options]\n\nBenchmarks:\n");
     for (int i = 0; i < BENCH_N; i++)
         printf("  %-10s %s\n", BENCHES[i].name, BENCHES[i].what);
@@ -40,11 +41,15 @@ int cli_bench(int argc, char **argv) {
                                "(try 'tapegrad bench --help')");
     const char *name = argv[0];
     if (!strcmp(name, "--help") || !strcmp(name, "-h") || !strcmp(name, "help")) {
-        bench_help();
+        cli_bench_help();
         return CLI_EXIT_OK;
     }
     for (int i = 0; i < BENCH_N; i++)
         if (!strcmp(name, BENCHES[i].name))
             return BENCHES[i].run(argc - 1, argv + 1);
+    if (cli_wants_help(argc, argv)) { /* help wins over an unknown name (cli/cli.h) */
+        cli_bench_help();
+        return CLI_EXIT_OK;
+    }
     return cli_usage_error("unknown benchmark '%s' (try 'tapegrad bench --help')", name);
 }

@@ -5,9 +5,9 @@
  *    the benchmark ("logprob"), the rest are its options. Returns
  *    CLI_EXIT_OK, CLI_EXIT_FAIL (a configuration failed in the library) or
  *    CLI_EXIT_USAGE (one line on stderr: unknown benchmark, bad option).
- *  - Results go to stdout (a table, or JSON lines with --json); progress and
- *    the measured machine bandwidth go to stderr, with terminal codes only
- *    when stderr is a terminal.
+ *  - Results go to stdout (a table, or JSON lines with --json), the measured
+ *    machine bandwidth with them; progress goes to stderr only when it is a
+ *    terminal (cli/common.h).
  */
 #ifndef TAPEGRAD_CLI_BENCH_H
 #define TAPEGRAD_CLI_BENCH_H
@@ -16,6 +16,9 @@
 
 /* `tapegrad bench NAME [options]`. */
 int cli_bench(int argc, char **argv);
+
+/* Prints the list of benchmarks (`tapegrad bench --help`) to stdout. */
+void cli_bench_help(void);
 
 /* `tapegrad bench logprob [options]` (cli/bench_logprob.c); argv holds the
  * options only. */

@@ -13,11 +13,11 @@
  *   of the lists are the GPU table's: seq 32768,65536,131072, vocab
  *   32000,128256, chunk 0,8192 (the options given still override them).
  *  - At start, cpu: the machine's bandwidth (cli_bandwidth_measure over M MiB
- *    with T threads, best of 3), printed on stderr and reported as
- *    machine_gbps. cuda: no bandwidth pass (--bandwidth-mib is ignored); the
- *    device's name and theoretical peak bandwidth (tg_cuda_get_props:
- *    2 x memory clock x bus width) are printed on stderr, and the peak in
- *    GB/s is machine_gbps, called "device peak"; when the device does not
+ *    with T threads, best of 3), reported as machine_gbps (the table's
+ *    header, the JSON). cuda: no bandwidth pass (--bandwidth-mib is ignored);
+ *    the device's name and theoretical peak bandwidth (tg_cuda_get_props:
+ *    2 x memory clock x bus width) are in the table's header and the JSON,
+ *    and the peak in GB/s is machine_gbps, called "device peak"; when the device does not
  *    report it, machine_gbps and every roofline are 0 and the table's header
  *    says so. Without a CUDA device: one line "tapegrad: bench logprob: no
  *    CUDA device: <tg_cuda_unavailable_reason()>", exit 1.
@@ -64,13 +64,16 @@
  *    and one write backward); roofline_fraction = gbps / machine_gbps.
  *  - Output: a table then the tracked ratios on stdout, or with --json one JSON
  *    object per configuration per line (nothing else on stdout); cuda adds
- *    "device":"cuda", "device_name" and "skipped" to every object. Progress on
- *    stderr, one line per repetition (or per skipped configuration), or
- *    rewritten in place when stderr is a terminal.
+ *    "device":"cuda", "device_name" and "skipped" to every object. Progress
+ *    (the bandwidth pass, each repetition, each skipped configuration) on
+ *    stderr only when it is a terminal, one line rewritten in place
+ *    (cli/common.h): on success nothing else goes to a stderr that is not a
+ *    terminal, except the lines announcing files with --json.
  *  - --trace/--plot (cli/common.h): the memory timeline of every
  *    configuration (after the bandwidth pass), a step mark after each; --dot:
  *    the loss of the first configuration run, just before its first backward.
- *    The lines announcing the files go to stderr.
+ *    The lines announcing the files go to stdout after the table, or to
+ *    stderr with --json.
  *  - Exit: 0; 2 with one line on stderr for a bad option (unknown, missing
  *    value, bad list element, zero or negative size, a --device other than
  *    cpu or cuda) or, cpu, configurations estimated above 80% of the physical
@@ -171,6 +174,7 @@ void cli_bench_logprob_help(FILE *f) {
             "start, or with cuda the device's peak). With cuda, configurations that do not\n"
             "fit in 90%% of the device's memory are reported as skipped. See\n"
             "bench/README.md.\n"
+            CLI_OPTIONS_RULE_HELP
             "\n"
             "Exit status: 0 success, 1 a configuration failed or no CUDA device, 2 bad\n"
             "usage or too big.\n",
@@ -259,14 +263,14 @@ static const char *const DEVICE_WORDS[] = {"cpu", "cuda"}; /* = tg_device */
 
 static int parse_opts(int argc, char **argv, lp_opts *o) {
     static const char *const VALUED[] = {"--seq", "--vocab", "--chunk", "--impl", "--entropy-grad", "--threads", "--reps", "--dtype", "--seed", "--bandwidth-mib", "--device", NULL};
+    const cli_optspec spec = {"bench logprob", VALUED, NULL, &o->out, &o->json, false};
     for (int i = 0; i < argc; i++) {
         char name[32];
         const char *val;
-        int r = cli_next_opt("bench logprob", argc, argv, &i, &o->out, &o->json, VALUED, name,
-                             sizeof name, &val);
+        int r = cli_next_opt(&spec, argc, argv, &i, name, sizeof name, &val);
         if (r == CLI_EXIT_USAGE)
             return r;
-        if (r == 1)
+        if (r == CLI_OPT_TAKEN)
             continue;
         bool ok;
         /* one-valued word options: parsed as lists (room for all the values
@@ -359,31 +363,10 @@ static int check_ram(const lp_opts *o) {
 
 /* ---- progress on stderr ------------------------------------------------------- */
 
-static bool g_tty; /* stderr is a terminal: rewrite one line in place */
-
-static void progress(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-static void progress(const char *fmt, ...) {
-    va_list ap;
-    if (g_tty)
-        fputs("\r\033[K", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    if (!g_tty)
-        fputc('\n', stderr);
-    fflush(stderr);
-}
-
-static void progress_done(void) {
-    if (g_tty) {
-        fputs("\r\033[K", stderr);
-        fflush(stderr);
-    }
-}
+/* Progress goes through cli/common.c: one line rewritten in place when stderr
+ * is a terminal, nothing otherwise (cli/cli.h). */
+#define progress cli_progress
+#define progress_done cli_progress_clear
 
 /* ---- data ------------------------------------------------------------------------ */
 
@@ -501,6 +484,8 @@ static int lib_fail(const lp_config *c, const char *what) {
     return CLI_EXIT_FAIL;
 }
 
+static bool g_dot_written; /* announced with the other files, at the end */
+
 /* --dot: draws the first configuration's loss before its backward (untimed). */
 static int dot_hook(tg_tensor *loss, void *user) {
     const cli_outputs *dot = ((const void *const *)user)[0];
@@ -509,7 +494,9 @@ static int dot_hook(tg_tensor *loss, void *user) {
     describe(name, sizeof name, c);
     const char *names[1] = {name};
     progress_done();
-    return cli_outputs_dot(dot, &loss, 1, names, stderr);
+    int rc = cli_outputs_dot(dot, &loss, 1, names, NULL);
+    g_dot_written = rc == CLI_EXIT_OK;
+    return rc;
 }
 
 /* One repetition: the shared measured step (cli/lpstep.c) with loss
@@ -814,8 +801,9 @@ static void skip_nomem(lp_result *r, const char *what) {
     tg_cuda_empty_cache();
 }
 
-/* cuda: the device's description on stderr, and its peak in GB/s (0 when
- * unknown), or -1 after printing why it cannot be read. */
+/* cuda: the device's description as a progress line (it is also in the
+ * table's header and the JSON), and its peak in GB/s (0 when unknown), or -1
+ * after printing why it cannot be read. */
 static double device_peak_gbps(void) {
     if (tg_cuda_get_props(&g_props) != TG_OK) {
         fprintf(stderr, "tapegrad: bench logprob: tg_cuda_get_props failed: %s: %s\n",
@@ -823,22 +811,17 @@ static double device_peak_gbps(void) {
         return -1.0;
     }
     double gbps = g_props.peak_bytes_per_s / 1e9;
-    fprintf(stderr, "device: %s, %.1f GiB, %d SMs, ", g_props.name,
-            (double)g_props.total_bytes / (MIB * 1024.0), g_props.sm_count);
-    if (gbps > 0.0)
-        fprintf(stderr, "peak bandwidth %.2f GB/s (2 x memory clock x bus width)\n", gbps);
-    else
-        fprintf(stderr, "peak bandwidth unknown (the device does not report its memory clock "
-                        "and bus width): roofline reported as 0\n");
+    progress("device: %s, %.1f GiB, %d SMs, peak bandwidth %s", g_props.name,
+             (double)g_props.total_bytes / (MIB * 1024.0), g_props.sm_count,
+             gbps > 0.0 ? "known" : "unknown: roofline reported as 0");
     return gbps;
 }
 
 int cli_bench_logprob(int argc, char **argv) {
-    for (int i = 0; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            cli_bench_logprob_help(stdout);
-            return CLI_EXIT_OK;
-        }
+    if (cli_wants_help(argc, argv)) {
+        cli_bench_logprob_help(stdout);
+        return CLI_EXIT_OK;
+    }
     lp_opts o;
     memset(&o, 0, sizeof o);
     o.threads = omp_get_max_threads();
@@ -891,7 +874,6 @@ int cli_bench_logprob(int argc, char **argv) {
         return CLI_EXIT_FAIL;
     }
 
-    g_tty = isatty(STDERR_FILENO) == 1;
     omp_set_num_threads((int)o.threads);
     if ((rc = cli_outputs_begin(&o.out)) != CLI_EXIT_OK)
         return rc;
@@ -916,8 +898,9 @@ int cli_bench_logprob(int argc, char **argv) {
             cli_outputs_end(&o.out, NULL, false, stderr);
             return CLI_EXIT_FAIL;
         }
-        fprintf(stderr, "machine bandwidth: %.2f GB/s (read+write, %" PRId64 " threads)\n",
-                machine_gbps, o.threads);
+        /* also in the table's header and the JSON (machine_gbps) */
+        progress("machine bandwidth: %.2f GB/s (read+write, %" PRId64 " threads)",
+                 machine_gbps, o.threads);
     }
     bool rss_reset = reset_peak_rss();
 
@@ -996,7 +979,10 @@ int cli_bench_logprob(int argc, char **argv) {
         print_ratios(&o, res, total, machine_gbps);
     }
     fflush(stdout);
-    if (cli_outputs_end(&o.out, "tapegrad bench logprob", rc == CLI_EXIT_OK, stderr) !=
+    if (rc == CLI_EXIT_OK && g_dot_written)
+        cli_outputs_dot_note(&o.out, o.json ? stderr : stdout);
+    if (cli_outputs_end(&o.out, "tapegrad bench logprob", rc == CLI_EXIT_OK,
+                        o.json ? stderr : stdout) !=
         CLI_EXIT_OK)
         rc = CLI_EXIT_FAIL;
     free(res);

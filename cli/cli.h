@@ -1,15 +1,28 @@
 /* cli/cli.h - declarations shared by the files of the `tapegrad` command.
  *
  * Contract:
- *  - Exit codes: CLI_EXIT_OK (0) success, CLI_EXIT_FAIL (1) a demo or check
- *    failed, CLI_EXIT_USAGE (2) misuse (unknown command/option, bad value).
+ *  - Exit codes: CLI_EXIT_OK (0) success, CLI_EXIT_FAIL (1) a demo, check or
+ *    command failed (also: a file or stdout could not be written),
+ *    CLI_EXIT_USAGE (2) misuse (unknown command, topic or option, bad value).
  *  - Misuse is reported by cli_usage_error(): ONE line on stderr starting with
  *    "tapegrad: ", nothing on stdout.
+ *  - A failure is reported on stderr (cli_fail: "tapegrad: <what>: ..."),
+ *    never only on stdout. A demo's claim either holds at every valid size
+ *    or the demo says on stdout why it does not apply at that size (exit 0).
+ *  - Options, the same rule for every subcommand (cli_next_opt in
+ *    cli/common.h): "--name value" or "--name=value"; an option given twice
+ *    counts once, with its last value; a flag takes no value; unknown options
+ *    and missing values are misuse. --help or -h anywhere prints the help of
+ *    the (sub)command on stdout and exits 0, whatever else is given.
+ *    `tapegrad help [COMMAND...]` prints the same help; an unknown topic or
+ *    an option there is misuse.
  *  - Demos print plain text (no colours or terminal codes), so their output
  *    reads the same in a terminal, a pipe or a file. Progress lines go to
- *    stderr, only when it is a terminal (cli/common.h).
+ *    stderr, only when it is a terminal (cli/common.h): a successful run
+ *    prints nothing on a stderr that is not a terminal, except the lines
+ *    announcing files when stdout carries JSON.
  *  - Every demo takes --trace FILE.json, --plot FILE.svg and --dot FILE
- *    (cli/common.h).
+ *    (cli/common.h); every file is written whole or not at all.
  *  - Every demo releases every tensor it created; it fails (exit 1) if the
  *    library reports live objects afterwards.
  * Names here use the cli_ prefix; tg_ is the library's.
@@ -25,21 +38,6 @@
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAIL 1
 #define CLI_EXIT_USAGE 2
-
-/* Prints "tapegrad: <message>" and a newline on stderr; returns CLI_EXIT_USAGE. */
-int cli_usage_error(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-
-/* Parses s as a decimal integer in [lo, hi] for option `flag` ("-7" is
- * accepted when lo < 0). On failure prints a one-line usage error and returns
- * false. */
-bool cli_parse_i64(const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out);
-
-/* Parses s as an unsigned 64-bit decimal integer for option `flag`. */
-bool cli_parse_u64(const char *flag, const char *s, uint64_t *out);
 
 /* Prints a section heading: a blank line, the title, a rule. */
 void cli_heading(const char *title);
@@ -159,8 +157,12 @@ void cli_chunk_help(void);
 
 /* ---- tour (cli/tour.c) ------------------------------------------------------ */
 
-/* `tapegrad tour [--list | SECTION]` with argv[0..argc-1] after "tour". */
+/* `tapegrad tour [--quick] [--list | SECTION]` with argv[0..argc-1] after
+ * "tour". */
 int cli_tour(int argc, char **argv);
+
+/* Prints the help of `tapegrad tour` to stdout. */
+void cli_tour_help(void);
 
 /* Prints the usage of the whole command to f (cli/main.c). */
 void cli_print_usage(FILE *f);

@@ -18,11 +18,16 @@
  *  - Success: one summary line on stdout, exit 0.
  *  - Misuse (unknown flag, missing value, bad number, missing required
  *    flag, unexpected argument): one line "tapegrad: ..." on stderr, exit 2.
+ *  - Options follow the command's rule (cli/cli.h): given twice, the last
+ *    value counts.
  *  - Failure (unreadable or malformed file, shapes that do not match, a
- *    library error such as a target outside [0, V)): one line
- *    "tapegrad logprob: <message>" on stderr, exit 1. Every input is read and
- *    every result computed before DIR is touched, so such failures write
- *    nothing; only a failing write can leave some of the outputs behind.
+ *    library error such as a target outside [0, V), a failed write): one
+ *    line "tapegrad logprob: <message>" on stderr, exit 1. Every input is read
+ *    and every result computed before DIR is touched, so such failures write
+ *    nothing. The outputs are written all or none: each to a temporary file
+ *    in DIR, and renamed only once every one is written and closed; a failed
+ *    write leaves DIR's earlier files as they were (DIR itself, when it was
+ *    created, stays).
  *  - Releases everything it creates; exit 1 if library objects stay alive.
  */
 #include <errno.h>
@@ -45,7 +50,6 @@
 typedef struct lp_args {
     const char *logits, *targets, *grad_lp, *grad_h, *out;
     tg_logprob_opts opts;
-    bool set_temperature, set_ignore, set_chunk, set_impl;
 } lp_args;
 
 /* Prints the help of `tapegrad logprob` to stdout. */
@@ -71,88 +75,55 @@ void cli_logprob_help(void) {
            "Writes DIR/logprob.npy and DIR/entropy.npy (the logits' dtype), and\n"
            "DIR/grad_logits.npy, the gradient of sum(logprob*G + entropy*H), when G\n"
            "or H is given (a missing one counts as zero; without H the entropy's\n"
-           "gradient is not recorded at all).\n"
-           "Exit status: 0 success, 1 failure (bad file, library error), 2 bad usage.\n");
+           "gradient is not recorded at all). The files are written all or none.\n"
+           CLI_OPTIONS_RULE_HELP
+           "\n"
+           "Exit status: 0 success, 1 failure (bad file, library error, failed write),\n"
+           "2 bad usage.\n");
 }
 
 /* ---- arguments -------------------------------------------------------------------- */
 
+/* A decimal number written as people write it ("2", "0.5", "1e-3"): strtod
+ * alone would also take " 2", "0x10" and "infinity", which the integer
+ * options refuse. */
 static bool parse_temperature(const char *flag, const char *s, double *out) {
     char *end = NULL;
     errno = 0;
-    double v = s && *s ? strtod(s, &end) : NAN;
-    if (!s || !*s || errno != 0 || !end || *end != '\0' || !isfinite(v) || !(v > 0.0)) {
-        cli_usage_error("invalid value '%s' for %s (expected a finite number > 0)", s ? s : "",
-                        flag);
+    bool plain = s && ((*s >= '0' && *s <= '9') || *s == '.') &&
+                 strspn(s, "0123456789.eE+-") == strlen(s);
+    double v = plain ? strtod(s, &end) : NAN;
+    if (!plain || errno != 0 || !end || *end != '\0' || !isfinite(v) || !(v > 0.0)) {
+        cli_usage_error("invalid value '%s' for %s (expected a decimal number > 0, such as "
+                        "2 or 0.5)", s ? s : "", flag);
         return false;
     }
     *out = v;
     return true;
 }
 
-/* Parses argv[0..argc-1]; returns CLI_EXIT_OK or CLI_EXIT_USAGE (reported). */
+/* Parses argv[0..argc-1]; returns CLI_EXIT_OK or CLI_EXIT_USAGE (reported).
+ * An option given twice counts once, with its last value (cli/cli.h). */
 static int parse_args(int argc, char **argv, lp_args *a) {
-    struct {
-        const char *name;
-        const char **dst;
-    } paths[] = {{"--logits", &a->logits},     {"--targets", &a->targets},
-                 {"--grad-logprob", &a->grad_lp}, {"--grad-entropy", &a->grad_h},
-                 {"--out", &a->out}};
-    const int n_paths = (int)(sizeof paths / sizeof paths[0]);
+    static const char *const VALUED[] = {"--logits",      "--targets",      "--grad-logprob",
+                                         "--grad-entropy", "--out",          "--temperature",
+                                         "--ignore-index", "--chunk",        "--impl",
+                                         NULL};
+    const cli_optspec spec = {"logprob", VALUED, NULL, NULL, NULL, false};
+    const char **paths[] = {&a->logits, &a->targets, &a->grad_lp, &a->grad_h, &a->out};
     for (int i = 0; i < argc; i++) {
-        const char *arg = argv[i], *val = NULL;
         char name[32];
-        const char *eq = strchr(arg, '=');
-        if (strncmp(arg, "--", 2) != 0)
-            return cli_usage_error("unexpected argument '%s' for 'logprob' "
-                                   "(try 'tapegrad logprob --help')",
-                                   arg);
-        if (eq && (size_t)(eq - arg) < sizeof name) {
-            memcpy(name, arg, (size_t)(eq - arg));
-            name[eq - arg] = '\0';
-            val = eq + 1;
-        } else if (eq) {
-            return cli_usage_error("unknown option '%s' for 'logprob' "
-                                   "(try 'tapegrad logprob --help')",
-                                   arg);
-        } else {
-            snprintf(name, sizeof name, "%s", arg);
-            if (strlen(arg) >= sizeof name)
-                return cli_usage_error("unknown option '%s' for 'logprob' "
-                                       "(try 'tapegrad logprob --help')",
-                                       arg);
-        }
-        const char **dst = NULL;
-        bool *seen = NULL;
-        for (int k = 0; k < n_paths; k++)
-            if (!strcmp(name, paths[k].name))
-                dst = paths[k].dst;
-        if (!strcmp(name, "--temperature"))
-            seen = &a->set_temperature;
-        else if (!strcmp(name, "--ignore-index"))
-            seen = &a->set_ignore;
-        else if (!strcmp(name, "--chunk"))
-            seen = &a->set_chunk;
-        else if (!strcmp(name, "--impl"))
-            seen = &a->set_impl;
-        if (!dst && !seen)
-            return cli_usage_error("unknown option '%s' for 'logprob' "
-                                   "(try 'tapegrad logprob --help')",
-                                   arg);
-        if ((dst && *dst) || (seen && *seen))
-            return cli_usage_error("option %s given twice", name);
-        if (!val) {
-            if (i + 1 >= argc)
-                return cli_usage_error("option %s needs a value", name);
-            val = argv[++i];
-        }
-        if (dst) {
-            if (!*val)
-                return cli_usage_error("option %s needs a non-empty path", name);
-            *dst = val;
+        const char *val;
+        int r = cli_next_opt(&spec, argc, argv, &i, name, sizeof name, &val);
+        if (r == CLI_EXIT_USAGE)
+            return r;
+        int k = 0;
+        while (VALUED[k] && strcmp(VALUED[k], name) != 0)
+            k++;
+        if (k < 5) { /* a path: --logits ... --out */
+            *paths[k] = val;
             continue;
         }
-        *seen = true;
         bool ok = true;
         if (!strcmp(name, "--temperature"))
             ok = parse_temperature(name, val, &a->opts.temperature);
@@ -225,11 +196,10 @@ static int make_dirs(const char *dir) {
 
 static void shape_text(char *buf, size_t cap, const tg_tensor *t) {
     int nd = tg_ndim(t);
-    size_t k = (size_t)snprintf(buf, cap, "(");
-    for (int d = 0; d < nd && k < cap; d++)
-        k += (size_t)snprintf(buf + k, cap - k, "%s%" PRId64, d ? ", " : "", tg_size(t, d));
-    if (k < cap)
-        snprintf(buf + k, cap - k, "%s)", nd == 1 ? "," : "");
+    size_t k = cli_appendf(buf, cap, 0, "(");
+    for (int d = 0; d < nd; d++)
+        k = cli_appendf(buf, cap, k, "%s%" PRId64, d ? ", " : "", tg_size(t, d));
+    cli_appendf(buf, cap, k, "%s)", nd == 1 ? "," : "");
 }
 
 /* Loads an upstream gradient: the targets' shape, converted to dtype dt. */
@@ -250,16 +220,42 @@ static int load_upstream(const char *path, const tg_tensor *y, tg_dtype dt, tg_t
     return *out ? CLI_EXIT_OK : lib_fail();
 }
 
-static int write_output(const char *dir, const char *name, const tg_tensor *t, char *list,
-                        size_t cap) {
-    char path[PATH_CAP];
-    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
-        return fail_line("output path '%s/%s' is too long", dir, name);
-    if (tgcli_npy_save(path, t) != TG_OK)
-        return lib_fail();
-    size_t k = strlen(list);
-    snprintf(list + k, cap - k, "%s%s", k ? ", " : "", path);
-    return CLI_EXIT_OK;
+/* Writes DIR/names[k] from ts[k] for the n outputs, all or none: each to a
+ * temporary file first, every one written and closed before the first is
+ * renamed (cli/common.h). The names written go to list (cap bytes). */
+static int write_outputs(const char *dir, const char *const *names, tg_tensor *const *ts, int n,
+                         char *list, size_t cap) {
+    cli_file cf[3];
+    char path[3][PATH_CAP];
+    int opened = 0, rc = CLI_EXIT_OK, err = 0;
+    for (int k = 0; k < n && rc == CLI_EXIT_OK; k++) {
+        if (snprintf(path[k], sizeof path[k], "%s/%s", dir, names[k]) >= (int)sizeof path[k]) {
+            rc = fail_line("output path '%s/%s' is too long", dir, names[k]);
+        } else if ((err = cli_file_open(&cf[k], path[k])) != 0) {
+            rc = fail_line("%s: cannot create: %s", path[k], strerror(err));
+        } else {
+            opened++;
+            if (tgcli_npy_write(cf[k].f, path[k], ts[k]) != TG_OK)
+                rc = lib_fail();
+            else if ((err = cli_file_finish(&cf[k])) != 0)
+                rc = fail_line("%s: write failed: %s", path[k], strerror(err));
+        }
+    }
+    for (int k = 0; k < opened; k++) {
+        if (rc != CLI_EXIT_OK) {
+            cli_file_discard(&cf[k]);
+        } else if ((err = cli_file_commit(&cf[k])) != 0) {
+            rc = fail_line("%s: cannot rename the written file into place: %s", path[k],
+                           strerror(err));
+            for (int j = k + 1; j < opened; j++)
+                cli_file_discard(&cf[j]);
+            break;
+        }
+    }
+    size_t len = 0;
+    for (int k = 0; rc == CLI_EXIT_OK && k < n; k++)
+        len = cli_appendf(list, cap, len, "%s%s", k ? ", " : "", path[k]);
+    return rc;
 }
 
 /* Prints the one-line summary: sizes, options, means over the rows kept. */
@@ -353,11 +349,10 @@ static int compute(lp_args *a) {
     if ((rc = make_dirs(a->out)) != CLI_EXIT_OK)
         return rc;
     char written[3 * PATH_CAP + 8] = "";
-    if ((rc = write_output(a->out, "logprob.npy", lp, written, sizeof written)) != CLI_EXIT_OK ||
-        (rc = write_output(a->out, "entropy.npy", h, written, sizeof written)) != CLI_EXIT_OK ||
-        (grad &&
-         (rc = write_output(a->out, "grad_logits.npy", grad, written, sizeof written)) !=
-             CLI_EXIT_OK))
+    const char *const names[3] = {"logprob.npy", "entropy.npy", "grad_logits.npy"};
+    tg_tensor *const outs[3] = {lp, h, grad};
+    if ((rc = write_outputs(a->out, names, outs, grad ? 3 : 2, written, sizeof written)) !=
+        CLI_EXIT_OK)
         return rc;
     return summary(a, z, y, lp, h, written);
 }
@@ -365,11 +360,10 @@ static int compute(lp_args *a) {
 /* `tapegrad logprob ARGS`: argv holds the arguments after "logprob". Returns
  * CLI_EXIT_OK, CLI_EXIT_FAIL or CLI_EXIT_USAGE (contract at the top). */
 int cli_logprob_main(int argc, char **argv) {
-    for (int i = 0; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            cli_logprob_help();
-            return CLI_EXIT_OK;
-        }
+    if (cli_wants_help(argc, argv)) {
+        cli_logprob_help();
+        return CLI_EXIT_OK;
+    }
     lp_args a;
     memset(&a, 0, sizeof a);
     a.opts = tg_logprob_opts_default();

@@ -1,16 +1,21 @@
-/* cli/common.c - the output flags shared by the demos and the bench
- * (--trace, --plot, --dot) and progress lines on stderr.
+/* cli/common.c - what the subcommands share: usage errors and failures,
+ * option parsing, the output flags (--trace, --plot, --dot), files written
+ * whole or not at all, progress lines on stderr, bounded text building.
  *
- * Contract: see cli/common.h. Uses only the public API (<tapegrad.h>). Every
- * error is one line "tapegrad: ..." on stderr: a usage error (exit 2) while
- * parsing, a failure (exit 1) when a file cannot be written.
+ * Contract: see cli/common.h. Uses only the public API (<tapegrad.h>) and
+ * POSIX; depends on no other file of the command (the .npy tests link it).
+ * Every error is one line "tapegrad: ..." on stderr: a usage error (exit 2)
+ * while parsing, a failure (exit 1) when a file cannot be written.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <tapegrad.h>
@@ -18,7 +23,80 @@
 #include "cli.h"
 #include "common.h"
 
-/* ---- parsing ------------------------------------------------------------------- */
+/* ---- usage errors, failures, numbers ------------------------------------------------ */
+
+int cli_usage_error(const char *fmt, ...) {
+    va_list ap;
+    cli_progress_clear();
+    fputs("tapegrad: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_fail(const char *who, const char *fmt, ...) {
+    va_list ap;
+    cli_progress_clear();
+    fprintf(stderr, "tapegrad: %s: ", who);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+    return CLI_EXIT_FAIL;
+}
+
+static bool parse_u64_digits(const char *s, uint64_t *out) {
+    if (!s || *s < '0' || *s > '9') /* no sign, no spaces, not empty */
+        return false;
+    errno = 0;
+    char *end = NULL;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return false;
+    *out = (uint64_t)v;
+    return true;
+}
+
+/* "-123" within int64 (a '-' then digits, nothing else). */
+static bool parse_negative_digits(const char *s, int64_t *out) {
+    uint64_t mag = 0;
+    if (!s || s[0] != '-' || !parse_u64_digits(s + 1, &mag) || mag > (uint64_t)INT64_MAX + 1u)
+        return false;
+    *out = mag == (uint64_t)INT64_MAX + 1u ? INT64_MIN : -(int64_t)mag;
+    return true;
+}
+
+bool cli_parse_i64(const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out) {
+    uint64_t v = 0;
+    int64_t neg = 0;
+    if (lo < 0 && parse_negative_digits(s, &neg) && neg >= lo && neg <= hi) {
+        *out = neg;
+        return true;
+    }
+    if (!parse_u64_digits(s, &v) || v > (uint64_t)INT64_MAX || (int64_t)v < lo ||
+        (int64_t)v > hi) {
+        cli_usage_error("invalid value '%s' for %s (expected an integer from %" PRId64
+                        " to %" PRId64 ")",
+                        s ? s : "", flag, lo, hi);
+        return false;
+    }
+    *out = (int64_t)v;
+    return true;
+}
+
+bool cli_parse_u64(const char *flag, const char *s, uint64_t *out) {
+    if (!parse_u64_digits(s, out)) {
+        cli_usage_error("invalid value '%s' for %s (expected an integer from 0 to %" PRIu64 ")",
+                        s ? s : "", flag, UINT64_MAX);
+        return false;
+    }
+    return true;
+}
+
+/* ---- options ------------------------------------------------------------------------- */
 
 const char *cli_split_opt(const char *arg, char *buf, size_t cap) {
     const char *eq = strchr(arg, '=');
@@ -27,32 +105,198 @@ const char *cli_split_opt(const char *arg, char *buf, size_t cap) {
         buf[eq - arg] = '\0';
         return eq + 1;
     }
-    snprintf(buf, cap, "%s", arg);
+    cli_appendf(buf, cap, 0, "%s", arg);
     return NULL;
 }
 
-int cli_next_opt(const char *cmd, int argc, char **argv, int *i, cli_outputs *o, bool *json,
-                 const char *const *valued, char *buf, size_t cap, const char **val) {
+static bool listed(const char *const *names, const char *name) {
+    for (int k = 0; names && names[k]; k++)
+        if (!strcmp(names[k], name))
+            return true;
+    return false;
+}
+
+int cli_next_opt(const cli_optspec *spec, int argc, char **argv, int *i, char *buf, size_t cap,
+                 const char **val) {
     const char *arg = argv[*i];
-    *val = cli_split_opt(arg, buf, cap);
-    int r = cli_outputs_parse(o, buf, *val, argc, argv, i);
-    if (r != 0) return r;
-    if (json && !strcmp(buf, "--json")) {
-        if (*val) return cli_usage_error("option --json takes no value");
-        *json = true;
-        return 1;
+    *val = NULL;
+    if (arg[0] != '-' || !arg[1]) { /* "x", "-" */
+        if (spec->positional)
+            return CLI_OPT_ARG;
+        return cli_usage_error("unexpected argument '%s' for '%s' (try 'tapegrad %s --help')",
+                               arg, spec->cmd, spec->cmd);
     }
-    bool known = false;
-    for (int k = 0; valued[k] && !known; k++) known = !strcmp(buf, valued[k]);
-    if (!known)
+    *val = cli_split_opt(arg, buf, cap);
+    bool named = strlen(arg) < cap || *val; /* buf holds the whole name */
+    if (named && spec->out) {
+        int r = cli_outputs_parse(spec->out, buf, *val, argc, argv, i);
+        if (r != 0)
+            return r == 1 ? CLI_OPT_TAKEN : r;
+    }
+    bool is_json = named && spec->json && !strcmp(buf, "--json");
+    if (named && (is_json || listed(spec->flags, buf))) {
+        if (*val)
+            return cli_usage_error("option %s takes no value", buf);
+        if (!is_json)
+            return CLI_OPT_NAMED;
+        *spec->json = true;
+        return CLI_OPT_TAKEN;
+    }
+    if (!named || !listed(spec->valued, buf))
         return cli_usage_error("unknown option '%s' for '%s' (try 'tapegrad %s --help')", arg,
-                               cmd, cmd);
+                               spec->cmd, spec->cmd);
     if (!*val) {
-        if (*i + 1 >= argc) return cli_usage_error("option %s needs a value", buf);
+        if (*i + 1 >= argc)
+            return cli_usage_error("option %s needs a value", buf);
         *val = argv[++*i];
+    }
+    if (!**val)
+        return cli_usage_error("option %s needs a value, not an empty string", buf);
+    return CLI_OPT_NAMED;
+}
+
+bool cli_wants_help(int argc, char **argv) {
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return true;
+    return false;
+}
+
+bool cli_parse_i64_list(const char *flag, const char *val, int64_t lo, int64_t hi,
+                        int64_t *out, int max, int *n) {
+    const char *p = val;
+    *n = 0;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char item[32];
+        int64_t v = 0;
+        bool ok = len > 0 && len < sizeof item && *n < max;
+        if (ok) {
+            memcpy(item, p, len);
+            item[len] = '\0';
+            char *end = NULL;
+            errno = 0;
+            long long x = item[0] >= '0' && item[0] <= '9' ? strtoll(item, &end, 10) : -1;
+            ok = end && *end == '\0' && errno == 0 && x >= lo && x <= hi;
+            v = (int64_t)x;
+        }
+        if (!ok) {
+            if (*n >= max)
+                cli_usage_error("too many values for %s (at most %d)", flag, max);
+            else
+                cli_usage_error("invalid element '%.*s' in %s '%s' (expected integers from "
+                                "%" PRId64 " to %" PRId64 ", comma-separated)",
+                                (int)len, p, flag, val, lo, hi);
+            return false;
+        }
+        out[(*n)++] = v;
+        if (!comma)
+            return true;
+        p = comma + 1;
+    }
+}
+
+/* ---- files written whole or not at all ------------------------------------------------ */
+
+static mode_t new_file_mode(void) {
+    mode_t mask = umask(0); /* the only way to read it; the command is one thread here */
+    umask(mask);
+    return (mode_t)0666 & ~mask;
+}
+
+int cli_file_open(cli_file *cf, const char *path) {
+    memset(cf, 0, sizeof *cf);
+    struct stat st;
+    bool exists = stat(path, &st) == 0;
+    if (exists && !S_ISREG(st.st_mode)) { /* a device, a pipe: no rename possible */
+        if (S_ISDIR(st.st_mode))
+            return EISDIR;
+        cf->f = fopen(path, "w");
+        return cf->f ? 0 : errno;
+    }
+    /* a symbolic link is followed: the file it names is replaced, not the link */
+    char *real = exists ? realpath(path, NULL) : NULL;
+    cf->target = real ? real : strdup(path);
+    if (!cf->target)
+        return ENOMEM;
+    const char *slash = strrchr(cf->target, '/');
+    size_t dir = slash ? (size_t)(slash - cf->target) + 1 : 0; /* "dir/" */
+    size_t n = strlen(cf->target) + 16;
+    cf->tmp = malloc(n);
+    if (!cf->tmp) {
+        free(cf->target);
+        cf->target = NULL;
+        return ENOMEM;
+    }
+    snprintf(cf->tmp, n, "%.*s.%s.XXXXXX", (int)dir, cf->target, cf->target + dir);
+    int fd = mkstemp(cf->tmp);
+    int err = fd < 0 ? errno : 0;
+    if (!err && fchmod(fd, exists ? st.st_mode & 07777 : new_file_mode()) != 0)
+        err = errno;
+    if (!err && !(cf->f = fdopen(fd, "w")))
+        err = errno;
+    if (err) {
+        if (fd >= 0) {
+            close(fd);
+            remove(cf->tmp);
+        }
+        free(cf->tmp);
+        free(cf->target);
+        memset(cf, 0, sizeof *cf);
+        return err;
     }
     return 0;
 }
+
+const char *cli_file_close_stream(cli_file *cf) {
+    if (cf->f) {
+        fclose(cf->f); /* nothing written through it yet */
+        cf->f = NULL;
+    }
+    return cf->tmp ? cf->tmp : cf->target;
+}
+
+int cli_file_finish(cli_file *cf) {
+    if (!cf->f)
+        return 0;
+    /* a write that failed earlier left its reason in errno: this is called
+     * right after the writing, with nothing in between that sets errno */
+    int err = ferror(cf->f) ? (errno ? errno : EIO) : 0;
+    errno = 0;
+    if (fflush(cf->f) != 0 && !err)
+        err = errno ? errno : EIO;
+    if (!err && cf->tmp && fsync(fileno(cf->f)) != 0)
+        err = errno;
+    if (fclose(cf->f) != 0 && !err)
+        err = errno ? errno : EIO;
+    cf->f = NULL;
+    return err;
+}
+
+int cli_file_commit(cli_file *cf) {
+    int err = cli_file_finish(cf);
+    if (!err && cf->tmp && rename(cf->tmp, cf->target) != 0)
+        err = errno;
+    if (err && cf->tmp)
+        remove(cf->tmp);
+    free(cf->tmp);
+    free(cf->target);
+    memset(cf, 0, sizeof *cf);
+    return err;
+}
+
+void cli_file_discard(cli_file *cf) {
+    if (cf->f)
+        fclose(cf->f);
+    if (cf->tmp)
+        remove(cf->tmp);
+    free(cf->tmp);
+    free(cf->target);
+    memset(cf, 0, sizeof *cf);
+}
+
+/* ---- the output flags --------------------------------------------------------------------- */
 
 int cli_outputs_parse(cli_outputs *o, const char *name, const char *val, int argc, char **argv,
                       int *i) {
@@ -69,7 +313,7 @@ int cli_outputs_parse(cli_outputs *o, const char *name, const char *val, int arg
     }
     if (!*val)
         return cli_usage_error("option %s needs a file name, not an empty value", name);
-    *slot = val;
+    *slot = val; /* given again: the last one counts */
     return 1;
 }
 
@@ -84,27 +328,10 @@ int cli_outputs_check(const cli_outputs *o) {
     return CLI_EXIT_OK;
 }
 
-/* ---- writing -------------------------------------------------------------------- */
-
 static int write_fail(const char *what, const char *path, const char *why) {
     cli_progress_clear();
     fprintf(stderr, "tapegrad: cannot write %s '%s': %s\n", what, path, why);
     return CLI_EXIT_FAIL;
-}
-
-/* Opens path for appending (creating it) and removes it again if it did not
- * exist: true when the file can be written. */
-static bool writable(const char *path, int *err) {
-    bool existed = access(path, F_OK) == 0;
-    FILE *f = fopen(path, "a");
-    if (!f) {
-        *err = errno;
-        return false;
-    }
-    fclose(f);
-    if (!existed)
-        remove(path);
-    return true;
 }
 
 int cli_outputs_begin(cli_outputs *o) {
@@ -112,9 +339,20 @@ int cli_outputs_begin(cli_outputs *o) {
     const char *files[3] = {o->trace, o->plot, o->dot};
     o->recording = false;
     for (int k = 0; k < 3; k++) {
-        int err = 0;
-        if (files[k] && !writable(files[k], &err))
+        if (!files[k])
+            continue;
+        struct stat st;
+        if (stat(files[k], &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+            /* a device or a pipe: opening a pipe here would wait for its reader */
+            if (access(files[k], W_OK) != 0)
+                return write_fail(what[k], files[k], strerror(errno));
+            continue;
+        }
+        cli_file cf;
+        int err = cli_file_open(&cf, files[k]);
+        if (err)
             return write_fail(what[k], files[k], strerror(err));
+        cli_file_discard(&cf); /* the name is not touched: only its directory was tried */
     }
     if (!o->trace && !o->plot)
         return CLI_EXIT_OK;
@@ -132,16 +370,22 @@ int cli_outputs_dot(const cli_outputs *o, tg_tensor *const *roots, int n,
                     const char *const *names, FILE *note) {
     if (!o->dot)
         return CLI_EXIT_OK;
-    FILE *f = fopen(o->dot, "w");
-    if (!f)
-        return write_fail("the graph", o->dot, strerror(errno));
+    cli_file cf;
+    int err = cli_file_open(&cf, o->dot);
+    if (err)
+        return write_fail("the graph", o->dot, strerror(err));
     tg_clear_error();
-    tg_status st = tg_graph_dot(f, roots, n, names);
-    int closed = fclose(f);
-    if (st != TG_OK)
-        return write_fail("the graph", o->dot, tg_last_error());
-    if (closed != 0)
-        return write_fail("the graph", o->dot, strerror(errno));
+    errno = 0;
+    tg_status st = tg_graph_dot(cf.f, roots, n, names);
+    if (st != TG_OK) {
+        int e = errno; /* a failed write: the system's reason */
+        int rc = write_fail("the graph", o->dot,
+                            st == TG_ERR_IO && e ? strerror(e) : tg_last_error());
+        cli_file_discard(&cf);
+        return rc;
+    }
+    if ((err = cli_file_commit(&cf)) != 0)
+        return write_fail("the graph", o->dot, strerror(err));
     if (note)
         cli_outputs_dot_note(o, note);
     return CLI_EXIT_OK;
@@ -155,6 +399,31 @@ void cli_outputs_dot_note(const cli_outputs *o, FILE *note) {
             o->dot, o->dot);
 }
 
+/* Writes the recording to path with the library's trace (svg false) or plot
+ * writer, through a temporary file. */
+static int write_timeline(const char *path, bool svg, const char *title) {
+    const char *what = svg ? "the plot" : "the trace";
+    cli_file cf;
+    int err = cli_file_open(&cf, path);
+    if (err)
+        return write_fail(what, path, strerror(err));
+    const char *tmp = cli_file_close_stream(&cf);
+    tg_clear_error();
+    tg_status st = svg ? tg_timeline_write_svg(tmp, title) : tg_timeline_write_trace(tmp);
+    if (st != TG_OK) {
+        /* the library's message names the temporary file: give its reason only,
+         * what follows the last ": " */
+        const char *m = tg_last_error(), *why = NULL;
+        for (const char *p = strstr(m, ": "); p; p = strstr(p + 2, ": ")) why = p + 2;
+        int rc = write_fail(what, path, why ? why : m);
+        cli_file_discard(&cf);
+        return rc;
+    }
+    if ((err = cli_file_commit(&cf)) != 0)
+        return write_fail(what, path, strerror(err));
+    return CLI_EXIT_OK;
+}
+
 int cli_outputs_end(cli_outputs *o, const char *title, bool write, FILE *note) {
     if (!o->recording)
         return CLI_EXIT_OK;
@@ -163,10 +432,8 @@ int cli_outputs_end(cli_outputs *o, const char *title, bool write, FILE *note) {
     tg_timeline_stop();
     size_t events = tg_timeline_events();
     if (write && o->trace) {
-        tg_clear_error();
-        if (tg_timeline_write_trace(o->trace) != TG_OK)
-            rc = write_fail("the trace", o->trace, tg_last_error());
-        else {
+        rc = write_timeline(o->trace, false, NULL);
+        if (rc == CLI_EXIT_OK) {
             cli_progress_clear();
             fprintf(note, "wrote %s (memory timeline, %zu events: open it in "
                           "https://ui.perfetto.dev or chrome://tracing)\n",
@@ -174,10 +441,8 @@ int cli_outputs_end(cli_outputs *o, const char *title, bool write, FILE *note) {
         }
     }
     if (write && o->plot && rc == CLI_EXIT_OK) {
-        tg_clear_error();
-        if (tg_timeline_write_svg(o->plot, title) != TG_OK)
-            rc = write_fail("the plot", o->plot, tg_last_error());
-        else {
+        rc = write_timeline(o->plot, true, title);
+        if (rc == CLI_EXIT_OK) {
             cli_progress_clear();
             fprintf(note, "wrote %s (live memory by category over time, SVG)\n", o->plot);
         }
@@ -204,7 +469,7 @@ bool cli_progress_enabled(void) {
 }
 
 void cli_progress_prefix(const char *prefix) {
-    snprintf(g_prefix, sizeof g_prefix, "%s", prefix ? prefix : "");
+    cli_appendf(g_prefix, sizeof g_prefix, 0, "%s", prefix ? prefix : "");
 }
 
 void cli_progress(const char *fmt, ...) {
@@ -245,37 +510,29 @@ double cli_median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-bool cli_parse_i64_list(const char *flag, const char *val, int64_t lo, int64_t hi,
-                        int64_t *out, int max, int *n) {
-    const char *p = val;
-    *n = 0;
-    for (;;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        char item[32];
-        int64_t v = 0;
-        bool ok = len > 0 && len < sizeof item && *n < max;
-        if (ok) {
-            memcpy(item, p, len);
-            item[len] = '\0';
-            char *end = NULL;
-            errno = 0;
-            long long x = item[0] >= '0' && item[0] <= '9' ? strtoll(item, &end, 10) : -1;
-            ok = end && *end == '\0' && errno == 0 && x >= lo && x <= hi;
-            v = (int64_t)x;
-        }
-        if (!ok) {
-            if (*n >= max)
-                cli_usage_error("too many values for %s (at most %d)", flag, max);
-            else
-                cli_usage_error("invalid element '%.*s' in %s '%s' (expected integers from "
-                                "%" PRId64 " to %" PRId64 ", comma-separated)",
-                                (int)len, p, flag, val, lo, hi);
-            return false;
-        }
-        out[(*n)++] = v;
-        if (!comma)
-            return true;
-        p = comma + 1;
+size_t cli_appendf(char *buf, size_t cap, size_t len, const char *fmt, ...) {
+    if (!buf || cap == 0)
+        return 0;
+    if (len >= cap - 1) {
+        len = cap - 1;
+        if (memchr(buf, '\0', len)) /* cut before: it stays as it is */
+            return len;
     }
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + len, cap - len, fmt, ap);
+    va_end(ap);
+    if (n < 0) { /* an encoding error: nothing appended */
+        buf[len] = '\0';
+        return len;
+    }
+    if ((size_t)n < cap - len)
+        return len + (size_t)n;
+    size_t p = cap >= 4 ? cap - 4 : 0; /* the first byte replaced by "..." */
+    while (p > 0 && ((unsigned char)buf[p] & 0xC0) == 0x80) /* inside a character */
+        p--;
+    size_t dots = cap - 1 - p < 3 ? cap - 1 - p : 3;
+    memcpy(buf + p, "...", dots);
+    buf[p + dots] = '\0';
+    return cap - 1;
 }

@@ -1,39 +1,158 @@
-/* cli/common.h - what every demo and `tapegrad bench logprob` share: the
- * output flags --trace FILE.json, --plot FILE.svg and --dot FILE, and progress
- * lines on stderr.
+/* cli/common.h - what every subcommand of `tapegrad` shares: option parsing
+ * (one rule for all), usage errors and failures, the output flags --trace
+ * FILE.json, --plot FILE.svg and --dot FILE, files written whole or not at
+ * all, bounded text building, and progress lines on stderr.
  *
  * Contract:
- *  - cli_outputs_parse() recognises the three flags (also --flag=value) inside
- *    a command's own option loop; a missing or empty value, or one file named
- *    by two flags (checked by cli_outputs_check), is a usage error: one line
- *    "tapegrad: ..." on stderr, exit 2.
- *  - cli_outputs_begin(), before the work: checks that every named file can be
- *    written (without leaving a new file behind), then starts the memory
- *    timeline (tg_timeline_start) when --trace or --plot is given. A file that
- *    cannot be written is one line "tapegrad: cannot write ...", exit 1.
+ *  - Options (cli_next_opt): "--name value" or "--name=value"; a flag
+ *    ("--json") takes no value. An option given more than once counts as
+ *    given once, with its last value ("--reps 3 --reps 1" is "--reps 1",
+ *    "--trace a.json --trace b.json" writes b.json only), as in argparse and
+ *    most Unix tools. An unknown option, a missing or empty value, a value
+ *    given to a flag, or a positional argument a command does not take is a
+ *    usage error.
+ *  - Usage errors (cli_usage_error): one line "tapegrad: ..." on stderr,
+ *    nothing on stdout, exit 2. A failure (cli_fail: a demo's claim that does
+ *    not hold, a library error, a file that cannot be written): its message
+ *    on stderr, exit 1.
+ *  - cli_outputs_parse() takes the three output flags inside a command's
+ *    option loop; one file named by two flags (cli_outputs_check) is a usage
+ *    error.
+ *  - cli_outputs_begin(), before the work: checks that every named file can
+ *    be written (a temporary file is made in its directory and removed; the
+ *    file itself is not touched), then starts the memory timeline
+ *    (tg_timeline_start) when --trace or --plot is given. A file that cannot
+ *    be written is one line "tapegrad: cannot write ...", exit 1.
  *  - cli_outputs_dot(), at the demo's interesting moment: tg_graph_dot of the
  *    given roots into the --dot file (nothing when --dot is absent).
  *  - cli_outputs_end(), after the work: stops the timeline, writes the trace
  *    (tg_timeline_write_trace) and the plot (tg_timeline_write_svg, with the
  *    given title), then frees the recording. Errors: one line "tapegrad: ..."
  *    on stderr, CLI_EXIT_FAIL.
+ *  - Every file the command writes (trace, plot, graph, .npy outputs) is
+ *    written to a temporary file in the same directory, every write and the
+ *    close checked, and renamed onto its name only then (cli_file_*): a
+ *    failed write (a full disk, a file size limit) leaves no partial file,
+ *    and an earlier file of that name as it was. A name that is not a
+ *    regular file (/dev/stdout, a pipe) is written in place.
  *  - Each file written is announced as one line "wrote FILE (what)" on the
  *    `note` stream the caller passes (stdout for text output, stderr when
  *    stdout carries JSON).
  *  - Progress: cli_progress() writes one line on stderr, rewritten in place,
- *    only when stderr is a terminal; otherwise it prints nothing. Callers
- *    call cli_progress_clear() before writing to stdout. A prefix (set by the
- *    tour: "tour 2/4") goes before every progress line.
+ *    only when stderr is a terminal; otherwise it prints nothing, so a
+ *    successful run prints nothing on a stderr that is not a terminal.
+ *    Callers call cli_progress_clear() before writing to stdout. A prefix
+ *    (set by the tour: "tour 2/4") goes before every progress line.
  */
 #ifndef TAPEGRAD_CLI_COMMON_H
 #define TAPEGRAD_CLI_COMMON_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include <tapegrad.h>
+
+#if defined(__GNUC__)
+#define CLI_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define CLI_PRINTF(a, b)
+#endif
+
+/* ---- usage errors, failures, numbers ------------------------------------------------ */
+
+/* Prints "tapegrad: <message>" and a newline on stderr (after flushing stdout
+ * and clearing the progress line); returns CLI_EXIT_USAGE. */
+int cli_usage_error(const char *fmt, ...) CLI_PRINTF(1, 2);
+
+/* Reports a failure: flushes stdout, clears the progress line, prints
+ * "tapegrad: <who>: <message>" and a newline on stderr; returns
+ * CLI_EXIT_FAIL. */
+int cli_fail(const char *who, const char *fmt, ...) CLI_PRINTF(2, 3);
+
+/* Parses s as a decimal integer in [lo, hi] for option `flag` ("-7" is
+ * accepted when lo < 0). On failure prints a one-line usage error and returns
+ * false. */
+bool cli_parse_i64(const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out);
+
+/* Parses s as an unsigned 64-bit decimal integer for option `flag`. */
+bool cli_parse_u64(const char *flag, const char *s, uint64_t *out);
+
+/* ---- options ------------------------------------------------------------------------- */
+
+/* What a command takes (the rule is in the contract above). */
+typedef struct cli_optspec {
+    const char *cmd;            /* names the command in messages: "demo chunk" */
+    const char *const *valued;  /* options taking a value, NULL-terminated, or NULL */
+    const char *const *flags;   /* options taking none, NULL-terminated, or NULL */
+    struct cli_outputs *out;    /* takes --trace, --plot and --dot when not NULL */
+    bool *json;                 /* takes --json when not NULL */
+    bool positional;            /* takes arguments that do not start with '-' */
+} cli_optspec;
+
+#define CLI_OPT_NAMED 0 /* an option of valued or flags: its name, its value */
+#define CLI_OPT_TAKEN 1 /* taken here: an output flag, --json */
+#define CLI_OPT_ARG 3   /* a positional argument: argv[*i] */
+
+/* One step of a command's option loop over argv[*i]: splits "--name=value"
+ * or "--name value" (taking argv[*i + 1] and advancing *i), copies the name
+ * into buf (cap bytes) and sets *val (NULL for a flag). Returns CLI_OPT_NAMED,
+ * CLI_OPT_TAKEN, CLI_OPT_ARG (only when spec->positional), or CLI_EXIT_USAGE
+ * after a one-line error naming the command. */
+int cli_next_opt(const cli_optspec *spec, int argc, char **argv, int *i, char *buf, size_t cap,
+                 const char **val);
+
+/* True when argv[0..argc-1] holds --help or -h: help is shown whatever else
+ * is given (argparse's rule). */
+bool cli_wants_help(int argc, char **argv);
+
+/* Splits "--name=value" into name (copied into buf, at most cap - 1 bytes) and
+ * value (returned); returns NULL and copies the whole argument (cut to cap - 1
+ * bytes) when it has no '=' or does not start with "--". */
+const char *cli_split_opt(const char *arg, char *buf, size_t cap);
+
+/* Parses a comma-separated list of decimal integers in [lo, hi] for option
+ * `flag` into out[0..max-1]; *n receives the count. On a bad element or too
+ * many, prints a one-line usage error and returns false. */
+bool cli_parse_i64_list(const char *flag, const char *val, int64_t lo, int64_t hi,
+                        int64_t *out, int max, int *n);
+
+/* ---- files written whole or not at all ------------------------------------------------- */
+
+typedef struct cli_file {
+    FILE *f;        /* write here (NULL after cli_file_close_stream) */
+    char *tmp;      /* the temporary file's name (malloc'd), NULL when in place */
+    char *target;   /* the name it is renamed to (malloc'd; symbolic links resolved) */
+} cli_file;
+
+/* Opens a temporary file in path's directory for writing, with the mode a new
+ * file would get (or path's mode when it exists); when path exists and is not
+ * a regular file, opens path itself. Returns 0 or an errno value (nothing is
+ * left behind then). */
+int cli_file_open(cli_file *cf, const char *path);
+
+/* The name to hand to a writer that takes a name (tg_timeline_write_trace):
+ * closes cf->f first, so that the writer's own fopen starts the file. */
+const char *cli_file_close_stream(cli_file *cf);
+
+/* Checks the stream (its error flag, the flush, the sync to the disk) and
+ * closes it, without renaming yet: for several files that must all be
+ * written before any is renamed. Returns 0 or an errno value (then
+ * cli_file_discard). Call it (or cli_file_commit) right after the writes:
+ * the reason of a write that failed is read from errno. */
+int cli_file_finish(cli_file *cf);
+
+/* cli_file_finish (when not done yet), then renames the temporary file onto
+ * the name. Returns 0, or an errno value after removing the temporary file
+ * (the name keeps its earlier file). cf is empty afterwards either way. */
+int cli_file_commit(cli_file *cf);
+
+/* Closes and removes the temporary file; the name is not touched. */
+void cli_file_discard(cli_file *cf);
+
+/* ---- the output flags ------------------------------------------------------------------ */
 
 typedef struct cli_outputs {
     const char *trace; /* --trace FILE.json: the memory timeline, Chrome trace JSON */
@@ -48,23 +167,16 @@ typedef struct cli_outputs {
     "  --plot FILE.svg    memory timeline drawn as SVG: live MiB by category over time\n"   \
     "  --dot FILE         the loss graph as Graphviz DOT (dot -Tsvg FILE > graph.svg)\n"
 
+/* The rule for options, for the commands' --help texts. */
+#define CLI_OPTIONS_RULE_HELP                                                              \
+    "Options are --name value or --name=value; given twice, the last one counts.\n"
+
 /* If `name` is --trace, --plot or --dot: stores its value (val when the
  * argument was --name=value, else argv[*i + 1], advancing *i) and returns 1.
  * Returns 0 when name is none of them, CLI_EXIT_USAGE (2) after printing a
  * one-line error for a missing or empty value. */
 int cli_outputs_parse(cli_outputs *o, const char *name, const char *val, int argc, char **argv,
                       int *i);
-
-/* One step of a command's option loop, the part every command shares: splits
- * argv[*i] ("--name=value" or "--name value") into name (buf, cap bytes) and
- * *val; takes --trace/--plot/--dot into o; takes --json into *json (when json
- * is not NULL). Returns 1 when the option was taken, CLI_EXIT_USAGE after a
- * one-line error (a flag with a value, an option not in `valued`, a missing
- * value), or 0 when name is one of `valued` (NULL-terminated) and *val holds
- * its value (argv[*i + 1] taken, *i advanced, when it was not --name=value).
- * cmd names the command in messages ("demo chunk"). */
-int cli_next_opt(const char *cmd, int argc, char **argv, int *i, cli_outputs *o, bool *json,
-                 const char *const *valued, char *buf, size_t cap, const char **val);
 
 /* After parsing: CLI_EXIT_OK, or CLI_EXIT_USAGE when two flags name one file. */
 int cli_outputs_check(const cli_outputs *o);
@@ -100,11 +212,7 @@ void cli_progress_prefix(const char *prefix);
 
 /* Rewrites the progress line: "\r\033[K<prefix> <text>"; nothing unless stderr
  * is a terminal. */
-void cli_progress(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
+void cli_progress(const char *fmt, ...) CLI_PRINTF(1, 2);
 
 /* Erases the progress line, if one is shown; flushes stdout first. */
 void cli_progress_clear(void);
@@ -114,15 +222,14 @@ void cli_progress_clear(void);
 /* Median of v[0..n-1] (sorts v). */
 double cli_median(double *v, int n);
 
-/* Splits "--name=value" into name (copied into buf, at most cap - 1 bytes) and
- * value (returned); returns NULL and copies the whole argument when it has no
- * '=' or does not start with "--". */
-const char *cli_split_opt(const char *arg, char *buf, size_t cap);
-
-/* Parses a comma-separated list of decimal integers in [lo, hi] for option
- * `flag` into out[0..max-1]; *n receives the count. On a bad element or too
- * many, prints a one-line usage error and returns false. */
-bool cli_parse_i64_list(const char *flag, const char *val, int64_t lo, int64_t hi,
-                        int64_t *out, int max, int *n);
+/* Appends the formatted text to the text of length len in buf (cap bytes) and
+ * returns the length to pass to the next call, never more than cap - 1; buf
+ * stays NUL-terminated (cap 0: nothing written, 0 returned). What does not
+ * fit is cut, never inside a UTF-8 character, and ends with "..."; the text
+ * is then full (cap - 1 is returned; buf may be up to 3 bytes shorter) and
+ * later calls add nothing. The CLI's twin of the library's internal
+ * tg__appendf: build texts with `k = cli_appendf(buf, sizeof buf, k, ...)`,
+ * never `k += snprintf(...)`. */
+size_t cli_appendf(char *buf, size_t cap, size_t len, const char *fmt, ...) CLI_PRINTF(4, 5);
 
 #endif

@@ -24,7 +24,8 @@
  *  - Text output: what runs, the table, the differences, what is saved and
  *    why, the fix in tapegrad and PyTorch terms. --json: exactly one JSON
  *    object per configuration per line on stdout, nothing else there.
- *  - Checks what it claims and fails (exit 1, saying which) otherwise:
+ *  - Checks what it claims and fails (exit 1, saying which on stderr)
+ *    otherwise; the claims hold at every valid size:
  *    saved(a) - saved(b) >= 2 x seq x vocab x 4 bytes; saved(c) - saved(d) at
  *    most 64 bytes per row; peak(b) < peak(a); the four losses, entropies and
  *    gradients agree (relative 1e-4).
@@ -103,6 +104,7 @@ void cli_entropy_help(void) {
            "  --seed S           seed of logits and targets (default 7)\n"
            "  --json             one JSON object per configuration per line\n" CLI_OUTPUTS_HELP
            "                     (--dot: (a)'s loss just before backward)\n"
+           CLI_OPTIONS_RULE_HELP
            "\n"
            "Exit status: 0 the demo showed what it says, 1 a check or the library failed,\n"
            "2 bad usage.\n");
@@ -110,14 +112,14 @@ void cli_entropy_help(void) {
 
 int cli_entropy_parse(int argc, char **argv, cli_entropy_opts *o) {
     static const char *const VALUED[] = {"--seq", "--vocab", "--reps", "--seed", NULL};
+    const cli_optspec spec = {"demo entropy", VALUED, NULL, &o->out, &o->json, false};
     for (int i = 0; i < argc; i++) {
         char name[32];
         const char *val;
-        int r = cli_next_opt("demo entropy", argc, argv, &i, &o->out, &o->json, VALUED, name,
-                             sizeof name, &val);
+        int r = cli_next_opt(&spec, argc, argv, &i, name, sizeof name, &val);
         if (r == CLI_EXIT_USAGE)
             return r;
-        if (r == 1)
+        if (r == CLI_OPT_TAKEN)
             continue;
         bool ok = !strcmp(name, "--seq")     ? cli_parse_i64(name, val, 1, CLI_LP_MAX_SEQ, &o->seq)
                   : !strcmp(name, "--vocab") ? cli_parse_i64(name, val, 2, CLI_LP_MAX_VOCAB,
@@ -305,7 +307,7 @@ int cli_entropy_run(cli_entropy_opts *o) {
     dot_user du = {&o->out, false};
     int rc = CLI_EXIT_FAIL;
     if (!gref || !gcur) {
-        fprintf(stderr, "tapegrad: demo entropy: out of memory\n");
+        cli_fail("demo entropy", "out of memory");
         goto out;
     }
     if ((rc = cli_outputs_begin(&o->out)) != CLI_EXIT_OK)
@@ -356,7 +358,7 @@ int cli_entropy_run(cli_entropy_opts *o) {
     }
     fflush(stdout);
     if (bad) {
-        fprintf(o->json ? stderr : stdout, "\nFAILED: %s\n", bad);
+        cli_fail("demo entropy", "FAILED: %s", bad);
         goto out;
     }
     rc = CLI_EXIT_OK;
@@ -378,11 +380,9 @@ out:
     cli_progress_clear();
     tg_live_counts live = tg_live();
     if (live.tensors || live.storages || live.nodes) {
-        fprintf(o->json ? stderr : stdout,
-                "LEAK: %" PRId64 " tensors, %" PRId64 " storages, %" PRId64
-                " nodes still alive after the demo\n",
-                live.tensors, live.storages, live.nodes);
-        rc = CLI_EXIT_FAIL;
+        rc = cli_fail("demo entropy", "LEAK: %" PRId64 " tensors, %" PRId64 " storages, %" PRId64
+                      " nodes still alive after the demo",
+                      live.tensors, live.storages, live.nodes);
     }
     return rc;
 }

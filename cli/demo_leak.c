@@ -22,15 +22,16 @@
  *    the cause and the fix. --json: exactly one JSON object per line on
  *    stdout, one per microbatch, then {"report": <tg_leak_report_json>};
  *    nothing else on stdout.
- *  - Progress ("microbatch 3/8") goes to stderr only when stderr is a terminal
- *    and stdout is not (otherwise the rows themselves show progress).
+ *  - Progress ("microbatch 3/8", cli_progress) goes to stderr only when
+ *    stderr is a terminal and stdout is not (otherwise the rows themselves
+ *    show progress).
  *  - The demo checks what it claims: without --detach kept bytes grow at
  *    every microbatch and the report has one root per microbatch; with
  *    --detach (and no entropy kept with grad) nothing is kept; with
  *    --log-entropy-with-grad the report shows live saved tensors. At the end
  *    it releases everything; tg_shutdown() must report nothing alive.
  *    Returns CLI_EXIT_OK, or CLI_EXIT_FAIL saying which check failed (on
- *    stderr in --json mode).
+ *    stderr). The checks hold at every valid size.
  *  - --trace/--plot (cli/common.h): the memory timeline of the loop, with a
  *    step mark per microbatch; --dot: after the loop, the graphs of the kept
  *    losses (roots "losses[k]", and "entropies[k]" when kept). The lines
@@ -86,7 +87,11 @@ void cli_leak_help(void) {
            "                     (--dot: the kept losses' graphs after the loop)\n"
            "\n"
            "seq x vocab is at most 2^28 (1 GiB of f32 logits per microbatch), and what\n"
-           "the loop can keep alive in all at most 16 GiB.\n",
+           "the loop can keep alive in all at most 16 GiB.\n"
+           CLI_OPTIONS_RULE_HELP
+           "\n"
+           "Exit status: 0 the demo showed what it says, 1 a check or the library failed,\n"
+           "2 bad usage.\n",
            CLI_LEAK_MAX_MICROBATCHES, CLI_LEAK_MAX_SEQ, CLI_LEAK_MAX_VOCAB);
 }
 
@@ -103,36 +108,24 @@ static uint64_t worst_kept(const cli_leak_opts *o, int64_t k) {
 }
 
 int cli_leak_parse(int argc, char **argv, cli_leak_opts *o) {
+    static const char *const VALUED[] = {"--microbatches", "--seq", "--vocab", NULL};
+    static const char *const FLAGS[] = {"--detach", "--log-entropy-with-grad", NULL};
+    const cli_optspec spec = {"demo leak", VALUED, FLAGS, &o->out, &o->json, false};
     for (int i = 0; i < argc; i++) {
         char name[40];
-        const char *arg = argv[i], *val = cli_split_opt(arg, name, sizeof name);
-        int r = cli_outputs_parse(&o->out, name, val, argc, argv, &i);
+        const char *val;
+        int r = cli_next_opt(&spec, argc, argv, &i, name, sizeof name, &val);
         if (r == CLI_EXIT_USAGE)
             return r;
-        if (r == 1)
+        if (r == CLI_OPT_TAKEN)
             continue;
-        bool *flag = !strcmp(name, "--detach")                  ? &o->detach
-                     : !strcmp(name, "--log-entropy-with-grad") ? &o->entropy_with_grad
-                     : !strcmp(name, "--json")                  ? &o->json
-                                                                : NULL;
-        if (flag) {
-            if (val)
-                return cli_usage_error("option %s takes no value", name);
-            *flag = true;
+        if (!strcmp(name, "--detach") || !strcmp(name, "--log-entropy-with-grad")) {
+            *(!strcmp(name, "--detach") ? &o->detach : &o->entropy_with_grad) = true;
             continue;
         }
         int64_t *num = !strcmp(name, "--microbatches") ? &o->microbatches
                        : !strcmp(name, "--seq")        ? &o->seq
-                       : !strcmp(name, "--vocab")      ? &o->vocab
-                                                       : NULL;
-        if (!num)
-            return cli_usage_error("unknown option '%s' for 'demo leak' "
-                                   "(try 'tapegrad demo leak --help')", arg);
-        if (!val) {
-            if (i + 1 >= argc)
-                return cli_usage_error("option %s needs a value", name);
-            val = argv[++i];
-        }
+                                                       : &o->vocab;
         int64_t lo = num == &o->vocab ? 2 : 1;
         int64_t hi = num == &o->microbatches ? CLI_LEAK_MAX_MICROBATCHES
                      : num == &o->seq        ? CLI_LEAK_MAX_SEQ
@@ -180,16 +173,13 @@ static void say(const run_state *s, const char *fmt, ...) {
     va_end(ap);
 }
 
-/* A failure: on stdout with the text, on stderr in --json mode. */
+/* A failure: on stderr (cli/cli.h). */
 static int fail(const run_state *s, const char *what, bool lib_error) {
-    FILE *f = s->o->json ? stderr : stdout;
-    fflush(stdout);
+    (void)s;
     if (lib_error)
-        fprintf(f, "\nFAILED: %s: %s: %s\n", what, tg_status_name(tg_last_status()),
-                tg_last_error());
-    else
-        fprintf(f, "\nUNEXPECTED: %s\n", what);
-    return CLI_EXIT_FAIL;
+        return cli_fail("demo leak", "FAILED: %s: %s: %s", what,
+                        tg_status_name(tg_last_status()), tg_last_error());
+    return cli_fail("demo leak", "FAILED: %s", what);
 }
 
 static const char *mode_name(const cli_leak_opts *o) { return o->detach ? "detach" : "retain"; }
@@ -425,7 +415,7 @@ static int write_dot(const run_state *s) {
     const char **names = calloc((size_t)K * 2, sizeof *names);
     int rc = CLI_EXIT_FAIL;
     if (!roots || !names) {
-        fprintf(stderr, "tapegrad: out of memory\n");
+        cli_fail("demo leak", "out of memory");
         goto out;
     }
     for (int64_t k = 0; k < K; k++) {
@@ -447,8 +437,8 @@ out:
 
 int cli_leak_run(cli_leak_opts *o) {
     const int64_t K = o->microbatches;
-    run_state s = {o, isatty(STDERR_FILENO) == 1 && isatty(STDOUT_FILENO) != 1, NULL, NULL,
-                   NULL, NULL, NULL};
+    /* on a terminal the rows show the progress themselves */
+    run_state s = {o, isatty(STDOUT_FILENO) != 1, NULL, NULL, NULL, NULL, NULL};
     tg_leak_report *r = NULL;
     int rc = CLI_EXIT_FAIL;
     s.losses = calloc((size_t)K, sizeof *s.losses);
@@ -457,7 +447,7 @@ int cli_leak_run(cli_leak_opts *o) {
     s.kept = calloc((size_t)K, sizeof *s.kept);
     s.nodes = calloc((size_t)K, sizeof *s.nodes);
     if (!s.losses || !s.entropies || !s.targets || !s.kept || !s.nodes) {
-        fprintf(stderr, "tapegrad: out of memory\n");
+        cli_fail("demo leak", "out of memory");
         goto out;
     }
     tg_clear_error();
@@ -481,7 +471,7 @@ int cli_leak_run(cli_leak_opts *o) {
         double loss = 0.0;
         char label[48];
         if (s.progress)
-            fprintf(stderr, "\rmicrobatch %" PRId64 "/%" PRId64 " ...", k + 1, K);
+            cli_progress("microbatch %" PRId64 "/%" PRId64 " ...", k + 1, K);
         if (microbatch(&s, k, &loss) != TG_OK) {
             rc = fail(&s, "microbatch", true);
             goto out;
@@ -499,8 +489,7 @@ int cli_leak_run(cli_leak_opts *o) {
         s.nodes[k] = tg_live().nodes;
         print_row(&s, k, loss, &m, tg_peak_rss_bytes());
     }
-    if (s.progress)
-        fprintf(stderr, "\r%*s\r", 40, "");
+    cli_progress_clear();
     if (write_dot(&s) != CLI_EXIT_OK)
         goto out;
 
@@ -563,9 +552,8 @@ out:
         rc = CLI_EXIT_FAIL;
     int64_t alive = tg_shutdown(stderr);
     if (alive != 0) {
-        fprintf(o->json ? stderr : stdout, "LEAK: %" PRId64 " objects still alive after the "
-                "demo (listed on stderr)\n", alive);
-        rc = CLI_EXIT_FAIL;
+        rc = cli_fail("demo leak", "LEAK: %" PRId64 " objects still alive after the demo "
+                      "(listed above)", alive);
     }
     if (rc == CLI_EXIT_OK)
         say(&s, "tg_shutdown() reports nothing alive. Demo passed.\n");

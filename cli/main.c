@@ -1,7 +1,10 @@
 /* cli/main.c - the `tapegrad` command: argument dispatch, help, version.
  *
  * Contract:
- *   tapegrad help | --help | -h      usage on stdout, exit 0
+ *   tapegrad --help | -h | help      usage on stdout, exit 0
+ *   tapegrad help COMMAND [NAME]     that command's help (`help demo chunk`,
+ *                                    `help bench logprob`), exit 0; an
+ *                                    unknown topic or an option: exit 2
  *   tapegrad version | --version     library version and backends, exit 0
  *   tapegrad tour [--list | SECTION] every tour section in order (or one),
  *                                    exit 0 when all succeed, 1 otherwise
@@ -15,7 +18,10 @@
  *                                    when a configuration fails, 2 on misuse
  *   anything else                    one line on stderr, exit 2:
  *     tapegrad: unknown command 'x' (try 'tapegrad --help')
- * No arguments: usage on stderr, exit 2. Output is plain text.
+ * No arguments: misuse, one line on stderr, exit 2. Output is plain text.
+ * --help or -h anywhere after a command prints that command's help, exit 0.
+ * Whatever the command, a write error on stdout (a full disk) is reported on
+ * stderr and makes the exit status 1.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -30,65 +36,6 @@
 #include "cli.h"
 
 /* ---- helpers shared with the demos ------------------------------------------ */
-
-int cli_usage_error(const char *fmt, ...) {
-    va_list ap;
-    fflush(stdout);
-    fputs("tapegrad: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    return CLI_EXIT_USAGE;
-}
-
-static bool parse_u64_digits(const char *s, uint64_t *out) {
-    if (!s || *s < '0' || *s > '9') /* no sign, no spaces, not empty */
-        return false;
-    errno = 0;
-    char *end = NULL;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || *end != '\0')
-        return false;
-    *out = (uint64_t)v;
-    return true;
-}
-
-/* "-123" within int64 (a '-' then digits, nothing else). */
-static bool parse_negative_digits(const char *s, int64_t *out) {
-    uint64_t mag = 0;
-    if (!s || s[0] != '-' || !parse_u64_digits(s + 1, &mag) || mag > (uint64_t)INT64_MAX + 1u)
-        return false;
-    *out = mag == (uint64_t)INT64_MAX + 1u ? INT64_MIN : -(int64_t)mag;
-    return true;
-}
-
-bool cli_parse_i64(const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out) {
-    uint64_t v = 0;
-    int64_t neg = 0;
-    if (lo < 0 && parse_negative_digits(s, &neg) && neg >= lo && neg <= hi) {
-        *out = neg;
-        return true;
-    }
-    if (!parse_u64_digits(s, &v) || v > (uint64_t)INT64_MAX || (int64_t)v < lo ||
-        (int64_t)v > hi) {
-        cli_usage_error("invalid value '%s' for %s (expected an integer from %" PRId64
-                        " to %" PRId64 ")",
-                        s ? s : "", flag, lo, hi);
-        return false;
-    }
-    *out = (int64_t)v;
-    return true;
-}
-
-bool cli_parse_u64(const char *flag, const char *s, uint64_t *out) {
-    if (!parse_u64_digits(s, out)) {
-        cli_usage_error("invalid value '%s' for %s (expected an integer from 0 to %" PRIu64 ")",
-                        s ? s : "", flag, UINT64_MAX);
-        return false;
-    }
-    return true;
-}
 
 void cli_heading(const char *title) {
     size_t n = strlen(title);
@@ -154,13 +101,30 @@ void cli_print_usage(FILE *f) {
             "  --grad-logprob G.npy --grad-entropy H.npy  upstream gradients\n"
             "  --temperature T --ignore-index I --chunk C --impl fused|composite\n"
             "\n"
-            "Exit status: 0 success, 1 a demo, check or command failed, 2 bad usage.\n",
+            "Options are --name value or --name=value; given twice, the last one counts;\n"
+            "--help (-h) after any command prints its help ('tapegrad help demo chunk'\n"
+            "does the same).\n"
+            "\n"
+            "Exit status: 0 success, 1 a demo, check or command failed (also a file or\n"
+            "stdout that could not be written), 2 bad usage.\n",
             tg_lib_version());
 }
 
+static void version_help(void) {
+    printf("Usage: tapegrad version\n"
+           "\n"
+           "Prints the library's version, the compiled backends and the CUDA devices.\n"
+           "Exit status: 0 success, 2 bad usage.\n");
+}
+
 static int cmd_version(int argc, char **argv) {
+    if (cli_wants_help(argc, argv)) {
+        version_help();
+        return CLI_EXIT_OK;
+    }
     if (argc > 0)
-        return cli_usage_error("unknown option '%s' for 'version' (try 'tapegrad --help')",
+        return cli_usage_error("%s '%s' for 'version' (try 'tapegrad version --help')",
+                               argv[0][0] == '-' ? "unknown option" : "unexpected argument",
                                argv[0]);
     printf("tapegrad %s\n", tg_lib_version());
     printf("backends: %s\n", tg_build_backends());
@@ -180,70 +144,144 @@ static int cmd_version(int argc, char **argv) {
 
 /* ---- demo ------------------------------------------------------------------------- */
 
-static bool wants_help(int argc, char **argv) {
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
-            return true;
-    return false;
+typedef struct demo_entry {
+    const char *name;
+    const char *what;
+    void (*help)(void);
+    int (*main)(int argc, char **argv); /* the options after the name */
+} demo_entry;
+
+static int demo_inplace(int argc, char **argv) {
+    cli_inplace_opts o = cli_inplace_defaults();
+    int rc = cli_inplace_parse(argc, argv, &o);
+    return rc != CLI_EXIT_OK ? rc : cli_inplace_run(&o);
+}
+
+static int demo_entropy(int argc, char **argv) {
+    cli_entropy_opts o = cli_entropy_defaults();
+    int rc = cli_entropy_parse(argc, argv, &o);
+    return rc != CLI_EXIT_OK ? rc : cli_entropy_run(&o);
+}
+
+static int demo_chunk(int argc, char **argv) {
+    cli_chunk_opts o = cli_chunk_defaults();
+    int rc = cli_chunk_parse(argc, argv, &o);
+    return rc != CLI_EXIT_OK ? rc : cli_chunk_run(&o);
+}
+
+static int demo_leak(int argc, char **argv) {
+    cli_leak_opts o = cli_leak_defaults();
+    int rc = cli_leak_parse(argc, argv, &o);
+    return rc != CLI_EXIT_OK ? rc : cli_leak_run(&o);
+}
+
+static const demo_entry DEMOS[] = {
+    {"inplace", "an in-place edit of a saved tensor makes backward fail, and the fix",
+     cli_inplace_help, demo_inplace},
+    {"entropy", "an entropy only logged but recorded for backward, and the fix",
+     cli_entropy_help, demo_entropy},
+    {"chunk", "chunked log-probs: time vs memory, composite vs fused", cli_chunk_help,
+     demo_chunk},
+    {"leak", "losses kept for logging keep their graphs alive", cli_leak_help, demo_leak},
+};
+#define DEMO_N ((int)(sizeof DEMOS / sizeof DEMOS[0]))
+
+static void demo_help(void) {
+    printf("Usage: tapegrad demo NAME [options]\n\nDemos:\n");
+    for (int i = 0; i < DEMO_N; i++)
+        printf("  %-8s %s\n", DEMOS[i].name, DEMOS[i].what);
+    printf("\n'tapegrad demo NAME --help' lists a demo's options.\n"
+           "Exit status: 0 the demo showed what it says, 1 a check or the library failed,\n"
+           "2 bad usage.\n");
+}
+
+static const demo_entry *find_demo(const char *name) {
+    for (int i = 0; i < DEMO_N; i++)
+        if (!strcmp(name, DEMOS[i].name))
+            return &DEMOS[i];
+    return NULL;
 }
 
 static int cmd_demo(int argc, char **argv) {
     if (argc == 0)
-        return cli_usage_error("'demo' needs a name: tapegrad demo inplace|entropy|chunk|leak");
-    if (strcmp(argv[0], "entropy") == 0) {
-        cli_entropy_opts o = cli_entropy_defaults();
-        if (wants_help(argc, argv)) {
-            cli_entropy_help();
-            return CLI_EXIT_OK;
-        }
-        int rc = cli_entropy_parse(argc - 1, argv + 1, &o);
-        return rc != CLI_EXIT_OK ? rc : cli_entropy_run(&o);
+        return cli_usage_error("'demo' needs a name: tapegrad demo inplace|entropy|chunk|leak "
+                               "(try 'tapegrad demo --help')");
+    const demo_entry *d = find_demo(argv[0]);
+    if (!d && cli_wants_help(argc, argv)) {
+        demo_help();
+        return CLI_EXIT_OK;
     }
-    if (strcmp(argv[0], "chunk") == 0) {
-        cli_chunk_opts o = cli_chunk_defaults();
-        if (wants_help(argc, argv)) {
-            cli_chunk_help();
-            return CLI_EXIT_OK;
-        }
-        int rc = cli_chunk_parse(argc - 1, argv + 1, &o);
-        return rc != CLI_EXIT_OK ? rc : cli_chunk_run(&o);
+    if (!d)
+        return cli_usage_error("unknown demo '%s' (try 'tapegrad demo --help')", argv[0]);
+    if (cli_wants_help(argc - 1, argv + 1)) {
+        d->help();
+        return CLI_EXIT_OK;
     }
-    if (strcmp(argv[0], "inplace") == 0) {
-        cli_inplace_opts o = cli_inplace_defaults();
-        for (int i = 1; i < argc; i++)
-            if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-                cli_inplace_help();
-                return CLI_EXIT_OK;
-            }
-        int rc = cli_inplace_parse(argc - 1, argv + 1, &o);
-        return rc != CLI_EXIT_OK ? rc : cli_inplace_run(&o);
-    }
-    if (strcmp(argv[0], "leak") == 0) {
-        cli_leak_opts o = cli_leak_defaults();
-        for (int i = 1; i < argc; i++)
-            if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-                cli_leak_help();
-                return CLI_EXIT_OK;
-            }
-        int rc = cli_leak_parse(argc - 1, argv + 1, &o);
-        return rc != CLI_EXIT_OK ? rc : cli_leak_run(&o);
-    }
-    return cli_usage_error("unknown demo '%s' (try 'tapegrad --help')", argv[0]);
+    return d->main(argc - 1, argv + 1);
 }
 
-int main(int argc, char **argv) {
-    if (argc < 2) {
-        cli_print_usage(stderr);
-        return CLI_EXIT_USAGE;
+/* ---- help ------------------------------------------------------------------------- */
+
+static void usage_help(void) { cli_print_usage(stdout); }
+static void bench_logprob_help(void) { cli_bench_logprob_help(stdout); }
+
+/* `tapegrad help [COMMAND...]`: the help of a command, the same text as
+ * `tapegrad COMMAND... --help`; an unknown topic, a word too many or an option
+ * is misuse (exit 2, nothing on stdout). */
+static int cmd_help(int argc, char **argv) {
+    if (cli_wants_help(argc, argv) || argc == 0) {
+        cli_print_usage(stdout);
+        return CLI_EXIT_OK;
     }
+    for (int i = 0; i < argc; i++)
+        if (argv[i][0] == '-')
+            return cli_usage_error("unknown option '%s' for 'help' (try 'tapegrad help')",
+                                   argv[i]);
+    const char *t = argv[0], *sub = argc > 1 ? argv[1] : NULL;
+    void (*show)(void) = NULL;
+    int used = 1;
+    if (!strcmp(t, "help"))
+        show = usage_help;
+    else if (!strcmp(t, "version"))
+        show = version_help;
+    else if (!strcmp(t, "tour"))
+        show = cli_tour_help;
+    else if (!strcmp(t, "logprob"))
+        show = cli_logprob_help;
+    else if (!strcmp(t, "demo")) {
+        const demo_entry *d = sub ? find_demo(sub) : NULL;
+        if (sub && !d)
+            return cli_usage_error("unknown demo '%s' (try 'tapegrad help demo')", sub);
+        show = d ? d->help : demo_help;
+        used += d != NULL;
+    } else if (!strcmp(t, "bench")) {
+        if (sub && strcmp(sub, "logprob") != 0)
+            return cli_usage_error("unknown benchmark '%s' (try 'tapegrad help bench')", sub);
+        show = sub ? bench_logprob_help : cli_bench_help;
+        used += sub != NULL;
+    } else {
+        return cli_usage_error("unknown help topic '%s' (try 'tapegrad help')", t);
+    }
+    if (argc > used)
+        return cli_usage_error("unexpected argument '%s' for 'tapegrad help %s'", argv[used], t);
+    show();
+    return CLI_EXIT_OK;
+}
+
+static int dispatch(int argc, char **argv) {
+    if (argc < 2) /* misuse: one line, like every other (cli/cli.h) */
+        return cli_usage_error("no command given: tapegrad tour|demo|bench|logprob|version|help "
+                               "(try 'tapegrad --help')");
     const char *cmd = argv[1];
     int rest_n = argc - 2;
     char **rest = argv + 2;
 
-    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         cli_print_usage(stdout);
         return CLI_EXIT_OK;
     }
+    if (!strcmp(cmd, "help"))
+        return cmd_help(rest_n, rest);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version"))
         return cmd_version(rest_n, rest);
     if (!strcmp(cmd, "tour"))
@@ -257,4 +295,20 @@ int main(int argc, char **argv) {
     if (cmd[0] == '-')
         return cli_usage_error("unknown option '%s' (try 'tapegrad --help')", cmd);
     return cli_usage_error("unknown command '%s' (try 'tapegrad --help')", cmd);
+}
+
+int main(int argc, char **argv) {
+    int rc = dispatch(argc, argv);
+    /* what went to stdout must have reached it: a full disk or a closed pipe is
+     * a failure, not a silent success */
+    errno = 0;
+    bool flushed = fflush(stdout) == 0;
+    int err = errno;
+    if (!flushed || ferror(stdout)) {
+        fprintf(stderr, "tapegrad: cannot write to standard output: %s\n",
+                !flushed && err ? strerror(err) : "write error");
+        if (rc == CLI_EXIT_OK)
+            rc = CLI_EXIT_FAIL;
+    }
+    return rc;
 }

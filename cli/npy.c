@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common.h"
 #include "npy.h"
 
 #define NPY_MAGIC "\x93NUMPY"
@@ -306,13 +307,12 @@ static bool parse_header(parser *p, npy_header *h) {
     return true;
 }
 
-/* "(2, 3)" like Python's repr of the shape tuple. */
+/* "(2, 3)" like Python's repr of the shape tuple (cut with "..." to cap). */
 static void shape_str(char *buf, size_t cap, int ndim, const int64_t *shape) {
-    size_t k = (size_t)snprintf(buf, cap, "(");
-    for (int d = 0; d < ndim && k < cap; d++)
-        k += (size_t)snprintf(buf + k, cap - k, "%s%" PRId64, d ? ", " : "", shape[d]);
-    if (k < cap)
-        snprintf(buf + k, cap - k, "%s)", ndim == 1 ? "," : "");
+    size_t k = cli_appendf(buf, cap, 0, "(");
+    for (int d = 0; d < ndim; d++)
+        k = cli_appendf(buf, cap, k, "%s%" PRId64, d ? ", " : "", shape[d]);
+    cli_appendf(buf, cap, k, "%s)", ndim == 1 ? "," : "");
 }
 
 /* ---- loading -------------------------------------------------------------------------- */
@@ -613,10 +613,11 @@ static size_t build_header(unsigned char *hdr, const char *descr, int ndim, cons
     return pre + hlen + pad;
 }
 
-/* Writes t in C order as a version 1.0 .npy file, byte for byte as NumPy
- * does. TG_ERR_NULL, TG_ERR_DTYPE, TG_ERR_IO (message "PATH: ..."),
- * TG_ERR_NOMEM. Contract in npy.h. */
-tg_status tgcli_npy_save(const char *path, const tg_tensor *t) {
+/* Checks path and t and gives the header and the host copy of t's data (or
+ * NULL: t's own data is read). TG_OK, or the error recorded. */
+static tg_status save_prepare(const char *path, const tg_tensor *t, unsigned char *hdr,
+                              size_t *hn, size_t *isz, void **host) {
+    *host = NULL;
     if (!path)
         return tg_set_error(TG_ERR_NULL, "tgcli_npy_save: argument 'path' is NULL");
     if (!t) {
@@ -630,51 +631,72 @@ tg_status tgcli_npy_save(const char *path, const tg_tensor *t) {
     const char *descr = dt == TG_F32 ? "<f4" : dt == TG_F64 ? "<f8" : dt == TG_I64 ? "<i8" : NULL;
     if (!descr)
         return npy_fail(TG_ERR_DTYPE, path, "cannot save a tensor of dtype %d", (int)dt);
-    size_t isz = tg_dtype_size(dt);
+    *isz = tg_dtype_size(dt);
     int64_t numel = tg_numel(t);
-    int ndim = tg_ndim(t);
-
     /* A non-CPU tensor is copied out first (that copy may fail). */
-    void *host = NULL;
     if (numel > 0 && tg_get_device(t) != TG_CPU) {
-        size_t bytes = (size_t)numel * isz;
-        host = malloc(bytes);
-        if (!host)
+        size_t bytes = (size_t)numel * *isz;
+        *host = malloc(bytes);
+        if (!*host)
             return npy_fail(TG_ERR_NOMEM, path, "out of memory copying %zu bytes to the host",
                             bytes);
-        tg_status st = tg_copy_out(t, dt, host, bytes);
+        tg_status st = tg_copy_out(t, dt, *host, bytes);
         if (st != TG_OK) {
-            free(host);
+            free(*host);
+            *host = NULL;
             return st;
         }
     }
+    *hn = build_header(hdr, descr, tg_ndim(t), tg_shape(t));
+    return TG_OK;
+}
 
-    unsigned char hdr[512];
-    size_t hn = build_header(hdr, descr, ndim, tg_shape(t));
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        int e = errno;
-        free(host);
-        return npy_fail(TG_ERR_IO, path, "cannot create: %s", strerror(e));
-    }
-    /* Only a regular file is removed after a failed write (never a device or
-     * a pipe given as the path, such as /dev/full or /dev/stdout). */
-    struct stat sb;
-    bool regular = fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode);
+/* Writes t's file to f (path names it in messages); write errors are left to
+ * the caller's close. */
+static void save_stream(FILE *f, const tg_tensor *t, const unsigned char *hdr, size_t hn,
+                        size_t isz, const void *host) {
+    int64_t numel = tg_numel(t);
     bool ok = fwrite(hdr, 1, hn, f) == hn;
     if (ok && numel > 0)
         ok = host ? fwrite(host, isz, (size_t)numel, f) == (size_t)numel
                   : write_strided(f, t, isz, numel);
-    int e = errno;
+    (void)ok; /* the stream's error flag says it */
+}
+
+tg_status tgcli_npy_write(FILE *f, const char *path, const tg_tensor *t) {
+    if (!f)
+        return tg_set_error(TG_ERR_NULL, "tgcli_npy_write: argument 'f' is NULL");
+    unsigned char hdr[512];
+    size_t hn = 0, isz = 0;
+    void *host = NULL;
+    tg_status st = save_prepare(path ? path : "(stream)", t, hdr, &hn, &isz, &host);
+    if (st != TG_OK)
+        return st;
+    save_stream(f, t, hdr, hn, isz, host);
     free(host);
-    if (fclose(f) != 0 && ok) {
-        ok = false;
-        e = errno;
+    return TG_OK;
+}
+
+/* Writes t in C order as a version 1.0 .npy file, byte for byte as NumPy
+ * does, through a temporary file renamed onto path (cli/common.h).
+ * TG_ERR_NULL, TG_ERR_DTYPE, TG_ERR_IO (message "PATH: ..."), TG_ERR_NOMEM.
+ * Contract in npy.h. */
+tg_status tgcli_npy_save(const char *path, const tg_tensor *t) {
+    unsigned char hdr[512];
+    size_t hn = 0, isz = 0;
+    void *host = NULL;
+    tg_status st = save_prepare(path, t, hdr, &hn, &isz, &host);
+    if (st != TG_OK)
+        return st;
+    cli_file cf;
+    int err = cli_file_open(&cf, path);
+    if (err) {
+        free(host);
+        return npy_fail(TG_ERR_IO, path, "cannot create: %s", strerror(err));
     }
-    if (!ok) {
-        if (regular)
-            remove(path);
-        return npy_fail(TG_ERR_IO, path, "write failed: %s", strerror(e));
-    }
+    save_stream(cf.f, t, hdr, hn, isz, host);
+    free(host);
+    if ((err = cli_file_commit(&cf)) != 0)
+        return npy_fail(TG_ERR_IO, path, "write failed: %s", strerror(err));
     return TG_OK;
 }

@@ -29,6 +29,8 @@
 #ifndef TAPEGRAD_CLI_NPY_H
 #define TAPEGRAD_CLI_NPY_H
 
+#include <stdio.h>
+
 #include <tapegrad.h>
 
 /* Largest header accepted when reading (bytes after the length field). */
@@ -44,11 +46,21 @@
 tg_status tgcli_npy_load(const char *path, tg_tensor **out);
 
 /* Writes t (f32, f64 or i64, any strides and offset) to path as a .npy file
- * in C order, replacing the file if it exists. On failure a partly written
- * regular file is removed (a device or pipe given as path is left alone). Errors: TG_ERR_NULL (path or t NULL; a NULL t keeps an
- * error already recorded), TG_ERR_DTYPE (dtype unknown), TG_ERR_IO (cannot
- * create or write the file: the message names it and has strerror's text),
- * TG_ERR_NOMEM (copying a non-CPU tensor). */
+ * in C order, replacing the file if it exists. The file is written to a
+ * temporary name in path's directory and renamed onto path only when every
+ * write and the close succeeded (cli_file_* in cli/common.h): on failure
+ * nothing is left behind and an earlier file at path is kept as it was (a
+ * device or pipe given as path is written in place). Errors: TG_ERR_NULL
+ * (path or t NULL; a NULL t keeps an error already recorded), TG_ERR_DTYPE
+ * (dtype unknown), TG_ERR_IO (cannot create or write the file: the message
+ * names it and has strerror's text), TG_ERR_NOMEM (copying a non-CPU
+ * tensor). */
 tg_status tgcli_npy_save(const char *path, const tg_tensor *t);
+
+/* Writes t's .npy file (as tgcli_npy_save) to the stream f; path (may be
+ * NULL) names it in messages. Write errors are not checked here: they stay in
+ * f's error flag for the caller's close (cli_file_commit). Errors:
+ * TG_ERR_NULL, TG_ERR_DTYPE, TG_ERR_IO (not little-endian), TG_ERR_NOMEM. */
+tg_status tgcli_npy_write(FILE *f, const char *path, const tg_tensor *t);
 
 #endif

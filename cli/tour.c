@@ -9,8 +9,11 @@
  *   tapegrad tour --quick [NAME]  the same at tiny sizes (for tests, and
  *                               debug or sanitizer builds; the figures are
  *                               then too small to mean much)
- *   tapegrad tour --help | -h   the command's usage, exit 0
- *   anything else               one line on stderr, exit 2
+ *   tapegrad tour --help | -h   the tour's help, exit 0
+ *   anything else               one line on stderr, exit 2 (two sections,
+ *                               --list with a section, an unknown option)
+ *  - Options follow the command's rule (cli/cli.h): --quick and --list may
+ *    come before or after the section, and given twice count once.
  *  - The sizes are chosen so that the whole tour finishes in well under a
  *    minute on 2 cores; each section says which `tapegrad demo` command runs
  *    it at other sizes.
@@ -141,30 +144,60 @@ static void tour_list(void) {
         printf("  %d. %-10s %s\n", i + 1, TOUR[i].name, TOUR[i].title);
 }
 
+void cli_tour_help(void) {
+    printf("Usage: tapegrad tour [--quick] [SECTION]\n"
+           "       tapegrad tour --list\n"
+           "\n"
+           "Walks through the demos, one section per way a training loss wastes or\n"
+           "breaks memory, each running real code and explaining what it shows.\n"
+           "\n"
+           "  SECTION   run only this section (see --list)\n"
+           "  --list    list the sections\n"
+           "  --quick   tiny sizes (for tests and sanitizer builds; the figures are then\n"
+           "            too small to mean much)\n"
+           CLI_OPTIONS_RULE_HELP
+           "\n"
+           "Exit status: 0 every section passed, 1 a section failed, 2 bad usage.\n");
+}
+
 int cli_tour(int argc, char **argv) {
-    const tour_section *only = NULL;
-    g_quick = argc > 0 && strcmp(argv[0], "--quick") == 0;
-    if (g_quick) {
-        argc--;
-        argv++;
+    if (cli_wants_help(argc, argv)) {
+        cli_tour_help();
+        return CLI_EXIT_OK;
     }
-    if (argc > 1)
-        return cli_usage_error("too many arguments for 'tour' (try 'tapegrad --help')");
-    if (argc == 1) {
-        if (strcmp(argv[0], "--list") == 0) {
-            tour_list();
-            return CLI_EXIT_OK;
+    static const char *const FLAGS[] = {"--list", "--quick", NULL};
+    const cli_optspec spec = {"tour", NULL, FLAGS, NULL, NULL, true};
+    const tour_section *only = NULL;
+    bool list = false;
+    g_quick = false;
+    for (int i = 0; i < argc; i++) {
+        char name[16];
+        const char *val;
+        int r = cli_next_opt(&spec, argc, argv, &i, name, sizeof name, &val);
+        if (r == CLI_EXIT_USAGE)
+            return r;
+        if (r == CLI_OPT_NAMED) {
+            if (!strcmp(name, "--list"))
+                list = true;
+            else
+                g_quick = true;
+            continue;
         }
-        if (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0) {
-            cli_print_usage(stdout);
-            return CLI_EXIT_OK;
-        }
-        for (int i = 0; i < TOUR_N; i++)
-            if (strcmp(argv[0], TOUR[i].name) == 0)
-                only = &TOUR[i];
+        if (only) /* CLI_OPT_ARG: a section */
+            return cli_usage_error("too many arguments for 'tour': one section at most "
+                                   "(try 'tapegrad tour --list')");
+        for (int k = 0; k < TOUR_N && !only; k++)
+            if (strcmp(argv[i], TOUR[k].name) == 0)
+                only = &TOUR[k];
         if (!only)
             return cli_usage_error("unknown tour section '%s' (try 'tapegrad tour --list')",
-                                   argv[0]);
+                                   argv[i]);
+    }
+    if (list && only)
+        return cli_usage_error("'tour --list' takes no section");
+    if (list) {
+        tour_list();
+        return CLI_EXIT_OK;
     }
 
     printf("tapegrad %s tour (backends: %s)%s\n", tg_lib_version(), tg_build_backends(),

@@ -31,12 +31,24 @@ ppo_loss_opts ppo_loss_opts_default(void) {
     return o;
 }
 
-/* "[2, 3, 5]" */
+/* "[2, 3, 5]" in buf (n bytes), cut and ending with "..." when it does not fit.
+ * Each piece is checked before the next is written: summing snprintf's
+ * results could point past the end of buf. */
 static const char *shape_str(const tg_tensor *t, char *buf, size_t n) {
-    size_t k = (size_t)snprintf(buf, n, "[");
-    for (int d = 0; d < tg_ndim(t) && k < n; d++)
-        k += (size_t)snprintf(buf + k, n - k, "%s%lld", d ? ", " : "", (long long)tg_size(t, d));
-    if (k < n) snprintf(buf + k, n - k, "]");
+    size_t k = 0;
+    if (n == 0) return buf;
+    buf[0] = '\0';
+    for (int d = -1; d <= tg_ndim(t); d++) { /* "[", each size, "]" */
+        int w = d < 0            ? snprintf(buf + k, n - k, "[")
+                : d == tg_ndim(t) ? snprintf(buf + k, n - k, "]")
+                                  : snprintf(buf + k, n - k, "%s%lld", d ? ", " : "",
+                                             (long long)tg_size(t, d));
+        if (w < 0 || (size_t)w >= n - k) { /* does not fit: end with "..." */
+            if (n >= 4) memcpy(buf + n - 4, "...", 4);
+            return buf;
+        }
+        k += (size_t)w;
+    }
     return buf;
 }
 

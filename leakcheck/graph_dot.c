@@ -234,8 +234,9 @@ static int cmp_leaf(const void *a, const void *b) {
 
 /* ---- writing ------------------------------------------------------------ */
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
-static int utf8_len(const unsigned char *s) {
+/* Strict UTF-8: no overlong forms, no surrogates, nothing past U+10FFFF
+ * (contract in leakcheck_internal.h). */
+int tg__utf8_len(const unsigned char *s) {
     int len;
     if (s[0] < 0x80) return 1;
     if (s[0] >= 0xc2 && s[0] <= 0xdf) len = 2;
@@ -263,7 +264,7 @@ static void esc(FILE *f, const char *s) {
             fputc(' ', f);
             p++;
         } else {
-            int len = utf8_len(p);
+            int len = tg__utf8_len(p);
             if (len == 0) {
                 fputc('?', f);
                 p++;

@@ -1,5 +1,5 @@
 /* leakcheck/leakcheck_internal.h - the layout of a leak report, shared by the
- * scan (scan.c) and the writers (report.c). */
+ * scan (scan.c) and the writers (report.c, graph_dot.c). */
 #ifndef TG_LEAKCHECK_INTERNAL_H
 #define TG_LEAKCHECK_INTERNAL_H
 
@@ -24,5 +24,9 @@ struct tg_leak_report {
 
 /* "1.5 MiB", "12.0 KiB", "40 B". */
 const char *tg__fmt_bytes(char *buf, size_t n, double bytes);
+
+/* Length (1..4) of the valid UTF-8 character at s (s[0] != 0), 0 if the
+ * bytes there are not one (leakcheck/graph_dot.c). */
+int tg__utf8_len(const unsigned char *s);
 
 #endif

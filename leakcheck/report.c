@@ -26,13 +26,18 @@ double tg_leak_report_growth(const tg_leak_report *r, int *steps) {
 /* Bytes for people: MiB, KiB or B so that small amounts do not read as 0. */
 #define B(x) tg__fmt_bytes((char[32]){0}, 32, (double)(x))
 
-/* The text report into a growing buffer (also used as an error message). */
+/* The text report (malloc'd; NULL on NOMEM), also used as an error message.
+ * The buffer is sized from the report (the paths, the creation sites and the
+ * fixed text around them); tg__appendf keeps it bounded all the same. */
 static char *report_text(const tg_leak_report *r) {
-    size_t cap = 4096 + (size_t)r->nroots * 900 + (size_t)r->n_lines * 220;
+    size_t cap = 4096 + (size_t)r->n_lines * (sizeof r->lines[0] + 8);
+    for (int64_t i = 0; i < r->nroots; i++)
+        cap += 600 + strlen(r->roots[i].path) + strlen(r->roots[i].file ? r->roots[i].file : "?");
     char *b = malloc(cap);
     if (!b) return NULL;
+    b[0] = '\0';
     size_t k = 0;
-#define OUT(...) (k += (size_t)snprintf(b + k, k < cap ? cap - k : 0, __VA_ARGS__))
+#define OUT(...) (k = tg__appendf(b, cap, k, __VA_ARGS__))
     if (!r->nroots && !r->unreachable) {
         OUT("no graph node from an earlier step is alive; no reference cycle (step %llu)",
             (unsigned long long)r->step);
@@ -45,11 +50,12 @@ static char *report_text(const tg_leak_report *r) {
         for (int64_t i = 0; i < r->nroots; i++) {
             const tg_leak_root *q = &r->roots[i];
             OUT("  %s\n", q->path);
-            char shared[64] = "", label[48] = "";
+            char shared[64] = "", label[sizeof q->step_label + 8] = "";
             if (q->shared_bytes)
-                snprintf(shared, sizeof shared, " (%s shared with other roots)",
-                         B(q->shared_bytes));
-            if (q->step_label[0]) snprintf(label, sizeof label, " (\"%s\")", q->step_label);
+                tg__appendf(shared, sizeof shared, 0, " (%s shared with other roots)",
+                            B(q->shared_bytes));
+            if (q->step_label[0])
+                tg__appendf(label, sizeof label, 0, " (\"%s\")", q->step_label);
             OUT("      root created at %s:%d in step %llu%s; %lld node%s (%s); keeps %s%s\n",
                 q->file ? q->file : "?", q->line, (unsigned long long)q->step, label,
                 (long long)q->nodes, q->nodes == 1 ? "" : "s",
@@ -72,7 +78,6 @@ static char *report_text(const tg_leak_report *r) {
         OUT("%slive memory grew at each of the last %d steps: +%s per step\n",
             (r->nroots || r->unreachable) ? "" : "\n", r->growth_steps, B(r->growth));
 #undef OUT
-    if (k >= cap) b[cap - 1] = '\0';
     return b;
 }
 
@@ -89,14 +94,30 @@ tg_status tg_leak_report_print(FILE *f, const tg_leak_report *r) {
                                : TG_OK;
 }
 
+/* The inside of a JSON string: '"', '\\' and control characters escaped,
+ * invalid UTF-8 as '?' (JSON text is UTF-8, RFC 8259 section 8.1). */
+static void json_chars(FILE *f, const char *s) {
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p) {
+        int n = tg__utf8_len(p);
+        if (n == 0) {
+            fputc('?', f);
+            p++;
+        } else if (n > 1) {
+            fwrite(p, 1, (size_t)n, f);
+            p += n;
+        } else {
+            unsigned char c = *p++;
+            if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+            else if (c < 0x20) fprintf(f, "\\u%04x", c);
+            else fputc(c, f);
+        }
+    }
+}
+
 static void json_str(FILE *f, const char *s) {
     fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
+    json_chars(f, s);
     fputc('"', f);
 }
 
@@ -115,10 +136,9 @@ tg_status tg_leak_report_json(FILE *f, const tg_leak_report *r) {
         json_str(f, q->name);
         fprintf(f, ",\"shape\":");
         json_str(f, q->shape);
-        fprintf(f, ",\"site\":");
-        char site[300];
-        snprintf(site, sizeof site, "%s:%d", q->file ? q->file : "?", q->line);
-        json_str(f, site);
+        fprintf(f, ",\"site\":\"");
+        json_chars(f, q->file ? q->file : "?");
+        fprintf(f, ":%d\"", q->line);
         fprintf(f, ",\"step_label\":");
         json_str(f, q->step_label);
         fprintf(f, ",\"step\":%llu,\"nodes\":%lld,\"nodes_with_saved\":%lld,\"bytes\":%llu,"

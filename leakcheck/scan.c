@@ -12,11 +12,6 @@
 
 #include "leakcheck_internal.h"
 
-/* Labels and paths are cut to their buffers on purpose. */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wformat-truncation"
-#endif
-
 typedef struct {
     int64_t nt, ns, nn, n;
     tg_tensor **t;
@@ -91,32 +86,34 @@ const char *tg__fmt_bytes(char *buf, size_t n, double b) {
 }
 
 static void tensor_label(const tg_tensor *t, char *name, size_t nn, char *shape, size_t ns) {
-    if (t->name[0]) snprintf(name, nn, "%s", t->name);
-    else snprintf(name, nn, "tensor #%llu", (unsigned long long)t->id);
-    char sh[96];
-    snprintf(shape, ns, "%s %s", tg_dtype_name(t->dtype),
-             tg__shape_str(sh, sizeof sh, t->ndim, t->shape));
+    if (t->name[0]) tg__appendf(name, nn, 0, "%s", t->name);
+    else tg__appendf(name, nn, 0, "tensor #%llu", (unsigned long long)t->id);
+    char sh[TG_MAX_DIMS * 22 + 4]; /* every dim at its widest: never cut */
+    tg__appendf(shape, ns, 0, "%s %s", tg_dtype_name(t->dtype),
+                tg__shape_str(sh, sizeof sh, t->ndim, t->shape));
 }
 
 /* Short description of object i for paths and cycle lines. */
 static void describe(const objs *o, int64_t i, char *buf, size_t n) {
-    char a[64], b[112], c[32];
+    char a[TG__NAME_LEN + 24], b[TG_MAX_DIMS * 22 + 16], c[32];
     if (i < o->nt) {
         const tg_tensor *t = o->t[i];
         tensor_label(t, a, sizeof a, b, sizeof b);
-        snprintf(buf, n, "%s '%s' %s (%s, created at %s:%d)", t->grad_fn ? "tensor" : "leaf", a, b,
-                 tg__fmt_bytes(c, sizeof c, (double)t->storage->nbytes),
-                 t->site.file ? t->site.file : "?", t->site.line);
+        tg__appendf(buf, n, 0, "%s '%s' %s (%s, created at %s:%d)",
+                    t->grad_fn ? "tensor" : "leaf", a, b,
+                    tg__fmt_bytes(c, sizeof c, (double)t->storage->nbytes),
+                    t->site.file ? t->site.file : "?", t->site.line);
     } else if (i < o->nt + o->ns) {
         const tg__storage *s = o->s[i - o->nt];
-        snprintf(buf, n, "storage #%llu (%s, %s, created at %s:%d)", (unsigned long long)s->id,
-                 tg__fmt_bytes(c, sizeof c, (double)s->nbytes), tg_mem_category_name(s->cat),
-                 s->site.file ? s->site.file : "?", s->site.line);
+        tg__appendf(buf, n, 0, "storage #%llu (%s, %s, created at %s:%d)",
+                    (unsigned long long)s->id, tg__fmt_bytes(c, sizeof c, (double)s->nbytes),
+                    tg_mem_category_name(s->cat), s->site.file ? s->site.file : "?",
+                    s->site.line);
     } else {
         const tg__node *nd = o->nd[i - o->nt - o->ns];
-        snprintf(buf, n, "%s (created at %s:%d, step %llu)", nd->name,
-                 nd->site.file ? nd->site.file : "?", nd->site.line,
-                 (unsigned long long)nd->step);
+        tg__appendf(buf, n, 0, "%s (created at %s:%d, step %llu)", nd->name,
+                    nd->site.file ? nd->site.file : "?", nd->site.line,
+                    (unsigned long long)nd->step);
     }
 }
 
@@ -136,48 +133,77 @@ static uint64_t node_saved(const tg__node *nd, int *largest) {
     return b;
 }
 
-/* Path root -> ... -> target as op names (tensors by name), with what the
- * target holds. */
-static void build_path(const objs *o, const int64_t *parent, int64_t root, int64_t target,
-                       const char *root_name, char *out, size_t n) {
-    int64_t chain[64];
-    int len = 0;
-    for (int64_t j = target; j >= 0 && j != root && len < 64; j = parent[j]) chain[len++] = j;
-    size_t k = (size_t)snprintf(out, n, "%s", root_name);
-    if (len == 64 && k < n) k += (size_t)snprintf(out + k, n - k, " -> ...");
-    for (int q = len - 1; q >= 0 && k < n; q--) {
-        int64_t j = chain[q];
-        char a[64], b[112], c[32];
-        if (j < o->nt) {
-            const tg_tensor *t = o->t[j];
-            tensor_label(t, a, sizeof a, b, sizeof b);
-            char g[48] = "";
-            if (t->grad)
-                snprintf(g, sizeof g, ", .grad %s",
-                         tg__fmt_bytes(c, sizeof c, (double)t->grad->storage->nbytes));
-            k += (size_t)snprintf(out + k, n - k, " -> %s '%s' %s (%s%s)",
-                                  t->grad_fn ? "tensor" : "leaf", a, b,
-                                  tg__fmt_bytes(c, sizeof c, (double)t->storage->nbytes), g);
-        } else if (j >= o->nt + o->ns) {
-            const tg__node *nd = o->nd[j - o->nt - o->ns];
-            k += (size_t)snprintf(out + k, n - k, " -> %s", nd->name);
-            if (j == target) {
-                int big;
-                uint64_t sb = node_saved(nd, &big);
-                if (big >= 0) {
-                    const tg__saved *sv = &nd->saved[big];
-                    char sh[96];
-                    k += (size_t)snprintf(out + k, n - k, " (saved: %s%s%s %s %s, %s in all)",
-                                          sv->name[0] ? "'" : "", sv->name, sv->name[0] ? "'" : "",
-                                          tg_dtype_name(sv->meta.dtype),
-                                          tg__shape_str(sh, sizeof sh, sv->meta.ndim,
-                                                        sv->meta.shape),
-                                          tg__fmt_bytes(c, sizeof c, (double)sb));
-                } else if (nd->freed) {
-                    k += (size_t)snprintf(out + k, n - k, " (saved tensors freed)");
-                }
+/* One step of a path: " -> NameBackward" or " -> leaf 'x' f32 [2] (16 B)",
+ * with what the target holds, into buf; returns its length. */
+static size_t path_step(const objs *o, int64_t j, int64_t target, char *buf, size_t n) {
+    char a[TG__NAME_LEN + 24], b[TG_MAX_DIMS * 22 + 16], c[32], g[48] = "";
+    size_t k = 0;
+    buf[0] = '\0';
+    if (j < o->nt) {
+        const tg_tensor *t = o->t[j];
+        tensor_label(t, a, sizeof a, b, sizeof b);
+        if (t->grad)
+            tg__appendf(g, sizeof g, 0, ", .grad %s",
+                        tg__fmt_bytes(c, sizeof c, (double)t->grad->storage->nbytes));
+        k = tg__appendf(buf, n, k, " -> %s '%s' %s (%s%s)", t->grad_fn ? "tensor" : "leaf", a, b,
+                        tg__fmt_bytes(c, sizeof c, (double)t->storage->nbytes), g);
+    } else if (j >= o->nt + o->ns) {
+        const tg__node *nd = o->nd[j - o->nt - o->ns];
+        k = tg__appendf(buf, n, k, " -> %s", nd->name);
+        if (j == target) {
+            int big;
+            uint64_t sb = node_saved(nd, &big);
+            if (big >= 0) {
+                const tg__saved *sv = &nd->saved[big];
+                char sh[TG_MAX_DIMS * 22 + 4];
+                k = tg__appendf(buf, n, k, " (saved: %s%s%s%s %s, %s in all)",
+                                sv->name[0] ? "'" : "", sv->name, sv->name[0] ? "' " : "",
+                                tg_dtype_name(sv->meta.dtype),
+                                tg__shape_str(sh, sizeof sh, sv->meta.ndim, sv->meta.shape),
+                                tg__fmt_bytes(c, sizeof c, (double)sb));
+            } else if (nd->freed) {
+                k = tg__appendf(buf, n, k, " (saved tensors freed)");
             }
         }
+    }
+    return k;
+}
+
+#define PATH_MAX_STEPS 64 /* steps of a path looked at, from the target back */
+/* a step's buffer: a tensor with every field at its widest needs about 330
+ * bytes; a custom function's name has no limit and is cut with the path */
+#define PATH_STEP_LEN sizeof(((tg_leak_root *)0)->path)
+
+/* Path root -> ... -> target as op names (tensors by name), with what the
+ * target holds, into out (n bytes). The steps nearest the target are kept:
+ * when the path has more than PATH_MAX_STEPS steps, or its steps do not all
+ * fit in out, the ones nearest the root are left out and " -> ..." stands
+ * for them, right after the root's name. */
+static void build_path(const objs *o, const int64_t *parent, int64_t root, int64_t target,
+                       const char *root_name, char *out, size_t n) {
+    int64_t chain[PATH_MAX_STEPS];
+    int len = 0;
+    int64_t j = target;
+    for (; j >= 0 && j != root && len < PATH_MAX_STEPS; j = parent[j]) chain[len++] = j;
+    bool elided = j >= 0 && j != root; /* more steps than the chain holds */
+    static const char more[] = " -> ...";
+    char step[PATH_STEP_LEN];
+    size_t k = tg__appendf(out, n, 0, "%s", root_name);
+    /* how many steps, from the target back, fit after the root (and " -> ...") */
+    size_t room = k < n - 1 ? n - 1 - k : 0, used = 0;
+    int keep = 0;
+    for (; keep < len; keep++) {
+        size_t w = path_step(o, chain[keep], target, step, sizeof step);
+        bool cut = elided || keep + 1 < len;
+        if (used + w + (cut ? sizeof more - 1 : 0) > room) break;
+        used += w;
+    }
+    if (keep == 0 && len > 0) keep = 1; /* the target's step always: cut if it must be */
+    if (keep < len) elided = true;
+    if (elided) k = tg__appendf(out, n, k, "%s", more);
+    for (int q = keep - 1; q >= 0; q--) {
+        path_step(o, chain[q], target, step, sizeof step);
+        k = tg__appendf(out, n, k, "%s", step);
     }
 }
 
@@ -316,8 +342,8 @@ tg_leak_report *tg_leak_scan(void) {
         } else {
             describe(&o, root, lr.name, sizeof lr.name);
         }
-        char rn[96];
-        snprintf(rn, sizeof rn, "root \"%s\" (%s)", lr.name, lr.shape);
+        char rn[sizeof lr.name + sizeof lr.shape + 16];
+        tg__appendf(rn, sizeof rn, 0, "root \"%s\" (%s)", lr.name, lr.shape);
         build_path(&o, parent, root, target, rn, lr.path, sizeof lr.path);
         lr.bytes = (uint64_t)root; /* temporarily: the root's index, bytes filled below */
         out_roots[r->nroots++] = lr;

@@ -47,6 +47,18 @@ void *tg__fail(tg_status st, const char *fmt, ...) TG__PRINTF(2, 3);
 bool tg__null_arg(const void *p, const char *fn, const char *arg);
 /* Formats a shape as "[2, 3]" into buf (always NUL-terminated). */
 const char *tg__shape_str(char *buf, size_t n, int ndim, const int64_t *shape);
+/* Appends the formatted text to the text of length len in buf (cap bytes) and
+ * returns the length to pass to the next call: never more than cap - 1, and
+ * buf stays NUL-terminated (nothing is written when cap is 0; it returns 0).
+ * Text that does not fit is cut, never inside a UTF-8 character, and ends
+ * with "..." (as many dots as fit when cap < 4); the text is then full: the
+ * return value is cap - 1 (buf may be up to 3 bytes shorter, where the cut
+ * went back to the start of a character) and later calls add nothing. The
+ * way to build a text piecewise: `k = tg__appendf(buf, sizeof buf, k, ...)`,
+ * never `k += snprintf(...)`, whose sum can pass the end of buf. A len past
+ * cap - 1 counts as full. */
+size_t tg__appendf(char *buf, size_t cap, size_t len, const char *fmt, ...) TG__PRINTF(4, 5);
+size_t tg__vappendf(char *buf, size_t cap, size_t len, const char *fmt, va_list ap);
 
 /* ---- memory (tape/alloc.c) ------------------------------------------------- */
 

@@ -1,5 +1,8 @@
 /* tape/error.c - the per-thread status and message (tg_last_status/error),
- * NULL propagation, shape formatting. */
+ * NULL propagation, shape formatting, and bounded text building
+ * (tg__appendf): every text built piecewise in the library goes through it,
+ * so that no sum of snprintf results can run past a buffer. A message longer
+ * than TG__MSG_LEN - 1 bytes is cut the same way, ending with "...". */
 #include <stdio.h>
 #include <string.h>
 
@@ -45,7 +48,8 @@ const char *tg_status_name(tg_status s) {
 tg_status tg__set_errorv(tg_status st, const char *fmt, va_list ap) {
     /* Format into a scratch buffer first: fmt's arguments may point into tl_msg. */
     char buf[TG__MSG_LEN];
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    buf[0] = '\0';
+    tg__vappendf(buf, sizeof buf, 0, fmt, ap);
     memcpy(tl_msg, buf, sizeof buf);
     tl_status = st;
     return st;
@@ -83,12 +87,44 @@ bool tg__null_arg(const void *p, const char *fn, const char *arg) {
 }
 
 const char *tg__shape_str(char *buf, size_t n, int ndim, const int64_t *shape) {
-    size_t k = 0;
     if (n == 0) return buf;
-    buf[0] = '\0';
-    k += (size_t)snprintf(buf + k, n - k, "[");
-    for (int d = 0; d < ndim && k < n; d++)
-        k += (size_t)snprintf(buf + k, n - k, "%s%lld", d ? ", " : "", (long long)shape[d]);
-    if (k < n) snprintf(buf + k, n - k, "]");
+    size_t k = tg__appendf(buf, n, 0, "[");
+    for (int d = 0; d < ndim; d++)
+        k = tg__appendf(buf, n, k, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    tg__appendf(buf, n, k, "]");
     return buf;
+}
+
+/* Marks buf (cap >= 1 bytes) as cut: "..." at the end, not inside a UTF-8
+ * character. */
+static void mark_cut(char *buf, size_t cap) {
+    size_t p = cap > 4 ? cap - 4 : 0; /* first byte replaced */
+    while (p > 0 && ((unsigned char)buf[p] & 0xC0) == 0x80) p--; /* a continuation byte */
+    size_t dots = cap - 1 - p < 3 ? cap - 1 - p : 3;
+    memcpy(buf + p, "...", dots);
+    buf[p + dots] = '\0';
+}
+
+size_t tg__vappendf(char *buf, size_t cap, size_t len, const char *fmt, va_list ap) {
+    if (!buf || cap == 0) return 0;
+    if (len >= cap - 1) {
+        len = cap - 1;
+        if (memchr(buf, '\0', len)) return len; /* cut before: it stays as it is */
+    }
+    int n = vsnprintf(buf + len, cap - len, fmt, ap);
+    if (n < 0) { /* an encoding error: nothing appended */
+        buf[len] = '\0';
+        return len;
+    }
+    if ((size_t)n < cap - len) return len + (size_t)n;
+    mark_cut(buf, cap);
+    return cap - 1;
+}
+
+size_t tg__appendf(char *buf, size_t cap, size_t len, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    size_t k = tg__vappendf(buf, cap, len, fmt, ap);
+    va_end(ap);
+    return k;
 }

@@ -190,13 +190,13 @@ static tg_status inplace_error(const tg__node *n, const tg__saved *sv) {
     hist[0] = '\0';
     uint64_t first = st->n_events > TG__VERSION_HISTORY ? st->n_events - TG__VERSION_HISTORY : 0;
     uint64_t listed = 0;
-    for (uint64_t e = first; e < st->n_events && k < sizeof hist; e++) {
+    for (uint64_t e = first; e < st->n_events; e++) {
         const tg__version_event *ev = &st->hist[e % TG__VERSION_HISTORY];
         if (ev->version <= sv->version) continue;
-        k += (size_t)snprintf(hist + k, sizeof hist - k, "%s%s at %s:%d (version %llu -> %llu)",
-                              listed ? "; " : "", ev->op, ev->site.file ? ev->site.file : "?",
-                              ev->site.line, (unsigned long long)(ev->version - 1),
-                              (unsigned long long)ev->version);
+        k = tg__appendf(hist, sizeof hist, k, "%s%s at %s:%d (version %llu -> %llu)",
+                        listed ? "; " : "", ev->op, ev->site.file ? ev->site.file : "?",
+                        ev->site.line, (unsigned long long)(ev->version - 1),
+                        (unsigned long long)ev->version);
         listed++;
     }
     uint64_t moved = st->version - sv->version;

@@ -115,9 +115,8 @@ uint64_t tg_step_mark(const char *label) {
     tg__step_rec *r = &g_hist[g_n_hist % TG__STEP_HISTORY];
     memset(r, 0, sizeof *r);
     r->step = g_step;
-    if (label) {
-        strncpy(r->label, label, sizeof r->label - 1);
-    }
+    if (label) /* cut with "...", never inside a UTF-8 character */
+        tg__appendf(r->label, sizeof r->label, 0, "%s", label);
     r->live_bytes = live;
     for (tg__node *n = g_nodes; n; n = n->reg_next) r->old_nodes += n->step < g_step;
     g_n_hist++;

@@ -423,3 +423,27 @@ Test(inplace_autograd, matmul_saves_only_what_backward_needs) {
     cr_assert_not_null(gw);
     TGO_RELEASE(a, w, c, loss, gw);
 }
+
+/* The in-place history in the error message is built with bounded appends:
+ * eight in-place ops whose call sites have 300-byte file names (tg_*_at
+ * takes any site) fill the history buffer, which is cut with "..." (the
+ * message stays within its buffer; ASan would see an overrun). */
+Test(inplace_autograd, in_place_history_with_long_sites_is_cut_cleanly) {
+    char file[301];
+    memset(file, 'f', 300);
+    file[300] = '\0';
+    tg_tensor *x = tgo_randn(TG_F64, TG_SHAPE(3), 4, true);
+    tg_tensor *e = tg_exp(x); /* saves its output */
+    tg_tensor *s = tg_sum(e);
+    TG_NO_GRAD {
+        for (int i = 0; i < 8; i++)
+            cr_assert_eq(tg_scale__at((tg_site){file, 1000 + i}, e, 1.0), TG_OK);
+    }
+    tg_clear_error();
+    cr_assert_eq(tg_backward(s, NULL, false), TG_ERR_INPLACE);
+    const char *m = tg_last_error();
+    cr_assert(strstr(m, "scale_ at ffff") != NULL, "%s", m);
+    cr_assert(strstr(m, "...") != NULL, "the history was not marked as cut: %s", m);
+    cr_assert(strstr(m, "is at version 8; expected version 0") != NULL, "%s", m);
+    TGO_RELEASE(x, e, s);
+}

@@ -25,7 +25,8 @@ extern "C" {
 #endif
 
 /* Ends the current step (a microbatch, an optimizer step...) and starts the
- * next; label (copied, may be NULL) names the step that ends, in reports.
+ * next; label (copied, may be NULL) names the step that ends, in reports
+ * (cut to 31 bytes, ending with "...", when longer).
  * Also records the bytes live and the graph nodes left over from earlier
  * steps, for growth detection. Returns the new step number. */
 uint64_t tg_step_mark(const char *label);
@@ -47,7 +48,12 @@ typedef struct tg_leak_root {
                                   root without leaked nodes reaches */
     uint64_t shared_bytes;     /* of which also kept by other such roots */
     uint64_t saved_bytes;      /* of which held as saved tensors */
-    char path[512];            /* "losses[3] -> SumBackward -> LogprobEntropyBackward" */
+    char path[512];            /* "root \"losses[3]\" (f32 []) -> SumBackward -> ...":
+                                  when the steps do not all fit (or there are more
+                                  than 64), those nearest the root are replaced by
+                                  " -> ..."; the last step, what the root keeps, is
+                                  always there (cut with "..." if it alone is too
+                                  long) */
 } tg_leak_root;
 
 typedef struct tg_leak_report tg_leak_report;
@@ -76,7 +82,8 @@ tg_status tg_leak_report_print(FILE *f, const tg_leak_report *r);
 tg_status tg_leak_report_json(FILE *f, const tg_leak_report *r);
 
 /* TG_OK when no graph node from an earlier step is alive and no object is in
- * a cycle; otherwise TG_ERR_LEAK with the text report as tg_last_error(). */
+ * a cycle; otherwise TG_ERR_LEAK with the text report as tg_last_error() (cut
+ * at 4095 bytes, ending with "...": tg_leak_report_print writes all of it). */
 tg_status tg_leak_check(void);
 
 /* For test frameworks: calls FAIL(fmt, msg) when tg_leak_check() fails, e.g.

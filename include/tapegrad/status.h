@@ -55,7 +55,8 @@ tg_status tg_last_status(void);
 
 /* Returns the message of the last failed call on this thread ("" if none). The
  * string is owned by the library and valid until the next failing call on this
- * thread or tg_clear_error(). */
+ * thread or tg_clear_error(). A message longer than 4095 bytes is cut, never
+ * inside a UTF-8 character, and ends with "...". */
 const char *tg_last_error(void);
 
 /* Resets this thread's status to TG_OK and its message to "". */

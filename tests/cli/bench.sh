@@ -2,6 +2,9 @@
 # tests/cli/bench.sh - checks `tapegrad bench` on a tiny case: the JSON lines
 # are well formed and carry every key (one object per configuration), the
 # table and ratios print, and bad options give one line on stderr and exit 2.
+# Progress goes to stderr only when it is a terminal: on a pipe a successful
+# run prints nothing there; the progress lines themselves are checked on a
+# pseudo-terminal (script(1), when installed).
 # `--device cuda` is checked against the second binary when given: the same
 # command linked against the emulated CUDA device (tests/simt), whose kernels
 # run on the host, slowly, so its sizes stay tiny.
@@ -15,6 +18,23 @@ cli_init bench "$1"
 simt="${2:-}"
 
 tiny=(bench logprob --seq 64 --vocab 128 --reps 1 --bandwidth-mib 8)
+no_stderr() {
+    if [[ -s "$tmp/err" ]]; then
+        bad "$1: printed on a stderr that is not a terminal:"
+        sed 's/^/  | /' "$tmp/err" | head -5
+    else ok; fi
+}
+have_script=0
+if command -v script >/dev/null 2>&1 && script -qec true /dev/null >/dev/null 2>&1; then
+    have_script=1
+fi
+# tty_run ARGS...: runs the command with stderr (and stdin) on a pseudo-terminal,
+# stdout to $tmp/out; what the terminal showed goes to $tmp/tty. Returns its status.
+tty_run() {
+    local cmd
+    cmd="$(printf '%q ' "$bin" "$@")"
+    script -qec "$cmd >'$tmp/out'" "$tmp/tty" >/dev/null 2>&1 </dev/null
+}
 keys=(impl seq vocab chunk entropy_grad threads median_ms peak_bytes saved_bytes
     rss_peak_growth_bytes gbps roofline_fraction machine_gbps dtype fwd_ms bwd_ms)
 
@@ -51,9 +71,17 @@ PY
             if [[ "$(grep -c "\"$k\":" "$tmp/out")" == 4 ]]; then ok; else bad "json: key $k"; fi
         done
     fi
-    has "json progress" err "[4/4] composite seq=64 vocab=128 chunk=0 entropy_grad=off rep 1/1"
-    has "json bandwidth" err "machine bandwidth:"
-    if grep -q $'\e' "$tmp/err"; then bad "json: escape codes in piped stderr"; else ok; fi
+    no_stderr "json"
+fi
+# the same on a terminal: progress there, rewritten in place; stdout unchanged
+if ((have_script)); then
+    if tty_run "${tiny[@]}" --json; then ok; else bad "json on a terminal: exit status $?"; fi
+    has "terminal progress" tty "[4/4] composite seq=64 vocab=128 chunk=0 entropy_grad=off rep 1/1"
+    has "terminal progress" tty "machine bandwidth:"
+    has "terminal progress" tty $'\e[K'
+    if [[ "$(wc -l <"$tmp/out")" == 4 ]] && ! grep -q $'\e' "$tmp/out"; then ok; else
+        bad "json on a terminal: stdout is not the 4 JSON lines"
+    fi
 fi
 
 # ---- table and ratios -----------------------------------------------------------------
@@ -64,6 +92,8 @@ if run "table" 0 "${tiny[@]}" --impl fused,composite --chunk 0,16 --entropy-grad
     has table out "fused chunk C / chunk 0 median time"
     has table out "composite saved bytes, entropy_grad on - off"
     has table out "fused peak_bytes / logits bytes"
+    has table out "machine bandwidth"
+    no_stderr "table"
     if [[ "$(grep -cE '^(fused|composite) +64 +128 ' "$tmp/out")" == 8 ]]; then ok; else
         bad "table: expected 8 rows"
     fi
@@ -109,7 +139,8 @@ if [[ "$rc" == 1 ]]; then
         cat "$tmp/err"
     fi
 elif [[ "$rc" == 0 ]]; then # a build with the CUDA backend on a machine with a GPU
-    has "device cuda (real device)" err "device: "
+    has "device cuda (real device)" out ", cuda ("
+    no_stderr "device cuda (real device)"
 else
     bad "device cuda: exit status $rc, expected 1 (no device) or 0"
     cat "$tmp/err"
@@ -125,8 +156,7 @@ if [[ -n "$simt" && -x "$simt" ]]; then
         has "simt table" out "device peak unknown"
         has "simt table" out "median_ms"
         has "simt table" out "(device peak unknown: no roofline)"
-        has "simt table" err "device: $emu"
-        has "simt table" err "making logits (100, 50) f32 and targets on the device"
+        no_stderr "simt table"
         if [[ "$(grep -cE '^fused +(64|100) +50 +0 +off ' "$tmp/out")" == 2 ]]; then ok; else
             bad "simt table: expected 2 rows"
             cat "$tmp/out"
@@ -163,12 +193,20 @@ PY
     if run "simt skipped" 0 bench logprob --device cuda --seq 64,16777216 --vocab 50 \
         --impl composite --chunk 0 --entropy-grad off --reps 1; then
         has "simt skipped" out "skipped: needs ~26.0 GiB of 16.0 GiB"
-        has "simt skipped" err "[2/2] composite seq=16777216 vocab=50 chunk=0 entropy_grad=off skipped"
-        if grep -q "16777216.*rep 1/1\|making logits (16777216" "$tmp/err"; then
-            bad "simt skipped: the configuration was run"
-        else ok; fi
+        no_stderr "simt skipped"
         if [[ "$(grep -cE '^composite +64 +50 +0 +off +[0-9]+ +[0-9.]+ ' "$tmp/out")" == 1 ]]
         then ok; else bad "simt skipped: the tiny configuration's row"; fi
+    fi
+    # what ran, from the progress on a terminal: the skipped one was not run
+    if ((have_script)) && tty_run bench logprob --device cuda --seq 64,16777216 --vocab 50 \
+        --impl composite --chunk 0 --entropy-grad off --reps 1; then
+        has "simt skipped, terminal" tty "device: $emu"
+        has "simt skipped, terminal" tty "making logits (64, 50) f32 and targets on the device"
+        has "simt skipped, terminal" tty \
+            "[2/2] composite seq=16777216 vocab=50 chunk=0 entropy_grad=off skipped"
+        if grep -q "16777216.*rep 1/1\|making logits (16777216" "$tmp/tty"; then
+            bad "simt skipped: the configuration was run"
+        else ok; fi
     fi
     if run "simt skipped json" 0 bench logprob --device cuda --seq 131072 --vocab 128256 \
         --impl composite --reps 1 --json; then
@@ -177,9 +215,14 @@ PY
             bad "simt skipped json: expected 4 skipped objects"
             cat "$tmp/out"
         fi
-        if grep -q "making logits\|rep 1/1" "$tmp/err"; then
+        no_stderr "simt skipped json"
+    fi
+    if ((have_script)) && tty_run bench logprob --device cuda --seq 131072 --vocab 128256 \
+        --impl composite --reps 1 --json; then
+        if grep -q "making logits\|rep 1/1" "$tmp/tty"; then
             bad "simt skipped json: inputs made or run for skipped configurations"
         else ok; fi
+        has "simt skipped json, terminal" tty "skipped: needs ~"
     fi
     usage_error "simt bad device" bench logprob --device gpu
 elif [[ -n "$simt" ]]; then

@@ -271,7 +271,6 @@ usage_error "unknown flag" "${L[@]}" "${T[@]}" --out "$tmp/u" --frobnicate 1
 usage_error "missing value" "${L[@]}" "${T[@]}" --out
 usage_error "empty path" "${L[@]}" "${T[@]}" --out=
 usage_error "positional argument" "${L[@]}" "${T[@]}" --out "$tmp/u" extra
-usage_error "duplicate flag" "${L[@]}" "${L[@]}" "${T[@]}" --out "$tmp/u"
 for t in abc 0 -1 inf nan 1e999 "" 2x; do
     usage_error "temperature '$t'" "${L[@]}" "${T[@]}" --out "$tmp/u" --temperature "$t"
 done

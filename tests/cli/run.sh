@@ -13,7 +13,7 @@ for h in --help -h help; do
 done
 run version 0 version && has version out "tapegrad 0." && has version out "backends: cpu" &&
     has version out "CUDA devices: "
-run "no arguments" 2
+usage_error "no arguments"
 
 usage_error "unknown command" frobnicate
 if [[ "$(cat "$tmp/err")" == "tapegrad: unknown command 'frobnicate' (try 'tapegrad --help')" ]]; then
