@@ -62,7 +62,8 @@
  *    at each start through /proc/self/clear_refs when the kernel allows);
  *    gbps = 3 * elem * seq * vocab / median time (one read forward, one read
  *    and one write backward); roofline_fraction = gbps / machine_gbps.
- *  - Output: a table then the tracked ratios on stdout, or with --json one JSON
+ *  - Output: a table on stdout (bench/ratios.py turns --json lines into the
+ *    ratios the project tracks, with their targets), or with --json one JSON
  *    object per configuration per line (nothing else on stdout); cuda adds
  *    "device":"cuda", "device_name" and "skipped" to every object. Progress
  *    (the bandwidth pass, each repetition, each skipped configuration) on
@@ -370,13 +371,6 @@ static int check_ram(const lp_opts *o) {
 
 /* ---- data ------------------------------------------------------------------------ */
 
-static uint64_t splitmix64(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /* Device logits (n, v) requiring grad: the seeded host block (r, v) copied
  * to the device, repeated there ceil(n / r) times and cut to n rows (see the
  * contract). Every intermediate is released; NULL on failure. */
@@ -419,46 +413,33 @@ static tg_tensor *tile_on_device(const lp_opts *o, int64_t n, int64_t v, uint64_
  * on the configured device. */
 static bool make_inputs(const lp_opts *o, int64_t n, int64_t v, tg_tensor **logits,
                         tg_tensor **targets) {
-    uint64_t s = o->seed ^ ((uint64_t)n * 0x100000001B3ull) ^ ((uint64_t)v << 20);
-    uint64_t seed_logits = splitmix64(&s);
+    const uint64_t s = cli_seed_mix(o->seed, n, v);
     *targets = NULL;
     if (o->device == TG_CUDA) {
-        *logits = tile_on_device(o, n, v, seed_logits);
+        *logits = tile_on_device(o, n, v, s);
         if (!*logits)
             return false;
     } else {
-        *logits = tg_randn(o->dtype, TG_SHAPE(n, v), seed_logits, 0.0, 2.0);
+        *logits = tg_randn(o->dtype, TG_SHAPE(n, v), s, 0.0, 2.0);
         if (!*logits || tg_set_requires_grad(*logits, true) != TG_OK)
             return false;
     }
-    int64_t *y = malloc((size_t)n * sizeof *y);
-    if (!y)
-        return false;
-    for (int64_t i = 0; i < n; i++) {
-        uint64_t r = splitmix64(&s);
-        y[i] = (r % 100 == 0) ? LP_IGNORE : (int64_t)((r >> 8) % (uint64_t)v);
+    /* targets in [0, v), one row in 100 ignored */
+    tg_tensor *y = tg_randint(TG_SHAPE(n), s + 1, 0, v), *u = tg_randint(TG_SHAPE(n), s + 2, 0, 100);
+    if (y && u) {
+        int64_t *yv = tg_data(y); // (n)
+        const int64_t *uv = tg_data(u); // (n)
+        for (int64_t i = 0; i < n; i++)
+            if (uv[i] == 0)
+                yv[i] = LP_IGNORE;
+        *targets = o->device == TG_CUDA ? tg_to_device(y, TG_CUDA) : tg_retain(y);
     }
-    *targets = tg_from_data(TG_I64, TG_SHAPE(n), y);
-    free(y);
-    if (*targets && o->device == TG_CUDA) {
-        tg_tensor *host = *targets;
-        *targets = tg_to_device(host, TG_CUDA);
-        tg_release(host);
-    }
+    tg_release(y);
+    tg_release(u);
     return *targets != NULL;
 }
 
 /* ---- one configuration --------------------------------------------------------------- */
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* Resets VmHWM to the current RSS; false when the kernel does not allow it. */
 static bool reset_peak_rss(void) {
@@ -557,9 +538,9 @@ static int run_config(const lp_opts *o, int idx, int total, double machine_gbps,
     if (rc == CLI_EXIT_OK) {
         size_t rss1 = tg_peak_rss_bytes();
         r->rss_growth = rss1 > rss0 ? rss1 - rss0 : 0;
-        r->median_ms = median(tot, reps);
-        r->fwd_ms = median(fwd, reps);
-        r->bwd_ms = median(bwd, reps);
+        r->median_ms = cli_median(tot, reps);
+        r->fwd_ms = cli_median(fwd, reps);
+        r->bwd_ms = cli_median(bwd, reps);
         double bytes = 3.0 * (double)tg_dtype_size(o->dtype) * (double)c->seq * (double)c->vocab;
         r->gbps = r->median_ms > 0.0 ? bytes / (r->median_ms * 1e-3) / 1e9 : 0.0;
         r->roofline = machine_gbps > 0.0 ? r->gbps / machine_gbps : 0.0;
@@ -665,112 +646,6 @@ static void print_table(const lp_opts *o, const lp_result *res, int n, double ma
                (double)r->saved_bytes / MIB, (double)r->rss_growth / MIB, r->gbps,
                r->roofline);
     }
-}
-
-static const lp_result *find(const lp_result *res, int n, int64_t seq, int64_t vocab,
-                             int64_t chunk, tg_logprob_impl impl, bool eg) {
-    for (int i = 0; i < n; i++)
-        if (!res[i].skipped && res[i].c.seq == seq && res[i].c.vocab == vocab &&
-            res[i].c.chunk == chunk && res[i].c.impl == impl && res[i].c.eg == eg)
-            return &res[i];
-    return NULL;
-}
-
-static const char *verdict(bool ok) { return ok ? "meets" : "MISSES"; }
-
-/* The ratios the project tracks, with its targets (issue 3). Skipped
- * configurations take no part. */
-static void print_ratios(const lp_opts *o, const lp_result *res, int n, double machine_gbps) {
-    size_t elem = tg_dtype_size(o->dtype);
-    int shown;
-    printf("\nRatios (project targets in brackets)\n");
-
-    printf("\nfused / composite median time [<= 0.125]\n");
-    shown = 0;
-    for (int i = 0; i < n; i++) {
-        const lp_result *f = &res[i], *c;
-        if (f->skipped || f->c.impl != TG_LOGPROB_FUSED ||
-            !(c = find(res, n, f->c.seq, f->c.vocab, f->c.chunk, TG_LOGPROB_COMPOSITE, f->c.eg)))
-            continue;
-        double q = c->median_ms > 0.0 ? f->median_ms / c->median_ms : 0.0;
-        printf("  seq=%-7" PRId64 " vocab=%-7" PRId64 " chunk=%-6" PRId64
-               " entropy_grad=%-3s  %7.4f  (%.1fx faster)  %s\n",
-               f->c.seq, f->c.vocab, f->c.chunk, on_off(f->c.eg), q, q > 0.0 ? 1.0 / q : 0.0,
-               verdict(q <= 0.125));
-        shown++;
-    }
-    if (!shown)
-        printf("  (needs both impls)\n");
-
-    printf("\nfused chunk C / chunk 0 median time [<= 1.15]\n");
-    shown = 0;
-    for (int i = 0; i < n; i++) {
-        const lp_result *f = &res[i], *z;
-        if (f->skipped || f->c.impl != TG_LOGPROB_FUSED || f->c.chunk == 0 ||
-            !(z = find(res, n, f->c.seq, f->c.vocab, 0, TG_LOGPROB_FUSED, f->c.eg)))
-            continue;
-        double q = z->median_ms > 0.0 ? f->median_ms / z->median_ms : 0.0;
-        printf("  seq=%-7" PRId64 " vocab=%-7" PRId64 " chunk=%-6" PRId64
-               " entropy_grad=%-3s  %7.4f  %s\n",
-               f->c.seq, f->c.vocab, f->c.chunk, on_off(f->c.eg), q, verdict(q <= 1.15));
-        shown++;
-    }
-    if (!shown)
-        printf("  (needs fused with chunk 0 and another chunk)\n");
-
-    printf("\ncomposite saved bytes, entropy_grad on - off [>= 2 x seq x vocab x %zu]\n", elem);
-    shown = 0;
-    for (int i = 0; i < n; i++) {
-        const lp_result *on = &res[i], *off;
-        if (on->skipped || on->c.impl != TG_LOGPROB_COMPOSITE || !on->c.eg ||
-            !(off = find(res, n, on->c.seq, on->c.vocab, on->c.chunk, TG_LOGPROB_COMPOSITE,
-                         false)))
-            continue;
-        double nv = (double)on->c.seq * (double)on->c.vocab * (double)elem;
-        double diff = (double)on->saved_bytes - (double)off->saved_bytes;
-        /* a chunked composite is checkpointed: it saves only the logits either
-         * way, so the target applies to chunk 0 */
-        printf("  seq=%-7" PRId64 " vocab=%-7" PRId64 " chunk=%-6" PRId64
-               "  %10.1f MiB = %.3f x seq x vocab x %zu  %s\n",
-               on->c.seq, on->c.vocab, on->c.chunk, diff / MIB, diff / nv, elem,
-               on->c.chunk ? "(chunked: recomputed in backward)" : verdict(diff >= 2.0 * nv));
-        shown++;
-    }
-    if (!shown)
-        printf("  (needs composite with entropy_grad on and off)\n");
-
-    printf("\nfused peak_bytes / logits bytes [<= 1.02 + 64 bytes per row]\n");
-    shown = 0;
-    for (int i = 0; i < n; i++) {
-        const lp_result *f = &res[i];
-        if (f->skipped || f->c.impl != TG_LOGPROB_FUSED)
-            continue;
-        double lb = (double)f->c.seq * (double)f->c.vocab * (double)elem;
-        double q = (double)f->peak_bytes / lb, lim = 1.02 + 64.0 * (double)f->c.seq / lb;
-        printf("  seq=%-7" PRId64 " vocab=%-7" PRId64 " chunk=%-6" PRId64
-               " entropy_grad=%-3s  %7.4f  (limit %.4f)  %s\n",
-               f->c.seq, f->c.vocab, f->c.chunk, on_off(f->c.eg), q, lim, verdict(q <= lim));
-        shown++;
-    }
-    if (!shown)
-        printf("  (needs fused)\n");
-
-    printf("\nfused roofline fraction [>= 0.4]\n");
-    shown = 0;
-    if (machine_gbps <= 0.0) /* only cuda: a device that does not report its peak */
-        printf("  (device peak unknown: no roofline)\n");
-    for (int i = 0; machine_gbps > 0.0 && i < n; i++) {
-        const lp_result *f = &res[i];
-        if (f->skipped || f->c.impl != TG_LOGPROB_FUSED)
-            continue;
-        printf("  seq=%-7" PRId64 " vocab=%-7" PRId64 " chunk=%-6" PRId64
-               " entropy_grad=%-3s  %7.4f  %s\n",
-               f->c.seq, f->c.vocab, f->c.chunk, on_off(f->c.eg), f->roofline,
-               verdict(f->roofline >= 0.4));
-        shown++;
-    }
-    if (!shown && machine_gbps > 0.0)
-        printf("  (needs fused)\n");
 }
 
 /* ---- the command ------------------------------------------------------------------------------ */
@@ -976,7 +851,6 @@ int cli_bench_logprob(int argc, char **argv) {
     progress_done();
     if (rc == CLI_EXIT_OK && !o.json) {
         print_table(&o, res, total, machine_gbps, rss_reset);
-        print_ratios(&o, res, total, machine_gbps);
     }
     fflush(stdout);
     if (rc == CLI_EXIT_OK && g_dot_written)

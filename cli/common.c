@@ -503,6 +503,10 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+uint64_t cli_seed_mix(uint64_t seed, int64_t seq, int64_t vocab) {
+    return seed ^ ((uint64_t)seq * 0x100000001B3ull) ^ ((uint64_t)vocab << 20);
+}
+
 double cli_median(double *v, int n) {
     if (n <= 0)
         return 0.0;

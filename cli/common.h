@@ -221,6 +221,9 @@ void cli_progress_clear(void);
 
 /* Median of v[0..n-1] (sorts v). */
 double cli_median(double *v, int n);
+/* The seed of a configuration's inputs: seed mixed with its sizes, so that
+ * every (seq, vocab) gets its own numbers from one --seed. */
+uint64_t cli_seed_mix(uint64_t seed, int64_t seq, int64_t vocab);
 
 /* Appends the formatted text to the text of length len in buf (cap bytes) and
  * returns the length to pass to the next call, never more than cap - 1; buf

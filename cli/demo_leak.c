@@ -153,7 +153,6 @@ typedef struct run_state {
     bool progress; /* "microbatch k/K" on stderr */
     tg_tensor **losses;    /* [K], what the loop keeps "for logging" */
     tg_tensor **entropies; /* [K], with --log-entropy-with-grad */
-    int64_t *targets;      /* (seq) scratch for the targets of one microbatch */
     uint64_t *kept;        /* [K] kept bytes after each microbatch */
     int64_t *nodes;        /* [K] live graph nodes after each microbatch */
 } run_state;
@@ -186,19 +185,6 @@ static const char *mode_name(const cli_leak_opts *o) { return o->detach ? "detac
 
 /* ---- one microbatch ---------------------------------------------------------------- */
 
-/* Seeded targets in [0, vocab): splitmix64. */
-static void make_targets(int64_t *y, int64_t n, int64_t vocab, uint64_t seed) {
-    uint64_t x = seed;
-    for (int64_t r = 0; r < n; r++) {
-        x += 0x9E3779B97F4A7C15ull;
-        uint64_t z = x;
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        z ^= z >> 31;
-        y[r] = (int64_t)(z % (uint64_t)vocab);
-    }
-}
-
 /* Forward, backward and "logging" of microbatch k. Fills s->losses[k] (and
  * s->entropies[k]); releases everything else it makes. *loss_value receives
  * the loss. Returns TG_OK or the failing status (tg_last_error says why). */
@@ -215,9 +201,10 @@ static tg_status microbatch(run_state *s, int64_t k, double *loss_value) {
                          name);
     if (!logits || tg_set_requires_grad(logits, true) != TG_OK)
         goto out;
-    make_targets(s->targets, o->seq, o->vocab, BASE_SEED ^ (0xA5A5ull + (uint64_t)k));
     snprintf(name, sizeof name, "targets[%" PRId64 "]", k);
-    targets = tg_set_name(tg_from_data(TG_I64, TG_SHAPE(o->seq), s->targets), name);
+    targets = tg_set_name(tg_randint(TG_SHAPE(o->seq), BASE_SEED ^ (0xA5A5ull + (uint64_t)k), 0,
+                                     o->vocab),
+                          name);
 
     /* The loss. The entropy is only logged (its coefficient is 0), so its
      * gradient is not recorded: nothing is saved for it. */
@@ -438,15 +425,14 @@ out:
 int cli_leak_run(cli_leak_opts *o) {
     const int64_t K = o->microbatches;
     /* on a terminal the rows show the progress themselves */
-    run_state s = {o, isatty(STDOUT_FILENO) != 1, NULL, NULL, NULL, NULL, NULL};
+    run_state s = {o, isatty(STDOUT_FILENO) != 1, NULL, NULL, NULL, NULL};
     tg_leak_report *r = NULL;
     int rc = CLI_EXIT_FAIL;
     s.losses = calloc((size_t)K, sizeof *s.losses);
     s.entropies = calloc((size_t)K, sizeof *s.entropies);
-    s.targets = malloc((size_t)o->seq * sizeof *s.targets);
     s.kept = calloc((size_t)K, sizeof *s.kept);
     s.nodes = calloc((size_t)K, sizeof *s.nodes);
-    if (!s.losses || !s.entropies || !s.targets || !s.kept || !s.nodes) {
+    if (!s.losses || !s.entropies || !s.kept || !s.nodes) {
         cli_fail("demo leak", "out of memory");
         goto out;
     }
@@ -529,7 +515,6 @@ out:
         tg_release(s.entropies[k]);
     free(s.losses);
     free(s.entropies);
-    free(s.targets);
     free(s.kept);
     free(s.nodes);
     if (rc == CLI_EXIT_OK) {

@@ -25,37 +25,18 @@ static int lib_fail(const char *who, const char *what) {
     return CLI_EXIT_FAIL;
 }
 
-static uint64_t splitmix64(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 int cli_lp_inputs(const char *who, int64_t seq, int64_t vocab, uint64_t seed,
                   tg_tensor **logits, tg_tensor **targets) {
-    uint64_t s = seed ^ ((uint64_t)seq * 0x100000001B3ull) ^ ((uint64_t)vocab << 20);
+    const uint64_t s = cli_seed_mix(seed, seq, vocab);
     *targets = NULL;
     tg_clear_error();
-    *logits = tg_set_name(tg_randn(TG_F32, TG_SHAPE(seq, vocab), splitmix64(&s), 0.0, 2.0),
-                          "logits");
+    *logits = tg_set_name(tg_randn(TG_F32, TG_SHAPE(seq, vocab), s, 0.0, 2.0), "logits");
     if (!*logits || tg_set_requires_grad(*logits, true) != TG_OK) {
         tg_release(*logits);
         *logits = NULL;
         return lib_fail(who, "making the logits");
     }
-    int64_t *y = malloc((size_t)seq * sizeof *y);
-    if (!y) {
-        tg_release(*logits);
-        *logits = NULL;
-        cli_progress_clear();
-        fprintf(stderr, "tapegrad: %s: out of memory\n", who);
-        return CLI_EXIT_FAIL;
-    }
-    for (int64_t i = 0; i < seq; i++)
-        y[i] = (int64_t)(splitmix64(&s) % (uint64_t)vocab);
-    *targets = tg_set_name(tg_from_data(TG_I64, TG_SHAPE(seq), y), "targets");
-    free(y);
+    *targets = tg_set_name(tg_randint(TG_SHAPE(seq), s + 1, 0, vocab), "targets");
     if (!*targets) {
         tg_release(*logits);
         *logits = NULL;

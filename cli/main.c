@@ -151,29 +151,17 @@ typedef struct demo_entry {
     int (*main)(int argc, char **argv); /* the options after the name */
 } demo_entry;
 
-static int demo_inplace(int argc, char **argv) {
-    cli_inplace_opts o = cli_inplace_defaults();
-    int rc = cli_inplace_parse(argc, argv, &o);
-    return rc != CLI_EXIT_OK ? rc : cli_inplace_run(&o);
-}
-
-static int demo_entropy(int argc, char **argv) {
-    cli_entropy_opts o = cli_entropy_defaults();
-    int rc = cli_entropy_parse(argc, argv, &o);
-    return rc != CLI_EXIT_OK ? rc : cli_entropy_run(&o);
-}
-
-static int demo_chunk(int argc, char **argv) {
-    cli_chunk_opts o = cli_chunk_defaults();
-    int rc = cli_chunk_parse(argc, argv, &o);
-    return rc != CLI_EXIT_OK ? rc : cli_chunk_run(&o);
-}
-
-static int demo_leak(int argc, char **argv) {
-    cli_leak_opts o = cli_leak_defaults();
-    int rc = cli_leak_parse(argc, argv, &o);
-    return rc != CLI_EXIT_OK ? rc : cli_leak_run(&o);
-}
+/* Every demo is defaults, then options, then the run (cli/cli.h). */
+#define DEMO_MAIN(NAME)                                                         \
+    static int demo_##NAME(int argc, char **argv) {                             \
+        cli_##NAME##_opts o = cli_##NAME##_defaults();                          \
+        int rc = cli_##NAME##_parse(argc, argv, &o);                            \
+        return rc != CLI_EXIT_OK ? rc : cli_##NAME##_run(&o);                   \
+    }
+DEMO_MAIN(inplace)
+DEMO_MAIN(entropy)
+DEMO_MAIN(chunk)
+DEMO_MAIN(leak)
 
 static const demo_entry DEMOS[] = {
     {"inplace", "an in-place edit of a saved tensor makes backward fail, and the fix",

@@ -22,14 +22,6 @@
 
 enum { B = 4, T = 32, V = 512 };
 
-/* splitmix64: the sampled tokens, reproducible everywhere */
-static uint64_t next_u64(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 int main(int argc, char **argv) {
     const int steps = argc > 1 ? atoi(argv[1]) : 5;
     if (steps < 1 || steps > 1000) {
@@ -43,10 +35,15 @@ int main(int argc, char **argv) {
 
     /* ---- the batch: tensors kept across steps (owned here, no scope) ---- */
     int64_t y[B * T];
-    uint64_t rng = 42;
+    tg_tensor *tokens = tg_randint(TG_SHAPE(B * T), 42, 0, V); /* the sampled tokens */
+    if (!tokens || tg_copy_out(tokens, TG_I64, y, sizeof y) != TG_OK) {
+        fprintf(stderr, "ppo_train_step: %s\n", tg_last_error());
+        return 1;
+    }
+    tg_release(tokens);
     for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) /* sequence b is padded after T - 5*b tokens */
-            y[b * T + t] = t < T - 5 * b ? (int64_t)(next_u64(&rng) % V) : opts.ignore_index;
+        for (int t = T - 5 * b; t < T; t++) /* sequence b is padded after T - 5*b tokens */
+            y[b * T + t] = opts.ignore_index;
     tg_tensor *logits = tg_set_name(tg_randn(TG_F32, TG_SHAPE(B, T, V), 1, 0.0, 1.0), "logits");
     tg_tensor *targets = tg_set_name(tg_from_data(TG_I64, TG_SHAPE(B, T), y), "targets");
     tg_tensor *advantages = tg_set_name(tg_randn(TG_F32, TG_SHAPE(B, T), 2, 0.0, 1.0), "advantages");

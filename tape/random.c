@@ -114,3 +114,29 @@ tg_tensor *tg_rand_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shape, ui
                       double lo, double hi) {
     return tg__ret(random_tensor(s, "tg_rand", dt, ndim, shape, seed, false, lo, hi));
 }
+
+/* Uniform in [0, span) without bias: the top of the range that would wrap
+ * unevenly is rejected (Lemire's threshold). span >= 1. */
+static uint64_t rng_below(rng *r, uint64_t span) {
+    uint64_t threshold = (0 - span) % span; /* 2^64 mod span */
+    for (;;) {
+        uint64_t x = rng_next(r);
+        if (x >= threshold) return x % span;
+    }
+}
+
+tg_tensor *tg_randint_at(tg_site s, int ndim, const int64_t *shape, uint64_t seed, int64_t low,
+                         int64_t high) {
+    const char *who = "tg_randint";
+    if (low >= high)
+        return tg__fail(TG_ERR_VALUE, "%s: empty range [%lld, %lld) (need low < high)", who,
+                        (long long)low, (long long)high);
+    tg_tensor *t = tg__tensor_new(s, who, TG_I64, ndim, shape, tg__creation_category());
+    if (!t) return NULL;
+    rng r;
+    rng_seed(&r, seed);
+    const uint64_t span = (uint64_t)high - (uint64_t)low; /* exact modulo 2^64 */
+    int64_t *y = t->storage->data, n = tg__numel(ndim, t->shape); // (n)
+    for (int64_t i = 0; i < n; i++) y[i] = (int64_t)((uint64_t)low + rng_below(&r, span));
+    return tg__ret(t);
+}

@@ -219,3 +219,40 @@ Test(tensor, huge_shapes_fail_cleanly) {
     tg_release(v);
     tg_release(e);
 }
+
+/* tg_randint: i64, within [low, high), every value reached, the same numbers
+ * for the same seed, ranges near the ends of int64, and its errors. */
+Test(tensor, randint_is_uniform_seeded_and_bounded) {
+    tg_tensor *a = tg_randint(TG_SHAPE(6000), 42, -3, 3), *b = tg_randint(TG_SHAPE(6000), 42, -3, 3);
+    tg_tensor *c = tg_randint(TG_SHAPE(6000), 43, -3, 3);
+    cr_assert_not_null(a, "%s", tg_last_error());
+    cr_assert_eq(tg_get_dtype(a), TG_I64);
+    const int64_t *x = tg_data(a), *y = tg_data(b), *z = tg_data(c);
+    int count[6] = {0}, same_c = 0;
+    for (int i = 0; i < 6000; i++) {
+        cr_assert(x[i] >= -3 && x[i] < 3, "value %lld", (long long)x[i]);
+        cr_assert_eq(x[i], y[i], "the same seed gives the same numbers");
+        count[x[i] + 3]++;
+        same_c += x[i] == z[i];
+    }
+    for (int k = 0; k < 6; k++) /* 1000 expected each: 6 sigma is about 170 */
+        cr_assert(count[k] > 800 && count[k] < 1200, "value %d drawn %d times", k - 3, count[k]);
+    cr_assert_lt(same_c, 1500, "another seed gives other numbers");
+    /* the whole of int64, and a range of one */
+    tg_tensor *w = tg_randint(TG_SHAPE(64), 1, INT64_MIN, INT64_MAX);
+    tg_tensor *o = tg_randint(TG_SHAPE(5), 1, INT64_MAX - 1, INT64_MAX);
+    cr_assert_not_null(w, "%s", tg_last_error());
+    const int64_t *ov = tg_data(o);
+    for (int i = 0; i < 5; i++) cr_assert_eq(ov[i], INT64_MAX - 1);
+    tg_clear_error();
+    cr_assert_null(tg_randint(TG_SHAPE(3), 1, 5, 5));
+    tgt_assert_error(TG_ERR_VALUE, "tg_randint", "empty range", NULL);
+    tg_clear_error();
+    cr_assert_null(tg_randint(TG_SHAPE(-1), 1, 0, 5));
+    tgt_assert_error(TG_ERR_VALUE, "tg_randint", "negative size", NULL);
+    tg_release(a);
+    tg_release(b);
+    tg_release(c);
+    tg_release(w);
+    tg_release(o);
+}

@@ -101,6 +101,14 @@ tg_tensor *tg_rand_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shape,
 #define tg_randn(dt, ...) tg_randn_at(TG_SITE, dt, __VA_ARGS__)
 #define tg_rand(dt, ...) tg_rand_at(TG_SITE, dt, __VA_ARGS__)
 
+/* A new i64 tensor of integers drawn uniformly from [low, high) (without
+ * bias, any range up to the whole of int64), from the same seeded generator:
+ * the same numbers for the same seed everywhere. For seeded targets, token
+ * ids, indices. Errors: TG_ERR_VALUE (low >= high), as tg_empty. */
+tg_tensor *tg_randint_at(tg_site s, int ndim, const int64_t *shape, uint64_t seed, int64_t low,
+                         int64_t high);
+#define tg_randint(...) tg_randint_at(TG_SITE, __VA_ARGS__)
+
 /* ---- views (share storage and version counter; differentiable) ---------
  * A view remembers its base (the tensor, never a view, whose storage it
  * shares). As in PyTorch, an in-place op on a view rebases the base's history
