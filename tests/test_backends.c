@@ -165,7 +165,7 @@ static tg_tensor *e_where(tg_tensor *const *in, const void *a) {
     return tg_where(in[2], in[0], in[1]);
 }
 /* binary op on a transposed view of in[0] */
-static tg_tensor *e_add_t(tg_tensor *const *in, const void *a) {
+static tg_tensor *e_mul_t(tg_tensor *const *in, const void *a) {
     (void)a;
     return tg_mul(tg_transpose(in[0], 0, 1), in[1]);
 }
@@ -192,7 +192,7 @@ Test(backends, binary_ops_broadcast_strided_ties_and_specials) {
         int sc = tg_scope_begin();
         tg_tensor *in[2] = {randn(FLOATS[d], 2, (int64_t[]){6, 5}, 5),
                             randn(FLOATS[d], 2, (int64_t[]){5, 6}, 6)};
-        run_both("mul of a transposed view", 2, in, e_add_t, NULL, true);
+        run_both("mul of a transposed view", 2, in, e_mul_t, NULL, true);
         cr_assert_eq(tg_scope_end(sc), TG_OK);
     }
 }
