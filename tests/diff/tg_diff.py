@@ -157,8 +157,9 @@ def _compare(prog, crec, steps, run):
     for i, (ins, cs) in enumerate(zip(prog, steps)):
         op = ins['op']
         inputs = [None if r is None else run.regs[r] for r in ins['src']]
-        before = ({k: g.detach().clone() for k, g in torch_grads(run).items()}
-                  if op == 'backward' else None)
+        before = _grads_before(run) if op == 'backward' else None
+        if op == 'backward':
+            _note_grads(ctx, run)
         exc = run.step(ins, cs)
         o = _compare_step(ctx, run, i, ins, cs, inputs, before, exc)
         _taint(ctx, ins, inputs, run, exc)   # after: what this step read was not stale yet
@@ -176,6 +177,38 @@ def _compare(prog, crec, steps, run):
     if d:
         return _value_diff(ctx, None, [], len(prog), 'final ' + d, ('final-grads',))
     return Outcome('match')
+
+
+def _grads_before(run):
+    """Per leaf register: (its .grad object, a copy of its values), before a backward."""
+    out = {}
+    for r, t in enumerate(run.regs):
+        if t is not None and _is_leaf(t) and t.grad is not None:
+            out[r] = (t.grad, t.grad.detach().clone())
+    return out
+
+
+def _undo_partial_backward(ctx, run, before):
+    """A backward failed in both. tapegrad changes no .grad then; PyTorch may have
+    accumulated into some (in place) before it raised: put them back as they were,
+    keeping the tensor objects (registers may hold them), and note it."""
+    changed = False
+    with torch.no_grad():
+        for r, t in enumerate(run.regs):
+            if t is None or not _is_leaf(t):
+                continue
+            if r in before:
+                obj, vals = before[r]
+                if t.grad is not obj or not torch.equal(obj, vals):
+                    changed = True
+                    obj.copy_(vals)
+                    t.grad = obj
+            elif t.grad is not None:
+                changed = True
+                t.grad = None
+    if changed:
+        ctx['partial_backward'] = True
+        ctx['docs'].append('failed-backward-partial')
 
 
 def _is_leaf(t):
@@ -211,12 +244,7 @@ def _compare_step(ctx, run, i, ins, cs, inputs, before, exc):
     if exc is not None:
         if op == 'backward':
             ctx['failed_backward'] = True
-            after = torch_grads(run)
-            if diff_grads({k: _js(v) for k, v in before.items()}, after):
-                ctx['partial_backward'] = True
-                for r, t in enumerate(run.regs):   # as tapegrad: a failed backward
-                    if t is not None and _is_leaf(t):  # changes no .grad
-                        t.grad = before.get('r%d' % r)
+            _undo_partial_backward(ctx, run, before)
         return None
     outs = [ins['src'][0]] if op in INPLACE else ins['dst']
     for k, r in enumerate(outs):
@@ -245,19 +273,54 @@ def _value_diff(ctx, ins, inputs, i, what, sig):
     return Outcome('mismatch', i, what, sig=sig)
 
 
+def _same_storage(a, b):
+    try:
+        return a.storage().data_ptr() == b.storage().data_ptr() and a.numel() and b.numel()
+    except RuntimeError:
+        return False
+
+
+def _same_values(t, v):
+    try:
+        return torch.equal(torch.nan_to_num(t.detach(), 7.0, 8.0, 9.0),
+                           torch.nan_to_num(v, 7.0, 8.0, 9.0))
+    except RuntimeError:
+        return False
+
+
+def _note_grads(ctx, run):
+    """Before a backward: every register's values, and the leaves whose .grad
+    another register also holds."""
+    ctx['values_before'] = {r: (t, t.detach().clone()) for r, t in enumerate(run.regs)
+                            if t is not None}
+    grads, leaves = [], []
+    for r, t in enumerate(run.regs):
+        if t is None or not _is_leaf(t) or t.grad is None:
+            continue
+        held = [q for q, u in enumerate(run.regs) if q != r and u is not None and
+                _same_storage(u, t.grad)]
+        if held:
+            grads.append(t.grad)
+            leaves.append(r)
+    ctx.setdefault('aliased_leaves', set()).update(leaves)
+
+
 def _taint(ctx, ins, inputs, run, exc):
     """Registers whose values depend on a .grad read before a later backward
     (PyTorch adds into that tensor in place, tapegrad gives the leaf a new one)."""
     op, t = ins['op'], ctx['tainted']
     if op == 'grad' and ins['dst'][0] is not None:
-        ctx.setdefault('grad_of', {})[ins['dst'][0]] = run.regs[ins['dst'][0]]
         t.discard(ins['dst'][0])
         return
     if op == 'backward' and exc is None:
-        for r, g in ctx.get('grad_of', {}).items():
-            if g is not None and run.regs[r] is g:
+        # every register whose values PyTorch's backward changed: a .grad read earlier
+        # (PyTorch adds into it in place) or an upstream gradient it adopted as .grad;
+        # tapegrad's backward never writes into a tensor the program holds
+        snap = ctx.pop('values_before', {})
+        for r, u in enumerate(run.regs):
+            if r in snap and u is snap[r][0] and not _same_values(u, snap[r][1]):
                 t.add(r)
-        if ins['src'][1] is not None:   # PyTorch may adopt the upstream gradient as .grad
+        if ins['src'][1] is not None:
             t.add(ins['src'][1])
         return
     src_tainted = any(r in t for r in ins['src'] if r is not None)
@@ -331,7 +394,8 @@ def minimize(runner, text, sig):
 def _kind(o):
     """A failure's kind: the op, what disagreed, and the two outcomes, without values."""
     import re
-    w = re.sub(r'element \d+:.*', 'values differ', o.what.split('\n')[0])
+    w = re.sub(r'element \d+:.*', 'values differ', o.what.split('\n')[0].split('; ')[0])
+    w = re.sub(r'\binsn \d+', 'insn N', w)
     w = re.sub(r'\br\d+\b', 'rN', w)
     w = re.sub(r'(PyTorch \w+Error: [^.:,(\[]{0,70}).*', r'\1...', w)
     op = o.sig[0] if o.sig else ''

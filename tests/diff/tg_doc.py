@@ -82,6 +82,9 @@ def _documented(kind, ins, inputs, cst, exc, ctx, what=None):
             regs |= {r for r in ins['src'] if r is not None}
         if regs & ctx['tainted']:
             return 'grad-alias'
+        leaves = {int(m) for m in re.findall(r'\.grad of r(\d+)', what or '')}
+        if leaves & ctx.get('aliased_leaves', set()):
+            return 'grad-alias'
         if what and 'requires_grad: tapegrad False, PyTorch True' in what:
             for r in regs:
                 t = ctx['regs'][r]

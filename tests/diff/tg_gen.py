@@ -413,6 +413,70 @@ class Gen:
             self.emit(new_insn(self.r.choice(['leak_scan', 'step_mark', 'print', 'dot']),
                                src=[self.pick()] if self.r.random() < 0.5 else []))
 
+    def g_pattern(self):
+        """Scenarios the semantics hinge on, with random sizes and values."""
+        k = self.r.randrange(7)
+        x = self.leaf([self.r.choice([2, 3, 4])], rg=True)
+        n = self.t(x).shape[0]
+        y = self.free()
+        self.emit(new_insn(self.r.choice(['scale', 'add_scalar']), [y], [x], k=self.val()))
+        if self.t(y) is None:
+            return
+        if k == 0:   # modify, then restore, a tensor a node saved
+            z = self.free()
+            self.emit(new_insn(self.r.choice(['exp', 'softmax', 'log_softmax']), [z], [y]))
+            c = self.leaf([n], rg=False)
+            self.emit(new_insn('sub_', src=[z, c]))
+            self.emit(new_insn('add_', src=[z, c]))
+            root = z
+        elif k in (1, 2) and 'inplace-view' not in self.avoid:
+            # a view taken before an in-place op on its base (1), or edited itself (2)
+            v = self.free()
+            self.emit(new_insn('slice', [v], [y], dim=0, start=self.r.choice([0, 1, -2]),
+                               end=self.r.choice([2, -1, HUGE[2]]), step=self.r.choice([1, 2])))
+            if k == 1:
+                self.emit(new_insn('scale_', src=[y], k=self.val()))
+                root = v
+            else:
+                self.emit(new_insn('mul_', src=[v, self.leaf([1], rg=self.r.random() < 0.5)]))
+                root = y
+        elif k == 3 and 'fill-copy' not in self.avoid:   # a constant written over history
+            if self.r.random() < 0.5:
+                self.emit(new_insn('fill_', src=[y], value=self.val()))
+            else:
+                self.emit(new_insn('copy_', src=[y, self.leaf([n], rg=False)]))
+            root = y
+        elif k == 4:   # matmul: an operand whose gradient is not needed, edited afterwards
+            w = self.leaf([n, 2], rg=False)
+            a = self.free()
+            self.emit(new_insn('reshape' if 'inplace-view' in self.avoid else 'view', [a], [y],
+                               shape=[1, n]))
+            if 'inplace-view' in self.avoid:
+                self.emit(new_insn('clone', [a], [a]))
+            m = self.free()
+            self.emit(new_insn('matmul', [m], [a, w]))
+            self.emit(new_insn('scale_', src=[w if self.r.random() < 0.5 else a], k=2.0))
+            root = m
+        elif k == 5:   # the logits of the log-prob op edited in place before backward
+            z = self.free()
+            self.emit(new_insn('view', [z], [y], shape=[1, n]))
+            t = self.targets([1], n, -100)
+            lp, ent = self.free2()
+            self.emit(new_insn('logprob', [lp, ent], [z, t], impl=self.r.randrange(2), T=1.0,
+                               ignore=-100, chunk=self.r.choice([0, 1]), entropy=1,
+                               egrad=self.r.randrange(2)))
+            self.emit(new_insn('scale_', src=[y], k=0.5))
+            root = lp
+        else:          # a leaf edited under no-grad, then used
+            self.emit(new_insn('grad_mode', on=0))
+            self.emit(new_insn('add_', src=[x, self.leaf([n], rg=False)]))
+            self.emit(new_insn('grad_mode', on=1))
+            root = y
+        s = self.free()
+        self.emit(new_insn('sum', [s], [root]))
+        self.emit(new_insn('backward', src=[s], retain=self.r.randrange(2)))
+        self.emit(new_insn('grad', [self.free()], [x]))
+
     def g_scope(self):
         if self.depth and self.r.random() < 0.5:
             r = self.pick()
@@ -439,7 +503,7 @@ def _bcast_to(src, dst):
 
 FAMILIES = [('g_unary', 12), ('g_binary', 14), ('g_reduce', 5), ('g_view', 12),
             ('g_inplace', 16), ('g_matmul', 4), ('g_gather', 3), ('g_logprob', 6),
-            ('g_custom', 4), ('g_backward', 8), ('g_misc', 8), ('g_scope', 3)]
+            ('g_custom', 4), ('g_backward', 8), ('g_misc', 8), ('g_scope', 3), ('g_pattern', 5)]
 
 
 def generate(seed, index, avoid=()):

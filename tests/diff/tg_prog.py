@@ -277,6 +277,35 @@ class Scale(torch.autograd.Function):
         return g * ctx.k, None
 
 
+class Mean(torch.autograd.Function):
+    """mean (over all elements, or over dim) saving only the input's shape, as
+    tg_mean/tg_mean_dim (PyTorch 1.13's mean keeps its input as a saved tensor)."""
+    @staticmethod
+    def forward(ctx, x, dim, keepdim):
+        ctx.shape, ctx.dim, ctx.keepdim = x.shape, dim, keepdim
+        return x.mean() if dim is None else x.mean(dim, keepdim=keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        if ctx.dim is None:
+            n = 1
+            for s in ctx.shape:
+                n *= s
+            return g.expand(ctx.shape) / n, None, None
+        d = ctx.dim % len(ctx.shape) if ctx.shape else 0
+        if not ctx.keepdim and ctx.shape:
+            g = g.unsqueeze(d)
+        n = ctx.shape[d] if ctx.shape else 1
+        return g.expand(ctx.shape) / n, None, None
+
+
+def _mean(a, dim=None, keepdim=False):
+    if not a.is_floating_point() or (dim is not None and not -max(a.dim(), 1) <= dim <
+                                     max(a.dim(), 1)):
+        return torch.mean(a) if dim is None else torch.mean(a, dim, keepdim=keepdim)
+    return Mean.apply(a, dim, keepdim)
+
+
 class GatherLast(torch.autograd.Function):
     """gather along the last dim saving only the index, as tg_gather (PyTorch's
     gather also saves its input, so editing it in place afterwards fails backward)."""
@@ -430,7 +459,7 @@ class TorchRun:
             t.normal_() if op == 'randn' else t.uniform_(ins['lo'], ins['hi'])
             out = c_step['out'][0] if c_step and c_step.get('out') else None
             if out is not None and isinstance(out.get('data'), list):
-                t = torch.tensor(out['data'], dtype=dt).reshape(shape)
+                t = torch.tensor(out['data'], dtype=dt).reshape(shape).clone()
             return self._set(ins, t)
         if op == 'arange':
             try:
@@ -454,7 +483,9 @@ class TorchRun:
             vals = [ins['vals'][i % len(ins['vals'])] for i in range(n)] if n else []
             if dt == torch.int64:
                 vals = [0 if math.isnan(v) else int(max(min(v, 9.2e18), -9.2e18)) for v in vals]
-            return self._set(ins, torch.tensor(vals, dtype=dt).reshape(shape))
+            # clone: a tensor of its own, not a view of the 1-D one (PyTorch treats
+            # views made under no-grad specially)
+            return self._set(ins, torch.tensor(vals, dtype=dt).reshape(shape).clone())
         if op == 'requires_grad':
             self._src(ins, 0).requires_grad_(bool(ins['on']))
             return None
@@ -523,7 +554,7 @@ class TorchRun:
         if op == 'where':
             return self._set(ins, c(torch.where(a != 0, self._src(ins, 1), self._src(ins, 2))))
         unary = {'neg': torch.neg, 'exp': torch.exp, 'log': torch.log, 'sum': torch.sum,
-                 'mean': torch.mean, 'softmax': lambda t: torch.softmax(t, -1),
+                 'mean': _mean, 'softmax': lambda t: torch.softmax(t, -1),
                  'log_softmax': lambda t: torch.log_softmax(t, -1)}
         if op in unary:
             return self._set(ins, c(unary[op](a)))
@@ -537,7 +568,7 @@ class TorchRun:
         if op == 'sum_dim':
             return self._set(ins, c(torch.sum(a, ins['dim'], keepdim=bool(ins['keepdim']))))
         if op == 'mean_dim':
-            return self._set(ins, c(torch.mean(a, ins['dim'], keepdim=bool(ins['keepdim']))))
+            return self._set(ins, c(_mean(a, ins['dim'], bool(ins['keepdim']))))
         if op == 'gather':
             idx = self._src(ins, 1)
             if not (a.is_floating_point() and idx.dtype == torch.int64):

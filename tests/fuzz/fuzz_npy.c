@@ -22,6 +22,8 @@
 
 #include "npy.h"
 
+/* libFuzzer entry points: setup once (two in-memory files), then one input
+ * (returns 0; a broken rule aborts). */
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

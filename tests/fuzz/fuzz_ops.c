@@ -21,6 +21,8 @@
 static bool g_print;
 static const char *g_ignore;
 
+/* libFuzzer entry points: setup once (environment), then one input (returns 0;
+ * a broken contract aborts). */
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

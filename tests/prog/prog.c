@@ -293,7 +293,7 @@ static void finish(tgp_exec *e, const tgp_exec_base *base, tgp_hook hook, void *
         m.saved != base->mem.saved) {
         int64_t unreachable = -1;
         tg_leak_report *rep = tg_leak_scan();
-        if (rep) unreachable = tg_leak_report_unreachable(rep);
+        if (rep) unreachable = tg_leak_report_unreachable(rep) - e->unreachable0;
         tg_leak_report_free(rep);
         tgp__viol(e, "still alive after releasing every register and closing every scope: "
                   "%lld tensors, %lld storages, %lld nodes, %lld bytes live, %lld saved bytes "
@@ -323,6 +323,11 @@ bool tgp_run(const tgp_prog *p, tgp_hook hook, void *user, tgp_result *res) {
     tg_clear_error();
     base.live = tg_live();
     tg_mem_get(TG_CPU, &base.mem);
+    if (base.live.tensors || base.live.nodes || base.live.storages) {
+        tg_leak_report *rep = tg_leak_scan(); /* an earlier program leaked: its cycles stay */
+        e->unreachable0 = rep ? tg_leak_report_unreachable(rep) : 0;
+        tg_leak_report_free(rep);
+    }
     for (int i = 0; i < p->n; i++) {
         const tgp_insn *in = &p->insns[i];
         const tgp_op_desc *d = tgp_op_desc_get(in->op);

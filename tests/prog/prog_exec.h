@@ -25,6 +25,7 @@ struct tgp_exec {
     int cur;                             /* instruction running, -1 at the end */
     const char *cur_name;
     FILE *devnull;
+    int64_t unreachable0; /* objects in cycles before the program (leaked by an earlier one) */
 };
 
 typedef struct tgp_exec_base {
@@ -42,13 +43,24 @@ void tgp__viol(tgp_exec *e, const char *fmt, ...)
 /* Runs one instruction with its checks; returns its status. */
 tg_status tgp__step(tgp_exec *e, const tgp_insn *in);
 
-/* Register and scope bookkeeping (prog.c). */
+/* ---- register and scope bookkeeping (prog.c) ---- */
+
+/* Puts t (a new reference just returned, NULL allowed) in register r (TGP_NONE:
+ * gives it back at once), giving back what r held first. */
 void tgp__set(tgp_exec *e, int r, tg_tensor *t);
+/* Gives back register r's reference (or leaves it to its scope) and empties r. */
 void tgp__drop(tgp_exec *e, int r);
+/* True when an open scope owns a reference to t. */
 bool tgp__scope_owns(const tgp_exec *e, const tg_tensor *t);
+/* tg_scope_begin, checking the token; a no-op at TGP_MAX_SCOPES. Returns the status. */
 tg_status tgp__scope_begin(tgp_exec *e);
+/* tg_scope_end of the innermost scope (or, when bad or none is open, of a wrong
+ * token, which must be refused with nothing released); empties its registers. */
 tg_status tgp__scope_end(tgp_exec *e, bool bad);
+/* tg_scope_keep of register r, checked against the ownership model. */
 tg_status tgp__scope_keep(tgp_exec *e, int r);
+/* tg_release of register r: must succeed for a program-owned reference and
+ * be refused (TG_ERR_STATE) while an open scope owns the tensor. */
 tg_status tgp__release(tgp_exec *e, int r);
 
 #endif

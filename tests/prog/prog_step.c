@@ -108,7 +108,7 @@ static tg_status dot(tgp_exec *e, const tgp_insn *in) {
 static tg_status leak_scan(tgp_exec *e) {
     tg_leak_report *r = tg_leak_scan();
     if (!r) return tg_last_status();
-    int64_t u = tg_leak_report_unreachable(r);
+    int64_t u = tg_leak_report_unreachable(r) - e->unreachable0;
     if (u != 0) tgp__viol(e, "tg_leak_scan found %lld objects unreachable from any root (a "
                           "reference cycle)", (long long)u);
     tg_status st = tg_leak_report_print(e->devnull, r);
@@ -237,8 +237,10 @@ static int want_rg(const tgp_exec *e, const tgp_insn *in, tg_tensor **s, tg_tens
     bool any = false;
     switch ((tgp_opcode)op) {
     case TGP_ZEROS: case TGP_ONES: case TGP_FULL: case TGP_RANDN: case TGP_RAND:
-    case TGP_ARANGE: case TGP_FROM_DATA: case TGP_DETACH: case TGP_GRAD:
+    case TGP_ARANGE: case TGP_FROM_DATA: case TGP_DETACH:
         return 0;
+    case TGP_GRAD: /* a .grad is a leaf the program may have marked requires_grad */
+        return -1;
     case TGP_CONTIGUOUS: case TGP_TO_DTYPE:
         if (out == s[0]) return -1; /* the input itself */
         break;
@@ -303,7 +305,7 @@ tg_status tgp__step(tgp_exec *e, const tgp_insn *in) {
 
     if (!in->keep_err) tg_clear_error();
     tg_status prev_st = tg_last_status();
-    char prev_msg[256];
+    char prev_msg[1024]; /* messages longer than this compare on their start */
     snprintf(prev_msg, sizeof prev_msg, "%s", tg_last_error());
 
     bool armed = e->fault_armed && in->op != TGP_FAULT;
@@ -341,7 +343,7 @@ tg_status tgp__step(tgp_exec *e, const tgp_insn *in) {
                 tgp__viol(e, "returned %s but tg_last_status() is %s", tg_status_name(c.st),
                           tg_status_name(last));
             if (null_input && in->keep_err && prev_st != TG_OK) {
-                if (last != prev_st || strcmp(msg, prev_msg) != 0)
+                if (last != prev_st || strncmp(msg, prev_msg, sizeof prev_msg - 1) != 0)
                     tgp__viol(e, "a NULL input replaced the first error (%s: %.60s) with %s: %.60s",
                               tg_status_name(prev_st), prev_msg, tg_status_name(last), msg);
             } else if (null_input && c.st != TG_ERR_NULL) {
