@@ -7,7 +7,8 @@
 # Finds a python3 that imports torch (the one on PATH, then /usr/bin/python3,
 # where Debian's python3-torch lives); without one it prints
 # "skipped: no torch" and exits 77 (CTest's SKIP_RETURN_CODE for this test).
-# TG_DIFF_SEEDS (default 1) and TG_DIFF_PROGRAMS (default 300) choose the run;
+# TG_DIFF_SEEDS (default 1) and TG_DIFF_PROGRAMS (default 300) choose the random
+# programs; the fixed ones of tests/diff/scenarios.txt run every time;
 # failing programs are written to OUT_DIR.
 set -uo pipefail
 run="$1"
@@ -27,4 +28,5 @@ if [[ -z "$py" ]]; then
 fi
 rm -rf "$out"
 exec "$py" "$here/tg_diff.py" --runner "$run" --seeds "${TG_DIFF_SEEDS:-1}" \
+    --file "$here/scenarios.txt" \
     --programs "${TG_DIFF_PROGRAMS:-300}" --out "$out" "$@"

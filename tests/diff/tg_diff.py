@@ -391,6 +391,10 @@ def minimize(runner, text, sig):
 
 # ---- main -------------------------------------------------------------------------------------
 
+def _batch(seed):
+    return 'seed %s' % seed if isinstance(seed, int) else str(seed)
+
+
 def _kind(o):
     """A failure's kind: the op, what disagreed, and the two outcomes, without values."""
     import re
@@ -405,9 +409,11 @@ def _kind(o):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--runner', required=True, help='path of tg_diff_run')
-    ap.add_argument('--seeds', default='1', help='comma-separated seeds (default 1)')
+    ap.add_argument('--seeds', help='comma-separated seeds (default 1 without --file)')
     ap.add_argument('--programs', type=int, default=300, help='programs per seed (300)')
-    ap.add_argument('--file', help='compare the programs of this text file (--- between them)')
+    ap.add_argument('--file', action='append', default=[],
+                    help='also compare the programs of this text file (--- between them); '
+                    'without --seeds, only them')
     ap.add_argument('--out', help='where failing programs are written (default: a new temp dir)')
     ap.add_argument('--minimize', action='store_true', help='shrink each failing program')
     ap.add_argument('--max-report', type=int, default=8, help='failures printed in full')
@@ -424,12 +430,13 @@ def main():
     out_dir = a.out or tempfile.mkdtemp(prefix='tg_diff_')
     os.makedirs(out_dir, exist_ok=True)
     batches = []
-    if a.file:
-        with open(a.file) as f:
+    for path in a.file:
+        with open(path) as f:
             progs = parse_programs(f.read())
-        batches.append(('file', ['\n'.join(format_insn(i) for i in p) + '\n' for p in progs]))
-    else:
-        for s in [int(x) for x in a.seeds.split(',') if x.strip()]:
+        batches.append((os.path.splitext(os.path.basename(path))[0],
+                        ['\n'.join(format_insn(i) for i in p) + '\n' for p in progs]))
+    if a.seeds or not a.file:
+        for s in [int(x) for x in (a.seeds or '1').split(',') if x.strip()]:
             avoid = set(x for x in a.avoid.split(',') if x)
             if avoid - set(AVOIDABLE):
                 ap.error('unknown --avoid feature: %s' % ', '.join(avoid - set(AVOIDABLE)))
@@ -462,16 +469,16 @@ def main():
                 examples.setdefault(d, (seed, k))
             if o.kind not in ('match', 'doc'):
                 failures.append((seed, k, text, o))
-    print('tg_diff: %d programs (%d instructions, seeds %s): %d agree, %d stopped at a documented '
+    print('tg_diff: %d programs (%d instructions; %s): %d agree, %d stopped at a documented '
           'difference, %d mismatches, %d contract violations, %d crashes (%.1f s)' % (
               counts['programs'], counts['instructions'],
-              ','.join(str(b[0]) for b in batches), counts['match'], counts['doc'],
+              ', '.join(_batch(b[0]) for b in batches), counts['match'], counts['doc'],
               counts['mismatch'], counts['violation'], counts['crash'], time.time() - t0))
     for name, reason in DOCUMENTED:
         n = docs.get(name, 0)
         line = '  documented difference %-24s %4d  %s' % (name, n, reason)
         if n and not a.quiet and name in examples:
-            line += '  (first: seed %s program %d)' % examples[name]
+            line += '  (first: %s program %d)' % (_batch(examples[name][0]), examples[name][1])
         print(line)
     kinds = collections.OrderedDict()
     for f in failures:
@@ -479,9 +486,9 @@ def main():
     if failures:
         print('\nfailures by kind (first program of each):')
         for kind, fs in sorted(kinds.items(), key=lambda kv: -len(kv[1])):
-            print('  %4d  %s  (seed %s program %d)' % (len(fs), kind, fs[0][0], fs[0][1]))
+            print('  %4d  %s  (%s program %d)' % (len(fs), kind, _batch(fs[0][0]), fs[0][1]))
     for n, (seed, k, text, o) in enumerate(failures):
-        path = os.path.join(out_dir, 'seed%s_prog%d.txt' % (seed, k))
+        path = os.path.join(out_dir, '%s_prog%d.txt' % (_batch(seed).replace(' ', ''), k))
         if a.minimize and o.sig:
             text = minimize(a.runner, text, o.sig)
         with open(path, 'w') as f:
@@ -489,7 +496,7 @@ def main():
             f.write(text)
         if n < a.max_report:
             lines = text.splitlines()
-            print('\nFAIL seed %s program %d (%s): %s' % (seed, k, o.kind, o.what))
+            print('\nFAIL %s program %d (%s): %s' % (_batch(seed), k, o.kind, o.what))
             if 0 <= o.step < len(lines) and not a.minimize:
                 print('  at instruction %d: %s' % (o.step, lines[o.step]))
             print('  program: %s%s' % (path, ' (minimized)' if a.minimize else ''))
