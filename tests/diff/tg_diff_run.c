@@ -6,6 +6,8 @@
  *   tg_diff_run --decode BYTES      print the program a fuzz input decodes to
  *   tg_diff_run --encode TEXT OUT   write the bytes a text program encodes to
  *                                   (a seed for tests/fuzz/corpus/ops)
+ *   tg_diff_run --forms FILE        check that every program of FILE prints, parses,
+ *                                   encodes and decodes back to the same text
  *
  * Without --json it prints, per instruction, the line and the status, then
  * every contract violation the executor found. With --json it prints one JSON
@@ -257,7 +259,61 @@ static int encode(const char *in, const char *out) {
     return rc;
 }
 
+static char *to_text(const tgp_prog *p) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return NULL;
+    tgp_print(f, p);
+    fclose(f);
+    return buf;
+}
+
+/* print -> parse -> print and print -> encode -> decode -> print give one text. */
+static int forms(const char *path) {
+    size_t size;
+    char *text = read_all(path, &size);
+    if (!text) {
+        fprintf(stderr, "tg_diff_run: cannot read %s\n", path);
+        return 2;
+    }
+    int rc = 0, idx = 0;
+    for (const char *s = text; *s; idx++) {
+        tgp_prog p = {0}, q = {0}, r = {0};
+        size_t used, nb = 0;
+        char err[256];
+        if (!tgp_parse(s, &p, &used, err, sizeof err)) {
+            fprintf(stderr, "tg_diff_run: %s: program %d: %s\n", path, idx, err);
+            rc = 2;
+            tgp_free(&p);
+            break;
+        }
+        s += used;
+        char *t1 = to_text(&p);
+        bool ok = t1 && tgp_parse(t1, &q, NULL, err, sizeof err);
+        char *t2 = ok ? to_text(&q) : NULL;
+        uint8_t *bytes = tgp_encode_bytes(&p, &nb);
+        if (bytes || p.n == 0) tgp_decode_bytes(bytes, nb, &r);
+        char *t3 = to_text(&r);
+        if (!ok || !t2 || !t3 || strcmp(t1, t2) != 0 || strcmp(t1, t3) != 0) {
+            printf("program %d: the text and byte forms do not give it back:\n%s---\n%s---\n%s",
+                   idx, t1 ? t1 : "", t2 ? t2 : "", t3 ? t3 : "");
+            rc = 1;
+        }
+        free(t1);
+        free(t2);
+        free(t3);
+        free(bytes);
+        tgp_free(&p);
+        tgp_free(&q);
+        tgp_free(&r);
+    }
+    free(text);
+    return rc;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[1], "--forms")) return forms(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "--decode")) return decode(argv[2]);
     if (argc == 4 && !strcmp(argv[1], "--encode")) return encode(argv[2], argv[3]);
     if (argc == 3 && !strcmp(argv[1], "--json")) return run_file(argv[2], true);
@@ -265,6 +321,7 @@ int main(int argc, char **argv) {
     if (argc == 2 && !strcmp(argv[1], "-")) return run_file(argv[1], false);
     fprintf(stderr, "usage: tg_diff_run [--json] FILE|-\n"
                     "       tg_diff_run --decode FUZZ_INPUT\n"
-                    "       tg_diff_run --encode PROGRAM.txt OUT.bin\n");
+                    "       tg_diff_run --encode PROGRAM.txt OUT.bin\n"
+                    "       tg_diff_run --forms FILE\n");
     return 2;
 }
