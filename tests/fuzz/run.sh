@@ -54,14 +54,20 @@ export ASAN_OPTIONS="allocator_may_return_null=1:detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
 export OMP_NUM_THREADS=1
 mkdir -p "$dir/artifacts" "$dir/corpus"
+rm -f "$dir"/artifacts/*
 rc=0
+# what a failing log says, without the stack traces
+summary() {
+    grep -E "^(==== |  insn|  end of|fuzz_npy:|fuzz_ops:)|runtime error|ERROR: (Address|Leak)Sanitizer|SUMMARY|out-of-memory|Test unit written" "$1" |
+        head -n 30
+}
 for name in ops npy; do
     bin="$dir/fuzz/fuzz_$name"
     echo "fuzz: replaying tests/fuzz/corpus/$name ($(ls tests/fuzz/corpus/$name | wc -l) inputs)"
     if ! "$bin" -runs=0 -timeout=20 -artifact_prefix="$dir/artifacts/${name}-" \
         "tests/fuzz/corpus/$name" >"$dir/replay_$name.log" 2>&1; then
-        echo "fuzz: fuzz_$name failed on the committed corpus:" >&2
-        tail -n 40 "$dir/replay_$name.log" >&2
+        echo "fuzz: fuzz_$name failed on the committed corpus (log: $dir/replay_$name.log):" >&2
+        summary "$dir/replay_$name.log" >&2
         rc=1
     fi
 done
@@ -87,7 +93,7 @@ for i in 0 1; do
     else
         rc=1
         echo "fuzz: fuzz_${names[$i]} found a problem (log: $dir/fuzz_${names[$i]}.log):" >&2
-        tail -n 60 "$dir/fuzz_${names[$i]}.log" >&2
+        summary "$dir/fuzz_${names[$i]}.log" >&2
         crash="$(ls -t "$dir/artifacts/${names[$i]}-"* 2>/dev/null | head -n 1 || true)"
         if [[ -n "$crash" ]]; then
             echo "fuzz: reproduce with: $dir/fuzz/fuzz_${names[$i]} $crash" >&2
