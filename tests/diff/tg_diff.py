@@ -134,6 +134,7 @@ class Outcome:
     def __init__(self, kind, step=-1, what='', doc=None, sig=None):
         self.kind = kind          # 'match', 'doc', 'mismatch', 'violation', 'crash'
         self.step, self.what, self.doc, self.sig = step, what, doc, sig
+        self.docs = []            # documented differences met on the way
 
 
 def exc_text(e):
