@@ -404,6 +404,8 @@ def _kind(o):
     w = re.sub(r'\br\d+\b', 'rN', w)
     w = re.sub(r'(PyTorch \w+Error: [^.:,(\[]{0,70}).*', r'\1...', w)
     op = o.sig[0] if o.sig else ''
+    if op == 'violation':
+        w = re.sub(r'^insn N \(\w+\): ', '', w)
     return ('%s: %s' % (op, w))[:150]
 
 

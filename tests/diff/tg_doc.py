@@ -35,9 +35,6 @@ DOCUMENTED = [
      'its own that gradients do not leave (the suite compares with PyTorch on a detached view)'),
     ('view-leaf', 'a view taken before its base was marked requires_grad does not require grad; '
      'PyTorch reports it as requiring grad (a leaf of its own: no gradient reaches the base)'),
-    ('second-backward', 'a second backward through nodes whose saved tensors were freed fails only '
-     'where a node needs one of them; PyTorch nodes save more (a multiplication by a Python '
-     'number keeps the number), so PyTorch fails in more places'),
     ('float-to-int', 'tg_to_dtype from f32/f64 to i64 saturates (NaN gives 0, infinities and '
      'out-of-range values the nearest i64); PyTorch gives what the CPU gives (INT64_MIN on x86)'),
     ('grad-alias', 'a .grad read with tg_grad keeps its values when a later backward adds to the '
@@ -103,8 +100,6 @@ def _documented(kind, ins, inputs, cst, exc, ctx, what=None):
             (cst in ('TG_OK', 'TG_ERR_FREED', 'TG_ERR_INPLACE') and second) or
             (cst == 'TG_ERR_FREED' and exc is None)):
         return 'failed-backward-partial'
-    if op == 'backward' and cst == 'TG_OK' and second:
-        return 'second-backward'
     if op == 'requires_grad' and exc is None and inputs[0] is not None:
         t = inputs[0]
         if cst == 'TG_ERR_AUTOGRAD' and not t.is_leaf and t.requires_grad == bool(ins['on']):
