@@ -52,7 +52,7 @@ cmake --build "$dir" -j "$jobs" --target fuzz_ops fuzz_npy
 # allocator_may_return_null: a huge tensor must fail with TG_ERR_NOMEM, not stop ASan.
 export ASAN_OPTIONS="allocator_may_return_null=1:detect_leaks=1:abort_on_error=1:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
-export OMP_NUM_THREADS=1
+export OMP_NUM_THREADS=1 TAPEGRAD_CPU_CACHE_MB=0
 mkdir -p "$dir/artifacts" "$dir/corpus"
 rm -f "$dir"/artifacts/*
 rc=0
