@@ -28,8 +28,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
-    setenv("OMP_NUM_THREADS", "1", 0);
-    setenv("TAPEGRAD_CPU_CACHE_MB", "0", 0); /* freed blocks go back: ASan sees reuse */ /* one input at a time, reproducible, fast */
+    setenv("OMP_NUM_THREADS", "1", 0);        /* one input at a time, reproducible, fast */
+    setenv("TAPEGRAD_CPU_CACHE_MB", "0", 0);  /* freed blocks go back: ASan sees reuse */
     const char *p = getenv("TG_FUZZ_PRINT");
     g_print = p && *p && strcmp(p, "0") != 0;
     g_ignore = getenv("TG_FUZZ_IGNORE");
