@@ -3,15 +3,22 @@
 #   make tour      install missing packages (or print the apt-get line), build,
 #                  run `tapegrad tour`
 #   make test      build and run every test (ctest), then again under
-#                  AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
+#                  AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/), then
+#                  the two libFuzzer harnesses for FUZZ_TEST_SECONDS each (build-fuzz/,
+#                  clang; skipped without it)
+#   make fuzz      the libFuzzer harnesses for FUZZ_SECONDS each (docs/testing.md)
 #   make build     configure and build build/ only
 #   make install   install into PREFIX (default /usr/local)
-#   make clean     remove build/ and build-asan/
+#   make clean     remove build/, build-asan/ and build-fuzz/
 #
-# Variables: BUILD_DIR, ASAN_DIR, PREFIX, JOBS, CMAKE_ARGS (extra -D options).
+# Variables: BUILD_DIR, ASAN_DIR, FUZZ_DIR, PREFIX, JOBS, CMAKE_ARGS (extra -D options),
+# FUZZ_SECONDS (make fuzz, default 600), FUZZ_TEST_SECONDS (make test, default 60).
 
 BUILD_DIR  ?= build
 ASAN_DIR   ?= build-asan
+FUZZ_DIR   ?= build-fuzz
+FUZZ_SECONDS ?= 600
+FUZZ_TEST_SECONDS ?= 60
 PREFIX     ?= /usr/local
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
@@ -23,7 +30,7 @@ GENERATOR = $(if $(shell command -v ninja 2>/dev/null),-G Ninja,)
 SAN_ENV = ASAN_OPTIONS=detect_leaks=1:protect_shadow_gap=0 \
           UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-.PHONY: all setup build tour test test-asan install clean
+.PHONY: all setup build tour test test-asan test-fuzz fuzz install clean
 
 all: build
 
@@ -47,13 +54,21 @@ tour: build
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
 	$(MAKE) --no-print-directory test-asan
+	$(MAKE) --no-print-directory test-fuzz
 
 test-asan: setup $(ASAN_DIR)/CMakeCache.txt
 	cmake --build $(ASAN_DIR) -j $(JOBS)
 	$(SAN_ENV) ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS)
 
+# libFuzzer harnesses (tests/fuzz): corpus replay, then both fuzzers in parallel
+test-fuzz: setup
+	JOBS=$(JOBS) bash tests/fuzz/run.sh $(FUZZ_TEST_SECONDS) $(FUZZ_DIR)
+
+fuzz: setup
+	JOBS=$(JOBS) bash tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_DIR)
+
 install: build
 	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)

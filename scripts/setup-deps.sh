@@ -8,14 +8,17 @@
 #     Criterion (libcriterion-dev), OpenBLAS with CBLAS (libopenblas-dev), and
 #     optionally ninja (ninja-build) and NumPy for python3 (python3-numpy: the
 #     CLI test compares `tapegrad logprob` with bench/reference_logprob.py,
-#     and skips that comparison without it). The CUDA toolkit is optional and
-#     is only detected by CMake; this script never installs it.
+#     and skips that comparison without it), PyTorch for python3
+#     (python3-torch: the differential test tests/diff, skipped without it),
+#     and clang with libFuzzer and OpenMP (clang, libclang-rt-dev, libomp-dev:
+#     the fuzzers of tests/fuzz, skipped without them). The CUDA toolkit is
+#     optional and is only detected by CMake; this script never installs it.
 #   - Everything present: prints nothing (unless -v) and exits 0 quickly.
 #   - Something missing and running as root: installs the missing Debian
 #     packages with apt-get (non-interactive), then checks again.
 #   - Something required missing and not root: prints the exact
 #     `sudo apt-get install -y ...` line and exits 1. A missing optional
-#     package (ninja, numpy) only prints a hint.
+#     package (ninja, numpy, torch, clang) only prints a hint.
 #   - Honours CC (default: cc, else gcc) for the compiler checks.
 set -euo pipefail
 
@@ -56,6 +59,25 @@ have_numpy() {
     return 1
 }
 
+# PyTorch importable by python3 on PATH or by /usr/bin/python3 (tests/diff/run.sh
+# looks in the same two places).
+have_torch() {
+    local py
+    for py in python3 /usr/bin/python3; do
+        have_cmd "$py" && "$py" -c 'import importlib.util, sys
+sys.exit(importlib.util.find_spec("torch") is None)' >/dev/null 2>&1 && return 0
+    done
+    return 1
+}
+# clang with libFuzzer's runtime and OpenMP (tests/fuzz/run.sh checks by linking one).
+have_libfuzzer() {
+    have_cmd clang || return 1
+    local p
+    p="$(clang -print-file-name="libclang_rt.fuzzer-$(uname -m).a" 2>/dev/null)" || return 1
+    [[ "$p" == /* && -e "$p" ]] || return 1
+    printf '#include <omp.h>\n' | clang -E -x c - >/dev/null 2>&1
+}
+
 check_all() {
     missing=()
     optional=()
@@ -65,6 +87,8 @@ check_all() {
     { have_cmd g++ || have_cmd c++; } || need g++
     have_cmd ninja || optional+=(ninja-build)
     have_numpy || optional+=(python3-numpy)
+    have_torch || optional+=(python3-torch)
+    have_libfuzzer || optional+=(clang libclang-rt-dev libomp-dev)
     if have_cc; then
         have_header stdio.h || need libc6-dev
         { have_header omp.h && have_lib gomp; } || need gcc
@@ -103,7 +127,8 @@ fi
 
 if ((${#missing[@]} == 0)); then
     echo "setup-deps: optional: 'sudo apt-get install -y ${optional[*]}' (ninja: faster" \
-        "builds; numpy: the reference comparison of the logprob CLI test)" >&2
+        "builds; numpy: the reference comparison of the logprob CLI test; torch: the" \
+        "differential test against PyTorch; clang: the fuzzers)" >&2
     exit 0
 fi
 

@@ -1,0 +1,127 @@
+"""tests/diff/tg_doc.py - the documented differences between tapegrad and
+PyTorch that the differential suite (tg_diff.py) accepts.
+
+Contract: DOCUMENTED lists (name, reason) pairs, one sentence each, in the
+order tg_diff.py prints them with their counts; documented() returns the name
+of the entry that explains a disagreement, or None (then it is a failure).
+Each predicate is narrow: it looks at the op, its inputs and both outcomes, so
+that a real bug of the same op is not excused by accident.
+"""
+import re
+
+DOCUMENTED = [
+    ('integer-ops', "tapegrad's ops take f32/f64 tensors only (i64 is for indices and targets); "
+     'PyTorch computes on integer tensors too'),
+    ('no-type-promotion', 'tapegrad refuses operands of different dtypes (TG_ERR_DTYPE); PyTorch '
+     'promotes them to a common dtype'),
+    ('matmul-shapes', 'tg_matmul takes 2-D operands, equal batch dims, or a batched left '
+     'operand with a 2-D right one; PyTorch also takes 1-D operands and broadcasts batch dims'),
+    ('gather-index-shape', "tg_gather's index must have the input's exact leading shape; "
+     "PyTorch's gather also takes smaller leading sizes"),
+    ('clamp-bounds', 'tg_clamp refuses lo > hi and NaN bounds (TG_ERR_VALUE); PyTorch returns hi '
+     'everywhere or propagates the NaN'),
+    ('requires-grad-nonleaf', 'tg_set_requires_grad on a tensor that is not a leaf fails '
+     '(TG_ERR_AUTOGRAD) even when it asks for what the tensor already has; PyTorch accepts '
+     'requires_grad_(True) on a non-leaf that requires grad'),
+    ('requires-grad-int', 'tg_set_requires_grad(t, false) on an i64 tensor fails (TG_ERR_DTYPE); '
+     'PyTorch accepts requires_grad_(False) on any tensor'),
+    ('arange-empty', 'tg_arange returns an empty tensor when step points away from end; '
+     'PyTorch raises'),
+    ('inplace-overlap', "an in-place op whose other operand overlaps its target reads all of "
+     "other before writing; PyTorch refuses partial overlap (the suite compares with "
+     "PyTorch on a copy of other)"),
+    ('nograd-view', 'a view taken under no-grad of a tensor that requires grad does not require '
+     'grad (like every result made under no-grad); PyTorch marks it as requiring grad, a leaf of '
+     'its own that gradients do not leave (the suite compares with PyTorch on a detached view)'),
+    ('view-leaf', 'a view taken before its base was marked requires_grad does not require grad; '
+     'PyTorch reports it as requiring grad (a leaf of its own: no gradient reaches the base)'),
+    ('float-to-int', 'tg_to_dtype from f32/f64 to i64 saturates (NaN gives 0, infinities and '
+     'out-of-range values the nearest i64); PyTorch gives what the CPU gives (INT64_MIN on x86)'),
+    ('grad-alias', 'a .grad read with tg_grad keeps its values when a later backward adds to the '
+     'leaf, and the upstream gradient given to tg_backward is never written to (tapegrad gives '
+     'the leaf a new gradient tensor while another reference exists); PyTorch adds into the '
+     'same tensor in place, and may adopt the upstream gradient (or a view of it) as .grad'),
+    ('failed-backward-partial', 'a failed tg_backward changes no .grad and frees nothing; '
+     'PyTorch may have accumulated some gradients and freed some saved tensors before it '
+     'raised, so a later backward can fail there and not in tapegrad'),
+]
+
+_ELEMENTWISE = ('add', 'sub', 'mul', 'div', 'maximum', 'minimum', 'where', 'neg', 'exp', 'log',
+                'scale', 'add_scalar', 'clamp', 'sum', 'mean', 'sum_dim', 'mean_dim', 'matmul',
+                'softmax', 'log_softmax', 'gather', 'add_', 'sub_', 'mul_', 'scale_', 'fill_',
+                'square', 'cexp', 'mulsub')
+
+
+def _data_inputs(op, inputs):
+    if op == 'where':
+        return inputs[1:]
+    if op == 'gather':
+        return inputs[:1]
+    return inputs
+
+
+DISABLED = set()   # names turned off (tg_diff.py --no-doc), to see what they hide
+
+
+def documented(kind, ins, inputs, cst, exc, ctx, what=None):
+    name = _documented(kind, ins, inputs, cst, exc, ctx, what)
+    return None if name in DISABLED else name
+
+
+def _documented(kind, ins, inputs, cst, exc, ctx, what=None):
+    """The name of the documented difference behind a disagreement, or None.
+    kind: 'status' (tapegrad status cst vs PyTorch exception exc) or 'value'."""
+    if kind == 'value':
+        regs = set()
+        if what:
+            regs = {int(m) for m in re.findall(r'\br(\d+)\b', what)}
+        if ins is not None:
+            regs |= {r for r in ins['src'] if r is not None}
+        if regs & ctx['tainted']:
+            return 'grad-alias'
+        leaves = {int(m) for m in re.findall(r'\.grad of r(\d+)', what or '')}
+        if leaves & ctx.get('aliased_leaves', set()):
+            return 'grad-alias'
+        if what and 'requires_grad: tapegrad False, PyTorch True' in what:
+            for r in regs:
+                t = ctx['regs'][r]
+                try:
+                    if t is not None and t._base is not None and t.grad_fn is None and \
+                            t.requires_grad and t._base.is_leaf:
+                        return 'view-leaf'
+                except RuntimeError:
+                    pass
+        if ctx.get('partial_backward') and what and '.grad of' in what:
+            return 'failed-backward-partial'
+        return None
+    op = ins['op']
+    second = exc is not None and 'second time' in str(exc)
+    if op == 'backward' and ctx.get('failed_backward') and (
+            (cst in ('TG_OK', 'TG_ERR_FREED', 'TG_ERR_INPLACE') and second) or
+            (cst == 'TG_ERR_FREED' and exc is None)):
+        return 'failed-backward-partial'
+    if op == 'requires_grad' and exc is None and inputs[0] is not None:
+        t = inputs[0]
+        if cst == 'TG_ERR_AUTOGRAD' and not t.is_leaf and t.requires_grad == bool(ins['on']):
+            return 'requires-grad-nonleaf'
+        if cst == 'TG_ERR_DTYPE' and not t.is_floating_point() and not ins['on']:
+            return 'requires-grad-int'
+    if cst == 'TG_ERR_DTYPE' and exc is None and op in _ELEMENTWISE:
+        data = [t for t in _data_inputs(op, inputs) if t is not None]
+        if any(not t.is_floating_point() for t in data):
+            return 'integer-ops'
+        if len({t.dtype for t in data}) > 1:
+            return 'no-type-promotion'
+    if op == 'matmul' and cst == 'TG_ERR_SHAPE' and exc is None:
+        a, b = inputs[0], inputs[1]
+        if a.dim() < 2 or b.dim() < 2 or (b.dim() > 2 and a.shape[:-2] != b.shape[:-2]):
+            return 'matmul-shapes'
+    if op == 'gather' and cst == 'TG_ERR_SHAPE' and exc is None:
+        a, idx = inputs[0], inputs[1]
+        if idx.dim() == a.dim() and all(idx.shape[d] <= a.shape[d] for d in range(a.dim() - 1)):
+            return 'gather-index-shape'
+    if op == 'clamp' and cst == 'TG_ERR_VALUE' and exc is None:
+        lo, hi = ins['lo'], ins['hi']
+        if lo != lo or hi != hi or lo > hi:
+            return 'clamp-bounds'
+    return None

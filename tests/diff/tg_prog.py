@@ -1,0 +1,608 @@
+"""tests/diff/tg_prog.py - op programs in Python: the text form of
+tests/prog/prog_text.c (parser and printer) and an interpreter that runs a
+program with PyTorch (float64), op for op as tests/prog/prog_step.c runs it
+with tapegrad.
+
+Contract:
+  - OPS mirrors the descriptor table of tests/prog/prog_ops.c (names, register
+    counts, keys and their kinds); parse_line/format_insn read and write the
+    same lines as tgp_parse_line/tgp_print_insn.
+  - TorchRun.step(ins, c_step) runs one instruction: it returns None on success
+    or the exception PyTorch (or the mirrored contract, for ops without a
+    PyTorch counterpart) raised. A failed instruction empties its destination
+    registers, as the C executor does. Memory tools, scopes and releases have
+    no PyTorch meaning: the registers the C run emptied (c_step["cleared"]) are
+    emptied here too. randn/rand take the values the C run printed.
+  - Nothing here compares anything: tg_diff.py does.
+"""
+import math
+
+import torch
+
+NREG = 24
+F64, F32, I64 = 1, 0, 2
+DTYPES = {'f32': F32, 'f64': F64, 'i64': I64}
+DT_NAME = {F32: 'f32', F64: 'f64', I64: 'i64'}
+TORCH_DT = {F32: torch.float32, F64: torch.float64, I64: torch.int64}
+
+# name: (ndst, nsrc, nsrc_required, has_dtype, has_shape, has_vals, c_only, keys)
+# keys: (name, 'i' for an integer field, 'f' for a double)
+_UN = (1, 1, 1, False, False, False, False, ())
+_BIN = (1, 2, 2, False, False, False, False, ())
+_CREATE = (1, 0, 0, True, True, False, False, ())
+_SHAPED = (1, 1, 1, False, True, False, False, ())
+_IP2 = (0, 2, 2, False, False, False, False, ())
+OPS = {
+    'zeros': _CREATE, 'ones': _CREATE,
+    'full': (1, 0, 0, True, True, False, False, (('value', 'f'),)),
+    'randn': (1, 0, 0, True, True, False, False, (('seed', 'i'), ('mean', 'f'), ('std', 'f'))),
+    'rand': (1, 0, 0, True, True, False, False, (('seed', 'i'), ('lo', 'f'), ('hi', 'f'))),
+    'arange': (1, 0, 0, True, False, False, False, (('start', 'f'), ('end', 'f'), ('step', 'f'))),
+    'from_data': (1, 0, 0, True, True, True, False, ()),
+    'requires_grad': (0, 1, 1, False, False, False, False, (('on', 'i'),)),
+    'grad_mode': (0, 0, 0, False, False, False, False, (('on', 'i'),)),
+    'backward': (0, 2, 1, False, False, False, False, (('retain', 'i'),)),
+    'grad': _UN, 'zero_grad': (0, 1, 1, False, False, False, False, ()), 'detach': _UN,
+    'slice': (1, 1, 1, False, False, False, False,
+              (('dim', 'i'), ('start', 'i'), ('end', 'i'), ('step', 'i'))),
+    'view': _SHAPED, 'reshape': _SHAPED, 'expand': _SHAPED,
+    'transpose': (1, 1, 1, False, False, False, False, (('d0', 'i'), ('d1', 'i'))),
+    'contiguous': _UN, 'clone': _UN,
+    'to_dtype': (1, 1, 1, True, False, False, False, ()),
+    'add': _BIN, 'sub': _BIN, 'mul': _BIN, 'div': _BIN, 'maximum': _BIN, 'minimum': _BIN,
+    'where': (1, 3, 3, False, False, False, False, ()),
+    'neg': _UN, 'exp': _UN, 'log': _UN,
+    'scale': (1, 1, 1, False, False, False, False, (('k', 'f'),)),
+    'add_scalar': (1, 1, 1, False, False, False, False, (('k', 'f'),)),
+    'clamp': (1, 1, 1, False, False, False, False, (('lo', 'f'), ('hi', 'f'))),
+    'sum': _UN, 'mean': _UN,
+    'sum_dim': (1, 1, 1, False, False, False, False, (('dim', 'i'), ('keepdim', 'i'))),
+    'mean_dim': (1, 1, 1, False, False, False, False, (('dim', 'i'), ('keepdim', 'i'))),
+    'matmul': _BIN, 'softmax': _UN, 'log_softmax': _UN, 'gather': _BIN,
+    'logprob': (2, 2, 2, False, False, False, False,
+                (('impl', 'i'), ('T', 'f'), ('ignore', 'i'), ('chunk', 'i'), ('entropy', 'i'),
+                 ('egrad', 'i'))),
+    'add_': _IP2, 'sub_': _IP2, 'mul_': _IP2, 'copy_': _IP2,
+    'scale_': (0, 1, 1, False, False, False, False, (('k', 'f'),)),
+    'fill_': (0, 1, 1, False, False, False, False, (('value', 'f'),)),
+    'square': (1, 1, 1, False, False, False, False, (('fail', 'i'),)),
+    'cexp': (1, 1, 1, False, False, False, False, (('fail', 'i'),)),
+    'mulsub': (2, 2, 2, False, False, False, False, (('fail', 'i'),)),
+    'scope_begin': (0, 0, 0, False, False, False, True, ()),
+    'scope_end': (0, 0, 0, False, False, False, True, (('bad', 'i'),)),
+    'scope_keep': (0, 1, 0, False, False, False, True, ()),
+    'release': (0, 1, 0, False, False, False, True, ()),
+    'leak_scan': (0, 0, 0, False, False, False, True, ()),
+    'step_mark': (0, 0, 0, False, False, False, True, ()),
+    'fault': (0, 0, 0, False, False, False, True, (('n', 'i'), ('persistent', 'i'))),
+    'print': (0, 1, 1, False, False, False, True, ()),
+    'dot': (0, 3, 0, False, False, False, True, ()),
+}
+INPLACE = ('add_', 'sub_', 'mul_', 'scale_', 'copy_', 'fill_')
+VIEWS = ('slice', 'view', 'reshape', 'transpose', 'expand')
+
+
+# ---- text form ------------------------------------------------------------------------------
+
+def fmt_f(v):
+    v = float(v)
+    if math.isnan(v):
+        return 'nan'
+    if math.isinf(v):
+        return 'inf' if v > 0 else '-inf'
+    return repr(v)
+
+
+def _reg(r):
+    return '_' if r is None else 'r%d' % r
+
+
+def new_insn(op, dst=(), src=(), **kw):
+    """An instruction: dict with op, dst, src (lists, None = empty), dtype,
+    shape, vals, keep_err and every key of the op (defaults 0)."""
+    nd, ns = OPS[op][0], OPS[op][1]
+    ins = {'op': op, 'dst': (list(dst) + [None] * nd)[:nd], 'src': (list(src) + [None] * ns)[:ns],
+           'dtype': F64, 'shape': [], 'vals': [], 'keep_err': False}
+    for k, kind in OPS[op][7]:
+        ins[k] = 0.0 if kind == 'f' else 0
+    ins.update(kw)
+    return ins
+
+
+def format_insn(ins):
+    nd, ns, nreq, has_dt, has_shape, has_vals, _, keys = OPS[ins['op']]
+    out = []
+    if nd:
+        out.append(','.join(_reg(r) for r in ins['dst']) + ' =')
+    out.append(ins['op'])
+    src = list(ins['src'])
+    while len(src) > nreq and src[-1] is None:
+        src.pop()
+    out += [_reg(r) for r in src]
+    if has_dt:
+        out.append(DT_NAME.get(ins['dtype'], 'dt%d' % ins['dtype']))
+    if has_shape:
+        out.append('[' + ','.join(str(int(s)) for s in ins['shape']) + ']')
+    if has_vals:
+        out.append('vals=[' + ','.join(fmt_f(v) for v in ins['vals']) + ']')
+    for k, kind in keys:
+        out.append('%s=%s' % (k, fmt_f(ins[k]) if kind == 'f' else str(int(ins[k]))))
+    if ins.get('keep_err'):
+        out.append('keep_err=1')
+    return ' '.join(out)
+
+
+def _parse_reg(t):
+    if t == '_':
+        return None
+    if t.startswith('r') and t[1:].isdigit() and 0 <= int(t[1:]) < NREG:
+        return int(t[1:])
+    raise ValueError('bad register %r' % t)
+
+
+def parse_line(line):
+    """One instruction dict, or None for a blank or comment line."""
+    toks = line.split()
+    if not toks or toks[0].startswith('#'):
+        return None
+    dst = []
+    if len(toks) >= 2 and toks[1] == '=':
+        dst = [_parse_reg(t) for t in toks[0].split(',')]
+        toks = toks[2:]
+    op = toks[0]
+    if op not in OPS:
+        raise ValueError('unknown op %r' % op)
+    nd, ns, _, has_dt, has_shape, has_vals, _, keys = OPS[op]
+    ins = new_insn(op, dst)
+    kinds = dict(keys)
+    nsrc = 0
+    for t in toks[1:]:
+        if t == '_' or (t.startswith('r') and t[1:].isdigit()):
+            ins['src'][nsrc] = _parse_reg(t)
+            nsrc += 1
+        elif has_dt and (t in DTYPES or t.startswith('dt')):
+            ins['dtype'] = DTYPES[t] if t in DTYPES else int(t[2:])
+        elif has_shape and t.startswith('['):
+            body = t[1:-1]
+            ins['shape'] = [int(x) for x in body.split(',')] if body else []
+        elif '=' in t:
+            k, v = t.split('=', 1)
+            if k == 'vals':
+                body = v[1:-1]
+                ins['vals'] = [float(x) for x in body.split(',')] if body else []
+            elif k == 'keep_err':
+                ins['keep_err'] = int(v) != 0
+            elif k in kinds:
+                ins[k] = float(v) if kinds[k] == 'f' else int(v)
+            else:
+                raise ValueError('unknown key %r' % k)
+        else:
+            raise ValueError('unexpected token %r' % t)
+    return ins
+
+
+def parse_programs(text):
+    """Programs separated by lines '---'."""
+    progs, cur = [], []
+    for line in text.splitlines():
+        if line.strip() == '---':
+            progs.append(cur)
+            cur = []
+            continue
+        ins = parse_line(line)
+        if ins is not None:
+            cur.append(ins)
+    if cur:
+        progs.append(cur)
+    return [p for p in progs if p]
+
+
+# ---- PyTorch -------------------------------------------------------------------------------
+
+class NullInput(Exception):
+    """A required input register is empty (tapegrad: TG_ERR_NULL)."""
+
+
+class ContractError(Exception):
+    """What tapegrad's documented contract refuses where PyTorch has no op
+    (the log-prob op, the custom functions, from_data without values)."""
+
+
+def _ctx_fail(mode, where):
+    if mode == where:
+        raise ContractError('custom function refused in ' + ('forward' if where == 1 else
+                                                             'backward'))
+
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, fail):
+        _ctx_fail(fail, 1)
+        ctx.fail = fail
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        _ctx_fail(ctx.fail, 2)
+        x, = ctx.saved_tensors
+        return (2 * x * g if ctx.needs_input_grad[0] else None), None
+
+
+class Cexp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, fail):
+        _ctx_fail(fail, 1)
+        ctx.fail = fail
+        y = torch.exp(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        _ctx_fail(ctx.fail, 2)
+        y, = ctx.saved_tensors
+        return (y * g if ctx.needs_input_grad[0] else None), None
+
+
+class Mulsub(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b, fail):
+        _ctx_fail(fail, 1)
+        if a.shape != b.shape:
+            raise ContractError("mulsub: the inputs' shapes differ")
+        ctx.fail = fail
+        ctx.save_for_backward(a, b)
+        return a * b, a - b
+
+    @staticmethod
+    def backward(ctx, g0, g1):
+        _ctx_fail(ctx.fail, 2)
+        a, b = ctx.saved_tensors
+        ga = g0 * b + g1 if ctx.needs_input_grad[0] else None
+        gb = g0 * a - g1 if ctx.needs_input_grad[1] else None
+        return ga, gb, None
+
+
+class Scale(torch.autograd.Function):
+    """x * k saving nothing, as tg_scale (PyTorch's mul keeps the number as a saved
+    tensor, which makes a second backward fail where tapegrad's does not)."""
+    @staticmethod
+    def forward(ctx, x, k):
+        ctx.k = k
+        return x * k
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.k, None
+
+
+class Mean(torch.autograd.Function):
+    """mean (over all elements, or over dim) saving only the input's shape, as
+    tg_mean/tg_mean_dim (PyTorch 1.13's mean keeps its input as a saved tensor)."""
+    @staticmethod
+    def forward(ctx, x, dim, keepdim):
+        ctx.shape, ctx.dim, ctx.keepdim = x.shape, dim, keepdim
+        return x.mean() if dim is None else x.mean(dim, keepdim=keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        if ctx.dim is None:
+            n = 1
+            for s in ctx.shape:
+                n *= s
+            return g.expand(ctx.shape) / n, None, None
+        d = ctx.dim % len(ctx.shape) if ctx.shape else 0
+        if not ctx.keepdim and ctx.shape:
+            g = g.unsqueeze(d)
+        n = ctx.shape[d] if ctx.shape else 1
+        return g.expand(ctx.shape) / n, None, None
+
+
+def _mean(a, dim=None, keepdim=False):
+    if not a.is_floating_point() or (dim is not None and not -max(a.dim(), 1) <= dim <
+                                     max(a.dim(), 1)):
+        return torch.mean(a) if dim is None else torch.mean(a, dim, keepdim=keepdim)
+    return Mean.apply(a, dim, keepdim)
+
+
+class GatherLast(torch.autograd.Function):
+    """gather along the last dim saving only the index, as tg_gather (PyTorch's
+    gather also saves its input, so editing it in place afterwards fails backward)."""
+    @staticmethod
+    def forward(ctx, x, idx):
+        ctx.save_for_backward(idx)
+        ctx.shape = x.shape
+        return torch.gather(x, -1, idx)
+
+    @staticmethod
+    def backward(ctx, g):
+        idx, = ctx.saved_tensors
+        return torch.zeros(ctx.shape, dtype=g.dtype).scatter_add(-1, idx, g), None
+
+
+class Keep(torch.autograd.Function):
+    """The identity (a copy) that saves its input for backward, version-checked:
+    what tg_logprob_entropy keeps of the logits."""
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        ctx.saved_tensors   # noqa: B018  (unpacking checks the version)
+        return g
+
+
+def _fail_mode(v):
+    return v if v in (1, 2) else 0
+
+
+def logprob_reference(z, y, o):
+    """tapegrad's log-prob/entropy contract (include/tapegrad/logprob.h) in
+    PyTorch ops: x = z/T, logprob = log_softmax(x)[y], entropy = lse - sum(p*x);
+    rows whose target is ignore_index give 0 and no gradient."""
+    if not (z.is_floating_point() and y.dtype == torch.int64):
+        raise ContractError('dtype')
+    if z.dim() < 1 or tuple(y.shape) != tuple(z.shape[:-1]) or z.shape[-1] == 0:
+        raise ContractError('shape')
+    T = o['T']
+    if not (math.isfinite(T) and T > 0) or o['chunk'] < 0 or o['impl'] not in (0, 1):
+        raise ContractError('value')
+    V = z.shape[-1]
+    N = y.numel()
+    mask = y != o['ignore']
+    with torch.no_grad():
+        if bool(((y[mask] < 0) | (y[mask] >= V)).any()):
+            raise ContractError('target out of range')
+        rows = z.detach()[mask]
+        if rows.numel() and bool((torch.isnan(rows) | (rows == math.inf)).any() |
+                                 (rows == -math.inf).all(-1).any()):
+            raise ContractError('bad row')
+    if z.requires_grad and torch.is_grad_enabled():
+        # what backward finds version-checked: the fused op keeps the logits; the
+        # composite one keeps them when chunked (as a reshape, shared only if it is a view)
+        if o['impl'] == 0:
+            z = Keep.apply(z)
+        elif 0 < o['chunk'] < N:
+            z2 = z.reshape(N, V)
+            if z2.data_ptr() == z.data_ptr() and z2._base is not None:
+                z = Keep.apply(z2).reshape(z.shape)
+    x = z / T
+    m = mask.unsqueeze(-1)
+    xs = torch.where(m, x, torch.zeros((), dtype=x.dtype))
+    ls = torch.log_softmax(xs, -1)
+    ys = torch.where(mask, y, torch.zeros((), dtype=y.dtype))
+    zero = torch.zeros((), dtype=x.dtype)
+    lp = torch.where(mask, ls.gather(-1, ys.unsqueeze(-1)).squeeze(-1), zero)
+    ent = None
+    if o['entropy']:
+        p = torch.softmax(xs, -1)
+        lse = torch.logsumexp(xs, -1)
+        xf = torch.where(xs == -math.inf, zero, xs)
+        ent = torch.where(mask, lse - (p * xf).sum(-1), zero)
+        if not o['egrad']:
+            ent = ent.detach()
+    return lp, ent
+
+
+class TorchRun:
+    """Registers and grad mode of one program run with PyTorch."""
+
+    def __init__(self):
+        self.regs = [None] * NREG
+        self.notes = []   # documented differences met and worked around (tg_doc.py)
+        torch.set_grad_enabled(True)
+
+    def _src(self, ins, i, required=True):
+        r = ins['src'][i]
+        t = None if r is None else self.regs[r]
+        if t is None and required:
+            raise NullInput('input %d is empty' % i)
+        return t
+
+    def _set(self, ins, *outs):
+        for r, t in zip(ins['dst'], outs):
+            if r is not None:
+                self.regs[r] = t
+
+    def _nograd_view(self, ins, a):
+        """A view made under no-grad of a tensor that requires grad: PyTorch makes it
+        require grad (a leaf of its own); tapegrad does not. Mirror tapegrad (a view
+        that does not require grad) and note the difference when it shows."""
+        r, d = ins['src'][0], ins['dst'][0]
+        self.regs[r] = a.detach()
+        try:
+            self._run(ins, None)
+            out = self.regs[d] if d is not None else None
+        finally:
+            self.regs[r] = a
+        if d is not None:
+            self.regs[d] = out
+        self.notes.append('nograd-view')
+
+    def step(self, ins, c_step):
+        """Runs ins; None on success, else the exception."""
+        op = ins['op']
+        if OPS[op][6]:
+            for r in c_step.get('cleared', []):
+                self.regs[r] = None
+            return None
+        try:
+            self._run(ins, c_step)
+            return None
+        except (RuntimeError, ValueError, IndexError, TypeError, NullInput, ContractError,
+                OverflowError) as e:
+            if op not in INPLACE:
+                self._set(ins, *([None] * OPS[op][0]))
+            return e
+
+    def _run(self, ins, c_step):
+        op = ins['op']
+        c = lambda t: t.contiguous()  # noqa: E731  (tapegrad's results are contiguous)
+        dt = TORCH_DT.get(ins['dtype'])
+        if op in ('zeros', 'ones', 'full', 'randn', 'rand', 'from_data', 'arange', 'to_dtype'):
+            if dt is None:
+                raise ContractError('invalid dtype')
+        shape = tuple(ins['shape'])
+        if op in ('zeros', 'ones', 'full', 'randn', 'rand') and len(shape) > 8:
+            raise ContractError('more than 8 dims')
+        if op == 'zeros':
+            return self._set(ins, torch.zeros(shape, dtype=dt))
+        if op == 'ones':
+            return self._set(ins, torch.ones(shape, dtype=dt))
+        if op == 'full':
+            return self._set(ins, torch.full(shape, ins['value'], dtype=dt))
+        if op in ('randn', 'rand'):
+            t = torch.empty(shape, dtype=dt)
+            t.normal_() if op == 'randn' else t.uniform_(ins['lo'], ins['hi'])
+            out = c_step['out'][0] if c_step and c_step.get('out') else None
+            if out is not None and isinstance(out.get('data'), list):
+                t = torch.tensor(out['data'], dtype=dt).reshape(shape).clone()
+            return self._set(ins, t)
+        if op == 'arange':
+            try:
+                return self._set(ins, torch.arange(ins['start'], ins['end'], ins['step'],
+                                                   dtype=dt))
+            except RuntimeError as e:
+                if 'inconsistent with step sign' not in str(e):
+                    raise
+                self.notes.append('arange-empty')   # tapegrad: an empty tensor
+                return self._set(ins, torch.empty(0, dtype=dt))
+        if op == 'from_data':
+            n = 1
+            for s in shape:
+                if s < 0:
+                    raise ContractError('negative size')
+                n *= s
+            if len(shape) > 8:
+                raise ContractError('more than 8 dims')
+            if n and not ins['vals']:
+                raise ContractError('no data')
+            vals = [ins['vals'][i % len(ins['vals'])] for i in range(n)] if n else []
+            if dt == torch.int64:
+                vals = [0 if math.isnan(v) else int(max(min(v, 9.2e18), -9.2e18)) for v in vals]
+            # clone: a tensor of its own, not a view of the 1-D one (PyTorch treats
+            # views made under no-grad specially)
+            return self._set(ins, torch.tensor(vals, dtype=dt).reshape(shape).clone())
+        if op == 'requires_grad':
+            self._src(ins, 0).requires_grad_(bool(ins['on']))
+            return None
+        if op == 'grad_mode':
+            torch.set_grad_enabled(bool(ins['on']))
+            return None
+        if op == 'backward':
+            root, g = self._src(ins, 0), self._src(ins, 1, False)
+            root.backward(gradient=g, retain_graph=bool(ins['retain']))
+            return None
+        if op == 'grad':
+            return self._set(ins, self._src(ins, 0).grad)
+        if op == 'zero_grad':
+            self._src(ins, 0).grad = None
+            return None
+        a = self._src(ins, 0) if OPS[op][2] else None
+        if op in VIEWS and a.requires_grad and not torch.is_grad_enabled():
+            self._nograd_view(ins, a)
+            return None
+        if op == 'detach':
+            return self._set(ins, a.detach())
+        if op == 'slice':
+            dim = ins['dim'] + a.dim() if ins['dim'] < 0 else ins['dim']
+            if not 0 <= dim < a.dim():
+                raise IndexError('dim %d out of range' % ins['dim'])
+            if ins['step'] <= 0:
+                raise ValueError('step must be greater than zero')
+            # PyTorch 1.13 takes INT64_MIN for a symbolic size: use an equivalent bound
+            lo, hi = -2 ** 62, 2 ** 62
+            start, end = (max(lo, min(hi, ins[k])) for k in ('start', 'end'))
+            idx = (slice(None),) * dim + (slice(start, end, ins['step']),)
+            return self._set(ins, a[idx])
+        if op == 'view':
+            return self._set(ins, a.view(shape))
+        if op == 'reshape':
+            return self._set(ins, a.reshape(shape))
+        if op == 'expand':
+            return self._set(ins, a.expand(shape))
+        if op == 'transpose':
+            return self._set(ins, a.transpose(ins['d0'], ins['d1']))
+        if op == 'contiguous':
+            return self._set(ins, a.contiguous())
+        if op == 'clone':
+            return self._set(ins, a.clone(memory_format=torch.contiguous_format))
+        if op == 'to_dtype':
+            if a.dtype == dt:
+                return self._set(ins, a)
+            if dt == torch.int64 and a.is_floating_point():
+                with torch.no_grad():
+                    big = 9.2e18
+                    odd = torch.isnan(a) | (a.abs() >= big)
+                    if bool(odd.any()):   # tapegrad saturates (NaN -> 0); PyTorch: the CPU's
+                        self.notes.append('float-to-int')
+                        out = torch.where(torch.isnan(a), torch.zeros((), dtype=a.dtype), a)
+                        hi = (out >= big).contiguous()
+                        lo = (out <= -big).contiguous()
+                        out = out.clamp(-big, big).to(torch.int64)
+                        out[hi] = 9223372036854775807
+                        out[lo] = -9223372036854775808
+                        return self._set(ins, out.contiguous())
+            return self._set(ins, a.to(dt, memory_format=torch.contiguous_format))
+        binary = {'add': torch.add, 'sub': torch.sub, 'mul': torch.mul, 'div': torch.div,
+                  'maximum': torch.maximum, 'minimum': torch.minimum, 'matmul': torch.matmul}
+        if op in binary:
+            return self._set(ins, c(binary[op](a, self._src(ins, 1))))
+        if op == 'where':
+            return self._set(ins, c(torch.where(a != 0, self._src(ins, 1), self._src(ins, 2))))
+        unary = {'neg': torch.neg, 'exp': torch.exp, 'log': torch.log, 'sum': torch.sum,
+                 'mean': _mean, 'softmax': lambda t: torch.softmax(t, -1),
+                 'log_softmax': lambda t: torch.log_softmax(t, -1)}
+        if op in unary:
+            return self._set(ins, c(unary[op](a)))
+        if op == 'scale':
+            return self._set(ins, c(Scale.apply(a, ins['k']) if a.is_floating_point() else
+                                    a * ins['k']))
+        if op == 'add_scalar':
+            return self._set(ins, c(a + ins['k']))
+        if op == 'clamp':
+            return self._set(ins, c(torch.clamp(a, min=ins['lo'], max=ins['hi'])))
+        if op == 'sum_dim':
+            return self._set(ins, c(torch.sum(a, ins['dim'], keepdim=bool(ins['keepdim']))))
+        if op == 'mean_dim':
+            return self._set(ins, c(_mean(a, ins['dim'], bool(ins['keepdim']))))
+        if op == 'gather':
+            idx = self._src(ins, 1)
+            if not (a.is_floating_point() and idx.dtype == torch.int64):
+                return self._set(ins, torch.gather(a, -1, idx))
+            return self._set(ins, c(GatherLast.apply(a, idx)))
+        if op == 'logprob':
+            want_e = bool(ins['entropy'])
+            if want_e and ins['dst'][1] is None:
+                raise NullInput('entropy output is NULL')
+            lp, ent = logprob_reference(a, self._src(ins, 1), ins)
+            return self._set(ins, lp, ent)
+        if op in ('square', 'cexp'):
+            fn = Square if op == 'square' else Cexp
+            return self._set(ins, fn.apply(a, _fail_mode(ins['fail'])))
+        if op == 'mulsub':
+            return self._set(ins, *Mulsub.apply(a, self._src(ins, 1), _fail_mode(ins['fail'])))
+        inplace = {'add_': torch.Tensor.add_, 'sub_': torch.Tensor.sub_,
+                   'mul_': torch.Tensor.mul_, 'copy_': torch.Tensor.copy_}
+        if op in inplace:
+            b = self._src(ins, 1)
+            try:
+                inplace[op](a, b)
+            except RuntimeError as e:
+                if 'refer to a single memory location' not in str(e):
+                    raise
+                self.notes.append('inplace-overlap')   # tapegrad reads other before writing
+                inplace[op](a, b.clone())
+        elif op == 'scale_':
+            if a.is_floating_point():
+                a.copy_(Scale.apply(a, ins['k']))
+            else:
+                a.mul_(ins['k'])
+        elif op == 'fill_':
+            a.fill_(ins['value'])
+        else:
+            raise AssertionError('op %s not mapped' % op)
+        return None

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# tests/fuzz/run.sh - build the libFuzzer harnesses (tests/fuzz) and run them.
+#
+#   tests/fuzz/run.sh SECONDS [BUILD_DIR]
+#
+# Contract:
+#   - Needs clang with libFuzzer and the sanitizer runtimes (Debian: clang,
+#     libclang-rt-dev, libomp-dev). Without them it prints
+#     "skipped: no clang with libFuzzer" and exits 0.
+#   - Configures BUILD_DIR (default build-fuzz) once with clang,
+#     -DTG_FUZZ=ON -DTG_SANITIZE=address,undefined, CUDA and the Criterion
+#     suites off, and builds fuzz_ops and fuzz_npy (JOBS parallel jobs, default 2).
+#   - Replays the committed corpora (tests/fuzz/corpus/ops, tests/fuzz/corpus/npy)
+#     and then runs both fuzzers in parallel for SECONDS each, starting from a
+#     copy of the corpora in BUILD_DIR/corpus (the committed ones are never
+#     written). Crash inputs go to BUILD_DIR/artifacts/, logs to BUILD_DIR/*.log.
+#   - Exits 0 when neither fuzzer found anything, 1 otherwise (after printing
+#     the end of the failing log and how to reproduce the crash).
+#   - Nothing is downloaded.
+set -euo pipefail
+
+secs="${1:-60}"
+dir="${2:-build-fuzz}"
+jobs="${JOBS:-2}"
+cc="${FUZZ_CC:-clang}"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+
+# ---- is there a clang that links a libFuzzer target with ASan + UBSan? --------------------
+probe_dir="$(mktemp -d)"
+trap 'rm -rf "$probe_dir"' EXIT
+printf '#include <stdint.h>\n#include <stddef.h>\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }\n' \
+    >"$probe_dir/probe.c"
+if ! command -v "$cc" >/dev/null 2>&1 ||
+    ! "$cc" -fsanitize=fuzzer,address,undefined -fopenmp "$probe_dir/probe.c" \
+        -o "$probe_dir/probe" >/dev/null 2>&1; then
+    echo "fuzz: skipped: no clang with libFuzzer"
+    exit 0
+fi
+
+# ---- build ------------------------------------------------------------------------------------
+gen=()
+command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
+if [[ ! -f "$dir/CMakeCache.txt" ]]; then
+    cmake -S . -B "$dir" "${gen[@]}" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DTG_FUZZ=ON -DTG_SANITIZE=address,undefined -DTG_CUDA=OFF -DTG_TESTS=OFF \
+        -DTG_WERROR=OFF >/dev/null
+fi
+cmake --build "$dir" -j "$jobs" --target fuzz_ops fuzz_npy
+
+# ---- run ----------------------------------------------------------------------------------------
+# allocator_may_return_null: a huge tensor must fail with TG_ERR_NOMEM, not stop ASan.
+export ASAN_OPTIONS="allocator_may_return_null=1:detect_leaks=1:abort_on_error=1:${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
+export OMP_NUM_THREADS=1 TAPEGRAD_CPU_CACHE_MB=0
+mkdir -p "$dir/artifacts" "$dir/corpus"
+rm -f "$dir"/artifacts/*
+rc=0
+# what a failing log says, without the stack traces
+summary() {
+    grep -E "^(==== |  insn|  end of|fuzz_npy:|fuzz_ops:)|runtime error|ERROR: (Address|Leak)Sanitizer|SUMMARY|out-of-memory|Test unit written" "$1" |
+        head -n 30
+}
+for name in ops npy; do
+    bin="$dir/fuzz/fuzz_$name"
+    echo "fuzz: replaying tests/fuzz/corpus/$name ($(ls tests/fuzz/corpus/$name | wc -l) inputs)"
+    if ! "$bin" -runs=0 -timeout=20 -artifact_prefix="$dir/artifacts/${name}-" \
+        "tests/fuzz/corpus/$name" >"$dir/replay_$name.log" 2>&1; then
+        echo "fuzz: fuzz_$name failed on the committed corpus (log: $dir/replay_$name.log):" >&2
+        summary "$dir/replay_$name.log" >&2
+        rc=1
+    fi
+done
+
+pids=()
+for name in ops npy; do
+    work="$dir/corpus/$name"
+    mkdir -p "$work"
+    cp -n "tests/fuzz/corpus/$name"/* "$work"/ 2>/dev/null || true
+    max_len=4096
+    [[ $name == npy ]] && max_len=2048
+    "$dir/fuzz/fuzz_$name" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 \
+        -max_len="$max_len" -print_final_stats=1 -artifact_prefix="$dir/artifacts/${name}-" \
+        "$work" "tests/fuzz/corpus/$name" >"$dir/fuzz_$name.log" 2>&1 &
+    pids+=($!)
+done
+names=(ops npy)
+for i in 0 1; do
+    if wait "${pids[$i]}"; then
+        n="$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$dir/fuzz_${names[$i]}.log" |
+            grep -Eo '[0-9]+$' || echo '?')"
+        echo "fuzz: fuzz_${names[$i]}: ${secs} s, $n inputs, nothing found"
+    else
+        rc=1
+        echo "fuzz: fuzz_${names[$i]} found a problem (log: $dir/fuzz_${names[$i]}.log):" >&2
+        summary "$dir/fuzz_${names[$i]}.log" >&2
+        crash="$(ls -t "$dir/artifacts/${names[$i]}-"* 2>/dev/null | head -n 1 || true)"
+        if [[ -n "$crash" ]]; then
+            echo "fuzz: reproduce with: $dir/fuzz/fuzz_${names[$i]} $crash" >&2
+            [[ ${names[$i]} == ops ]] &&
+                echo "fuzz: as a readable program: build/tests/tg_diff_run --decode $crash" >&2
+        fi
+    fi
+done
+exit "$rc"
