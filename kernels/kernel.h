@@ -61,8 +61,10 @@ extern "C" {
     X(LOG, TGM_LOG(x), g / s, TG__SAVES_INPUT)                                      \
     X(SCALE, x * p0, g * p0, TG__SAVES_NONE)                                        \
     X(ADDS, x + p0, g, TG__SAVES_NONE)                                              \
-    X(CLAMP, x < p0 ? p0 : (x > p1 ? p1 : x), (s >= p0 && s <= p1) ? g : (T)0,     \
-      TG__SAVES_INPUT)                                                              \
+    X(CLAMP,                                                                        \
+      (p0 != p0 || p1 != p1) ? p0 + p1 /* a NaN bound: NaN */                       \
+                             : ((x < p0 ? p0 : x) > p1 ? p1 : (x < p0 ? p0 : x)),   \
+      (s >= p0 && s <= p1) ? g : (T)0, TG__SAVES_INPUT)                                                              \
     X(SQRT, TGM_SQRT(x), g * (T)0.5 / s, TG__SAVES_OUTPUT)
 
 /* Binary ops: X(NAME, forward(x, y, p0, p1)). Their gradients are formulas

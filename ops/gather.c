@@ -18,7 +18,7 @@
 
 static tg_status gather_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 
-static const tg__op_def gather_def = {"GatherBackward", gather_backward};
+static const tg__op_def gather_def = {"GatherBackward", gather_backward, false};
 
 static bool gather_check(const tg_tensor *t, const tg_tensor *index) {
     char st[128], si[128];

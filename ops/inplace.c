@@ -53,7 +53,10 @@ static tg_status check(ip_kind k, tg_tensor *t, tg_tensor *other, bool record) {
                                  tg__shape_str(a, sizeof a, other->ndim, other->shape),
                                  tg__shape_str(b, sizeof b, t->ndim, t->shape));
     }
-    if (overlapping(t))
+    /* every element gets the same value: fill_ may write overlapping elements
+     * (as PyTorch), unless it is recorded (PyTorch accepts that too, then
+     * fails the backward: refused here, before anything is written) */
+    if (overlapping(t) && (k != IP_FILL || record))
         return tg__set_error(TG_ERR_LAYOUT, "%s: the modified tensor has overlapping elements "
                              "(an expand view, strides %s); clone it first", who,
                              tg__shape_str(a, sizeof a, t->ndim, t->strides));
@@ -89,8 +92,8 @@ static tg_status overwrite_backward(tg__node *n, tg_tensor *const *gout, tg_tens
     }
     return TG_OK;
 }
-static const tg__op_def fill_def = {"FillBackward", overwrite_backward};
-static const tg__op_def copy_def = {"CopyBackward", overwrite_backward};
+static const tg__op_def fill_def = {"FillBackward", overwrite_backward, false};
+static const tg__op_def copy_def = {"CopyBackward", overwrite_backward, false};
 
 /* A new tensor of t's shape and dtype holding src (broadcast, converted) or,
  * when src is NULL, v; recorded with t (and src) as inputs. */

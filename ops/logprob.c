@@ -133,7 +133,7 @@ out:
     return gin[0] ? TG_OK : tg_last_status();
 }
 
-static const tg__op_def lpe_def = {"LogprobEntropyBackward", lpe_backward};
+static const tg__op_def lpe_def = {"LogprobEntropyBackward", lpe_backward, false};
 
 static tg_status fused(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logprob_opts *o,
                        tg_tensor **lp_out, tg_tensor **h_out) {

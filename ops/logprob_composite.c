@@ -1,7 +1,7 @@
 /* ops/logprob_composite.c - the composite (teaching baseline) implementation
  * of tg_logprob_entropy, built from generic ops:
- *   x = z / T; lsm = log_softmax(x); logprob = gather(lsm, y) * mask
- *   entropy = -sum(p * where(p, log_softmax(x), 0)) * mask,  p = softmax(x)
+ *   x = z / T; lsm = log_softmax(x); logprob = where(mask, gather(lsm, y), 0)
+ *   entropy = where(mask, -sum(p * where(p, log_softmax(x), 0)), 0),  p = softmax(x)
  * (the entropy computes its own softmax/log_softmax, as a separate entropy
  * function in a trainer does; the where() keeps masked -inf logits from
  * turning 0 * -inf into NaN). With entropy_grad off the entropy is computed
@@ -43,15 +43,17 @@ static tg_status rows_forward(tg_site s, tg_tensor *z2, tg_tensor *idx, tg_tenso
     else if ((m2 = tg__view(s, mask, 2, (int64_t[]){n, 1}))) zw = tg__where(s, m2, z2, zero);
     if (!zw) goto out;
     x = inv_t == 1.0 ? tg_retain(zw) : tg__scale(s, zw, inv_t);
+    /* where, not a product with the mask: an ignored row's value is +0 and its
+     * gradient 0 whatever the upstream gradient holds there (inf * 0 is NaN) */
     if (!x || !(lsm = tg__log_softmax(s, x)) || !(g = tg__gather(s, lsm, idx)) ||
-        !(g1 = tg__view(s, g, 1, &n)) || !(*lp = tg__mul(s, g1, mask)))
+        !(g1 = tg__view(s, g, 1, &n)) || !(*lp = tg__where(s, mask, g1, zero)))
         goto out;
     if (want_h) {
         bool prev = h_grad ? tg_is_grad_enabled() : tg_set_grad_enabled(false);
         if ((p = tg__softmax(s, x)) && (l2 = tg__log_softmax(s, x)) &&
             (l2z = tg__where(s, p, l2, zero)) && (pl = tg__mul(s, p, l2z)) &&
             (sm = tg__sum_dim(s, pl, -1, false)) && (hn = tg__neg(s, sm)))
-            *h = tg__mul(s, hn, mask);
+            *h = tg__where(s, mask, hn, zero);
         tg_set_grad_enabled(prev);
         if (!*h) {
             tg__tensor_release(*lp);

@@ -58,7 +58,7 @@ static tg_status slice_backward(tg__node *n, tg_tensor *const *gout, tg_tensor *
     gin[0] = z;
     return TG_OK;
 }
-static const tg__op_def slice_def = {"SliceBackward", slice_backward};
+static const tg__op_def slice_def = {"SliceBackward", slice_backward, false};
 
 tg_tensor *tg_slice_at(tg_site s, tg_tensor *t, int dim, int64_t start, int64_t end,
                        int64_t step) {
@@ -93,7 +93,7 @@ static tg_status view_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **
     gin[0] = tg__reshape(n->site, gout[0], m->ndim, m->shape);
     return gin[0] ? TG_OK : tg_last_status();
 }
-static const tg__op_def view_def = {"ViewBackward", view_backward};
+static const tg__op_def view_def = {"ViewBackward", view_backward, false};
 
 /* Resolves one -1 in shape into out. -1 with the error set on failure. */
 static int resolve_shape(const char *who, const tg_tensor *t, int ndim, const int64_t *shape,
@@ -224,7 +224,7 @@ static tg_status transpose_backward(tg__node *n, tg_tensor *const *gout, tg_tens
     gin[0] = tg__transpose(n->site, gout[0], (int)n->iparam[P_D0], (int)n->iparam[P_D1]);
     return gin[0] ? TG_OK : tg_last_status();
 }
-static const tg__op_def transpose_def = {"TransposeBackward", transpose_backward};
+static const tg__op_def transpose_def = {"TransposeBackward", transpose_backward, false};
 
 tg_tensor *tg__transpose(tg_site s, tg_tensor *t, int d0, int d1) {
     if (tg__null_arg(t, "tg_transpose", "t")) return NULL;
@@ -256,7 +256,7 @@ static tg_status expand_backward(tg__node *n, tg_tensor *const *gout, tg_tensor 
     gin[0] = tg__sum_to(n->site, gout[0], &n->in_meta[0]);
     return gin[0] ? TG_OK : tg_last_status();
 }
-static const tg__op_def expand_def = {"ExpandBackward", expand_backward};
+static const tg__op_def expand_def = {"ExpandBackward", expand_backward, false};
 
 tg_tensor *tg__expand(tg_site s, tg_tensor *t, int ndim, const int64_t *shape) {
     if (tg__null_arg(t, "tg_expand", "t")) return NULL;
@@ -307,7 +307,7 @@ static tg_status clone_backward(tg__node *n, tg_tensor *const *gout, tg_tensor *
     gin[0] = tg_retain(gout[0]);
     return TG_OK;
 }
-static const tg__op_def clone_def = {"CloneBackward", clone_backward};
+static const tg__op_def clone_def = {"CloneBackward", clone_backward, false};
 
 tg_tensor *tg__clone(tg_site s, tg_tensor *t) {
     if (tg__null_arg(t, "tg_clone", "t")) return NULL;

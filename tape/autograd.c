@@ -16,16 +16,21 @@ bool tg_is_grad_enabled(void) { return !tl_grad_disabled; }
 
 tg_status tg_set_requires_grad(tg_tensor *t, bool requires_grad) {
     if (tg__null_arg(t, "tg_set_requires_grad", "t")) return tg_last_status();
-    if (!tg__is_float(t->dtype))
+    if (!requires_grad && !tg__has_grad_fn(t)) { /* any leaf may stop requiring grad */
+        t->requires_grad = false;
+        return TG_OK;
+    }
+    if (requires_grad && !tg__is_float(t->dtype))
         return tg__set_error(TG_ERR_DTYPE, "tg_set_requires_grad: only f32/f64 tensors can "
                                            "require grad ('%s' is %s)",
                              t->name, tg_dtype_name(t->dtype));
     if (tg__has_grad_fn(t)) {
         tg__node *fn;
         if (!tg__grad_fn(t, &fn)) return tg_last_status();
+        if (requires_grad) return TG_OK; /* as PyTorch: it already does, nothing to change */
         return tg__set_error(TG_ERR_AUTOGRAD, "tg_set_requires_grad: '%s' is not a leaf (its "
-                                              "grad_fn is %s); requires_grad can only be set on "
-                                              "leaves. Use tg_detach to get a leaf.",
+                                              "grad_fn is %s); only a leaf can stop requiring "
+                                              "grad. Use tg_detach to get a leaf.",
                              t->name, fn->name);
     }
     t->requires_grad = requires_grad;

@@ -154,6 +154,8 @@ struct tg_tensor {
     tg_tensor *view_base;      /* owning: the tensor (never itself a view) whose storage a view
                                   op's result shares; NULL for tensors that are not views */
     uint64_t view_hist;        /* view_base->hist when grad_fn was last made */
+    uint64_t view_version;     /* the storage's version when the view was made (views
+                                  that may not be rebased compare it, as PyTorch) */
     uint8_t view_kind;         /* tg__view_kind: how the view was created */
     uint64_t hist;             /* bases: bumped each time a recorded in-place op (on the
                                   tensor or on one of its views) replaces grad_fn */
@@ -253,7 +255,8 @@ void tg__view_attach(tg_tensor *v, tg_tensor *src);
  * has one): the new grad_fn is an AsStridedBackward node routing the view's
  * gradient into its window of the base. Returns false with the error set
  * (TG_ERR_NOMEM; TG_ERR_AUTOGRAD for a view made in no-grad mode or by a
- * custom function, which PyTorch also refuses to rebase). */
+ * custom function whose storage was modified in place since: PyTorch refuses
+ * those too). */
 bool tg__grad_fn(tg_tensor *t, tg__node **fn);
 /* Whether tg__grad_fn(t) would return a node (never changes t). */
 bool tg__has_grad_fn(const tg_tensor *t);
@@ -339,6 +342,10 @@ typedef tg_status (*tg__backward_fn)(tg__node *n, tg_tensor *const *gout, tg_ten
 typedef struct tg__op_def {
     const char *name;           /* "MulBackward" */
     tg__backward_fn backward;
+    /* After a backward without retain_graph the node may not run again, even
+     * with nothing saved (PyTorch's CopySlices releases the function it
+     * wraps): a second backward through it fails with TG_ERR_FREED. */
+    bool single_use;
 } tg__op_def;
 
 struct tg__node {
@@ -394,6 +401,9 @@ int tg__node_save(tg__node *n, tg_tensor *t, bool is_output, int io);
 tg_tensor *tg__node_saved(tg__node *n, int i);
 /* Checks slot i without unpacking: TG_OK, TG_ERR_INPLACE or TG_ERR_FREED. */
 tg_status tg__node_check_saved(tg__node *n, int i);
+/* Checks that n can run backward: every saved slot, and a single-use node
+ * that already ran without retain_graph. TG_OK, TG_ERR_INPLACE, TG_ERR_FREED. */
+tg_status tg__node_check(tg__node *n);
 /* Frees the saved tensors (after backward without retain_graph). */
 void tg__node_free_saved(tg__node *n);
 void tg__node_retain(tg__node *n);

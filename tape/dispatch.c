@@ -138,6 +138,8 @@ tg_status tg__k_accumulate(tg_tensor *dst, const tg_tensor *src) {
 
 tg_status tg__k_fill(tg_tensor *t, double v) {
     tg__arr o = tg__arr_of(t);
+    for (int d = 0; d < o.ndim; d++) /* each place written once (an expand view) */
+        if (o.strides[d] == 0) o.shape[d] = o.shape[d] ? 1 : 0;
     return be(t)->fill(&o, v);
 }
 

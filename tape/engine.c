@@ -63,6 +63,11 @@ static tg__node *heap_pop(ptrvec *h) {
     return top;
 }
 
+static int by_id_desc(const void *a, const void *b) {
+    uint64_t x = (*(tg__node *const *)a)->id, y = (*(tg__node *const *)b)->id;
+    return (x < y) - (x > y);
+}
+
 static bool same_meta(const tg_tensor *t, const tg__meta *m) {
     if (t->dtype != m->dtype || t->ndim != m->ndim) return false;
     for (int d = 0; d < m->ndim; d++)
@@ -216,8 +221,13 @@ tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
         st = tg_last_status();
         goto done;
     }
-    if (!rn && !root->requires_grad) { /* a view made in no-grad mode: its gradient goes */
-        tg__tensor_release(seed);      /* nowhere, as in PyTorch */
+    if (!rn && !root->requires_grad) { /* a view made in no-grad mode: as PyTorch */
+        tg__tensor_release(seed);
+        st = tg__set_error(TG_ERR_AUTOGRAD,
+                           "tg_backward: tensor '%s' has no grad_fn and is not a leaf that "
+                           "requires grad (a view made in no-grad mode of a tensor that "
+                           "requires grad: nothing can flow back from it)",
+                           root->name);
         goto done;
     }
     if (!rn) { /* a leaf: its gradient is the seed */
@@ -248,15 +258,14 @@ tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
         }
     }
 
-    /* (2) validate before computing anything */
+    /* (2) validate before computing anything, in the order the nodes would run
+     * (latest created first: the first error is the one running would meet) */
+    qsort(nodes.v, nodes.n, sizeof *nodes.v, by_id_desc);
     for (size_t i = 0; i < nodes.n; i++) {
-        tg__node *n = nodes.v[i];
-        for (int k = 0; k < n->n_saved; k++) {
-            st = tg__node_check_saved(n, k);
-            if (st != TG_OK) {
-                tg__tensor_release(seed);
-                goto done;
-            }
+        st = tg__node_check(nodes.v[i]);
+        if (st != TG_OK) {
+            tg__tensor_release(seed);
+            goto done;
         }
     }
 
@@ -307,7 +316,9 @@ tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
             tg_tensor *leaf = tg__edge_leaf(e);
             if (e->kind == TG__EDGE_NODE) {
                 st = accumulate(n->site, &e->node->gbuf[e->output_nr], g);
-            } else if (!leaf) { /* the leaf is gone: nobody can read its gradient */
+            } else if (!leaf || !tg__req_grad(leaf)) {
+                /* the leaf is gone (nobody can read its gradient), or no longer
+                 * requires grad (as PyTorch's AccumulateGrad: nothing added) */
                 tg__tensor_release(g);
             } else {
                 /* held until the commit (a custom backward may release the leaf) */

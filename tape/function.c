@@ -37,7 +37,7 @@ out:
     return st;
 }
 
-static const tg__op_def custom_def = {"CustomFunctionBackward", custom_backward};
+static const tg__op_def custom_def = {"CustomFunctionBackward", custom_backward, false};
 
 /* Tells the saved slots what they are to the node (input k / output k). */
 static void label_saved(tg__node *n, tg_tensor *const *in, tg_tensor *const *out) {
@@ -135,6 +135,7 @@ tg_status tg_function_apply_at(tg_site s, const tg_function *fn, void *user, int
             tg__node_set_output(node, k, outs[k]);
             if (outs[k]->view_base) { /* as PyTorch: such a view may not be rebased */
                 outs[k]->view_kind = TG__VIEW_CUSTOM;
+                outs[k]->view_version = outs[k]->storage->version;
                 outs[k]->view_hist = outs[k]->view_base->hist;
             }
         }

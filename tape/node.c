@@ -221,20 +221,33 @@ static tg_status inplace_error(const tg__node *n, const tg__saved *sv) {
         listed ? hist : "(none recorded)", lost);
 }
 
+/* TG_ERR_FREED for node n, whose saved state a backward released. */
+static tg_status freed_error(const tg__node *n) {
+    return tg__set_error(
+        TG_ERR_FREED,
+        "trying to backward through the graph a second time (or to access saved tensors "
+        "after they have been freed): the saved tensors of %s (created at %s:%d) were freed "
+        "by an earlier tg_backward. Pass retain_graph = true to the first tg_backward if "
+        "you need to backward through the graph a second time.",
+        n->name, n->site.file ? n->site.file : "?", n->site.line);
+}
+
 tg_status tg__node_check_saved(tg__node *n, int i) {
     if (i < 0 || i >= n->n_saved)
         return tg__set_error(TG_ERR_VALUE, "%s: no saved tensor %d (it saved %d)", n->name, i,
                              n->n_saved);
     const tg__saved *sv = &n->saved[i];
-    if (!sv->storage || n->freed)
-        return tg__set_error(
-            TG_ERR_FREED,
-            "trying to backward through the graph a second time (or to access saved tensors "
-            "after they have been freed): the saved tensors of %s (created at %s:%d) were freed "
-            "by an earlier tg_backward. Pass retain_graph = true to the first tg_backward if "
-            "you need to backward through the graph a second time.",
-            n->name, n->site.file ? n->site.file : "?", n->site.line);
+    if (!sv->storage || n->freed) return freed_error(n);
     if (sv->storage->version != sv->version) return inplace_error(n, sv);
+    return TG_OK;
+}
+
+tg_status tg__node_check(tg__node *n) {
+    if (n->freed && n->op && n->op->single_use) return freed_error(n);
+    for (int k = 0; k < n->n_saved; k++) {
+        tg_status st = tg__node_check_saved(n, k);
+        if (st != TG_OK) return st;
+    }
     return TG_OK;
 }
 
@@ -255,7 +268,7 @@ void tg__node_free_saved(tg__node *n) {
         tg__storage_release(st);
         n->saved[i].storage = NULL;
     }
-    if (n->n_saved) n->freed = true;
+    if (n->n_saved || (n->op && n->op->single_use)) n->freed = true;
 }
 
 void tg__node_retain(tg__node *n) {

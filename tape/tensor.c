@@ -225,8 +225,10 @@ tg_tensor *tg_arange_at(tg_site s, tg_dtype dt, double start, double end, double
     if (!isfinite(start) || !isfinite(end) || !isfinite(step) || step == 0.0)
         return tg__fail(TG_ERR_VALUE, "tg_arange: need finite start/end and a non-zero step "
                                       "(got %g, %g, %g)", start, end, step);
+    if ((end > start && step < 0) || (end < start && step > 0))
+        return tg__fail(TG_ERR_VALUE, "tg_arange: the range [%g, %g) and the step %g point in "
+                        "opposite directions", start, end, step);
     double cnt = ceil((end - start) / step);
-    if (cnt < 0) cnt = 0;
     if (cnt > 1e15) return tg__fail(TG_ERR_SHAPE, "tg_arange: %g elements is too many", cnt);
     int64_t n = (int64_t)cnt;
     tg_tensor *t = tg__tensor_new(s, "tg_arange", dt, 1, &n, tg__creation_category());

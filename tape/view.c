@@ -13,7 +13,9 @@
  * PyTorch regenerates on any version change of the storage; we do only when
  * the base's history changed (an in-place op under no-grad, or on a tensor
  * that does not require grad, leaves the old grad_fn correct). The gradients
- * are the same; only the grad_fn's name can differ (docs/api.md).
+ * are the same; only the grad_fn's name can differ (docs/api.md). A view made
+ * in no-grad mode or by a custom function may not be rebased: as in PyTorch,
+ * it is refused once its storage's version moved.
  *
  * Geometry: views never have negative strides, and a base that was rebased
  * has no overlapping elements (in-place ops refuse overlapping targets and
@@ -90,13 +92,14 @@ static tg_status as_strided_backward(tg__node *n, tg_tensor *const *gout, tg_ten
     tg__tensor_release(z);
     return st;
 }
-static const tg__op_def as_strided_def = {"AsStridedBackward", as_strided_backward};
+static const tg__op_def as_strided_def = {"AsStridedBackward", as_strided_backward, false};
 
 void tg__view_attach(tg_tensor *v, tg_tensor *src) {
     tg_tensor *base = src->view_base ? src->view_base : src;
     v->view_base = tg_retain(base);
     base->lib_refs++;
     v->view_hist = base->hist;
+    v->view_version = src->storage->version;
     /* as PyTorch: a view of a view made in no-grad mode (or by a custom
      * function) keeps that origin */
     if (src->view_base && src->view_kind != TG__VIEW_DEFAULT) v->view_kind = src->view_kind;
@@ -104,9 +107,16 @@ void tg__view_attach(tg_tensor *v, tg_tensor *src) {
 }
 
 /* True when t is a view whose grad_fn must be made again before use. */
+/* True when t is a view whose grad_fn must be made again (or, for a view that
+ * may not be rebased, refused) before use. A view made in no-grad mode or by
+ * a custom function is refused as soon as its storage's version moved, as in
+ * PyTorch; a default view is made again only when its base's history
+ * changed (an unrecorded in-place op leaves its grad_fn correct). */
 static bool stale(const tg_tensor *t) {
     const tg_tensor *b = t->view_base;
-    return b && t->view_hist != b->hist && (t->grad_fn || tg__req_grad(b));
+    if (!b || !(t->grad_fn || tg__req_grad(b))) return false;
+    if (t->view_kind != TG__VIEW_DEFAULT) return t->view_version != t->storage->version;
+    return t->view_hist != b->hist;
 }
 
 bool tg__has_grad_fn(const tg_tensor *t) { return t->grad_fn || stale(t); }
@@ -122,12 +132,13 @@ bool tg__grad_fn(tg_tensor *t, tg__node **fn) {
     tg_tensor *base = t->view_base;
     if (t->view_kind != TG__VIEW_DEFAULT) {
         tg__set_error(TG_ERR_AUTOGRAD,
-                      "a view ('%s', created at %s:%d) %s and its base or another view of its "
-                      "base has since been modified in place with grad mode on; its gradient "
-                      "is ambiguous, so this is refused (as in PyTorch). Make the view and the "
-                      "in-place op both with grad mode on or both off, or clone the view.",
+                      "a view ('%s', created at %s:%d) %s and its storage has since been "
+                      "modified in place (version %llu, %llu when the view was made): its "
+                      "gradient is ambiguous, so using it with grad mode on is refused (as in "
+                      "PyTorch). Make the view with grad mode on, or clone it.",
                       t->name, t->site.file ? t->site.file : "?", t->site.line,
-                      tg__view_kind_text(t));
+                      tg__view_kind_text(t), (unsigned long long)t->storage->version,
+                      (unsigned long long)t->view_version);
         return false;
     }
     tg__view_geom *g = tg__xmalloc(sizeof *g);

@@ -480,3 +480,39 @@ Test(autograd, inplace_in_another_ops_backward_is_caught_and_grads_untouched) {
     tgt_assert_values(tg_grad(logits), (double[]){3, 5, 7, -1, 1, 3}, 6, 1e-15);
     cr_assert_eq(tg_scope_end(sc), TG_OK);
 }
+
+/* As PyTorch's AccumulateGrad: a gradient that reaches a leaf after it stopped
+ * requiring grad is not added to its .grad (it used to be). */
+Test(autograd, leaf_that_stopped_requiring_grad_gets_no_gradient) {
+    tg_tensor *x = tg_ones(TG_F64, TG_SHAPE(2)), *w = tg_ones(TG_F64, TG_SHAPE(2));
+    cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+    cr_assert_eq(tg_set_requires_grad(w, true), TG_OK);
+    tg_tensor *xw = tg_mul(x, w), *s = tg_sum(xw);
+    cr_assert_eq(tg_set_requires_grad(x, false), TG_OK);
+    cr_assert_eq(tg_backward(s, NULL, false), TG_OK, "%s", tg_last_error());
+    tg_tensor *gx = tg_grad(x), *gw = tg_grad(w);
+    cr_assert_null(gx);
+    cr_assert_not_null(gw, "the other leaf still gets its gradient");
+    tg_release(gw);
+    tg_release(xw);
+    tg_release(s);
+    tg_release(x);
+    tg_release(w);
+}
+
+/* As PyTorch: requires_grad true on a non-leaf is a no-op, false on any leaf
+ * of any dtype is accepted; false on a non-leaf is refused. */
+Test(autograd, set_requires_grad_as_pytorch) {
+    tg_tensor *x = tg_ones(TG_F64, TG_SHAPE(2)), *i = tg_zeros(TG_I64, TG_SHAPE(2));
+    cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+    tg_tensor *y = tg_exp(x);
+    cr_assert_eq(tg_set_requires_grad(y, true), TG_OK);
+    cr_assert_str_eq(tg_grad_fn_name(y), "ExpBackward");
+    cr_assert_eq(tg_set_requires_grad(i, false), TG_OK);
+    tg_clear_error();
+    cr_assert_eq(tg_set_requires_grad(i, true), TG_ERR_DTYPE);
+    cr_assert_eq(tg_set_requires_grad(y, false), TG_ERR_AUTOGRAD);
+    tg_release(y);
+    tg_release(x);
+    tg_release(i);
+}

@@ -447,6 +447,8 @@ Test(errors_value, negative_sizes) {
     EXPECT_NULL(tg_expand(x, TG_SHAPE(3)), TG_ERR_SHAPE, "tg_expand");
     EXPECT_NULL(tg_arange(TG_F64, 0, 5, 0), TG_ERR_VALUE, "tg_arange");
     EXPECT_NULL(tg_arange(TG_F64, 0, INFINITY, 1), TG_ERR_VALUE, "tg_arange");
+    EXPECT_NULL(tg_arange(TG_F64, 0, 5, -1), TG_ERR_VALUE, "tg_arange", "opposite directions");
+    EXPECT_NULL(tg_arange(TG_F64, 5, 0, 1), TG_ERR_VALUE, "tg_arange", "opposite directions");
     EXPECT_NULL(tg_full(TG_I64, TG_SHAPE(2), INFINITY), TG_ERR_VALUE, "tg_full");
     EXPECT_NULL(tg_randn(TG_F64, TG_SHAPE(2), 1, 0, -1), TG_ERR_VALUE, "tg_randn");
     EXPECT_NULL(tg_rand(TG_F64, TG_SHAPE(2), 1, 2, 1), TG_ERR_VALUE, "tg_rand");
@@ -505,13 +507,19 @@ Test(errors_value, gather_index_out_of_range_names_the_value) {
     TGO_RELEASE(t, hi, lo);
 }
 
-Test(errors_value, clamp_bounds) {
-    tg_tensor *x = leaf_rg(TG_F64, TG_SHAPE(3), 1);
-    EXPECT_NULL(tg_clamp(x, 1, 0), TG_ERR_VALUE, "tg_clamp", "lo");
-    EXPECT_NULL(tg_clamp(x, NAN, 1), TG_ERR_VALUE, "tg_clamp");
-    EXPECT_NULL(tg_clamp(x, 0, NAN), TG_ERR_VALUE, "tg_clamp");
-    EXPECT_NULL(tg_clamp(x, INFINITY, -INFINITY), TG_ERR_VALUE, "tg_clamp");
-    TGO_RELEASE(x);
+/* As PyTorch: lo > hi gives hi everywhere (gradient 0), a NaN bound NaN
+ * everywhere (it used to be refused with TG_ERR_VALUE). */
+Test(errors_value, clamp_bounds_as_pytorch) {
+    tg_tensor *x = TGO_MAKE(TG_F64, TG_SHAPE(4), -3, 0.5, 3, NAN);
+    cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+    tg_tensor *a = tg_clamp(x, 2, 1), *b = tg_clamp(x, NAN, 1), *c = tg_clamp(x, 0, NAN);
+    TGO_ASSERT_VALUES(a, 0, 1, 1, 1, NAN);
+    TGO_ASSERT_VALUES(b, 0, NAN, NAN, NAN, NAN);
+    TGO_ASSERT_VALUES(c, 0, NAN, NAN, NAN, NAN);
+    tg_tensor *s = tg_sum(a);
+    cr_assert_eq(tg_backward(s, NULL, false), TG_OK, "%s", tg_last_error());
+    TGO_ASSERT_GRAD(x, 0, 0, 0, 0, 0);
+    TGO_RELEASE(x, a, b, c, s);
 }
 
 Test(errors_value, copy_out_buffer_too_small_writes_nothing) {

@@ -293,6 +293,21 @@ Test(views_inplace, no_grad_view_of_a_rebased_base_is_refused_when_used) {
     TGO_RELEASE(x, y, v);
 }
 
+/* As PyTorch: such a view is refused once its storage's version moved, even
+ * by an in-place op made with grad mode off. */
+Test(views_inplace, no_grad_view_is_refused_after_any_inplace_op_on_its_storage) {
+    tg_tensor *x = LEAF(TG_SHAPE(3), 1, 1, 1);
+    tg_tensor *y = tg_scale(x, 1), *v = NULL;
+    TG_NO_GRAD {
+        v = tg_slice(y, 0, 0, 2, 1);
+        cr_assert_eq(tg_scale_(y, 2), TG_OK);
+    }
+    tg_clear_error();
+    cr_assert_null(tg_exp(v));
+    tgt_assert_error(TG_ERR_AUTOGRAD, "no-grad mode", NULL);
+    TGO_RELEASE(x, y, v);
+}
+
 /* A view made in no-grad mode of a base that requires grad requires grad but
  * has no history: its gradient goes nowhere (PyTorch: backward succeeds, no
  * .grad). */

@@ -47,8 +47,9 @@ tg_tensor *tg_sqrt_at(tg_site s, tg_tensor *t);
 /* t * k and t + k for a constant k. */
 tg_tensor *tg_scale_at(tg_site s, tg_tensor *t, double k);
 tg_tensor *tg_add_scalar_at(tg_site s, tg_tensor *t, double k);
-/* min(max(t, lo), hi); pass -INFINITY / INFINITY for no bound. Gradient 1
- * where lo <= t <= hi, else 0. Errors: TG_ERR_VALUE (lo > hi, or NaN). */
+/* min(max(t, lo), hi), as PyTorch: pass -INFINITY / INFINITY for no bound;
+ * lo > hi gives hi everywhere, a NaN bound NaN everywhere. Gradient 1 where
+ * lo <= t <= hi, else 0. */
 tg_tensor *tg_clamp_at(tg_site s, tg_tensor *t, double lo, double hi);
 #define tg_neg(t) tg_neg_at(TG_SITE, t)
 #define tg_exp(t) tg_exp_at(TG_SITE, t)

@@ -79,8 +79,10 @@ tg_tensor *tg_full_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shape, do
 #define tg_ones(dt, ...) tg_ones_at(TG_SITE, dt, __VA_ARGS__)
 #define tg_full(dt, ...) tg_full_at(TG_SITE, dt, __VA_ARGS__)
 
-/* 1-D tensor start, start+step, ... < end (step may be negative, not 0).
- * Errors: TG_ERR_VALUE (step 0, non-finite bounds), TG_ERR_NOMEM. */
+/* 1-D tensor start, start+step, ... < end (step may be negative, not 0;
+ * end == start gives an empty tensor). Errors: TG_ERR_VALUE (step 0,
+ * non-finite bounds, a step pointing away from end, as PyTorch),
+ * TG_ERR_NOMEM. */
 tg_tensor *tg_arange_at(tg_site s, tg_dtype dt, double start, double end, double step);
 #define tg_arange(dt, start, end, step) tg_arange_at(TG_SITE, dt, start, end, step)
 

@@ -18,23 +18,19 @@ DOCUMENTED = [
      'operand with a 2-D right one; PyTorch also takes 1-D operands and broadcasts batch dims'),
     ('gather-index-shape', "tg_gather's index must have the input's exact leading shape; "
      "PyTorch's gather also takes smaller leading sizes"),
-    ('clamp-bounds', 'tg_clamp refuses lo > hi and NaN bounds (TG_ERR_VALUE); PyTorch returns hi '
-     'everywhere or propagates the NaN'),
-    ('requires-grad-nonleaf', 'tg_set_requires_grad on a tensor that is not a leaf fails '
-     '(TG_ERR_AUTOGRAD) even when it asks for what the tensor already has; PyTorch accepts '
-     'requires_grad_(True) on a non-leaf that requires grad'),
-    ('requires-grad-int', 'tg_set_requires_grad(t, false) on an i64 tensor fails (TG_ERR_DTYPE); '
-     'PyTorch accepts requires_grad_(False) on any tensor'),
-    ('arange-empty', 'tg_arange returns an empty tensor when step points away from end; '
-     'PyTorch raises'),
     ('inplace-overlap', "an in-place op whose other operand overlaps its target reads all of "
      "other before writing; PyTorch refuses partial overlap (the suite compares with "
      "PyTorch on a copy of other)"),
-    ('nograd-view', 'a view taken under no-grad of a tensor that requires grad does not require '
-     'grad (like every result made under no-grad); PyTorch marks it as requiring grad, a leaf of '
-     'its own that gradients do not leave (the suite compares with PyTorch on a detached view)'),
-    ('view-leaf', 'a view taken before its base was marked requires_grad does not require grad; '
-     'PyTorch reports it as requiring grad (a leaf of its own: no gradient reaches the base)'),
+    ('nograd-view-state', "reading whether a view made under no-grad requires grad or is a leaf, "
+     "after its storage's version moved, is an error in PyTorch (it remakes the view's grad_fn "
+     "to answer); tg_requires_grad and tg_is_leaf answer, and the view is refused where it is "
+     "used with grad mode on, as in PyTorch"),
+    ('fill-overlap-recorded', 'a recorded fill_ of a tensor with overlapping elements (an expand '
+     'view of a tensor that requires grad) is refused (TG_ERR_LAYOUT); PyTorch accepts it and '
+     'fails the backward through it'),
+    ('validate-first', 'tg_backward checks every saved tensor before running any node, so it '
+     'reports a modified saved tensor even where a custom backward that PyTorch runs first '
+     'would have failed'),
     ('float-to-int', 'tg_to_dtype from f32/f64 to i64 saturates (NaN gives 0, infinities and '
      'out-of-range values the nearest i64); PyTorch gives what the CPU gives (INT64_MIN on x86)'),
     ('grad-alias', 'a .grad read with tg_grad keeps its values when a later backward adds to the '
@@ -60,6 +56,9 @@ def _data_inputs(op, inputs):
     return inputs
 
 
+# PyTorch's refusal of a view made under no-grad once its base's version moved
+_NOGRAD_VIEW = 'A view was created in no_grad mode and its base or another view of its base'
+
 DISABLED = set()   # names turned off (tg_diff.py --no-doc), to see what they hide
 
 
@@ -82,30 +81,22 @@ def _documented(kind, ins, inputs, cst, exc, ctx, what=None):
         leaves = {int(m) for m in re.findall(r'\.grad of r(\d+)', what or '')}
         if leaves & ctx.get('aliased_leaves', set()):
             return 'grad-alias'
-        if what and 'requires_grad: tapegrad False, PyTorch True' in what:
-            for r in regs:
-                t = ctx['regs'][r]
-                try:
-                    if t is not None and t._base is not None and t.grad_fn is None and \
-                            t.requires_grad and t._base.is_leaf:
-                        return 'view-leaf'
-                except RuntimeError:
-                    pass
         if ctx.get('partial_backward') and what and '.grad of' in what:
             return 'failed-backward-partial'
+        if what and _NOGRAD_VIEW in what and 'autograd state' in what:
+            return 'nograd-view-state'
         return None
     op = ins['op']
+    if op == 'fill_' and cst == 'TG_ERR_LAYOUT' and exc is None:
+        return 'fill-overlap-recorded'
+    if op == 'backward' and cst in ('TG_ERR_INPLACE', 'TG_ERR_FREED') and exc is not None and \
+            'custom function refused in backward' in str(exc):
+        return 'validate-first'
     second = exc is not None and 'second time' in str(exc)
     if op == 'backward' and ctx.get('failed_backward') and (
             (cst in ('TG_OK', 'TG_ERR_FREED', 'TG_ERR_INPLACE') and second) or
             (cst == 'TG_ERR_FREED' and exc is None)):
         return 'failed-backward-partial'
-    if op == 'requires_grad' and exc is None and inputs[0] is not None:
-        t = inputs[0]
-        if cst == 'TG_ERR_AUTOGRAD' and not t.is_leaf and t.requires_grad == bool(ins['on']):
-            return 'requires-grad-nonleaf'
-        if cst == 'TG_ERR_DTYPE' and not t.is_floating_point() and not ins['on']:
-            return 'requires-grad-int'
     if cst == 'TG_ERR_DTYPE' and exc is None and op in _ELEMENTWISE:
         data = [t for t in _data_inputs(op, inputs) if t is not None]
         if any(not t.is_floating_point() for t in data):
@@ -120,8 +111,4 @@ def _documented(kind, ins, inputs, cst, exc, ctx, what=None):
         a, idx = inputs[0], inputs[1]
         if idx.dim() == a.dim() and all(idx.shape[d] <= a.shape[d] for d in range(a.dim() - 1)):
             return 'gather-index-shape'
-    if op == 'clamp' and cst == 'TG_ERR_VALUE' and exc is None:
-        lo, hi = ins['lo'], ins['hi']
-        if lo != lo or hi != hi or lo > hi:
-            return 'clamp-bounds'
     return None

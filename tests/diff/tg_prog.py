@@ -407,21 +407,6 @@ class TorchRun:
             if r is not None:
                 self.regs[r] = t
 
-    def _nograd_view(self, ins, a):
-        """A view made under no-grad of a tensor that requires grad: PyTorch makes it
-        require grad (a leaf of its own); tapegrad does not. Mirror tapegrad (a view
-        that does not require grad) and note the difference when it shows."""
-        r, d = ins['src'][0], ins['dst'][0]
-        self.regs[r] = a.detach()
-        try:
-            self._run(ins, None)
-            out = self.regs[d] if d is not None else None
-        finally:
-            self.regs[r] = a
-        if d is not None:
-            self.regs[d] = out
-        self.notes.append('nograd-view')
-
     def step(self, ins, c_step):
         """Runs ins; None on success, else the exception."""
         op = ins['op']
@@ -462,14 +447,7 @@ class TorchRun:
                 t = torch.tensor(out['data'], dtype=dt).reshape(shape).clone()
             return self._set(ins, t)
         if op == 'arange':
-            try:
-                return self._set(ins, torch.arange(ins['start'], ins['end'], ins['step'],
-                                                   dtype=dt))
-            except RuntimeError as e:
-                if 'inconsistent with step sign' not in str(e):
-                    raise
-                self.notes.append('arange-empty')   # tapegrad: an empty tensor
-                return self._set(ins, torch.empty(0, dtype=dt))
+            return self._set(ins, torch.arange(ins['start'], ins['end'], ins['step'], dtype=dt))
         if op == 'from_data':
             n = 1
             for s in shape:
@@ -502,9 +480,6 @@ class TorchRun:
             self._src(ins, 0).grad = None
             return None
         a = self._src(ins, 0) if OPS[op][2] else None
-        if op in VIEWS and a.requires_grad and not torch.is_grad_enabled():
-            self._nograd_view(ins, a)
-            return None
         if op == 'detach':
             return self._set(ins, a.detach())
         if op == 'slice':

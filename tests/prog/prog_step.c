@@ -247,6 +247,14 @@ static int want_rg(const tgp_exec *e, const tgp_insn *in, tg_tensor **s, tg_tens
     default: break;
     }
     if (tg_get_dtype(out) == TG_I64) return 0;
+    switch ((tgp_opcode)op) {
+    case TGP_SLICE: case TGP_VIEW: case TGP_RESHAPE: case TGP_TRANSPOSE: case TGP_EXPAND:
+        /* a view requires grad when its input does, in any grad mode (as
+         * PyTorch); a reshape that had to copy under no-grad does not */
+        if (!e->grad_on && !tg_same_storage(out, s[0])) return 0;
+        return tg_requires_grad(s[0]);
+    default: break;
+    }
     const tgp_op_desc *d = tgp_op_desc_get(op);
     for (int i = 0; i < d->nsrc; i++) {
         if (op == TGP_WHERE && i == 0) continue;                      /* the condition */
