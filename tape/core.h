@@ -194,6 +194,12 @@ tg_tensor *tg__ret(tg_tensor *t);
  * callback work). Returns the previous state for tg__scopes_resume. */
 int tg__scopes_suspend(void);
 void tg__scopes_resume(int prev);
+/* Whether tg_release may give back a reference to t: always when no open
+ * scope owns it; never when a scope the caller sees owns it (the reference
+ * could be that scope's); inside a callback, whose outer scopes are hidden,
+ * when t has a reference beyond those scopes' and the library's own (the
+ * callback's: tg_contiguous and the like return their input's own handle). */
+bool tg__scope_may_release(const tg_tensor *t);
 
 int64_t tg__numel(int ndim, const int64_t *shape);
 bool tg__is_contiguous(const tg_tensor *t);

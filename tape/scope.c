@@ -25,6 +25,17 @@ int tg__scopes_suspend(void) {
 }
 void tg__scopes_resume(int prev) { tl_floor = prev; }
 
+bool tg__scope_may_release(const tg_tensor *t) {
+    if (t->scope_refs == 0) return true;
+    if (tl_floor == 0) return false; /* no scope hidden: the reference could be a scope's */
+    for (int d = tl_floor; d < tl_depth; d++) /* a visible scope owns it */
+        for (size_t i = 0; i < tl_scopes[d].n; i++)
+            if (tl_scopes[d].t[i] == t) return false;
+    /* every scope reference belongs to a hidden (outer) scope: a reference
+     * beyond those and the library's own is the callback's */
+    return t->refcount - t->lib_refs > t->scope_refs;
+}
+
 static bool reserve(scope *sc, size_t extra) {
     if (sc->n + extra <= sc->cap) return true;
     size_t cap = sc->cap ? 2 * sc->cap : 32;

@@ -150,17 +150,16 @@ tg_tensor *tg_retain(tg_tensor *t) {
 
 tg_status tg_release(tg_tensor *t) {
     if (!t) return TG_OK;
-    /* Refused when every reference left is owned by open scopes: the one given
-     * back would be a scope's, which would then free the tensor a second time.
-     * References beyond the scopes' and the library's own (lib_refs) are the
-     * caller's (tg_retain, a function that returned t itself while the scopes
-     * were hidden) and can be given back. */
-    if (t->refcount - t->lib_refs <= t->scope_refs)
+    /* Refused while an open scope the caller sees owns t: the reference given
+     * back could be the scope's, which would then free it a second time. In a
+     * callback the outer scopes are hidden: a reference the callback received
+     * beyond theirs and the library's own can be given back
+     * (tg__scope_may_release). */
+    if (!tg__scope_may_release(t))
         return tg__set_error(TG_ERR_STATE,
-                             "tg_release: every reference to tensor '%s' is owned by an open "
-                             "scope; it is released by tg_scope_end (take it out with "
-                             "tg_scope_keep, or release references of your own after the "
-                             "scope ends)",
+                             "tg_release: tensor '%s' is owned by an open scope, which "
+                             "releases it at tg_scope_end (take it out with tg_scope_keep, "
+                             "or release references of your own after the scope ends)",
                              t->name);
     tg__tensor_release(t);
     return TG_OK;

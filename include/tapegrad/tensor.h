@@ -51,11 +51,13 @@ typedef struct tg_tensor tg_tensor;
 tg_tensor *tg_retain(tg_tensor *t);
 
 /* Gives back one reference. NULL is a no-op returning TG_OK. Returns
- * TG_ERR_STATE (and does nothing) when every reference left to t, beyond the
- * library's own, is owned by open scopes: the scope releases it at
- * tg_scope_end(); take it out first with tg_scope_keep(). References of your
- * own (tg_retain, or a result received while the scopes were hidden in a
- * callback) can always be given back. */
+ * TG_ERR_STATE (and does nothing) while an open scope owns t: which reference
+ * is given back could not be told apart, and the scope releases its own at
+ * tg_scope_end(); take t out first with tg_scope_keep(), or give back your
+ * own references after the scope ends. Inside a callback the scopes opened
+ * outside are hidden: a result the callback received is its own reference and
+ * can be given back even when a hidden scope owns another reference to the
+ * same tensor. */
 tg_status tg_release(tg_tensor *t);
 
 /* Labels t for error messages and reports (copied, truncated to 47 bytes).

@@ -12,7 +12,9 @@
  *    succeeds the same way or fails with TG_ERR_NOMEM;
  *  - afterwards no tensor, storage or byte is alive.
  * A broken rule prints what was wrong and calls abort(). The input is written
- * to an in-memory file (memfd) read through its /proc/self/fd path. */
+ * to an in-memory file (memfd) read through its /proc/self/fd path; the round
+ * trip writes a real file in a private temporary directory, since the writer
+ * creates a temporary file beside its target and renames it into place. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,26 +24,38 @@
 
 #include "npy.h"
 
-/* libFuzzer entry points: setup once (two in-memory files), then one input
- * (returns 0; a broken rule aborts). */
+/* libFuzzer entry points: setup once (an in-memory input file, a temporary
+ * directory for the round trip), then one input (returns 0; a broken rule
+ * aborts). */
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static int g_in = -1, g_out = -1;
-static char g_in_path[64], g_out_path[64];
+static int g_in = -1;
+static char g_in_path[64], g_dir[4096], g_out_path[4200];
+
+static void remove_out(void) {
+    unlink(g_out_path);
+    rmdir(g_dir);
+}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
     setenv("OMP_NUM_THREADS", "1", 0);
     setenv("TAPEGRAD_CPU_CACHE_MB", "0", 0); /* freed blocks go back: ASan sees reuse */
     g_in = memfd_create("tg_fuzz_npy_in", 0);
-    g_out = memfd_create("tg_fuzz_npy_out", 0);
-    if (g_in < 0 || g_out < 0) {
+    if (g_in < 0) {
         perror("memfd_create");
         abort();
     }
     snprintf(g_in_path, sizeof g_in_path, "/proc/self/fd/%d", g_in);
-    snprintf(g_out_path, sizeof g_out_path, "/proc/self/fd/%d", g_out);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(g_dir, sizeof g_dir, "%s/tg_fuzz_npy.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(g_dir)) {
+        perror("mkdtemp");
+        abort();
+    }
+    snprintf(g_out_path, sizeof g_out_path, "%s/out.npy", g_dir);
+    atexit(remove_out);
     return 0;
 }
 
@@ -106,7 +120,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (dt != TG_F32 && dt != TG_F64 && dt != TG_I64) FAIL("dtype %d", (int)dt);
         if (!tg_is_contiguous(t)) FAIL("a loaded tensor is not contiguous");
         if (tg_ndim(t) < 0 || tg_ndim(t) > TG_MAX_DIMS) FAIL("ndim %d", tg_ndim(t));
-        if (ftruncate(g_out, 0) != 0) abort();
         tg_clear_error();
         tg_status ws = tgcli_npy_save(g_out_path, t);
         if (ws != TG_OK) FAIL("saving a loaded tensor failed: %s", tg_last_error());

@@ -361,6 +361,17 @@ static void cap_numel(tgp_insn *in) {
     }
 }
 
+/* The same for arange (start, end, step in fv[0..2]): a count between 4096 and
+ * 2^40 elements (which would allocate, slowly or past the fuzzer's memory
+ * limit) becomes 4096 by moving end; counts too large to allocate, and bad
+ * arguments, are left alone. Applying it twice changes nothing more. */
+static void cap_arange(tgp_insn *in) {
+    double start = in->fv[0], end = in->fv[1], step = in->fv[2];
+    if (!isfinite(start) || !isfinite(end) || !isfinite(step) || step == 0) return;
+    double n = ceil((end - start) / step);
+    if (n > 4096 && n < 1099511627776.0) in->fv[1] = start + step * 4096;
+}
+
 bool tgp_decode_bytes(const uint8_t *data, size_t size, tgp_prog *p) {
     p->n = 0;
     rd r = {data, size, 0};
@@ -393,6 +404,7 @@ bool tgp_decode_bytes(const uint8_t *data, size_t size, tgp_prog *p) {
             if (sl >= 10) in.fv[sl - 10] = dec_double(&r);
             else in.iv[sl] = dec_int(&r);
         }
+        if (in.op == TGP_ARANGE) cap_arange(&in);
         in.keep_err = u8(&r) % 16 == 15;
         for (int k = 0; k < d->ndst; k++)
             if (in.dst[k] != TGP_NONE) assigned[last = in.dst[k]] = true;
