@@ -4,21 +4,22 @@
 #                  run `tapegrad tour`
 #   make test      build and run every test (ctest), then again under
 #                  AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/), then
-#                  the two libFuzzer harnesses for FUZZ_TEST_SECONDS each (build-fuzz/,
-#                  clang; skipped without it)
-#   make fuzz      the libFuzzer harnesses for FUZZ_SECONDS each (docs/testing.md)
+#                  the two libFuzzer harnesses on every input of their committed
+#                  corpora (build-fuzz/, clang; skipped without it)
+#   make fuzz      the same, then both fuzzers for FUZZ_SECONDS each on a new
+#                  random seed: looking for new problems (docs/testing.md)
+#   make fuzz-merge  add what make fuzz reached to the committed corpora
 #   make build     configure and build build/ only
 #   make install   install into PREFIX (default /usr/local)
 #   make clean     remove build/, build-asan/ and build-fuzz/
 #
 # Variables: BUILD_DIR, ASAN_DIR, FUZZ_DIR, PREFIX, JOBS, CMAKE_ARGS (extra -D options),
-# FUZZ_SECONDS (make fuzz, default 600), FUZZ_TEST_SECONDS (make test, default 60).
+# FUZZ_SECONDS (make fuzz, default 600).
 
 BUILD_DIR  ?= build
 ASAN_DIR   ?= build-asan
 FUZZ_DIR   ?= build-fuzz
 FUZZ_SECONDS ?= 600
-FUZZ_TEST_SECONDS ?= 60
 PREFIX     ?= /usr/local
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
@@ -30,7 +31,7 @@ GENERATOR = $(if $(shell command -v ninja 2>/dev/null),-G Ninja,)
 SAN_ENV = ASAN_OPTIONS=detect_leaks=1:protect_shadow_gap=0 \
           UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-.PHONY: all setup build tour test test-asan test-fuzz fuzz install clean
+.PHONY: all setup build tour test test-asan test-fuzz fuzz fuzz-merge install clean
 
 all: build
 
@@ -62,10 +63,13 @@ test-asan: setup $(ASAN_DIR)/CMakeCache.txt
 
 # libFuzzer harnesses (tests/fuzz): corpus replay, then both fuzzers in parallel
 test-fuzz: setup
-	JOBS=$(JOBS) bash tests/fuzz/run.sh $(FUZZ_TEST_SECONDS) $(FUZZ_DIR)
+	JOBS=$(JOBS) bash tests/fuzz/run.sh --replay $(FUZZ_DIR)
 
 fuzz: setup
 	JOBS=$(JOBS) bash tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_DIR)
+
+fuzz-merge: setup
+	JOBS=$(JOBS) bash tests/fuzz/run.sh --merge $(FUZZ_DIR)
 
 install: build
 	cmake --install $(BUILD_DIR) --prefix $(PREFIX)

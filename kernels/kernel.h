@@ -52,7 +52,7 @@ extern "C" {
  *
  * Unary ops: X(NAME, forward(x, p0, p1), backward(g, s, p0, p1), SAVES)
  * with SAVES one of TG__SAVES_NONE, TG__SAVES_INPUT, TG__SAVES_OUTPUT.
- * Adding a unary op is one line here, one table entry in ops/elementwise.c,
+ * Adding a unary op is one line here, one table entry in ops/unary.c,
  * its declaration in include/tapegrad/ops.h and its docs/api.md entry
  * (docs/design.md, "Adding an op"). */
 #define TG__UNARY_OPS(X)                                                            \
@@ -65,7 +65,58 @@ extern "C" {
       (p0 != p0 || p1 != p1) ? p0 + p1 /* a NaN bound: NaN */                       \
                              : ((x < p0 ? p0 : x) > p1 ? p1 : (x < p0 ? p0 : x)),   \
       (s >= p0 && s <= p1) ? g : (T)0, TG__SAVES_INPUT)                                                              \
-    X(SQRT, TGM_SQRT(x), g * (T)0.5 / s, TG__SAVES_OUTPUT)
+    X(SQRT, TGM_SQRT(x), g * (T)0.5 / s, TG__SAVES_OUTPUT)                          \
+    X(RSQRT, (T)1 / TGM_SQRT(x), g * (T)-0.5 * s * s * s, TG__SAVES_OUTPUT)         \
+    X(ABS, TGM_FABS(x), g * TG__SGN(s), TG__SAVES_INPUT)                             \
+    X(SIGN, TG__SGN(x), TG__ZERO_GRAD, TG__SAVES_NONE)                               \
+    X(SQUARE, x * x, g * (T)2 * s, TG__SAVES_INPUT)                                  \
+    X(POW, TG__POW(x, p0), p0 == 0 ? (T)0 : g * (p0 * TG__POW(s, p0 - (T)1)),        \
+      TG__SAVES_INPUT)                                                              \
+    X(LOG1P, TGM_LOG1P(x), g / (s + (T)1), TG__SAVES_INPUT)                          \
+    X(EXPM1, TGM_EXPM1(x), g * (s + (T)1), TG__SAVES_OUTPUT)                         \
+    X(SIGMOID, TG__SIGMOID(x), g * ((T)1 - s) * s, TG__SAVES_OUTPUT)                 \
+    X(LOGSIGMOID, (x < 0 ? x : (T)0) - TGM_LOG1P(TGM_EXP(-TGM_FABS(x))),            \
+      g * (s < 0 ? (T)1 - TG__LOGSIG_Q(s) : TG__LOGSIG_Q(s)), TG__SAVES_INPUT)      \
+    X(SOFTPLUS, x * p0 > p1 ? x : TGM_LOG1P(TGM_EXP(x * p0)) / p0,                   \
+      s * p0 > p1 ? g : g * TGM_EXP(s * p0) / (TGM_EXP(s * p0) + (T)1),               \
+      TG__SAVES_INPUT)                                                              \
+    X(TANH, TGM_TANH(x), g * ((T)1 - s * s), TG__SAVES_OUTPUT)                       \
+    X(RELU, x < 0 ? (T)0 : x, s <= 0 ? (T)0 : g, TG__SAVES_OUTPUT)                   \
+    X(GELU, x * (T)0.5 * ((T)1 + TGM_ERF(x * (T)TG__SQRT1_2)),                       \
+      g * ((T)0.5 * ((T)1 + TGM_ERF(s * (T)TG__SQRT1_2)) +                          \
+           s * ((T)TG__INV_SQRT_2PI * TGM_EXP(s * s * (T)-0.5))),                    \
+      TG__SAVES_INPUT)                                                              \
+    X(GELU_TANH, (T)0.5 * x * ((T)1 + TGM_TANH(TG__GELU_INNER(x))),                  \
+      g * ((T)0.5 * ((T)1 + TGM_TANH(TG__GELU_INNER(s))) +                          \
+           (T)0.5 * s * ((T)1 - TGM_TANH(TG__GELU_INNER(s)) * TGM_TANH(TG__GELU_INNER(s))) * \
+               ((T)TG__SQRT_2_PI * ((T)1 + (T)3 * (T)0.044715 * s * s))),            \
+      TG__SAVES_INPUT)                                                              \
+    X(SILU, x / ((T)1 + TGM_EXP(-x)),                                               \
+      g * TG__SIGMOID(s) * ((T)1 + s * ((T)1 - TG__SIGMOID(s))), TG__SAVES_INPUT)     \
+    X(RECIPROCAL, (T)1 / x, -g * (s * s), TG__SAVES_OUTPUT)                          \
+    X(FLOOR, TGM_FLOOR(x), TG__ZERO_GRAD, TG__SAVES_NONE)                            \
+    X(CEIL, TGM_CEIL(x), TG__ZERO_GRAD, TG__SAVES_NONE)                              \
+    X(ROUND, TGM_RINT(x), TG__ZERO_GRAD, TG__SAVES_NONE)
+
+/* Helpers of the unary formulas (type T as above). */
+#define TG__SGN(v) ((T)(((v) > 0) - ((v) < 0))) /* 0 for 0, -0 and NaN, as PyTorch */
+#define TG__ZERO_GRAD ((void)g, (void)s, (T)0)  /* zeros even where g is NaN, as PyTorch */
+#define TG__SIGMOID(v) ((T)1 / ((T)1 + TGM_EXP(-(v))))
+#define TG__LOGSIG_Q(v) (TGM_EXP(-TGM_FABS(v)) / ((T)1 + TGM_EXP(-TGM_FABS(v))))
+/* x ** e as PyTorch computes it: exact forms for 2, 3, -1, -2, 0.5 and -0.5
+ * (so (-0) ** 0.5 is -0 and (-inf) ** 0.5 NaN, as sqrt gives), else pow */
+#define TG__POW(v, e)                                                               \
+    ((e) == (T)2      ? (v) * (v)                                                    \
+     : (e) == (T)3    ? (v) * (v) * (v)                                              \
+     : (e) == (T)-1   ? (T)1 / (v)                                                   \
+     : (e) == (T)-2   ? (T)1 / ((v) * (v))                                           \
+     : (e) == (T)0.5  ? TGM_SQRT(v)                                                  \
+     : (e) == (T)-0.5 ? (T)1 / TGM_SQRT(v)                                           \
+                      : TGM_POW(v, e))
+#define TG__SQRT1_2 0.70710678118654752440      /* 1 / sqrt(2) */
+#define TG__INV_SQRT_2PI 0.39894228040143267794 /* 1 / sqrt(2 pi) */
+#define TG__SQRT_2_PI 0.79788456080286535588    /* sqrt(2 / pi) */
+#define TG__GELU_INNER(v) ((T)TG__SQRT_2_PI * ((v) + (T)0.044715 * (v) * (v) * (v)))
 
 /* Binary ops: X(NAME, forward(x, y, p0, p1)). Their gradients are formulas
  * of ops/elementwise.c built from these and the ternary helpers. */
@@ -101,10 +152,28 @@ enum { TG__UNARY_OPS(TG__UN_SAVES) TG__UN_SAVES_NOP_ };
 #define TGM_EXP(v) exp(v)
 #define TGM_LOG(v) log(v)
 #define TGM_SQRT(v) sqrt(v)
+#define TGM_FABS(v) fabs(v)
+#define TGM_LOG1P(v) log1p(v)
+#define TGM_EXPM1(v) expm1(v)
+#define TGM_TANH(v) tanh(v)
+#define TGM_ERF(v) erf(v)
+#define TGM_FLOOR(v) floor(v)
+#define TGM_CEIL(v) ceil(v)
+#define TGM_RINT(v) rint(v)
+#define TGM_POW(v, e) pow(v, e)
 #else
 #define TGM_EXP(v) _Generic((v), float: expf, default: exp)(v)
 #define TGM_LOG(v) _Generic((v), float: logf, default: log)(v)
 #define TGM_SQRT(v) _Generic((v), float: sqrtf, default: sqrt)(v)
+#define TGM_FABS(v) _Generic((v), float: fabsf, default: fabs)(v)
+#define TGM_LOG1P(v) _Generic((v), float: log1pf, default: log1p)(v)
+#define TGM_EXPM1(v) _Generic((v), float: expm1f, default: expm1)(v)
+#define TGM_TANH(v) _Generic((v), float: tanhf, default: tanh)(v)
+#define TGM_ERF(v) _Generic((v), float: erff, default: erf)(v)
+#define TGM_FLOOR(v) _Generic((v), float: floorf, default: floor)(v)
+#define TGM_CEIL(v) _Generic((v), float: ceilf, default: ceil)(v)
+#define TGM_RINT(v) _Generic((v), float: rintf, default: rint)(v) /* half to even */
+#define TGM_POW(v, e) _Generic((v), float: powf, default: pow)(v, e)
 #endif
 
 /* ---- descriptors ---------------------------------------------------------- */

@@ -75,6 +75,10 @@ typedef struct tg__unary_info {
     double test_params[2]; /* values the tests pass for them */
     double (*ref)(double x, double p0, double p1); /* the value in double */
     double lo, hi;         /* inputs the tests draw from (where the op is smooth) */
+    /* Points where the gradient is a convention (kinks, ties with a bound,
+     * zeros of a root) and PyTorch's gradient there: {x, dy/dx} pairs. */
+    int nkinks;
+    double kinks[4][2];
 } tg__unary_info;
 /* Indexed by op code; every code of TG__UNARY_OPS has an entry. */
 extern const tg__unary_info tg__unary_table[];

@@ -81,7 +81,11 @@ tg_tensor *tg_slice_at(tg_site s, tg_tensor *t, int dim, int64_t start, int64_t 
      * within the tensor's extent; it can overflow only for a huge step that
      * leaves at most one element, whose stride is never used (keep it then). */
     if (__builtin_mul_overflow(t->strides[d], step, &strides[d])) strides[d] = t->strides[d];
-    tg_tensor *v = make_view(s, t, t->ndim, shape, strides, t->offset + start * t->strides[d]);
+    /* An empty result keeps t's offset: start * stride may lie far outside the
+     * storage (or overflow) when nothing is ever read there. */
+    bool empty = tg__numel(t->ndim, shape) == 0;
+    tg_tensor *v = make_view(s, t, t->ndim, shape, strides,
+                             empty ? t->offset : t->offset + start * t->strides[d]);
     int64_t ip[3] = {d, start, step};
     return tg__ret(finish(s, &slice_def, t, v, ip, 3));
 }

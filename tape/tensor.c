@@ -371,6 +371,10 @@ tg_status tg_get(const tg_tensor *t, const int64_t *idx, double *out) {
 tg_status tg_print(FILE *f, const tg_tensor *t, int max_elems) {
     if (tg__null_arg(f, "tg_print", "f") || tg__null_arg(t, "tg_print", "t"))
         return tg_last_status();
+    /* the grad_fn is named in the output: as PyTorch's print, refuse before
+     * writing anything when it cannot be made (a no-grad view modified in place) */
+    tg__node *fn = NULL;
+    if (tg__has_grad_fn(t) && !tg__grad_fn((tg_tensor *)t, &fn)) return tg_last_status();
     int64_t n = tg__numel(t->ndim, t->shape);
     void *owned = NULL;
     int64_t lo = 0;
@@ -380,8 +384,7 @@ tg_status tg_print(FILE *f, const tg_tensor *t, int max_elems) {
     fprintf(f, "%s%s%s%s", t->name, t->name[0] ? " " : "", tg_dtype_name(t->dtype),
             tg__shape_str(buf, sizeof buf, t->ndim, t->shape));
     if (t->storage->device != TG_CPU) fprintf(f, " (%s)", tg__device_name(t->storage->device));
-    const char *fn = tg_grad_fn_name(t);
-    if (fn) fprintf(f, " (grad_fn=%s)", fn);
+    if (fn) fprintf(f, " (grad_fn=%s)", fn->name);
     else if (tg__req_grad(t)) fprintf(f, " (requires_grad)");
     fprintf(f, " [");
     for (int64_t i = 0; i < n && i < max_elems; i++) {

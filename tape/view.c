@@ -158,3 +158,10 @@ bool tg__grad_fn(tg_tensor *t, tg__node **fn) {
     return true;
 }
 
+
+bool tg_is_view(const tg_tensor *t) { return t && t->view_base; }
+
+tg_tensor *tg_view_base(const tg_tensor *t) {
+    if (tg__null_arg(t, "tg_view_base", "t")) return NULL;
+    return t->view_base ? tg__ret(tg_retain(t->view_base)) : NULL;
+}

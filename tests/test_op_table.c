@@ -145,6 +145,44 @@ Test(op_table, gradient_against_central_differences) {
         }
 }
 
+/* At kinks, ties with a bound and zeros of a root the gradient is a
+ * convention: PyTorch's (the table's pairs), exactly, in f32 and f64. */
+Test(op_table, gradient_at_kinks_as_pytorch) {
+    for (int k = 0; k < tg__n_unary; k++) {
+        const tg__unary_info *u = &tg__unary_table[k];
+        cr_assert(u->nkinks >= 1 && u->nkinks <= 4, "%s: %d kinks", u->name, u->nkinks);
+        for (int d = 0; d < 2; d++)
+            for (int i = 0; i < u->nkinks; i++) {
+                tg_dtype dt = d ? TG_F64 : TG_F32;
+                const int64_t one = 1;
+                tg_tensor *x = tgo_make(dt, 1, &one, &u->kinks[i][0]);
+                cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+                tg_tensor *y = apply(u, x), *l = tg_sum(y);
+                tg_clear_error();
+                cr_assert_eq(tg_backward(l, NULL, false), TG_OK, "%s: %s", u->name,
+                             tg_last_error());
+                tg_tensor *g = tg_grad(x);
+                double got, want = u->kinks[i][1];
+                cr_assert_eq(tg_item(g, &got), TG_OK);
+                if (dt == TG_F32) want = (float)want;
+                cr_assert(close_to(got, want, dt == TG_F32 ? 4e-7 : 1e-15) &&
+                              signbit(got) == signbit(want),
+                          "%s (%s): gradient at %g is %.17g, PyTorch's %.17g", u->name,
+                          tg_dtype_name(dt), u->kinks[i][0], got, want);
+                TGO_RELEASE(x, y, l, g);
+            }
+    }
+}
+
+/* tg_gelu's approximate is one of two values. */
+Test(op_table, gelu_refuses_an_unknown_approximation) {
+    tg_tensor *x = tg_ones(TG_F64, TG_SHAPE(2));
+    tg_clear_error();
+    cr_assert_null(tg_gelu(x, (tg_gelu_approx)2));
+    tgt_assert_error(TG_ERR_VALUE, "tg_gelu", "approximate", NULL);
+    TGO_RELEASE(x);
+}
+
 /* What backward keeps: nothing under no-grad; the input or the output (one
  * storage's bytes) or nothing, as the formula list says, with grad on; and
  * the node is the table's. */

@@ -220,6 +220,31 @@ Test(tensor, huge_shapes_fail_cleanly) {
     tg_release(e);
 }
 
+/* Slicing past the end of a dim whose stride a huge step made huge gives an
+ * empty tensor; its offset used to become start * stride (INT64_MAX here),
+ * so any op on it formed a pointer far outside the storage (UBSan: pointer
+ * overflow in tg__ptr, found by fuzz_ops). An empty slice keeps its input's
+ * offset. */
+Test(tensor, an_empty_slice_keeps_its_offset_in_the_storage) {
+    tg_tensor *a = tg_ones(TG_F64, TG_SHAPE(2, 3));
+    tg_tensor *b = tg_slice(a, 1, 0, 3, INT64_MAX); /* (2, 1), stride INT64_MAX */
+    cr_assert_not_null(b, "%s", tg_last_error());
+    tg_tensor *c = tg_slice(b, -1, 8, 8, 8); /* start clamped to 1: empty */
+    cr_assert_not_null(c, "%s", tg_last_error());
+    cr_assert_eq(tg_numel(c), 0);
+    char *base = tg_data(a), *p = tg_data(c);
+    cr_assert(p >= base && p <= base + 6 * sizeof(double), "offset %td elements",
+              (p - base) / (ptrdiff_t)sizeof(double));
+    tg_tensor *d = tg_div(c, c);
+    cr_assert_not_null(d, "%s", tg_last_error());
+    cr_assert_eq(tg_numel(d), 0);
+    /* an empty slice of a non-empty dim of an empty tensor */
+    tg_tensor *e = tg_zeros(TG_F64, TG_SHAPE(0, 5)), *f = tg_slice(e, 1, 3, 5, 1);
+    cr_assert_eq(tg_data(f), tg_data(e));
+    tg_tensor *all[] = {a, b, c, d, e, f};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tg_release(all[i]);
+}
+
 /* tg_randint: i64, within [low, high), every value reached, the same numbers
  * for the same seed, ranges near the ends of int64, and its errors. */
 Test(tensor, randint_is_uniform_seeded_and_bounded) {

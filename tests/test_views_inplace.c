@@ -293,6 +293,64 @@ Test(views_inplace, no_grad_view_of_a_rebased_base_is_refused_when_used) {
     TGO_RELEASE(x, y, v);
 }
 
+/* tg_is_view / tg_view_base (PyTorch's _is_view() / _base): the base is the
+ * root, never a view; NULL without an error for a tensor that is not a view. */
+Test(views_inplace, a_view_names_its_root_base) {
+    tg_tensor *x = LEAF(TG_SHAPE(4), 1, 2, 3, 4);
+    tg_tensor *v = tg_slice(x, 0, 1, 4, 1), *w = tg_slice(v, 0, 0, 2, 1);
+    cr_assert(!tg_is_view(x) && tg_is_view(v) && tg_is_view(w) && !tg_is_view(NULL));
+    tg_clear_error();
+    tg_tensor *b = tg_view_base(w), *n = tg_view_base(x);
+    cr_assert_eq(b, x);
+    cr_assert_null(n);
+    cr_assert_eq(tg_last_status(), TG_OK);
+    cr_assert_null(tg_view_base(NULL));
+    tgt_assert_error(TG_ERR_NULL, "tg_view_base", NULL);
+    TGO_RELEASE(x, v, w, b);
+}
+
+/* As PyTorch: made in no-grad mode, a view requires grad exactly when its
+ * base does, even when its input is a view that was marked requires_grad
+ * itself (r4 = rand(()); r6 = r4.expand(()) [no-grad]; r6.requires_grad_();
+ * r7 = r6.expand(()) [no-grad]: r7.requires_grad is False). The program
+ * checker expected True (found by fuzz_ops). */
+Test(views_inplace, a_no_grad_view_requires_grad_when_its_base_does) {
+    tg_tensor *r4 = tg_ones(TG_F64, TG_SCALAR), *r6 = NULL, *r7 = NULL, *r8 = NULL;
+    TG_NO_GRAD { r6 = tg_expand(r4, 0, NULL); }
+    cr_assert_eq(tg_set_requires_grad(r6, true), TG_OK, "%s", tg_last_error());
+    cr_assert(tg_requires_grad(r6) && tg_is_leaf(r6));
+    TG_NO_GRAD { r7 = tg_expand(r6, 0, NULL); }
+    cr_assert(!tg_requires_grad(r7));
+    r8 = tg_expand(r6, 0, NULL); /* grad mode on: follows its input */
+    cr_assert(tg_requires_grad(r8));
+    cr_assert_str_eq(tg_grad_fn_name(r8), "ExpandBackward");
+    TGO_RELEASE(r4, r6, r7, r8);
+}
+
+/* Printing names the grad_fn, so printing such a view is refused as PyTorch's
+ * print(v) is, before anything is written (tg_print used to write it with no
+ * grad_fn and return TG_OK while leaving TG_ERR_AUTOGRAD set). */
+Test(views_inplace, printing_a_refused_no_grad_view_fails_and_writes_nothing) {
+    tg_tensor *x = LEAF(TG_SHAPE(3), 1, 1, 1);
+    tg_tensor *y = tg_scale(x, 1), *v = NULL;
+    TG_NO_GRAD { v = tg_slice(y, 0, 0, 2, 1); }
+    cr_assert_eq(tg_scale_(y, 2), TG_OK);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cr_assert_not_null(f);
+    tg_clear_error();
+    cr_assert_eq(tg_print(f, v, 8), TG_ERR_AUTOGRAD);
+    tgt_assert_error(TG_ERR_AUTOGRAD, "no-grad mode", "modified in place", NULL);
+    tg_clear_error();
+    cr_assert_eq(tg_print(f, y, 8), TG_OK, "%s", tg_last_error()); /* the base prints */
+    cr_assert_eq(tg_last_status(), TG_OK);
+    fclose(f);
+    cr_assert_str_eq(text, "f64[3] (grad_fn=ScaleBackward) [2, 2, 2]\n");
+    free(text);
+    TGO_RELEASE(x, y, v);
+}
+
 /* As PyTorch: such a view is refused once its storage's version moved, even
  * by an in-place op made with grad mode off. */
 Test(views_inplace, no_grad_view_is_refused_after_any_inplace_op_on_its_storage) {

@@ -51,6 +51,53 @@ tg_tensor *tg_add_scalar_at(tg_site s, tg_tensor *t, double k);
  * lo > hi gives hi everywhere, a NaN bound NaN everywhere. Gradient 1 where
  * lo <= t <= hi, else 0. */
 tg_tensor *tg_clamp_at(tg_site s, tg_tensor *t, double lo, double hi);
+/* The rest of the unary vocabulary, as PyTorch computes each one (values,
+ * NaN/inf propagation, the gradient at kinks); f32/f64 only (TG_ERR_DTYPE
+ * otherwise), any layout, result contiguous, recorded when t requires grad.
+ * Errors: TG_ERR_NULL, TG_ERR_DTYPE, TG_ERR_DEVICE, TG_ERR_NOMEM. */
+/* 1 / sqrt(t). Gradient -g / (2 t^1.5) (-inf at 0). */
+tg_tensor *tg_rsqrt_at(tg_site s, tg_tensor *t);
+/* |t|. Gradient g * sign(t): 0 at 0. */
+tg_tensor *tg_abs_at(tg_site s, tg_tensor *t);
+/* -1, 0 or 1 (0 for +-0 and NaN, as PyTorch). Gradient 0. */
+tg_tensor *tg_sign_at(tg_site s, tg_tensor *t);
+/* t * t. Gradient 2 t g. */
+tg_tensor *tg_square_at(tg_site s, tg_tensor *t);
+/* t ** exponent (PyTorch's pow(tensor, scalar)): the exact forms PyTorch uses
+ * for 2, 3, -1, -2, 0.5 (sqrt: (-0) ** 0.5 is -0) and -0.5, else C's pow.
+ * Gradient exponent * t ** (exponent - 1) * g, and 0 for exponent 0. */
+tg_tensor *tg_pow_scalar_at(tg_site s, tg_tensor *t, double exponent);
+/* log(1 + t) and exp(t) - 1, accurate near 0. Gradients g / (1 + t) and
+ * g (1 + result). */
+tg_tensor *tg_log1p_at(tg_site s, tg_tensor *t);
+tg_tensor *tg_expm1_at(tg_site s, tg_tensor *t);
+/* 1 / (1 + exp(-t)). Gradient g (1 - y) y. */
+tg_tensor *tg_sigmoid_at(tg_site s, tg_tensor *t);
+/* log(sigmoid(t)) = min(t, 0) - log1p(exp(-|t|)): finite for every finite t
+ * (-1000 gives -1000, not -inf). Gradient g sigmoid(-t). */
+tg_tensor *tg_logsigmoid_at(tg_site s, tg_tensor *t);
+/* log(1 + exp(beta t)) / beta, and t itself where beta t > threshold (PyTorch's
+ * defaults: beta 1, threshold 20). Gradient g sigmoid(beta t), g above the
+ * threshold. */
+tg_tensor *tg_softplus_at(tg_site s, tg_tensor *t, double beta, double threshold);
+/* tanh(t). Gradient g (1 - y^2). */
+tg_tensor *tg_tanh_at(tg_site s, tg_tensor *t);
+/* max(t, 0); NaN stays NaN, -0 stays -0. Gradient g where the result > 0,
+ * else 0 (0 at 0, as PyTorch). */
+tg_tensor *tg_relu_at(tg_site s, tg_tensor *t);
+/* GELU: t * Phi(t) with the erf (TG_GELU_NONE) or PyTorch's tanh
+ * approximation (TG_GELU_TANH). Error TG_ERR_VALUE for another value. */
+typedef enum tg_gelu_approx { TG_GELU_NONE = 0, TG_GELU_TANH = 1 } tg_gelu_approx;
+tg_tensor *tg_gelu_at(tg_site s, tg_tensor *t, tg_gelu_approx approximate);
+/* t * sigmoid(t) (SiLU / swish). Gradient g s (1 + t (1 - s)), s = sigmoid(t). */
+tg_tensor *tg_silu_at(tg_site s, tg_tensor *t);
+/* 1 / t. Gradient -g / t^2. */
+tg_tensor *tg_reciprocal_at(tg_site s, tg_tensor *t);
+/* Rounding: floor, ceil, and round half to even (as PyTorch's round). Gradient
+ * 0 (recorded, as in PyTorch). */
+tg_tensor *tg_floor_at(tg_site s, tg_tensor *t);
+tg_tensor *tg_ceil_at(tg_site s, tg_tensor *t);
+tg_tensor *tg_round_at(tg_site s, tg_tensor *t);
 #define tg_neg(t) tg_neg_at(TG_SITE, t)
 #define tg_exp(t) tg_exp_at(TG_SITE, t)
 #define tg_log(t) tg_log_at(TG_SITE, t)
@@ -58,6 +105,24 @@ tg_tensor *tg_clamp_at(tg_site s, tg_tensor *t, double lo, double hi);
 #define tg_scale(t, k) tg_scale_at(TG_SITE, t, k)
 #define tg_add_scalar(t, k) tg_add_scalar_at(TG_SITE, t, k)
 #define tg_clamp(t, lo, hi) tg_clamp_at(TG_SITE, t, lo, hi)
+#define tg_rsqrt(t) tg_rsqrt_at(TG_SITE, t)
+#define tg_abs(t) tg_abs_at(TG_SITE, t)
+#define tg_sign(t) tg_sign_at(TG_SITE, t)
+#define tg_square(t) tg_square_at(TG_SITE, t)
+#define tg_pow_scalar(t, e) tg_pow_scalar_at(TG_SITE, t, e)
+#define tg_log1p(t) tg_log1p_at(TG_SITE, t)
+#define tg_expm1(t) tg_expm1_at(TG_SITE, t)
+#define tg_sigmoid(t) tg_sigmoid_at(TG_SITE, t)
+#define tg_logsigmoid(t) tg_logsigmoid_at(TG_SITE, t)
+#define tg_softplus(t, beta, threshold) tg_softplus_at(TG_SITE, t, beta, threshold)
+#define tg_tanh(t) tg_tanh_at(TG_SITE, t)
+#define tg_relu(t) tg_relu_at(TG_SITE, t)
+#define tg_gelu(t, approximate) tg_gelu_at(TG_SITE, t, approximate)
+#define tg_silu(t) tg_silu_at(TG_SITE, t)
+#define tg_reciprocal(t) tg_reciprocal_at(TG_SITE, t)
+#define tg_floor(t) tg_floor_at(TG_SITE, t)
+#define tg_ceil(t) tg_ceil_at(TG_SITE, t)
+#define tg_round(t) tg_round_at(TG_SITE, t)
 
 /* ---- reductions ------------------------------------------------------------ */
 /* Sum / mean of all elements: a 0-d tensor. Mean of 0 elements is NaN. */

@@ -120,6 +120,14 @@ tg_tensor *tg_randint_at(tg_site s, int ndim, const int64_t *shape, uint64_t see
  * of its views gets a new grad_fn (AsStridedBackward) when next used; a view
  * requires grad when its base does. See ops.h for the in-place rules. */
 
+/* Whether t is a view (made by a view op, shares its base's storage). False
+ * for NULL. */
+bool tg_is_view(const tg_tensor *t);
+/* t's base (PyTorch's t._base): the tensor, never itself a view, whose
+ * storage the view shares. A new reference the caller releases; NULL when t
+ * is not a view (no error set). Errors: TG_ERR_NULL (t NULL). */
+tg_tensor *tg_view_base(const tg_tensor *t);
+
 /* Elements start, start+step, ... < end along dim. dim, start and end may be
  * negative (counted from the end, as in Python); start/end are clamped to
  * [0, size]. Errors: TG_ERR_DIM, TG_ERR_VALUE (step <= 0). */
@@ -213,7 +221,10 @@ tg_status tg_item(const tg_tensor *t, double *out);
  * TG_ERR_DIM (index out of range). */
 tg_status tg_get(const tg_tensor *t, const int64_t *idx, double *out);
 
-/* Prints "name f32[2, 3] (grad_fn=MulBackward)" and up to max_elems values. */
+/* Prints "name f32[2, 3] (grad_fn=MulBackward)" and up to max_elems values.
+ * Errors: TG_ERR_NULL; TG_ERR_AUTOGRAD, with nothing written, when t's
+ * grad_fn cannot be made (a view made in no-grad mode whose storage was
+ * modified in place since: PyTorch's print refuses it too). */
 tg_status tg_print(FILE *f, const tg_tensor *t, int max_elems);
 
 #ifdef __cplusplus

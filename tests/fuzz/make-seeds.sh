@@ -7,7 +7,8 @@
 # is found) 24 short programs of the differential generator (seed 7), each encoded with
 # `tg_diff_run --encode`. corpus/npy: small .npy files written by NumPy (versions 1.0-3.0,
 # every accepted dtype, Fortran order, 0-d, empty and 8-d arrays) plus a few broken ones.
-# The output is deterministic; commit what changes.
+# The output is deterministic; commit what changes. Other files in corpus/ops (regression
+# inputs, inputs merged by `make fuzz-merge`) are left as they are.
 set -euo pipefail
 build="${1:?usage: make-seeds.sh BUILD_DIR}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -15,10 +16,13 @@ run="$build/tests/tg_diff_run"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-rm -f "$here"/corpus/ops/*
+# only the seeds this script writes are replaced: regression inputs added by
+# hand and those merged from exploring (make fuzz-merge) stay
 mkdir -p "$here/corpus/ops" "$here/corpus/npy"
+rm -f "$here"/corpus/ops/diff_seed7_*.bin
 for f in "$here"/../prog/programs/*.txt; do
     base="$(basename "$f" .txt)"
+    rm -f "$here/corpus/ops/${base}"_[0-9]*.bin
     # one file per program (programs are separated by lines ---)
     awk -v out="$tmp/$base" 'BEGIN{n=0; f=out "_" n ".txt"} /^---$/{n++; f=out "_" n ".txt"; next} {print > f}' "$f"
 done
@@ -48,7 +52,8 @@ if [[ -z "$nppy" ]]; then
     echo "make-seeds: no python3 with numpy: corpus/npy left as it is" >&2
     exit 0
 fi
-rm -f "$here"/corpus/npy/*
+# the inputs merged from exploring are named by their SHA-1: keep them
+find "$here/corpus/npy" -type f ! -regex '.*/[0-9a-f]\{40\}' -delete
 "$nppy" - "$here/corpus/npy" <<'PY'
 import io, os, sys
 import numpy as np

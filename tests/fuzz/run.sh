@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tests/fuzz/run.sh - build the libFuzzer harnesses (tests/fuzz) and run them.
 #
-#   tests/fuzz/run.sh SECONDS [BUILD_DIR]
+#   tests/fuzz/run.sh --replay [BUILD_DIR]     the committed corpora only (make test)
+#   tests/fuzz/run.sh SECONDS [BUILD_DIR]      replay, then explore (make fuzz)
+#   tests/fuzz/run.sh --merge [BUILD_DIR]      add what exploring found to the corpora
 #
 # Contract:
 #   - Needs clang with libFuzzer and the sanitizer runtimes (Debian: clang,
@@ -10,17 +12,39 @@
 #   - Configures BUILD_DIR (default build-fuzz) once with clang,
 #     -DTG_FUZZ=ON -DTG_SANITIZE=address,undefined, CUDA and the Criterion
 #     suites off, and builds fuzz_ops and fuzz_npy (JOBS parallel jobs, default 2).
-#   - Replays the committed corpora (tests/fuzz/corpus/ops, tests/fuzz/corpus/npy)
-#     and then runs both fuzzers in parallel for SECONDS each, starting from a
-#     copy of the corpora in BUILD_DIR/corpus (the committed ones are never
-#     written). Crash inputs go to BUILD_DIR/artifacts/, logs to BUILD_DIR/*.log.
-#   - Exits 0 when neither fuzzer found anything, 1 otherwise (after printing
-#     the end of the failing log and how to reproduce the crash).
-#   - Nothing is downloaded.
+#   - --replay runs every input of the committed corpora (tests/fuzz/corpus/ops,
+#     tests/fuzz/corpus/npy) through the harnesses: the same inputs on every
+#     machine, so its answer does not depend on luck. This is what `make test`
+#     runs.
+#   - SECONDS replays, then runs both fuzzers in parallel for SECONDS each on a
+#     new random seed, from the committed corpora plus what earlier runs kept in
+#     BUILD_DIR/corpus. Crash inputs go to BUILD_DIR/artifacts/, logs to
+#     BUILD_DIR/*.log. libFuzzer runs are not reproducible run to run (pointer
+#     values and timing feed its feedback), which is why `make test` does not
+#     explore.
+#   - --merge adds to the committed corpora the inputs of BUILD_DIR/corpus that
+#     reach coverage they lack (libFuzzer's -merge=1), so the replay covers it
+#     from then on.
+#   - The committed corpora are written only by --merge. Exits 0 when nothing
+#     was found, 1 otherwise (after printing the end of the failing log and how
+#     to reproduce the crash), 2 on bad arguments. Nothing is downloaded.
 set -euo pipefail
 
-secs="${1:-60}"
-dir="${2:-build-fuzz}"
+mode=explore
+secs=""
+case "${1:-}" in
+--replay) mode=replay; shift ;;
+--merge) mode=merge; shift ;;
+*)
+    secs="${1:-60}"
+    [[ "$secs" =~ ^[0-9]+$ ]] || {
+        echo "usage: tests/fuzz/run.sh --replay|--merge|SECONDS [BUILD_DIR]" >&2
+        exit 2
+    }
+    shift || true
+    ;;
+esac
+dir="${1:-build-fuzz}"
 jobs="${JOBS:-2}"
 cc="${FUZZ_CC:-clang}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -55,6 +79,16 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
 export OMP_NUM_THREADS=1 TAPEGRAD_CPU_CACHE_MB=0
 mkdir -p "$dir/artifacts" "$dir/corpus"
 rm -f "$dir"/artifacts/*
+if [[ $mode == merge ]]; then
+    for name in ops npy; do
+        [[ -d "$dir/corpus/$name" ]] || continue
+        before="$(ls "tests/fuzz/corpus/$name" | wc -l)"
+        "$dir/fuzz/fuzz_$name" -merge=1 -timeout=20 -rss_limit_mb=2048 \
+            "tests/fuzz/corpus/$name" "$dir/corpus/$name" >"$dir/merge_$name.log" 2>&1
+        echo "fuzz: merge: tests/fuzz/corpus/$name: $before -> $(ls "tests/fuzz/corpus/$name" | wc -l) inputs"
+    done
+    exit 0
+fi
 rc=0
 # what a failing log says, without the stack traces
 summary() {
@@ -72,6 +106,10 @@ for name in ops npy; do
     fi
 done
 
+if [[ $mode == replay ]]; then
+    [[ $rc == 0 ]] && echo "fuzz: replay: every committed input passed"
+    exit "$rc"
+fi
 pids=()
 for name in ops npy; do
     work="$dir/corpus/$name"

@@ -249,9 +249,19 @@ static int want_rg(const tgp_exec *e, const tgp_insn *in, tg_tensor **s, tg_tens
     if (tg_get_dtype(out) == TG_I64) return 0;
     switch ((tgp_opcode)op) {
     case TGP_SLICE: case TGP_VIEW: case TGP_RESHAPE: case TGP_TRANSPOSE: case TGP_EXPAND:
-        /* a view requires grad when its input does, in any grad mode (as
-         * PyTorch); a reshape that had to copy under no-grad does not */
-        if (!e->grad_on && !tg_same_storage(out, s[0])) return 0;
+        /* with grad mode on, a view requires grad when its input does; made
+         * in no-grad mode, when its base does (as PyTorch: a view of a view
+         * that was marked requires_grad itself does not); a reshape that had
+         * to copy under no-grad does not */
+        if (!e->grad_on) {
+            if (!tg_same_storage(out, s[0])) return 0;
+            if (!tg_is_view(s[0])) return tg_requires_grad(s[0]);
+            if (e->depth > 0) return -1; /* an open scope would own the base's reference */
+            tg_tensor *b = tg_view_base(s[0]);
+            bool rg = tg_requires_grad(b ? b : s[0]);
+            tg_release(b);
+            return rg;
+        }
         return tg_requires_grad(s[0]);
     default: break;
     }
