@@ -45,7 +45,9 @@ DOCUMENTED = [
 _ELEMENTWISE = ('add', 'sub', 'mul', 'div', 'maximum', 'minimum', 'where', 'neg', 'exp', 'log',
                 'scale', 'add_scalar', 'clamp', 'sum', 'mean', 'sum_dim', 'mean_dim', 'matmul',
                 'softmax', 'log_softmax', 'gather', 'add_', 'sub_', 'mul_', 'scale_', 'fill_',
-                'square', 'cexp', 'mulsub')
+                'square', 'cexp', 'mulsub', 'rsqrt', 'abs', 'sign', 'square_op', 'pow_scalar',
+                'log1p', 'expm1', 'sigmoid', 'logsigmoid', 'softplus', 'tanh', 'relu', 'gelu',
+                'silu', 'reciprocal', 'floor', 'ceil', 'round')
 
 
 def _data_inputs(op, inputs):

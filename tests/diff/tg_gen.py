@@ -17,7 +17,7 @@ import warnings
 
 import torch
 
-from tg_prog import F64, I64, NREG, TorchRun, format_insn, new_insn
+from tg_prog import F64, I64, NREG, UNARY_VOCAB, TorchRun, format_insn, new_insn
 
 warnings.filterwarnings('ignore')
 HUGE = [2 ** 62, -2 ** 62, 9223372036854775807, -9223372036854775808, 100, -100]
@@ -161,8 +161,18 @@ class Gen:
     def g_unary(self):
         a = self.operand()
         op = self.r.choice(['neg', 'exp', 'log', 'scale', 'add_scalar', 'clamp', 'sum', 'mean',
-                            'softmax', 'log_softmax', 'contiguous', 'clone', 'detach'])
+                            'softmax', 'log_softmax', 'contiguous', 'clone', 'detach', 'vocab'])
+        if op == 'vocab':  # one of the rest of the unary vocabulary
+            op = self.r.choice(sorted(UNARY_VOCAB) + ['pow_scalar', 'softplus', 'gelu'])
         ins = new_insn(op, [self.free()], [a])
+        if op == 'pow_scalar':
+            ins['e'] = self.r.choice([0.0, 0.5, -0.5, 1.0, 2.0, 3.0, -1.0, -2.0, 1.5, 2.5,
+                                      self.val()])
+        if op == 'softplus':
+            ins.update(beta=self.r.choice([1.0, 0.5, 2.0, -1.0, self.val()]),
+                       threshold=self.r.choice([20.0, 1.0, 0.0, self.val()]))
+        if op == 'gelu':
+            ins['tanh'] = self.r.randrange(2)
         if op in ('scale', 'add_scalar'):
             ins['k'] = self.val()
         if op == 'clamp':

@@ -77,6 +77,21 @@ OPS = {
     'fault': (0, 0, 0, False, False, False, True, (('n', 'i'), ('persistent', 'i'))),
     'print': (0, 1, 1, False, False, False, True, ()),
     'dot': (0, 3, 0, False, False, False, True, ()),
+    'rsqrt': _UN, 'abs': _UN, 'sign': _UN, 'square_op': _UN,
+    'pow_scalar': (1, 1, 1, False, False, False, False, (('e', 'f'),)),
+    'log1p': _UN, 'expm1': _UN, 'sigmoid': _UN, 'logsigmoid': _UN,
+    'softplus': (1, 1, 1, False, False, False, False, (('beta', 'f'), ('threshold', 'f'))),
+    'tanh': _UN, 'relu': _UN,
+    'gelu': (1, 1, 1, False, False, False, False, (('tanh', 'i'),)),
+    'silu': _UN, 'reciprocal': _UN, 'floor': _UN, 'ceil': _UN, 'round': _UN,
+}
+# the unary vocabulary beyond neg/exp/log, as PyTorch names it (tg_gen.py draws from it)
+UNARY_VOCAB = {
+    'rsqrt': torch.rsqrt, 'abs': torch.abs, 'sign': torch.sign, 'square_op': torch.square,
+    'log1p': torch.log1p, 'expm1': torch.expm1, 'sigmoid': torch.sigmoid,
+    'logsigmoid': torch.nn.functional.logsigmoid, 'tanh': torch.tanh, 'relu': torch.relu,
+    'silu': torch.nn.functional.silu, 'reciprocal': torch.reciprocal, 'floor': torch.floor,
+    'ceil': torch.ceil, 'round': torch.round,
 }
 INPLACE = ('add_', 'sub_', 'mul_', 'scale_', 'copy_', 'fill_')
 VIEWS = ('slice', 'view', 'reshape', 'transpose', 'expand')
@@ -533,6 +548,16 @@ class TorchRun:
                  'log_softmax': lambda t: torch.log_softmax(t, -1)}
         if op in unary:
             return self._set(ins, c(unary[op](a)))
+        if op in UNARY_VOCAB:
+            return self._set(ins, c(UNARY_VOCAB[op](a)))
+        if op == 'pow_scalar':
+            return self._set(ins, c(torch.pow(a, ins['e'])))
+        if op == 'softplus':
+            return self._set(ins, c(torch.nn.functional.softplus(a, ins['beta'],
+                                                                 ins['threshold'])))
+        if op == 'gelu':
+            return self._set(ins, c(torch.nn.functional.gelu(
+                a, approximate='tanh' if ins['tanh'] else 'none')))
         if op == 'scale':
             return self._set(ins, c(Scale.apply(a, ins['k']) if a.is_floating_point() else
                                     a * ins['k']))

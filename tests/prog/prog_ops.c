@@ -90,6 +90,18 @@ static const tgp_op_desc g_ops[TGP_NOPS] = {
                    {I(0), I(1)}},
     [TGP_PRINT] = {"print", 0, 1, 1, false, false, false, true, {NULL}, {0}},
     [TGP_DOT] = {"dot", 0, 3, 0, false, false, false, true, {NULL}, {0}},
+#define UN(NAME, name) [TGP_##NAME] = {name, 1, 1, 1, false, false, false, false, {NULL}, {0}}
+    UN(RSQRT, "rsqrt"), UN(ABS, "abs"), UN(SIGN, "sign"), UN(SQUARE_OP, "square_op"),
+    [TGP_POW_SCALAR] = {"pow_scalar", 1, 1, 1, false, false, false, false, {"e", NULL}, {F(0)}},
+    UN(LOG1P, "log1p"), UN(EXPM1, "expm1"), UN(SIGMOID, "sigmoid"),
+    UN(LOGSIGMOID, "logsigmoid"),
+    [TGP_SOFTPLUS] = {"softplus", 1, 1, 1, false, false, false, false, {"beta", "threshold", NULL},
+                      {F(0), F(1)}},
+    UN(TANH, "tanh"), UN(RELU, "relu"),
+    [TGP_GELU] = {"gelu", 1, 1, 1, false, false, false, false, {"tanh", NULL}, {I(0)}},
+    UN(SILU, "silu"), UN(RECIPROCAL, "reciprocal"), UN(FLOOR, "floor"), UN(CEIL, "ceil"),
+    UN(ROUND, "round"),
+#undef UN
 };
 
 const tgp_op_desc *tgp_op_desc_get(int op) {
