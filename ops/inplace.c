@@ -14,6 +14,9 @@ typedef enum { IP_ADD, IP_SUB, IP_MUL, IP_SCALE, IP_COPY, IP_FILL } ip_kind;
 static const char *const ip_name[] = {"add_", "sub_", "mul_", "scale_", "copy_", "fill_"};
 static const char *const ip_who[] = {"tg_add_", "tg_sub_", "tg_mul_", "tg_scale_", "tg_copy_",
                                      "tg_fill_"};
+/* what the in-place error's hint suggests instead of each */
+static const char *const ip_alt[] = {"tg_add", "tg_sub", "tg_mul", "tg_scale",
+                                     "a copy of the source (tg_clone)", "tg_full"};
 
 static bool overlapping(const tg_tensor *t) {
     if (tg__numel(t->ndim, t->shape) == 0) return false;
@@ -38,8 +41,8 @@ static tg_status check(ip_kind k, tg_tensor *t, tg_tensor *other, bool record) {
                              tg_dtype_name(t->dtype), tg_dtype_name(other->dtype));
     if (record && !tg__is_float(t->dtype))
         return tg__set_error(TG_ERR_DTYPE, "%s: cannot write a value that requires grad into a "
-                             "%s tensor ('%s'); convert it with tg_to_dtype first", who,
-                             tg_dtype_name(t->dtype), t->name);
+                             "%s tensor (%s); convert it with tg_to_dtype first", who,
+                             tg_dtype_name(t->dtype), TG__LABEL(t));
     if (other) {
         int nd;
         int64_t bs[TG_MAX_DIMS];
@@ -63,10 +66,10 @@ static tg_status check(ip_kind k, tg_tensor *t, tg_tensor *other, bool record) {
     if (!record) return TG_OK;
     if (t->view_base) return tg__check_view_inplace(who, t);
     if (t->requires_grad && !t->grad_fn)
-        return tg__set_error(TG_ERR_AUTOGRAD, "%s: a leaf tensor that requires grad ('%s') is "
+        return tg__set_error(TG_ERR_AUTOGRAD, "%s: a leaf tensor that requires grad (%s) is "
                              "being used in an in-place operation; run it under TG_NO_GRAD "
                              "(e.g. an optimizer update) or use the out-of-place op", who,
-                             t->name);
+                             TG__LABEL(t));
     return TG_OK;
 }
 
@@ -159,7 +162,7 @@ static tg_status apply_recorded(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *o
         t->hist++; /* views of t made before now are stale */
     }
     tg__tensor_release(r);
-    tg__storage_bump(t->storage, ip_name[k], s);
+    tg__storage_bump(t->storage, ip_name[k], ip_alt[k], s);
     /* the new history may lead back to t, or to a leaf owning t: no owning
      * reference may go that way (no cycle) */
     tg__unown_leaf_chain(t->view_base ? t->view_base : t);
@@ -213,7 +216,7 @@ static tg_status apply_on(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, 
     }
     if (src != other) tg__tensor_release(src);
     if (st != TG_OK) return st; /* a device kernel failed: t may be partly written */
-    tg__storage_bump(t->storage, ip_name[k], s);
+    tg__storage_bump(t->storage, ip_name[k], ip_alt[k], s);
     return TG_OK;
 }
 
@@ -228,6 +231,6 @@ tg_status tg_fill__at(tg_site s, tg_tensor *t, double v) { return apply(IP_FILL,
 
 tg_status tg_mark_modified_at(tg_site s, tg_tensor *t, const char *op_name) {
     if (tg__null_arg(t, "tg_mark_modified", "t")) return tg_last_status();
-    tg__storage_bump(t->storage, op_name ? op_name : "(unnamed in-place write)", s);
+    tg__storage_bump(t->storage, op_name ? op_name : "(unnamed in-place write)", NULL, s);
     return TG_OK;
 }

@@ -48,21 +48,21 @@ tg_status tg__check_view_inplace(const char *who, const tg_tensor *t) {
     if (!base) return TG_OK;
     if (t->view_kind != TG__VIEW_DEFAULT)
         return tg__set_error(TG_ERR_AUTOGRAD,
-                             "%s: the view '%s' (created at %s:%d) %s and is being modified in "
+                             "%s: the view (%s, created at %s:%d) %s and is being modified in "
                              "place with grad mode on; its gradient is ambiguous, so this is "
                              "refused (as in PyTorch). Make the view and the in-place op both "
                              "with grad mode on or both off, or clone the view.",
-                             who, t->name, t->site.file ? t->site.file : "?", t->site.line,
+                             who, TG__LABEL(t), t->site.file ? t->site.file : "?", t->site.line,
                              tg__view_kind_text(t));
     if (tg__req_grad(t) && !tg__has_grad_fn(base))
         return tg__set_error(TG_ERR_AUTOGRAD,
-                             "%s: a view of a leaf tensor that requires grad ('%s') is being "
+                             "%s: a view of a leaf tensor that requires grad (%s) is being "
                              "used in an in-place operation; run it under TG_NO_GRAD (e.g. an "
                              "optimizer update) or use the out-of-place op",
-                             who, base->name);
+                             who, TG__LABEL(base));
     if (tg__overlaps(base))
-        return tg__set_error(TG_ERR_LAYOUT, "%s: the base of the view '%s' has overlapping "
-                             "elements (an expanded tensor); clone it first", who, t->name);
+        return tg__set_error(TG_ERR_LAYOUT, "%s: the base of the view (%s) has overlapping "
+                             "elements (an expanded tensor); clone it first", who, TG__LABEL(t));
     return TG_OK;
 }
 

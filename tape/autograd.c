@@ -22,16 +22,16 @@ tg_status tg_set_requires_grad(tg_tensor *t, bool requires_grad) {
     }
     if (requires_grad && !tg__is_float(t->dtype))
         return tg__set_error(TG_ERR_DTYPE, "tg_set_requires_grad: only f32/f64 tensors can "
-                                           "require grad ('%s' is %s)",
-                             t->name, tg_dtype_name(t->dtype));
+                                           "require grad (%s is %s)",
+                             TG__LABEL(t), tg_dtype_name(t->dtype));
     if (tg__has_grad_fn(t)) {
         tg__node *fn;
         if (!tg__grad_fn(t, &fn)) return tg_last_status();
         if (requires_grad) return TG_OK; /* as PyTorch: it already does, nothing to change */
-        return tg__set_error(TG_ERR_AUTOGRAD, "tg_set_requires_grad: '%s' is not a leaf (its "
+        return tg__set_error(TG_ERR_AUTOGRAD, "tg_set_requires_grad: %s is not a leaf (its "
                                               "grad_fn is %s); only a leaf can stop requiring "
                                               "grad. Use tg_detach to get a leaf.",
-                             t->name, fn->name);
+                             TG__LABEL(t), fn->name);
     }
     t->requires_grad = requires_grad;
     return TG_OK;

@@ -47,6 +47,12 @@ void *tg__fail(tg_status st, const char *fmt, ...) TG__PRINTF(2, 3);
 bool tg__null_arg(const void *p, const char *fn, const char *arg);
 /* Formats a shape as "[2, 3]" into buf (always NUL-terminated). */
 const char *tg__shape_str(char *buf, size_t n, int ndim, const int64_t *shape);
+/* How every message names a tensor, as the leak reports do: "tensor 'loss'"
+ * when it has a name, else "tensor #12" (its id). Writes buf (n bytes,
+ * TG__LABEL_LEN is enough) and returns it. */
+#define TG__LABEL_LEN (TG__NAME_LEN + 32)
+const char *tg__label(char *buf, size_t n, const char *name, uint64_t id);
+#define TG__LABEL(t) tg__label((char[TG__LABEL_LEN]){0}, TG__LABEL_LEN, (t)->name, (t)->id)
 /* Appends the formatted text to the text of length len in buf (cap bytes) and
  * returns the length to pass to the next call: never more than cap - 1, and
  * buf stays NUL-terminated (nothing is written when cap is 0; it returns 0).
@@ -98,6 +104,7 @@ tg_mem_category tg__set_category_override(tg_mem_category c);
 
 typedef struct tg__version_event {
     const char *op;      /* "sub_" (static string) */
+    const char *alt;     /* its out-of-place form for the hint ("tg_sub"), NULL if none */
     tg_site site;        /* caller of the in-place op */
     uint64_t version;    /* version after the bump */
 } tg__version_event;
@@ -125,7 +132,7 @@ tg__storage *tg__storage_new(tg_site s, tg_device dev, size_t nbytes, tg_mem_cat
 void tg__storage_retain(tg__storage *st);
 void tg__storage_release(tg__storage *st);
 /* Bumps the version and records the event. */
-void tg__storage_bump(tg__storage *st, const char *op, tg_site site);
+void tg__storage_bump(tg__storage *st, const char *op, const char *alt, tg_site site);
 
 /* ---- tensors (tape/tensor.c) ------------------------------------------------ */
 
@@ -341,6 +348,7 @@ typedef struct tg__saved {
     bool is_output;             /* an output of the saving node */
     int io_index;               /* which input/output of the saving node, -1 if neither */
     char name[TG__NAME_LEN];
+    uint64_t id;                /* the saved tensor's id (how messages name it if unnamed) */
 } tg__saved;
 
 typedef tg_status (*tg__backward_fn)(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);

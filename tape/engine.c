@@ -118,16 +118,16 @@ static tg_status check_root(tg_tensor *root, tg_tensor *grad) {
     char a[160], b[160];
     if (!tg__req_grad(root))
         return tg__set_error(TG_ERR_AUTOGRAD,
-                             "tg_backward: tensor '%s' does not require grad and has no grad_fn "
+                             "tg_backward: %s does not require grad and has no grad_fn "
                              "(was it computed under no-grad, or only from tensors that do not "
                              "require grad?)",
-                             root->name);
+                             TG__LABEL(root));
     if (!grad) {
         if (tg__numel(root->ndim, root->shape) != 1)
             return tg__set_error(TG_ERR_AUTOGRAD,
                                  "tg_backward: a gradient can be created implicitly only for a "
-                                 "one-element root; '%s' has shape %s: pass grad",
-                                 root->name, tg__shape_str(a, sizeof a, root->ndim, root->shape));
+                                 "one-element root; %s has shape %s: pass grad",
+                                 TG__LABEL(root), tg__shape_str(a, sizeof a, root->ndim, root->shape));
         return TG_OK;
     }
     if (grad->dtype != root->dtype)
@@ -224,10 +224,10 @@ tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
     if (!rn && !root->requires_grad) { /* a view made in no-grad mode: as PyTorch */
         tg__tensor_release(seed);
         st = tg__set_error(TG_ERR_AUTOGRAD,
-                           "tg_backward: tensor '%s' has no grad_fn and is not a leaf that "
+                           "tg_backward: %s has no grad_fn and is not a leaf that "
                            "requires grad (a view made in no-grad mode of a tensor that "
                            "requires grad: nothing can flow back from it)",
-                           root->name);
+                           TG__LABEL(root));
         goto done;
     }
     if (!rn) { /* a leaf: its gradient is the seed */

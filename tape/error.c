@@ -95,6 +95,13 @@ const char *tg__shape_str(char *buf, size_t n, int ndim, const int64_t *shape) {
     return buf;
 }
 
+const char *tg__label(char *buf, size_t n, const char *name, uint64_t id) {
+    if (n == 0) return buf;
+    if (name && name[0]) tg__appendf(buf, n, 0, "tensor '%s'", name);
+    else tg__appendf(buf, n, 0, "tensor #%llu", (unsigned long long)id);
+    return buf;
+}
+
 /* Marks buf (cap >= 1 bytes) as cut: "..." at the end, not inside a UTF-8
  * character. */
 static void mark_cut(char *buf, size_t cap) {

@@ -49,8 +49,8 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, void *user, int n_in, tg_tensor *cons
             return tg__set_error(TG_ERR_DTYPE, "%s: input %d is %s", who, i,
                                  tg_dtype_name(t->dtype));
         if (tg__req_grad(t) && tg__has_grad_fn(t))
-            return tg__set_error(TG_ERR_VALUE, "%s: input %d ('%s') is not a leaf", who, i,
-                                 t->name);
+            return tg__set_error(TG_ERR_VALUE, "%s: input %d (%s) is not a leaf", who, i,
+                                 TG__LABEL(t));
         for (int d = 0; d < t->ndim && tg__numel(t->ndim, t->shape) > 0; d++)
             if (t->strides[d] == 0 && t->shape[d] > 1)
                 return tg__set_error(TG_ERR_LAYOUT, "%s: input %d has overlapping elements "
@@ -166,10 +166,10 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, void *user, int n_in, tg_tensor *cons
                 double a = ja[(base + e) * m + j], nu = jn[(base + e) * m + j];
                 if (fabs(a - nu) <= o.atol + o.rtol * fabs(nu)) continue;
                 st = tg__set_error(TG_ERR_GRADCHECK,
-                                   "tg_gradcheck: Jacobian mismatch for input %d ('%s') element "
+                                   "tg_gradcheck: Jacobian mismatch for input %d (%s) element "
                                    "%lld and output element %lld: numerical %.10g, analytical "
                                    "%.10g (|difference| %.3g > atol %g + rtol %g * |numerical|)",
-                                   i, t->name, (long long)e, (long long)j, nu, a, fabs(a - nu),
+                                   i, TG__LABEL(t), (long long)e, (long long)j, nu, a, fabs(a - nu),
                                    o.atol, o.rtol);
                 break;
             }

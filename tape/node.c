@@ -170,6 +170,7 @@ int tg__node_save(tg__node *n, tg_tensor *t, bool is_output, int io) {
     }
     sv->leaf_requires_grad = !t->grad_fn && t->requires_grad;
     memcpy(sv->name, t->name, TG__NAME_LEN);
+    sv->id = t->id;
     return n->n_saved++;
 }
 
@@ -190,9 +191,26 @@ static tg_status inplace_error(const tg__node *n, const tg__saved *sv) {
     hist[0] = '\0';
     uint64_t first = st->n_events > TG__VERSION_HISTORY ? st->n_events - TG__VERSION_HISTORY : 0;
     uint64_t listed = 0;
+    /* the hint names each op that was used, once, with its out-of-place form */
+    char hint[256];
+    size_t hk = 0;
+    const char *named[TG__VERSION_HISTORY];
+    int n_named = 0;
+    hint[0] = '\0';
     for (uint64_t e = first; e < st->n_events; e++) {
         const tg__version_event *ev = &st->hist[e % TG__VERSION_HISTORY];
         if (ev->version <= sv->version) continue;
+        bool seen = false;
+        for (int i = 0; i < n_named; i++) seen |= strcmp(named[i], ev->op) == 0;
+        if (!seen) {
+            named[n_named++] = ev->op;
+            if (ev->alt)
+                hk = tg__appendf(hint, sizeof hint, hk, "%s%s instead of tg_%s", hk ? ", " : "",
+                                 ev->alt, ev->op);
+            else
+                hk = tg__appendf(hint, sizeof hint, hk, "%sthe write marked '%s' into a new tensor",
+                                 hk ? ", " : "", ev->op);
+        }
         k = tg__appendf(hist, sizeof hist, k, "%s%s at %s:%d (version %llu -> %llu)",
                         listed ? "; " : "", ev->op, ev->site.file ? ev->site.file : "?",
                         ev->site.line, (unsigned long long)(ev->version - 1),
@@ -204,6 +222,7 @@ static tg_status inplace_error(const tg__node *n, const tg__saved *sv) {
     if (moved > listed)
         snprintf(lost, sizeof lost, " (and %llu earlier ones not remembered)",
                  (unsigned long long)(moved - listed));
+    if (!hk) snprintf(hint, sizeof hint, "the out-of-place form of the op");
     char role[48] = "";
     if (sv->io_index >= 0)
         snprintf(role, sizeof role, " as its %s %d", sv->is_output ? "output" : "input",
@@ -211,14 +230,15 @@ static tg_status inplace_error(const tg__node *n, const tg__saved *sv) {
     return tg__set_error(
         TG_ERR_INPLACE,
         "one of the tensors needed for gradient computation has been modified by an in-place "
-        "operation: [%s %s]%s%s%s, %s, saved by %s (created at %s:%d)%s, is at version %llu; "
+        "operation: [%s %s] %s, %s, saved by %s (created at %s:%d)%s, is at version %llu; "
         "expected version %llu instead. In-place operations since it was saved: %s%s. "
-        "Hint: make the modification out of place (e.g. tg_sub instead of tg_sub_), or clone "
-        "the tensor before modifying it.",
-        tg_dtype_name(sv->meta.dtype), shape, sv->name[0] ? " '" : "", sv->name,
-        sv->name[0] ? "'" : "", what, n->name, n->site.file ? n->site.file : "?", n->site.line,
-        role, (unsigned long long)st->version, (unsigned long long)sv->version,
-        listed ? hist : "(none recorded)", lost);
+        "Hint: make the modification out of place (%s), or clone the tensor before modifying "
+        "it.",
+        tg_dtype_name(sv->meta.dtype), shape,
+        tg__label((char[TG__LABEL_LEN]){0}, TG__LABEL_LEN, sv->name, sv->id), what, n->name,
+        n->site.file ? n->site.file : "?", n->site.line, role,
+        (unsigned long long)st->version, (unsigned long long)sv->version,
+        listed ? hist : "(none recorded)", lost, hint);
 }
 
 /* TG_ERR_FREED for node n, whose saved state a backward released. */

@@ -99,8 +99,8 @@ tg_tensor *tg_scope_keep(tg_tensor *t) {
     while (i-- > 0)
         if (sc->t[i] == t) break;
     if (i == (size_t)-1)
-        return tg__fail(TG_ERR_STATE, "tg_scope_keep: tensor '%s' is not owned by the innermost "
-                                      "scope", t->name);
+        return tg__fail(TG_ERR_STATE, "tg_scope_keep: %s is not owned by the innermost "
+                                      "scope", TG__LABEL(t));
     scope *parent = tl_depth - 1 > tl_floor ? &tl_scopes[tl_depth - 2] : NULL;
     if (parent && !reserve(parent, 1)) return NULL;
     memmove(&sc->t[i], &sc->t[i + 1], (sc->n - i - 1) * sizeof *sc->t);

@@ -36,10 +36,11 @@ void tg__storage_release(tg__storage *st) {
     free(st);
 }
 
-void tg__storage_bump(tg__storage *st, const char *op, tg_site site) {
+void tg__storage_bump(tg__storage *st, const char *op, const char *alt, tg_site site) {
     st->version++;
     tg__version_event *ev = &st->hist[st->n_events % TG__VERSION_HISTORY];
     ev->op = op;
+    ev->alt = alt;
     ev->site = site;
     ev->version = st->version;
     st->n_events++;

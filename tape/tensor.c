@@ -157,10 +157,10 @@ tg_status tg_release(tg_tensor *t) {
      * (tg__scope_may_release). */
     if (!tg__scope_may_release(t))
         return tg__set_error(TG_ERR_STATE,
-                             "tg_release: tensor '%s' is owned by an open scope, which "
+                             "tg_release: %s is owned by an open scope, which "
                              "releases it at tg_scope_end (take it out with tg_scope_keep, "
                              "or release references of your own after the scope ends)",
-                             t->name);
+                             TG__LABEL(t));
     tg__tensor_release(t);
     return TG_OK;
 }

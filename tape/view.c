@@ -132,11 +132,11 @@ bool tg__grad_fn(tg_tensor *t, tg__node **fn) {
     tg_tensor *base = t->view_base;
     if (t->view_kind != TG__VIEW_DEFAULT) {
         tg__set_error(TG_ERR_AUTOGRAD,
-                      "a view ('%s', created at %s:%d) %s and its storage has since been "
+                      "a view (%s, created at %s:%d) %s and its storage has since been "
                       "modified in place (version %llu, %llu when the view was made): its "
                       "gradient is ambiguous, so using it with grad mode on is refused (as in "
                       "PyTorch). Make the view with grad mode on, or clone it.",
-                      t->name, t->site.file ? t->site.file : "?", t->site.line,
+                      TG__LABEL(t), t->site.file ? t->site.file : "?", t->site.line,
                       tg__view_kind_text(t), (unsigned long long)t->storage->version,
                       (unsigned long long)t->view_version);
         return false;
