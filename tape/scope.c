@@ -90,6 +90,17 @@ tg_status tg_scope_end(int token) {
     return TG_OK;
 }
 
+int tg_scope_depth(void) { return tl_depth; }
+
+tg_status tg_scope_unwind(int depth) {
+    if (depth < tl_floor || depth > tl_depth)
+        return tg__set_error(TG_ERR_STATE, "tg_scope_unwind: cannot unwind to depth %d with %d "
+                             "scopes open%s", depth, tl_depth,
+                             depth < tl_floor ? " (the outer ones are hidden in a callback)" : "");
+    while (tl_depth > depth) tg_scope_end(tl_depth);
+    return TG_OK;
+}
+
 tg_tensor *tg_scope_keep(tg_tensor *t) {
     if (!t) return NULL;
     if (tl_depth <= tl_floor)

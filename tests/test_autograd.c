@@ -549,3 +549,66 @@ Test(autograd, set_requires_grad_as_pytorch) {
     tg_release(x);
     tg_release(i);
 }
+
+/* TG_NO_GRAD restores the mode however its block is left (it was a plain
+ * for loop: break, return or goto left grad mode off). */
+static bool no_grad_then_return(void) {
+    TG_NO_GRAD {
+        if (!tg_is_grad_enabled()) return true;
+    }
+    return false;
+}
+
+Test(autograd, no_grad_block_restores_the_mode_on_every_exit) {
+    cr_assert(tg_is_grad_enabled());
+    TG_NO_GRAD { break; }
+    cr_assert(tg_is_grad_enabled(), "break left grad mode off");
+    for (int i = 0; i < 3; i++) {
+        TG_NO_GRAD {
+            if (i == 1) continue;
+            cr_assert(!tg_is_grad_enabled());
+        }
+        cr_assert(tg_is_grad_enabled(), "continue left grad mode off");
+    }
+    cr_assert(no_grad_then_return());
+    cr_assert(tg_is_grad_enabled(), "return left grad mode off");
+    TG_NO_GRAD { goto out; }
+out:
+    cr_assert(tg_is_grad_enabled(), "goto left grad mode off");
+    TG_NO_GRAD {
+        TG_NO_GRAD { cr_assert(!tg_is_grad_enabled()); }
+        cr_assert(!tg_is_grad_enabled(), "the inner block turned grad mode back on");
+        tg_set_grad_enabled(true); /* the outer block still restores what it found */
+    }
+    cr_assert(tg_is_grad_enabled());
+    tg_set_grad_enabled(false);
+    TG_NO_GRAD { break; }
+    cr_assert(!tg_is_grad_enabled(), "a block entered with grad mode off leaves it off");
+    tg_set_grad_enabled(true);
+}
+
+/* tg_scope_depth / tg_scope_unwind: a fixture closes what a failed assertion
+ * left open; bad depths change nothing. */
+Test(autograd, scope_unwind_closes_inner_scopes_and_refuses_bad_depths) {
+    cr_assert_eq(tg_scope_depth(), 0);
+    int a = tg_scope_begin();
+    tg_tensor *x = tg_ones(TG_F64, TG_SHAPE(3));
+    int b = tg_scope_begin();
+    tg_tensor *y = tg_ones(TG_F64, TG_SHAPE(3));
+    (void)y;
+    cr_assert_eq(tg_scope_depth(), b);
+    tg_clear_error();
+    cr_assert_eq(tg_scope_unwind(3), TG_ERR_STATE);
+    tgt_assert_error(TG_ERR_STATE, "tg_scope_unwind", "depth 3", NULL);
+    cr_assert_eq(tg_scope_unwind(-1), TG_ERR_STATE);
+    cr_assert_eq(tg_scope_depth(), 2);
+    cr_assert_eq(tg_live().tensors, 2);
+    cr_assert_eq(tg_scope_unwind(a), TG_OK); /* closes b only */
+    cr_assert_eq(tg_scope_depth(), 1);
+    cr_assert_eq(tg_live().tensors, 1);
+    cr_assert_not_null(x);
+    cr_assert_eq(tg_scope_unwind(0), TG_OK);
+    cr_assert_eq(tg_scope_depth(), 0);
+    cr_assert_eq(tg_live().tensors, 0);
+    cr_assert_eq(tg_scope_unwind(0), TG_OK); /* nothing open: nothing to do */
+}

@@ -27,10 +27,28 @@ bool tg_is_grad_enabled(void);
 
 /* Runs the following statement or block with grad mode off, then restores the
  * previous mode:  TG_NO_GRAD { h = tg_entropy(...); }
- * Do not leave the block with break/return/goto (the mode would stay off). */
-#define TG_NO_GRAD                                                              \
-    for (int tg__ng_once_ = 1, tg__ng_prev_ = tg_set_grad_enabled(false);       \
-         tg__ng_once_; tg__ng_once_ = 0, tg_set_grad_enabled(tg__ng_prev_))
+ * With GCC and clang the mode is restored however the block is left: at its
+ * end, by break, continue, return or goto (a cleanup handler on the loop's
+ * state). Other compilers get a plain loop: there, leave the block only at
+ * its end. Blocks nest (on separate lines). */
+typedef struct tg_no_grad_state {
+    bool prev; /* the mode to restore */
+    bool once; /* the loop body has not run yet */
+} tg_no_grad_state;
+static inline void tg__no_grad_exit(tg_no_grad_state *s) { tg_set_grad_enabled(s->prev); }
+#define TG__NG_CAT2(a, b) a##b
+#define TG__NG_CAT(a, b) TG__NG_CAT2(a, b)
+#define TG__NG TG__NG_CAT(tg__ng_, __LINE__)
+#if defined(__GNUC__) || defined(__clang__)
+#define TG_NO_GRAD                                                                          \
+    for (tg_no_grad_state TG__NG __attribute__((cleanup(tg__no_grad_exit))) =              \
+             {tg_set_grad_enabled(false), true};                                            \
+         TG__NG.once; TG__NG.once = false)
+#else
+#define TG_NO_GRAD                                                                          \
+    for (tg_no_grad_state TG__NG = {tg_set_grad_enabled(false), true}; TG__NG.once;         \
+         TG__NG.once = false, tg_set_grad_enabled(TG__NG.prev))
+#endif
 
 /* ---- requires_grad, leaves, .grad ---------------------------------------- */
 
@@ -158,6 +176,17 @@ int tg_scope_begin(void);
 /* Closes the innermost scope; token must be the one its tg_scope_begin
  * returned (TG_ERR_STATE otherwise, nothing released). */
 tg_status tg_scope_end(int token);
+
+/* How many scopes are open on this thread: the token of the innermost one, 0
+ * when none (scopes hidden inside a callback count). */
+int tg_scope_depth(void);
+
+/* Closes scopes, innermost first, until depth remain open, releasing what
+ * they own. For a test fixture's teardown: tg_scope_unwind(0) closes what a
+ * failed assertion left open (it skipped the test's tg_scope_end). Errors:
+ * TG_ERR_STATE, nothing closed, when depth < 0, depth > tg_scope_depth(), or
+ * inside a callback below the scopes it hides. */
+tg_status tg_scope_unwind(int depth);
 
 /* Takes t out of the innermost scope: the reference moves to the enclosing
  * scope, or to the caller (who must tg_release it) when there is none.

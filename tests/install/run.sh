@@ -4,7 +4,9 @@
 #   1. pkg-config, shared library (rpath into the prefix)
 #   2. pkg-config --static, static library (checks Libs.private)
 #   3. CMake find_package(tapegrad): tapegrad::tapegrad and ::tapegrad_static
-# Each program must print "grad 2 4 6".
+# Each program must print "grad 2 4 6" and "site prog.c:N": call sites are
+# relative to the project's directory (the CMake package maps it away; with
+# pkg-config, -fmacro-prefix-map as README.md says).
 # Usage: run.sh BUILD_DIR C_COMPILER [EXTRA_FLAGS]
 #   EXTRA_FLAGS go to every compile and link (e.g. -fsanitize=address,undefined
 #   when the library itself was built with sanitizers).
@@ -15,7 +17,10 @@ build_dir="$(cd "$1" && pwd)"
 cc="$2"
 extra="${3:-}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-expected="grad 2 4 6"
+# the line of prog.c whose tg_mul the in-place error names
+site_line="$(grep -n 'tg_mul(a, x)' "$here/prog.c" | cut -d: -f1)"
+expected="grad 2 4 6
+site prog.c:$site_line"
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/tapegrad-install.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
@@ -26,7 +31,7 @@ check_run() { # name, executable
     local out
     out="$("$2")" || fail "$1: the program exited with status $?"
     [[ "$out" == "$expected" ]] || fail "$1: printed '$out', expected '$expected'"
-    echo "install test: $1: ok ($out)"
+    echo "install test: $1: ok (${out//$'\n'/; })"
 }
 
 echo "install test: cmake --install $build_dir --prefix $prefix"
@@ -45,7 +50,8 @@ cflags=(-std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Werror "${extra_fla
 
 # 1. pkg-config, shared library
 # shellcheck disable=SC2046
-"$cc" "${cflags[@]}" "$here/prog.c" -o "$tmp/prog_pc" \
+map="-fmacro-prefix-map=$here/="
+"$cc" "${cflags[@]}" "$map" "$here/prog.c" -o "$tmp/prog_pc" \
     $(pkg-config --cflags --libs tapegrad) -Wl,-rpath,"$libdir" ||
     fail "build with 'pkg-config --cflags --libs tapegrad' failed"
 check_run "pkg-config (shared)" "$tmp/prog_pc"
@@ -54,7 +60,7 @@ check_run "pkg-config (shared)" "$tmp/prog_pc"
 static_libs="$(pkg-config --static --libs tapegrad |
     sed -E "s#(^| )-ltapegrad( |\$)#\\1$libdir/libtapegrad.a\\2#")"
 # shellcheck disable=SC2046,SC2086
-"$cc" "${cflags[@]}" "$here/prog.c" -o "$tmp/prog_pc_static" \
+"$cc" "${cflags[@]}" "$map" "$here/prog.c" -o "$tmp/prog_pc_static" \
     $(pkg-config --cflags tapegrad) $static_libs ||
     fail "build with 'pkg-config --static --libs tapegrad' failed"
 check_run "pkg-config (static)" "$tmp/prog_pc_static"
