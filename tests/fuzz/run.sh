@@ -23,7 +23,7 @@
 #     values and timing feed its feedback), which is why `make test` does not
 #     explore.
 #   - --merge adds to the committed corpora the inputs of BUILD_DIR/corpus that
-#     reach coverage they lack (libFuzzer's -merge=1), so the replay covers it
+#     reach coverage they lack (libFuzzer's -set_cover_merge=1), so the replay covers it
 #     from then on.
 #   - The committed corpora are written only by --merge. Exits 0 when nothing
 #     was found, 1 otherwise (after printing the end of the failing log and how
@@ -83,7 +83,7 @@ if [[ $mode == merge ]]; then
     for name in ops npy; do
         [[ -d "$dir/corpus/$name" ]] || continue
         before="$(ls "tests/fuzz/corpus/$name" | wc -l)"
-        "$dir/fuzz/fuzz_$name" -merge=1 -timeout=20 -rss_limit_mb=2048 \
+        "$dir/fuzz/fuzz_$name" -set_cover_merge=1 -timeout=20 -rss_limit_mb=2048 \
             "tests/fuzz/corpus/$name" "$dir/corpus/$name" >"$dir/merge_$name.log" 2>&1
         echo "fuzz: merge: tests/fuzz/corpus/$name: $before -> $(ls "tests/fuzz/corpus/$name" | wc -l) inputs"
     done
