@@ -4,22 +4,26 @@
 #                  run `tapegrad tour`
 #   make test      build and run every test (ctest), then again under
 #                  AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/), then
-#                  the two libFuzzer harnesses on every input of their committed
-#                  corpora (build-fuzz/, clang; skipped without it)
-#   make fuzz      the same, then both fuzzers for FUZZ_SECONDS each on a new
-#                  random seed: looking for new problems (docs/testing.md)
+#                  the two libFuzzer harnesses: every input of their committed
+#                  corpora, then FUZZ_TEST_SECONDS of exploring each from seed
+#                  FUZZ_TEST_SEED (build-fuzz/, clang; skipped without it)
+#   make fuzz      the same for FUZZ_SECONDS each on a new random seed: looking
+#                  for new problems (docs/testing.md)
 #   make fuzz-merge  add what make fuzz reached to the committed corpora
 #   make build     configure and build build/ only
 #   make install   install into PREFIX (default /usr/local)
 #   make clean     remove build/, build-asan/ and build-fuzz/
 #
 # Variables: BUILD_DIR, ASAN_DIR, FUZZ_DIR, PREFIX, JOBS, CMAKE_ARGS (extra -D options),
-# FUZZ_SECONDS (make fuzz, default 600).
+# FUZZ_SECONDS (make fuzz, default 600), FUZZ_TEST_SECONDS and FUZZ_TEST_SEED (make test,
+# defaults 60 and 1).
 
 BUILD_DIR  ?= build
 ASAN_DIR   ?= build-asan
 FUZZ_DIR   ?= build-fuzz
 FUZZ_SECONDS ?= 600
+FUZZ_TEST_SECONDS ?= 60
+FUZZ_TEST_SEED ?= 1
 PREFIX     ?= /usr/local
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
@@ -63,7 +67,7 @@ test-asan: setup $(ASAN_DIR)/CMakeCache.txt
 
 # libFuzzer harnesses (tests/fuzz): corpus replay, then both fuzzers in parallel
 test-fuzz: setup
-	JOBS=$(JOBS) bash tests/fuzz/run.sh --replay $(FUZZ_DIR)
+	JOBS=$(JOBS) FUZZ_SEED=$(FUZZ_TEST_SEED) bash tests/fuzz/run.sh $(FUZZ_TEST_SECONDS) $(FUZZ_DIR)
 
 fuzz: setup
 	JOBS=$(JOBS) bash tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_DIR)

@@ -527,7 +527,10 @@ out:
             printf("After releasing losses[]%s: tg_leak_check() returns %s.\n",
                    o->entropy_with_grad ? " and entropies[]" : "", tg_status_name(st));
         }
-        if (st != TG_OK)
+        if (st == TG_ERR_LEAK)
+            rc = cli_fail("demo leak", "FAILED: tg_leak_check after releasing everything: %s",
+                          tg_leak_check_report());
+        else if (st != TG_OK)
             rc = fail(&s, "tg_leak_check after releasing everything", true);
     }
     fflush(stdout);

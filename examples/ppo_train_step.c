@@ -94,7 +94,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "ppo_train_step: %s: %s\n", label, tg_last_error());
             rc = 1;
         } else if (tg_leak_check() != TG_OK) {
-            fprintf(stderr, "ppo_train_step: %s kept a graph alive:\n%s\n", label, tg_last_error());
+            fprintf(stderr, "ppo_train_step: %s kept a graph alive:\n%s\n", label,
+                    tg_leak_check_report());
             rc = 1;
         } else {
             n_valid = m.n_valid;

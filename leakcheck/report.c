@@ -160,18 +160,26 @@ tg_status tg_leak_report_json(FILE *f, const tg_leak_report *r) {
                : TG_OK;
 }
 
+/* The text report of this thread's last tg_leak_check ("" when it passed). */
+static _Thread_local char tl_check_report[4096];
+
 tg_status tg_leak_check(void) {
+    tl_check_report[0] = '\0';
     tg_leak_report *r = tg_leak_scan();
     if (!r) return tg_last_status();
     tg_status st = TG_OK;
     if (r->nroots || r->unreachable) {
         char *t = report_text(r);
-        st = tg__set_error(TG_ERR_LEAK, "%s", t ? t : "graph nodes from earlier steps are alive");
+        tg__appendf(tl_check_report, sizeof tl_check_report, 0, "%s",
+                    t ? t : "graph nodes from earlier steps are alive");
         free(t);
+        st = TG_ERR_LEAK; /* a finding, not a failed call: the thread's error is untouched */
     }
     tg_leak_report_free(r);
     return st;
 }
+
+const char *tg_leak_check_report(void) { return tl_check_report; }
 
 int64_t tg_shutdown(FILE *f) {
     if (!f) f = stderr;

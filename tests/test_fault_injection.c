@@ -810,7 +810,8 @@ static void scan_sweep(bool persistent) {
         tg_status st = tg_leak_check();
         uint64_t fired2 = tg_fault_inject(0, false);
         cr_assert(st == TG_ERR_LEAK || (st == TG_ERR_NOMEM && fired2 > 0), "run %llu: %s: %s",
-                  (unsigned long long)n, tg_status_name(st), tg_last_error());
+                  (unsigned long long)n, tg_status_name(st),
+                  st == TG_ERR_LEAK ? tg_leak_check_report() : tg_last_error());
         cr_assert_eq(fired > 0, fired2 > 0, "the check and the scan allocate alike");
         if (fired == 0) break;
         failing++;
@@ -821,7 +822,7 @@ static void scan_sweep(bool persistent) {
                   (unsigned long long)failing);
     TGO_RELEASE(kept, x);
     tgt_assert_nothing_live();
-    cr_assert_eq(tg_leak_check(), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_leak_check(), TG_OK, "%s", tg_leak_check_report());
 }
 
 Test(fault_injection, leak_scan_and_check) {

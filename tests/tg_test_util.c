@@ -80,6 +80,15 @@ void tgt_assert_error(tg_status st, ...) {
     va_end(ap);
 }
 
+void tgt_assert_leak_report(const char *first, ...) {
+    va_list ap;
+    va_start(ap, first);
+    for (const char *sub = first; sub; sub = va_arg(ap, const char *))
+        cr_assert(strstr(tg_leak_check_report(), sub) != NULL, "leak report lacks \"%s\": %s",
+                  sub, tg_leak_check_report());
+    va_end(ap);
+}
+
 void tgt_assert_error_substrings(va_list ap) {
     const char *sub;
     while ((sub = va_arg(ap, const char *)) != NULL)

@@ -20,6 +20,8 @@ void tgt_assert_nothing_live(void);
 /* Asserts the last error has status st and its message contains every
  * NULL-terminated substring given. */
 void tgt_assert_error(tg_status st, ...);
+/* Asserts tg_leak_check_report() contains each string given (NULL-terminated). */
+void tgt_assert_leak_report(const char *first, ...);
 /* The substring checks of tgt_assert_error on a va_list (for variadic helpers). */
 void tgt_assert_error_substrings(va_list ap);
 

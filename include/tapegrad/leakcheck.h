@@ -82,15 +82,25 @@ tg_status tg_leak_report_print(FILE *f, const tg_leak_report *r);
 tg_status tg_leak_report_json(FILE *f, const tg_leak_report *r);
 
 /* TG_OK when no graph node from an earlier step is alive and no object is in
- * a cycle; otherwise TG_ERR_LEAK with the text report as tg_last_error() (cut
- * at 4095 bytes, ending with "...": tg_leak_report_print writes all of it). */
+ * a cycle; otherwise TG_ERR_LEAK, with the text report in
+ * tg_leak_check_report(). A leak is a finding, not a failed call: the
+ * thread's error (tg_last_status / tg_last_error) is left as it was, so a
+ * leak found on purpose leaves nothing behind. Errors (with the thread's
+ * error set): TG_ERR_NOMEM when the scan itself could not run. */
 tg_status tg_leak_check(void);
 
-/* For test frameworks: calls FAIL(fmt, msg) when tg_leak_check() fails, e.g.
- * TG_ASSERT_NO_LEAKED_GRAPH(cr_assert_fail) in a Criterion test. */
+/* The text report of this thread's last tg_leak_check: "" when it passed,
+ * else the roots and paths keeping graphs alive (cut at 4095 bytes, ending
+ * with "...": tg_leak_report_print writes all of it). Valid until the next
+ * tg_leak_check on this thread. */
+const char *tg_leak_check_report(void);
+
+/* For test frameworks: calls FAIL(fmt, report) when tg_leak_check() fails,
+ * e.g. TG_ASSERT_NO_LEAKED_GRAPH(cr_assert_fail) in a Criterion test. */
 #define TG_ASSERT_NO_LEAKED_GRAPH(FAIL)                                                     \
     do {                                                                                 \
-        if (tg_leak_check() != TG_OK) FAIL("%s", tg_last_error());                        \
+        if (tg_leak_check() != TG_OK)                                                    \
+            FAIL("%s", tg_leak_check_report()[0] ? tg_leak_check_report() : tg_last_error()); \
     } while (0)
 
 /* Prints every object still alive (with its creation site) to f (stderr if

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tests/fuzz/run.sh - build the libFuzzer harnesses (tests/fuzz) and run them.
 #
-#   tests/fuzz/run.sh --replay [BUILD_DIR]     the committed corpora only (make test)
-#   tests/fuzz/run.sh SECONDS [BUILD_DIR]      replay, then explore (make fuzz)
+#   tests/fuzz/run.sh --replay [BUILD_DIR]     the committed corpora only
+#   tests/fuzz/run.sh SECONDS [BUILD_DIR]      replay, then explore (make test: 60 s,
+#                                              FUZZ_SEED=1; make fuzz: longer, a new seed)
 #   tests/fuzz/run.sh --merge [BUILD_DIR]      add what exploring found to the corpora
 #
 # Contract:
@@ -14,14 +15,14 @@
 #     suites off, and builds fuzz_ops and fuzz_npy (JOBS parallel jobs, default 2).
 #   - --replay runs every input of the committed corpora (tests/fuzz/corpus/ops,
 #     tests/fuzz/corpus/npy) through the harnesses: the same inputs on every
-#     machine, so its answer does not depend on luck. This is what `make test`
-#     runs.
-#   - SECONDS replays, then runs both fuzzers in parallel for SECONDS each on a
-#     new random seed, from the committed corpora plus what earlier runs kept in
-#     BUILD_DIR/corpus. Crash inputs go to BUILD_DIR/artifacts/, logs to
-#     BUILD_DIR/*.log. libFuzzer runs are not reproducible run to run (pointer
-#     values and timing feed its feedback), which is why `make test` does not
-#     explore.
+#     machine.
+#   - SECONDS replays, then runs both fuzzers in parallel for SECONDS each, on
+#     seed FUZZ_SEED when it is set (else a new random seed), from the
+#     committed corpora plus what earlier runs kept in BUILD_DIR/corpus (a unit
+#     may take up to 60 s). Crash inputs go to BUILD_DIR/artifacts/, logs to
+#     BUILD_DIR/*.log. Even on one seed, two runs part ways after some hundred
+#     inputs (pointer values and timing feed libFuzzer's feedback): a finding
+#     is a real bug to fix, not a flake, and its input then joins the corpus.
 #   - --merge adds to the committed corpora the inputs of BUILD_DIR/corpus that
 #     reach coverage they lack (libFuzzer's -set_cover_merge=1), so the replay covers it
 #     from then on.
@@ -117,7 +118,9 @@ for name in ops npy; do
     cp -n "tests/fuzz/corpus/$name"/* "$work"/ 2>/dev/null || true
     max_len=4096
     [[ $name == npy ]] && max_len=2048
-    "$dir/fuzz/fuzz_$name" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 \
+    seed_opt=()
+    [[ -n "${FUZZ_SEED:-}" ]] && seed_opt=(-seed="$FUZZ_SEED")
+    "$dir/fuzz/fuzz_$name" -max_total_time="$secs" "${seed_opt[@]}" -timeout=60 -rss_limit_mb=2048 \
         -max_len="$max_len" -print_final_stats=1 -artifact_prefix="$dir/artifacts/${name}-" \
         "$work" "tests/fuzz/corpus/$name" >"$dir/fuzz_$name.log" 2>&1 &
     pids+=($!)
