@@ -126,13 +126,19 @@ extern "C" {
     X(MUL, x * y)                                                                   \
     X(DIV, x / y)                                                                   \
     X(MAX, (x > y || x != x) ? x : y) /* NaN in x kept, NaN in y taken */           \
-    X(MIN, (x < y || x != x) ? x : y)
+    X(MIN, (x < y || x != x) ? x : y)                                               \
+    X(POW, TGM_POW(x, y))
 
 /* Ternary gradient helpers: X(NAME, f(g, x, y)). */
 #define TG__TERNARY_OPS(X)                                                          \
     X(GE_GRAD, x == y ? g * (T)0.5 : (x < y ? (T)0 : g)) /* max: d/dx, min: d/dy */ \
     X(LE_GRAD, x == y ? g * (T)0.5 : (x > y ? (T)0 : g)) /* max: d/dy, min: d/dx */ \
-    X(DIV_GRAD_B, -g * x / (y * y))
+    X(DIV_GRAD_B, -g * x / (y * y))                                                 \
+    /* pow, as PyTorch. d/d base (x base, y exponent): 0 where the exponent is  \
+     * 0. d/d exponent (x base, y the result): result * log(base), 0 where the  \
+     * base is 0 and the exponent >= 0, i.e. where the result is then 0 or 1 */   \
+    X(POW_GRAD_A, y == 0 ? (T)0 : g * (y * TGM_POW(x, y - (T)1)))                   \
+    X(POW_GRAD_B, (x == 0 && (y == 0 || y == 1)) ? (T)0 : g * (y * TGM_LOG(x)))
 
 enum { TG__SAVES_NONE = 0, TG__SAVES_INPUT, TG__SAVES_OUTPUT };
 

@@ -1,5 +1,5 @@
 /* ops/elementwise.c - binary elementwise differentiable ops: add, sub, mul,
- * div, maximum, minimum, where (NumPy broadcasting), and to_dtype; their
+ * div, maximum, minimum, pow, where (NumPy broadcasting), and to_dtype; their
  * backward formulas. The unary ops are table-driven in ops/unary.c.
  *
  * Contract: inputs are f32 or f64 (both operands of one dtype; where's cond
@@ -73,8 +73,9 @@ static tg_tensor *reduce_to_input(tg__node *n, int i, tg_tensor *t) {
     return r;
 }
 
-/* Node parameters: the saved slots of the operands (-1: not saved). */
-enum { SLOT_A = 0, SLOT_B = 1, SLOT_COND = 0 };
+/* Node parameters: the saved slots of the operands and of pow's result (-1:
+ * not saved). */
+enum { SLOT_A = 0, SLOT_B = 1, SLOT_OUT = 2, SLOT_COND = 0 };
 
 /* ---- binary ops ------------------------------------------------------------ */
 
@@ -84,6 +85,7 @@ static tg_status mul_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
 static tg_status div_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 static tg_status max_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 static tg_status min_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
+static tg_status pow_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 
 static const tg__op_def ADD_DEF = {"AddBackward", add_backward, false};
 static const tg__op_def SUB_DEF = {"SubBackward", sub_backward, false};
@@ -91,11 +93,13 @@ static const tg__op_def MUL_DEF = {"MulBackward", mul_backward, false};
 static const tg__op_def DIV_DEF = {"DivBackward", div_backward, false};
 static const tg__op_def MAX_DEF = {"MaximumBackward", max_backward, false};
 static const tg__op_def MIN_DEF = {"MinimumBackward", min_backward, false};
+static const tg__op_def POW_DEF = {"PowBackward", pow_backward, false};
 
 /* out = a op b with broadcasting. Saves per op (iparam[SLOT_A], iparam[SLOT_B]: the
  * slots of a and b, -1 when not saved):
  *   mul: a if b needs a gradient, b if a does;  div: b always, a if b needs one;
- *   maximum/minimum: both. */
+ *   maximum/minimum: both; pow: both and its result (PyTorch saves the three:
+ *   an in-place edit of the result fails backward there too). */
 static tg_tensor *binary_on(tg_site s, const char *who, tg__binop op, const tg__op_def *def,
                             tg_tensor *a, tg_tensor *b);
 
@@ -129,12 +133,15 @@ static tg_tensor *binary_on(tg_site s, const char *who, tg__binop op, const tg__
     case TG__BIN_MUL: save_a = needs(n, 1); save_b = needs(n, 0); break;
     case TG__BIN_DIV: save_a = needs(n, 1); save_b = true; break;
     case TG__BIN_MAX:
-    case TG__BIN_MIN: save_a = save_b = true; break;
+    case TG__BIN_MIN:
+    case TG__BIN_POW: save_a = save_b = true; break;
     default: break;
     }
-    n->iparam[SLOT_A] = n->iparam[SLOT_B] = -1;
+    n->iparam[SLOT_A] = n->iparam[SLOT_B] = n->iparam[SLOT_OUT] = -1;
     if (save_a && (n->iparam[SLOT_A] = tg__node_save(n, a, false, 0)) < 0) goto fail;
     if (save_b && (n->iparam[SLOT_B] = tg__node_save(n, b, false, 1)) < 0) goto fail;
+    if (op == TG__BIN_POW && (n->iparam[SLOT_OUT] = tg__node_save(n, out, true, 0)) < 0)
+        goto fail;
     return out;
 fail:
     tg__tensor_release(out); /* also releases the node it owns */
@@ -164,6 +171,9 @@ tg_tensor *tg_maximum_at(tg_site s, tg_tensor *a, tg_tensor *b) {
 }
 tg_tensor *tg_minimum_at(tg_site s, tg_tensor *a, tg_tensor *b) {
     return tg__ret(binary(s, "tg_minimum", TG__BIN_MIN, &MIN_DEF, a, b));
+}
+tg_tensor *tg_pow_at(tg_site s, tg_tensor *a, tg_tensor *b) {
+    return tg__ret(binary(s, "tg_pow", TG__BIN_POW, &POW_DEF, a, b));
 }
 
 /* d(a+b): g summed to each input's shape. */
@@ -228,7 +238,8 @@ fail:
     return bw_fail(gin, 2);
 }
 
-/* Gradients of maximum/minimum: op_a for input 0, op_b for input 1. */
+/* Gradients from the saved operands by a ternary formula each (maximum,
+ * minimum, pow): op_a for input 0, op_b for input 1. */
 static tg_status minmax_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin,
                                  tg__terop op_a, tg__terop op_b) {
     tg_tensor *a = NULL, *b = NULL;
@@ -255,6 +266,30 @@ static tg_status max_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
 }
 static tg_status min_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
     return minmax_backward(n, gout, gin, TG__TER_LE_GRAD, TG__TER_GE_GRAD);
+}
+/* d base = b a^(b-1) g; d exponent = g r log(a) from the saved result r. */
+static tg_status pow_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    tg_tensor *a = NULL, *b = NULL, *r = NULL;
+    if (!unpack(n, n->iparam[SLOT_A], &a) || !unpack(n, n->iparam[SLOT_B], &b) ||
+        !unpack(n, n->iparam[SLOT_OUT], &r))
+        goto fail;
+    for (int i = 0; i < 2; i++) {
+        if (!needs(n, i)) continue;
+        tg_tensor *t = like(n, gout[0]);
+        if (t) t = tg__k_ok(i == 0 ? tg__k_ternary(TG__TER_POW_GRAD_A, t, gout[0], a, b)
+                                   : tg__k_ternary(TG__TER_POW_GRAD_B, t, gout[0], a, r), t);
+        gin[i] = reduce_to_input(n, i, t);
+        if (!gin[i]) goto fail;
+    }
+    tg__tensor_release(a);
+    tg__tensor_release(b);
+    tg__tensor_release(r);
+    return TG_OK;
+fail:
+    tg__tensor_release(a);
+    tg__tensor_release(b);
+    tg__tensor_release(r);
+    return bw_fail(gin, 2);
 }
 
 /* ---- where ----------------------------------------------------------------- */

@@ -268,6 +268,23 @@ tg_status tg__node_check(tg__node *n) {
         tg_status st = tg__node_check_saved(n, k);
         if (st != TG_OK) return st;
     }
+    /* as PyTorch's AccumulateGrad: a leaf this node sends a gradient to must
+     * still be a leaf (an in-place op recorded on it, or on the base of a view
+     * that was marked requires_grad itself, gave it a grad_fn since) */
+    for (int i = 0; i < n->n_in; i++) {
+        tg_tensor *leaf = tg__edge_leaf(&n->edge[i]);
+        tg__node *fn;
+        if (!leaf || !tg__has_grad_fn(leaf)) continue;
+        if (!tg__grad_fn(leaf, &fn)) return tg_last_status();
+        return tg__set_error(TG_ERR_AUTOGRAD,
+                             "tg_backward: leaf variable has been moved into the graph "
+                             "interior: %s was a leaf when %s (created at %s:%d) used it as "
+                             "its input %d, and has a grad_fn (%s) since (an in-place op "
+                             "recorded on it, or on the base of a view of it). Use a clone "
+                             "or tg_detach for the in-place op.",
+                             TG__LABEL(leaf), n->name, n->site.file ? n->site.file : "?",
+                             n->site.line, i, fn ? fn->name : "?");
+    }
     return TG_OK;
 }
 

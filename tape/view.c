@@ -10,10 +10,12 @@
  * current history (the view's gradient scattered into its window of a zero
  * base gradient).
  *
- * PyTorch regenerates on any version change of the storage; we do only when
- * the base's history changed (an in-place op under no-grad, or on a tensor
- * that does not require grad, leaves the old grad_fn correct). The gradients
- * are the same; only the grad_fn's name can differ (docs/api.md). A view made
+ * PyTorch regenerates on any version change of the storage; we do when the
+ * base's history changed, or when the view has no grad_fn yet (it was made
+ * before its base required grad) and its storage's version moved. Otherwise
+ * an in-place op under no-grad, or on a tensor that does not require grad,
+ * leaves the old grad_fn correct: the gradients are the same, only the
+ * grad_fn's name can differ (docs/api.md). A view made
  * in no-grad mode or by a custom function may not be rebased: as in PyTorch,
  * it is refused once its storage's version moved.
  *
@@ -116,7 +118,11 @@ static bool stale(const tg_tensor *t) {
     const tg_tensor *b = t->view_base;
     if (!b || !(t->grad_fn || tg__req_grad(b))) return false;
     if (t->view_kind != TG__VIEW_DEFAULT) return t->view_version != t->storage->version;
-    return t->view_hist != b->hist;
+    if (t->view_hist != b->hist) return true;
+    /* PyTorch makes a view's grad_fn again on any version change: a view made
+     * before its base required grad has none, and after an in-place write
+     * (even an unrecorded one) its gradient reaches the base */
+    return !t->grad_fn && t->view_version != t->storage->version;
 }
 
 bool tg__has_grad_fn(const tg_tensor *t) { return t->grad_fn || stale(t); }
@@ -154,6 +160,7 @@ bool tg__grad_fn(tg_tensor *t, tg__node **fn) {
     tg__node_set_output(n, 0, t); /* t owns it (and drops its old grad_fn) */
     tg__node_release(n);
     t->view_hist = base->hist;
+    t->view_version = t->storage->version;
     *fn = t->grad_fn;
     return true;
 }

@@ -160,6 +160,7 @@ static tg_tensor *e_mul(tg_tensor *const *in, const void *a) { (void)a; return t
 static tg_tensor *e_div(tg_tensor *const *in, const void *a) { (void)a; return tg_div(in[0], in[1]); }
 static tg_tensor *e_max(tg_tensor *const *in, const void *a) { (void)a; return tg_maximum(in[0], in[1]); }
 static tg_tensor *e_min(tg_tensor *const *in, const void *a) { (void)a; return tg_minimum(in[0], in[1]); }
+static tg_tensor *e_pow(tg_tensor *const *in, const void *a) { (void)a; return tg_pow(in[0], in[1]); }
 static tg_tensor *e_where(tg_tensor *const *in, const void *a) {
     (void)a;
     return tg_where(in[2], in[0], in[1]);
@@ -172,10 +173,10 @@ static tg_tensor *e_mul_t(tg_tensor *const *in, const void *a) {
 
 Test(backends, binary_ops_broadcast_strided_ties_and_specials) {
     NEED_DEVICE();
-    expr_fn fs[] = {e_add, e_sub, e_mul, e_div, e_max, e_min};
-    const char *names[] = {"add", "sub", "mul", "div", "maximum", "minimum"};
+    expr_fn fs[] = {e_add, e_sub, e_mul, e_div, e_max, e_min, e_pow};
+    const char *names[] = {"add", "sub", "mul", "div", "maximum", "minimum", "pow"};
     for (int d = 0; d < 2; d++) {
-        for (int k = 0; k < 6; k++) {
+        for (int k = 0; k < 7; k++) {
             int sc = tg_scope_begin();
             char what[64];
             /* (3, 1, 5) op (4, 5): broadcast both ways, integer values: ties */

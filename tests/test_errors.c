@@ -36,7 +36,7 @@ TestSuite(errors_autograd, .init = tgt_setup, .fini = tgt_teardown);
     } while (0)
 
 static const char *const BIN_NAMES[] = {"tg_add", "tg_sub", "tg_mul", "tg_div", "tg_maximum",
-                                        "tg_minimum"};
+                                        "tg_minimum", "tg_pow"};
 
 static tg_tensor *leaf_rg(tg_dtype dt, int ndim, const int64_t *shape, uint64_t seed) {
     return tgo_rand(dt, ndim, shape, seed, 0.5, 2.0, true);
@@ -47,7 +47,7 @@ static tg_tensor *leaf_rg(tg_dtype dt, int ndim, const int64_t *shape, uint64_t 
 Test(errors_shape, binary_ops_that_cannot_broadcast) {
     tg_tensor *a = leaf_rg(TG_F64, TG_SHAPE(2, 3), 1), *b = leaf_rg(TG_F64, TG_SHAPE(4), 2);
     tgo_snap sa = tgo_snapshot(a), sb = tgo_snapshot(b);
-    for (int op = TGO_ADD; op <= TGO_MINIMUM; op++) {
+    for (int op = TGO_ADD; op <= TGO_POW; op++) {
         tgo_spec s = {.op = (tgo_op)op};
         EXPECT_NULL(tgo_apply(&s, a, b), TG_ERR_SHAPE, BIN_NAMES[op], "[2, 3]", "[4]");
         EXPECT_NULL(tgo_apply(&s, b, a), TG_ERR_SHAPE, BIN_NAMES[op]);
@@ -129,7 +129,7 @@ Test(errors_shape, inplace_other_not_broadcastable_writes_nothing) {
 Test(errors_dtype, operands_of_different_float_dtypes) {
     tg_tensor *a = leaf_rg(TG_F32, TG_SHAPE(2, 2), 1), *b = leaf_rg(TG_F64, TG_SHAPE(2, 2), 2);
     tgo_snap sa = tgo_snapshot(a), sb = tgo_snapshot(b);
-    for (int op = TGO_ADD; op <= TGO_MINIMUM; op++) {
+    for (int op = TGO_ADD; op <= TGO_POW; op++) {
         tgo_spec s = {.op = (tgo_op)op};
         EXPECT_NULL(tgo_apply(&s, a, b), TG_ERR_DTYPE, BIN_NAMES[op], "f32", "f64");
     }
@@ -271,7 +271,7 @@ Test(errors_null, ops) {
     tg_tensor *x = leaf_rg(TG_F64, TG_SHAPE(2, 2), 1);
     tg_tensor *idx = TGO_MAKE(TG_I64, TG_SHAPE(2, 1), 0, 1);
     tgo_snap sx = tgo_snapshot(x);
-    for (int op = TGO_ADD; op <= TGO_MINIMUM; op++) {
+    for (int op = TGO_ADD; op <= TGO_POW; op++) {
         tgo_spec s = {.op = (tgo_op)op};
         EXPECT_NULL(tgo_apply(&s, NULL, x), TG_ERR_NULL, BIN_NAMES[op], "'a'");
         EXPECT_NULL(tgo_apply(&s, x, NULL), TG_ERR_NULL, BIN_NAMES[op], "'b'");

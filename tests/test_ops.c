@@ -697,7 +697,7 @@ Test(ops_f32_vs_f64, elementwise_binary) {
     tg_tensor *cond = TGO_MAKE(TG_I64, TG_SHAPE(3, 1), 1, 0, 1);
     for (int op = TGO_ADD; op <= TGO_WHERE; op++) {
         tgo_spec s = {.op = (tgo_op)op, .n_in = 2, .aux = cond};
-        tg_tensor *a = r32(TG_SHAPE(3, 4), 10 + op);
+        tg_tensor *a = op == TGO_POW ? u32(TG_SHAPE(3, 4), 10 + op) : r32(TG_SHAPE(3, 4), 10 + op);
         tg_tensor *b = op == TGO_DIV ? u32(TG_SHAPE(4), 30 + op) : r32(TG_SHAPE(4), 30 + op);
         agree(&s, a, b);
         TGO_RELEASE(a, b);

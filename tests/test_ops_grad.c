@@ -50,14 +50,20 @@ static tg_tensor *U(int ndim, const int64_t *shape, uint64_t seed, double lo, do
     return tgo_rand(TG_F64, ndim, shape, seed, lo, hi, true);
 }
 
-/* An input for operand `which` of op: the divisor and log's input are
- * uniform in [0.5, 2], everything else standard normal. */
+/* Whether operand `which` of op is drawn positive: the divisor, pow's base
+ * and log's input. */
+static bool positive(tgo_op op, int which) {
+    return (op == TGO_DIV && which == 1) || (op == TGO_POW && which == 0) || op == TGO_LOG;
+}
+
+/* An input for operand `which` of op: uniform in [0.5, 2] where it must be
+ * positive, else standard normal. */
 static tg_tensor *operand(tgo_op op, int which, int ndim, const int64_t *shape, uint64_t seed) {
-    if ((op == TGO_DIV && which == 1) || op == TGO_LOG) return U(ndim, shape, seed, 0.5, 2.0);
+    if (positive(op, which)) return U(ndim, shape, seed, 0.5, 2.0);
     return N(ndim, shape, seed);
 }
 static void leaf_range(tgo_op op, int which, double *lo, double *hi) {
-    bool pos = (op == TGO_DIV && which == 1) || op == TGO_LOG;
+    bool pos = positive(op, which);
     *lo = pos ? 0.5 : -2.0;
     *hi = 2.0;
 }
@@ -116,6 +122,7 @@ static void binary_cases(tgo_op op) {
     /* only the second operand requires grad */
     a = tgo_randn(TG_F64, TG_SHAPE(3, 4), sd + 21, false);
     if (op == TGO_DIV) tg_release(a), a = tgo_rand(TG_F64, TG_SHAPE(3, 4), sd + 21, -2, 2, false);
+    if (op == TGO_POW) tg_release(a), a = tgo_rand(TG_F64, TG_SHAPE(3, 4), sd + 21, 0.5, 2, false);
     b = operand(op, 1, TG_SHAPE(4), sd + 22);
     gc(&s, a, b);
     TGO_RELEASE(a, b);
@@ -127,6 +134,7 @@ Test(gradcheck_ops, mul) { binary_cases(TGO_MUL); }
 Test(gradcheck_ops, div) { binary_cases(TGO_DIV); }
 Test(gradcheck_ops, maximum) { binary_cases(TGO_MAXIMUM); }
 Test(gradcheck_ops, minimum) { binary_cases(TGO_MINIMUM); }
+Test(gradcheck_ops, pow) { binary_cases(TGO_POW); }
 
 Test(gradcheck_ops, div_by_negative_values) {
     tgo_spec s = {.op = TGO_DIV, .n_in = 2};
@@ -663,6 +671,24 @@ static void check_clamp_bounds(tg_dtype dt) {
 Test(grad_values, clamp_gradient_is_one_on_the_bounds) {
     check_clamp_bounds(TG_F32);
     check_clamp_bounds(TG_F64);
+}
+
+/* pow's gradients where PyTorch sets them by convention (values from PyTorch
+ * float64): 0 for the base where the exponent is 0, 0 for the exponent where
+ * the base is 0 and the exponent >= 0, NaN from the log of a negative base. */
+static void check_pow_conventions(tg_dtype dt) {
+    tg_tensor *a = LEAF(dt, TG_SHAPE(6), 0, 0, 2, 0, -2, 4);
+    tg_tensor *b = LEAF(dt, TG_SHAPE(6), 2, 0, 0, -1, 3, 0.5);
+    tg_tensor *y = tg_pow(a, b);
+    TGO_ASSERT_VALUES(y, 1e-6, 0, 1, 1, INFINITY, -8, 2);
+    backward_sum(y);
+    TGO_ASSERT_GRAD(a, 1e-6, 0, 0, 0, -INFINITY, 12, 0.25);
+    TGO_ASSERT_GRAD(b, 1e-6, 0, 0, 0.6931471805599453, -INFINITY, NAN, 2.772588722239781);
+    TGO_RELEASE(a, b, y);
+}
+Test(grad_values, pow_gradients_at_zero_bases_and_exponents_as_pytorch) {
+    check_pow_conventions(TG_F32);
+    check_pow_conventions(TG_F64);
 }
 
 Test(grad_values, where_gives_cond_no_gradient) {

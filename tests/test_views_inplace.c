@@ -327,6 +327,53 @@ Test(views_inplace, a_no_grad_view_requires_grad_when_its_base_does) {
     TGO_RELEASE(r4, r6, r7, r8);
 }
 
+/* A view made before its base required grad, written in place while nothing
+ * required grad, then used after the base started to: PyTorch makes its
+ * grad_fn again (the version moved) and the gradient reaches the base
+ * (x.grad = [0, 2, 2]); tapegrad kept the view without a grad_fn and x got
+ * no gradient (found by the differential suite). Without the write, PyTorch
+ * sends nothing to x, and neither does tapegrad. */
+Test(views_inplace, a_view_written_before_its_base_required_grad_reaches_the_base) {
+    for (int write = 0; write < 2; write++) {
+        tg_tensor *x = tgt_f64(1, (int64_t[]){3}, (double[]){1, 2, 3});
+        tg_tensor *v = tg_slice(x, 0, 1, 3, 1);
+        if (write) cr_assert_eq(tg_scale_(v, 0.5), TG_OK);
+        cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+        tg_tensor *y = tg_scale(v, 2), *l = tg_sum(y);
+        backward_ok(l);
+        tg_tensor *g = tg_grad(x);
+        if (write) {
+            cr_assert_str_eq(tg_grad_fn_name(v), "AsStridedBackward");
+            TGO_ASSERT_GRAD(x, 0, 0, 2, 2);
+        } else {
+            cr_assert_null(g, "PyTorch gives x no gradient through a view without grad_fn");
+        }
+        TGO_RELEASE(x, v, y, l, g);
+    }
+}
+
+/* A view marked requires_grad itself is a leaf; once an in-place op with
+ * grad on its base gives it a history, a graph that used it as a leaf cannot
+ * send it a gradient: PyTorch fails backward ("leaf variable has been moved
+ * into the graph interior"); tapegrad added the gradient to the view's .grad
+ * (found by the differential suite). */
+Test(views_inplace, a_leaf_view_moved_into_the_graph_interior_fails_backward) {
+    tg_tensor *b = tgt_f64(2, (int64_t[]){2, 2}, (double[]){1, 2, 3, 4});
+    tg_tensor *v = tg_slice(b, 0, 0, 1, 1);
+    cr_assert_eq(tg_set_requires_grad(v, true), TG_OK);
+    tg_tensor *k = tgt_f64(0, NULL, (double[]){1.5});
+    tg_tensor *y = tg_mul(k, v), *l = tg_sum(y);
+    tg_tensor *w = LEAF(TG_SCALAR, -1);
+    cr_assert_eq(tg_add_(b, w), TG_OK, "%s", tg_last_error());
+    tg_clear_error();
+    cr_assert_eq(tg_backward(l, NULL, false), TG_ERR_AUTOGRAD);
+    tgt_assert_error(TG_ERR_AUTOGRAD, "moved into the graph interior", "MulBackward",
+                     "input 1", NULL);
+    tg_tensor *g = tg_grad(v);
+    cr_assert_null(g);
+    TGO_RELEASE(b, v, k, y, l, w);
+}
+
 /* Printing names the grad_fn, so printing such a view is refused as PyTorch's
  * print(v) is, before anything is written (tg_print used to write it with no
  * grad_fn and return TG_OK while leaving TG_ERR_AUTOGRAD set). */

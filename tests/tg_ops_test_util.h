@@ -223,6 +223,7 @@ typedef enum tgo_op {
     TGO_DIV,
     TGO_MAXIMUM,
     TGO_MINIMUM,
+    TGO_POW,
     TGO_WHERE, /* where(aux, a, b) */
     TGO_NEG,
     TGO_EXP,
@@ -261,7 +262,7 @@ typedef struct tgo_spec {
 
 static inline const char *tgo_op_name(tgo_op op) {
     static const char *const names[TGO_NOPS] = {
-        "add", "sub", "mul", "div", "maximum", "minimum", "where", "neg", "exp", "log", "scale",
+        "add", "sub", "mul", "div", "maximum", "minimum", "pow", "where", "neg", "exp", "log", "scale",
         "add_scalar", "clamp", "sum", "mean", "sum_dim", "mean_dim", "matmul", "softmax",
         "log_softmax", "gather"};
     return op >= 0 && op < TGO_NOPS ? names[op] : "?";
@@ -287,6 +288,7 @@ static inline tg_tensor *tgo_apply(const tgo_spec *s, tg_tensor *a, tg_tensor *b
     case TGO_DIV: return tg_div(a, b);
     case TGO_MAXIMUM: return tg_maximum(a, b);
     case TGO_MINIMUM: return tg_minimum(a, b);
+    case TGO_POW: return tg_pow(a, b);
     case TGO_WHERE: return tg_where(s->aux, a, b);
     case TGO_NEG: return tg_neg(a);
     case TGO_EXP: return tg_exp(a);

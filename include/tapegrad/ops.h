@@ -37,6 +37,12 @@ tg_tensor *tg_where_at(tg_site s, tg_tensor *cond, tg_tensor *a, tg_tensor *b);
 #define tg_maximum(a, b) tg_maximum_at(TG_SITE, a, b)
 #define tg_minimum(a, b) tg_minimum_at(TG_SITE, a, b)
 #define tg_where(c, a, b) tg_where_at(TG_SITE, c, a, b)
+/* a ** b elementwise with broadcasting (PyTorch's pow(tensor, tensor); C's
+ * pow: NaN for a negative base and a non-integer exponent). Gradients as
+ * PyTorch: d/da = b a^(b-1) g (0 where b == 0), d/db = a^b log(a) g (0 where
+ * a == 0 and b >= 0). Errors as tg_add. */
+tg_tensor *tg_pow_at(tg_site s, tg_tensor *a, tg_tensor *b);
+#define tg_pow(a, b) tg_pow_at(TG_SITE, a, b)
 
 /* ---- elementwise, unary -------------------------------------------------- */
 tg_tensor *tg_neg_at(tg_site s, tg_tensor *t);

@@ -37,6 +37,10 @@ DOCUMENTED = [
      'leaf, and the upstream gradient given to tg_backward is never written to (tapegrad gives '
      'the leaf a new gradient tensor while another reference exists); PyTorch adds into the '
      'same tensor in place, and may adopt the upstream gradient (or a view of it) as .grad'),
+    ('dead-leaf-moved', 'a leaf the program no longer holds gets no gradient and is not '
+     "checked; PyTorch's graph keeps it alive and fails the backward when it was moved into "
+     'the graph interior since (a view marked requires_grad whose base was then modified '
+     'in place with grad)'),
     ('failed-backward-partial', 'a failed tg_backward changes no .grad and frees nothing; '
      'PyTorch may have accumulated some gradients and freed some saved tensors before it '
      'raised, so a later backward can fail there and not in tapegrad'),
@@ -47,7 +51,7 @@ _ELEMENTWISE = ('add', 'sub', 'mul', 'div', 'maximum', 'minimum', 'where', 'neg'
                 'softmax', 'log_softmax', 'gather', 'add_', 'sub_', 'mul_', 'scale_', 'fill_',
                 'square', 'cexp', 'mulsub', 'rsqrt', 'abs', 'sign', 'square_op', 'pow_scalar',
                 'log1p', 'expm1', 'sigmoid', 'logsigmoid', 'softplus', 'tanh', 'relu', 'gelu',
-                'silu', 'reciprocal', 'floor', 'ceil', 'round')
+                'silu', 'reciprocal', 'floor', 'ceil', 'round', 'pow')
 
 
 def _data_inputs(op, inputs):
@@ -89,6 +93,10 @@ def _documented(kind, ins, inputs, cst, exc, ctx, what=None):
             return 'nograd-view-state'
         return None
     op = ins['op']
+    if op == 'backward' and cst == 'TG_OK' and exc is not None and \
+            'leaf variable has been moved into the graph interior' in str(exc):
+        # tapegrad fails the same way for every leaf it still has (tg__node_check)
+        return 'dead-leaf-moved'
     if op == 'fill_' and cst == 'TG_ERR_LAYOUT' and exc is None:
         return 'fill-overlap-recorded'
     if op == 'backward' and cst in ('TG_ERR_INPLACE', 'TG_ERR_FREED') and exc is not None and \

@@ -188,7 +188,7 @@ class Gen:
 
     def g_binary(self):
         a = self.operand()
-        op = self.r.choice(['add', 'sub', 'mul', 'div', 'maximum', 'minimum', 'where'])
+        op = self.r.choice(['add', 'sub', 'mul', 'div', 'maximum', 'minimum', 'where', 'pow'])
         b = self.partner(a)
         if op == 'where':
             cshape = self.bcast_partner(list(self.t(a).shape))

@@ -84,6 +84,7 @@ OPS = {
     'tanh': _UN, 'relu': _UN,
     'gelu': (1, 1, 1, False, False, False, False, (('tanh', 'i'),)),
     'silu': _UN, 'reciprocal': _UN, 'floor': _UN, 'ceil': _UN, 'round': _UN,
+    'pow': _BIN,
 }
 # the unary vocabulary beyond neg/exp/log, as PyTorch names it (tg_gen.py draws from it)
 UNARY_VOCAB = {
@@ -336,6 +337,28 @@ class GatherLast(torch.autograd.Function):
         return torch.zeros(ctx.shape, dtype=g.dtype).scatter_add(-1, idx, g), None
 
 
+class WhereAny(torch.autograd.Function):
+    """where with a condition of any dtype (non-zero = true) that it saves,
+    version-checked, as tg_where does. PyTorch's where needs a bool condition,
+    which the suite would make with cond != 0, a copy: an in-place edit of the
+    condition afterwards would then go unseen, where tapegrad's (and PyTorch's,
+    given a bool tensor) backward fails."""
+    @staticmethod
+    def forward(ctx, cond, a, b):
+        ctx.save_for_backward(cond)
+        ctx.shapes = (a.shape, b.shape)
+        return torch.where(cond != 0, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        cond, = ctx.saved_tensors
+        m = cond != 0
+        z = torch.zeros((), dtype=g.dtype)
+        ga = torch.where(m, g, z).sum_to_size(ctx.shapes[0])
+        gb = torch.where(m, z, g).sum_to_size(ctx.shapes[1])
+        return None, ga, gb
+
+
 class Keep(torch.autograd.Function):
     """The identity (a copy) that saves its input for backward, version-checked:
     what tg_logprob_entropy keeps of the logits."""
@@ -356,7 +379,7 @@ def _fail_mode(v):
 
 def logprob_reference(z, y, o):
     """tapegrad's log-prob/entropy contract (include/tapegrad/logprob.h) in
-    PyTorch ops: x = z/T, logprob = log_softmax(x)[y], entropy = lse - sum(p*x);
+    PyTorch ops: x = z/T, logprob = log_softmax(x)[y], entropy = -sum(p log p);
     rows whose target is ignore_index give 0 and no gradient."""
     if not (z.is_floating_point() and y.dtype == torch.int64):
         raise ContractError('dtype')
@@ -384,19 +407,29 @@ def logprob_reference(z, y, o):
             z2 = z.reshape(N, V)
             if z2.data_ptr() == z.data_ptr() and z2._base is not None:
                 z = Keep.apply(z2).reshape(z.shape)
-    x = z / T
+    if o['impl'] == 1:   # as the composite path: z itself for T = 1, else z * (1/T)
+        x = z if T == 1.0 else Scale.apply(z, 1.0 / T)
+    else:
+        x = z / T
     m = mask.unsqueeze(-1)
-    xs = torch.where(m, x, torch.zeros((), dtype=x.dtype))
+    if o['impl'] == 1 and bool(mask.all()):
+        xs = x   # the composite path masks the logits only when some row is ignored
+    else:
+        xs = torch.where(m, x, torch.zeros((), dtype=x.dtype))
     ls = torch.log_softmax(xs, -1)
     ys = torch.where(mask, y, torch.zeros((), dtype=y.dtype))
     zero = torch.zeros((), dtype=x.dtype)
     lp = torch.where(mask, ls.gather(-1, ys.unsqueeze(-1)).squeeze(-1), zero)
     ent = None
     if o['entropy']:
+        # -sum(p log p) with its own log_softmax, as the composite path does (no
+        # node shared with the log-prob's graph); lse - sum(p x) would lose
+        # everything to rounding for logits near 1e300
         p = torch.softmax(xs, -1)
-        lse = torch.logsumexp(xs, -1)
-        xf = torch.where(xs == -math.inf, zero, xs)
-        ent = torch.where(mask, lse - (p * xf).sum(-1), zero)
+        ls2 = torch.log_softmax(xs, -1)
+        s = (p * torch.where(p > 0, ls2, zero)).sum(-1)
+        # the fused op gives +0 for a certain outcome, the composite path -0 (a neg)
+        ent = torch.where(mask, -s if o['impl'] == 1 else zero - s, zero)
         if not o['egrad']:
             ent = ent.detach()
     return lp, ent
@@ -538,11 +571,15 @@ class TorchRun:
                         return self._set(ins, out.contiguous())
             return self._set(ins, a.to(dt, memory_format=torch.contiguous_format))
         binary = {'add': torch.add, 'sub': torch.sub, 'mul': torch.mul, 'div': torch.div,
-                  'maximum': torch.maximum, 'minimum': torch.minimum, 'matmul': torch.matmul}
+                  'maximum': torch.maximum, 'minimum': torch.minimum, 'matmul': torch.matmul,
+                  'pow': torch.pow}
         if op in binary:
             return self._set(ins, c(binary[op](a, self._src(ins, 1))))
         if op == 'where':
-            return self._set(ins, c(torch.where(a != 0, self._src(ins, 1), self._src(ins, 2))))
+            x, y = self._src(ins, 1), self._src(ins, 2)
+            if x.requires_grad or y.requires_grad:
+                return self._set(ins, c(WhereAny.apply(a, x, y)))
+            return self._set(ins, c(torch.where(a != 0, x, y)))
         unary = {'neg': torch.neg, 'exp': torch.exp, 'log': torch.log, 'sum': torch.sum,
                  'mean': _mean, 'softmax': lambda t: torch.softmax(t, -1),
                  'log_softmax': lambda t: torch.log_softmax(t, -1)}
@@ -592,7 +629,15 @@ class TorchRun:
             try:
                 inplace[op](a, b)
             except RuntimeError as e:
-                if 'refer to a single memory location' not in str(e):
+                # PyTorch refuses partial overlap; with other a view of a's own
+                # memory and grad recording it can also raise its leaf error
+                # on a target that is not a leaf
+                shared = (a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+                          if hasattr(a, 'untyped_storage') else
+                          a.storage().data_ptr() == b.storage().data_ptr())
+                leafy = ('a leaf Variable that requires grad' in str(e) and not a.is_leaf and
+                         shared)
+                if 'refer to a single memory location' not in str(e) and not leafy:
                     raise
                 self.notes.append('inplace-overlap')   # tapegrad reads other before writing
                 inplace[op](a, b.clone())

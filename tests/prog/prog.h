@@ -67,7 +67,7 @@ typedef enum tgp_opcode {
     /* the rest of the unary vocabulary (appended: encoded programs keep their meaning) */
     TGP_RSQRT, TGP_ABS, TGP_SIGN, TGP_SQUARE_OP, TGP_POW_SCALAR, TGP_LOG1P, TGP_EXPM1,
     TGP_SIGMOID, TGP_LOGSIGMOID, TGP_SOFTPLUS, TGP_TANH, TGP_RELU, TGP_GELU, TGP_SILU,
-    TGP_RECIPROCAL, TGP_FLOOR, TGP_CEIL, TGP_ROUND,
+    TGP_RECIPROCAL, TGP_FLOOR, TGP_CEIL, TGP_ROUND, TGP_POW,
     TGP_NOPS
 } tgp_opcode;
 

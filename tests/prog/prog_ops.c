@@ -102,6 +102,7 @@ static const tgp_op_desc g_ops[TGP_NOPS] = {
     UN(SILU, "silu"), UN(RECIPROCAL, "reciprocal"), UN(FLOOR, "floor"), UN(CEIL, "ceil"),
     UN(ROUND, "round"),
 #undef UN
+    [TGP_POW] = {"pow", 1, 2, 2, false, false, false, false, {NULL}, {0}},
 };
 
 const tgp_op_desc *tgp_op_desc_get(int op) {

@@ -193,6 +193,7 @@ static void exec_op(tgp_exec *e, const tgp_insn *in, tg_tensor **s, call *c) {
     case TGP_FLOOR: o = tg_floor(s[0]); break;
     case TGP_CEIL: o = tg_ceil(s[0]); break;
     case TGP_ROUND: o = tg_round(s[0]); break;
+    case TGP_POW: o = tg_pow(s[0], s[1]); break;
     case TGP_SUM: o = tg_sum(s[0]); break;
     case TGP_MEAN: o = tg_mean(s[0]); break;
     case TGP_SUM_DIM: o = tg_sum_dim(s[0], clamp_int(in->iv[0]), in->iv[1] != 0); break;
