@@ -1,6 +1,7 @@
-/* ops/view.c - views and copies: slice, view, reshape, transpose, expand,
- * contiguous, clone. Views share the storage (and the version counter) of
- * their input and are differentiable. */
+/* ops/view.c - views and copies: slice, narrow, view, reshape, flatten,
+ * transpose, permute, squeeze, unsqueeze, expand, contiguous, clone. Views
+ * share the storage (and the version counter) of their input and are
+ * differentiable. */
 #include <string.h>
 
 #include "ops_internal.h"
@@ -60,8 +61,8 @@ static tg_status slice_backward(tg__node *n, tg_tensor *const *gout, tg_tensor *
 }
 static const tg__op_def slice_def = {"SliceBackward", slice_backward, false};
 
-tg_tensor *tg_slice_at(tg_site s, tg_tensor *t, int dim, int64_t start, int64_t end,
-                       int64_t step) {
+tg_tensor *tg__slice(tg_site s, tg_tensor *t, int dim, int64_t start, int64_t end,
+                     int64_t step) {
     if (tg__null_arg(t, "tg_slice", "t")) return NULL;
     if (t->ndim == 0) return tg__fail(TG_ERR_DIM, "tg_slice: cannot slice a 0-d tensor");
     int d = tg__wrap_dim("tg_slice", dim, t->ndim);
@@ -87,7 +88,32 @@ tg_tensor *tg_slice_at(tg_site s, tg_tensor *t, int dim, int64_t start, int64_t 
     tg_tensor *v = make_view(s, t, t->ndim, shape, strides,
                              empty ? t->offset : t->offset + start * t->strides[d]);
     int64_t ip[3] = {d, start, step};
-    return tg__ret(finish(s, &slice_def, t, v, ip, 3));
+    return finish(s, &slice_def, t, v, ip, 3);
+}
+
+tg_tensor *tg_slice_at(tg_site s, tg_tensor *t, int dim, int64_t start, int64_t end,
+                       int64_t step) {
+    return tg__ret(tg__slice(s, t, dim, start, end, step));
+}
+
+/* ---- narrow: a slice whose bounds must be in range (PyTorch's narrow) ------ */
+
+tg_tensor *tg__narrow(tg_site s, tg_tensor *t, int dim, int64_t start, int64_t length) {
+    if (tg__null_arg(t, "tg_narrow", "t")) return NULL;
+    if (t->ndim == 0) return tg__fail(TG_ERR_DIM, "tg_narrow: cannot narrow a 0-d tensor");
+    int d = tg__wrap_dim("tg_narrow", dim, t->ndim);
+    if (d < 0) return NULL;
+    int64_t size = t->shape[d];
+    if (start < 0 && start >= -size) start += size;
+    if (start < 0 || start > size || length < 0 || length > size - start)
+        return tg__fail(TG_ERR_VALUE, "tg_narrow: start %lld and length %lld are out of range "
+                        "for dimension %d of size %lld", (long long)start, (long long)length, d,
+                        (long long)size);
+    return tg__slice(s, t, d, start, start + length, 1);
+}
+
+tg_tensor *tg_narrow_at(tg_site s, tg_tensor *t, int dim, int64_t start, int64_t length) {
+    return tg__ret(tg__narrow(s, t, dim, start, length));
 }
 
 /* ---- view / reshape ------------------------------------------------------ */
@@ -252,6 +278,111 @@ tg_tensor *tg__transpose(tg_site s, tg_tensor *t, int d0, int d1) {
 
 tg_tensor *tg_transpose_at(tg_site s, tg_tensor *t, int d0, int d1) {
     return tg__ret(tg__transpose(s, t, d0, d1));
+}
+
+/* ---- permute ------------------------------------------------------------- */
+
+/* iparam[0]: the permutation, 4 bits per output dim (TG_MAX_DIMS <= 16). */
+static tg_status permute_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    int nd = gout[0]->ndim, inv[TG_MAX_DIMS];
+    for (int i = 0; i < nd; i++) inv[(n->iparam[0] >> (4 * i)) & 15] = i;
+    gin[0] = tg__permute(n->site, gout[0], nd, inv);
+    return gin[0] ? TG_OK : tg_last_status();
+}
+static const tg__op_def permute_def = {"PermuteBackward", permute_backward, false};
+
+tg_tensor *tg__permute(tg_site s, tg_tensor *t, int ndim, const int *dims) {
+    if (tg__null_arg(t, "tg_permute", "t")) return NULL;
+    if (ndim != t->ndim)
+        return tg__fail(TG_ERR_DIM, "tg_permute: %d dims given for a tensor of %d dims", ndim,
+                        t->ndim);
+    if (ndim > 0 && tg__null_arg(dims, "tg_permute", "dims")) return NULL;
+    int64_t shape[TG_MAX_DIMS], strides[TG_MAX_DIMS], packed = 0;
+    bool seen[TG_MAX_DIMS] = {false};
+    for (int i = 0; i < ndim; i++) {
+        int d = tg__wrap_dim("tg_permute", dims[i], ndim);
+        if (d < 0) return NULL;
+        if (seen[d]) return tg__fail(TG_ERR_DIM, "tg_permute: dim %d is repeated", d);
+        seen[d] = true;
+        shape[i] = t->shape[d];
+        strides[i] = t->strides[d];
+        packed |= (int64_t)d << (4 * i);
+    }
+    tg_tensor *v = make_view(s, t, ndim, shape, strides, t->offset);
+    return finish(s, &permute_def, t, v, &packed, 1);
+}
+
+tg_tensor *tg_permute_at(tg_site s, tg_tensor *t, int ndim, const int *dims) {
+    return tg__ret(tg__permute(s, t, ndim, dims));
+}
+
+/* ---- squeeze / unsqueeze / flatten: views of another shape --------------- */
+
+static const tg__op_def squeeze_def = {"SqueezeBackward", view_backward, false};
+static const tg__op_def unsqueeze_def = {"UnsqueezeBackward", view_backward, false};
+
+tg_tensor *tg__squeeze(tg_site s, tg_tensor *t, int dim) {
+    if (tg__null_arg(t, "tg_squeeze", "t")) return NULL;
+    int d = tg__wrap_dim("tg_squeeze", dim, t->ndim > 0 ? t->ndim : 1);
+    if (d < 0) return NULL;
+    int64_t shape[TG_MAX_DIMS], strides[TG_MAX_DIMS];
+    int nd = 0;
+    for (int i = 0; i < t->ndim; i++) {
+        if (i == d && t->shape[i] == 1) continue; /* only a size-1 dim goes, as PyTorch */
+        shape[nd] = t->shape[i];
+        strides[nd++] = t->strides[i];
+    }
+    tg_tensor *v = make_view(s, t, nd, shape, strides, t->offset);
+    return finish(s, &squeeze_def, t, v, NULL, 0);
+}
+
+tg_tensor *tg_squeeze_at(tg_site s, tg_tensor *t, int dim) {
+    return tg__ret(tg__squeeze(s, t, dim));
+}
+
+tg_tensor *tg__unsqueeze(tg_site s, tg_tensor *t, int dim) {
+    if (tg__null_arg(t, "tg_unsqueeze", "t")) return NULL;
+    if (t->ndim == TG_MAX_DIMS)
+        return tg__fail(TG_ERR_DIM, "tg_unsqueeze: the tensor already has %d dims (at most %d)",
+                        t->ndim, TG_MAX_DIMS);
+    int d = tg__wrap_dim("tg_unsqueeze", dim, t->ndim + 1);
+    if (d < 0) return NULL;
+    int64_t shape[TG_MAX_DIMS], strides[TG_MAX_DIMS];
+    for (int i = 0, j = 0; i <= t->ndim; i++) {
+        if (i == d) {
+            shape[i] = 1;
+            /* as PyTorch: the stride the dim would have in a contiguous layout */
+            strides[i] = d < t->ndim ? t->shape[d] * t->strides[d] : 1;
+            continue;
+        }
+        shape[i] = t->shape[j];
+        strides[i] = t->strides[j++];
+    }
+    tg_tensor *v = make_view(s, t, t->ndim + 1, shape, strides, t->offset);
+    return finish(s, &unsqueeze_def, t, v, NULL, 0);
+}
+
+tg_tensor *tg_unsqueeze_at(tg_site s, tg_tensor *t, int dim) {
+    return tg__ret(tg__unsqueeze(s, t, dim));
+}
+
+tg_tensor *tg_flatten_at(tg_site s, tg_tensor *t, int start_dim, int end_dim) {
+    if (tg__null_arg(t, "tg_flatten", "t")) return NULL;
+    if (t->ndim == 0) return tg__ret(tg__reshape(s, t, 1, (int64_t[]){1}));
+    int a = tg__wrap_dim("tg_flatten", start_dim, t->ndim);
+    if (a < 0) return NULL;
+    int b = tg__wrap_dim("tg_flatten", end_dim, t->ndim);
+    if (b < 0) return NULL;
+    if (a > b)
+        return tg__fail(TG_ERR_DIM, "tg_flatten: start_dim %d comes after end_dim %d", a, b);
+    int64_t shape[TG_MAX_DIMS];
+    int nd = 0;
+    for (int i = 0; i < a; i++) shape[nd++] = t->shape[i];
+    int64_t m = 1;
+    for (int i = a; i <= b; i++) m *= t->shape[i]; /* no overflow: t's numel is checked */
+    shape[nd++] = m;
+    for (int i = b + 1; i < t->ndim; i++) shape[nd++] = t->shape[i];
+    return tg__ret(tg__reshape(s, t, nd, shape));
 }
 
 /* ---- expand -------------------------------------------------------------- */

@@ -444,6 +444,26 @@ Test(backends, views_copies_and_expand) {
     }
 }
 
+/* permute, narrow, unsqueeze, flatten, then cat and stack with a strided view */
+static tg_tensor *v_join(tg_tensor *const *in, const void *a) {
+    (void)a;
+    tg_tensor *p = tg_permute(in[0], 3, (int[]){2, 0, 1});          /* (5, 4, 3) */
+    tg_tensor *n = tg_narrow(p, 1, 1, 2);                           /* (5, 2, 3) */
+    tg_tensor *u = tg_unsqueeze(tg_flatten(n, 1, 2), 0);            /* (1, 5, 6) */
+    tg_tensor *c = tg_cat(3, (tg_tensor *[]){u, u, tg_exp(u)}, 0);  /* (3, 5, 6) */
+    return tg_stack(2, (tg_tensor *[]){c, tg_transpose(tg_permute(c, 3, (int[]){0, 2, 1}), 1, 2)}, 1);
+}
+
+Test(backends, shape_ops_and_joining) {
+    NEED_DEVICE();
+    for (int d = 0; d < 2; d++) {
+        int sc = tg_scope_begin();
+        tg_tensor *x = randn(FLOATS[d], 3, (int64_t[]){4, 3, 5}, 120);
+        run_both("permute/narrow/flatten/unsqueeze/cat/stack", 1, &x, v_join, NULL, true);
+        cr_assert_eq(tg_scope_end(sc), TG_OK);
+    }
+}
+
 /* ---- in-place ops ---------------------------------------------------------------------------- */
 
 /* Applies the in-place ops to a copy of in[0] and to a strided view of it. */

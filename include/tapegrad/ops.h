@@ -130,6 +130,20 @@ tg_tensor *tg_round_at(tg_site s, tg_tensor *t);
 #define tg_ceil(t) tg_ceil_at(TG_SITE, t)
 #define tg_round(t) tg_round_at(TG_SITE, t)
 
+/* ---- joining --------------------------------------------------------------- */
+/* The n tensors joined along dim (PyTorch's cat): one dtype and device, one
+ * number of dims (>= 1), the same sizes but along dim. A new contiguous
+ * tensor; recorded when an input requires grad (nothing saved; input i's
+ * gradient is its window of the result's). Errors: TG_ERR_VALUE (n < 1),
+ * TG_ERR_NULL, TG_ERR_DTYPE, TG_ERR_SHAPE, TG_ERR_DIM (0-d inputs, bad dim),
+ * TG_ERR_DEVICE, TG_ERR_NOMEM. */
+tg_tensor *tg_cat_at(tg_site s, int n, tg_tensor *const *tensors, int dim);
+/* The n tensors of one shape stacked along a new dim (0 .. ndim, negative
+ * from the end): cat of their tg_unsqueeze(t, dim). Errors as tg_cat. */
+tg_tensor *tg_stack_at(tg_site s, int n, tg_tensor *const *tensors, int dim);
+#define tg_cat(n, ...) tg_cat_at(TG_SITE, n, __VA_ARGS__) /* (n, tensors, dim) */
+#define tg_stack(n, ...) tg_stack_at(TG_SITE, n, __VA_ARGS__) /* (n, tensors, dim) */
+
 /* ---- reductions ------------------------------------------------------------ */
 /* Sum / mean of all elements: a 0-d tensor. Mean of 0 elements is NaN. */
 tg_tensor *tg_sum_at(tg_site s, tg_tensor *t);

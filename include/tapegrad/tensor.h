@@ -135,6 +135,34 @@ tg_tensor *tg_slice_at(tg_site s, tg_tensor *t, int dim, int64_t start, int64_t 
                        int64_t step);
 #define tg_slice(t, dim, start, end, step) tg_slice_at(TG_SITE, t, dim, start, end, step)
 
+/* PyTorch's narrow: elements start .. start+length-1 along dim, a view.
+ * start may be negative (counted from the end). Errors: TG_ERR_DIM (0-d or
+ * bad dim), TG_ERR_VALUE (the range is not inside the dim). */
+tg_tensor *tg_narrow_at(tg_site s, tg_tensor *t, int dim, int64_t start, int64_t length);
+#define tg_narrow(t, dim, start, length) tg_narrow_at(TG_SITE, t, dim, start, length)
+
+/* The dims of t reordered: dim i of the result is dim dims[i] of t (a view;
+ * ndim must be t's, each dim once, negative counted from the end). Errors:
+ * TG_ERR_NULL, TG_ERR_DIM. */
+tg_tensor *tg_permute_at(tg_site s, tg_tensor *t, int ndim, const int *dims);
+#define tg_permute(t, ...) tg_permute_at(TG_SITE, t, __VA_ARGS__)
+
+/* Without dim `dim` when its size is 1, else t's shape (a view either way,
+ * as PyTorch's squeeze(dim)); a 0-d t takes dim 0 or -1. Errors: TG_ERR_DIM. */
+tg_tensor *tg_squeeze_at(tg_site s, tg_tensor *t, int dim);
+#define tg_squeeze(t, dim) tg_squeeze_at(TG_SITE, t, dim)
+
+/* With a new size-1 dim at position dim (-(ndim+1) .. ndim), a view. Errors:
+ * TG_ERR_DIM (bad dim, or t already has TG_MAX_DIMS dims). */
+tg_tensor *tg_unsqueeze_at(tg_site s, tg_tensor *t, int dim);
+#define tg_unsqueeze(t, dim) tg_unsqueeze_at(TG_SITE, t, dim)
+
+/* Dims start_dim..end_dim merged into one (a 0-d t gives shape [1]); a view
+ * when the strides allow, else a copy, as tg_reshape. Errors: TG_ERR_DIM
+ * (bad dims, start after end). */
+tg_tensor *tg_flatten_at(tg_site s, tg_tensor *t, int start_dim, int end_dim);
+#define tg_flatten(t, start_dim, end_dim) tg_flatten_at(TG_SITE, t, start_dim, end_dim)
+
 /* Same data seen with a new shape (one size may be -1). Never copies.
  * Errors: TG_ERR_SHAPE (element counts differ), TG_ERR_LAYOUT (the strides do
  * not allow it without a copy: use tg_reshape). */
