@@ -375,6 +375,7 @@ tg_tensor *tg_flatten_at(tg_site s, tg_tensor *t, int start_dim, int end_dim) {
     if (b < 0) return NULL;
     if (a > b)
         return tg__fail(TG_ERR_DIM, "tg_flatten: start_dim %d comes after end_dim %d", a, b);
+    if (a == b) return tg__ret(tg_retain(t)); /* t itself, as PyTorch */
     int64_t shape[TG_MAX_DIMS];
     int nd = 0;
     for (int i = 0; i < a; i++) shape[nd++] = t->shape[i];

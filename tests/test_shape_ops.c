@@ -116,6 +116,11 @@ Test(shape_ops, flatten_merges_dims_viewing_or_copying) {
     cr_assert_eq(v, 12); /* x.transpose(0, 2).flatten()[1] = x[1, 0, 0] */
     tg_tensor *z = tg_full(TG_F64, TG_SCALAR, 5), *fz = tg_flatten(z, 0, -1);
     ASSERT_SHAPE(fz, 1);
+    /* one dim: x itself, as PyTorch (a view made under no-grad would be a leaf
+     * where PyTorch's result keeps x's grad_fn: found by the differential suite) */
+    tg_tensor *one = tg_flatten(x, 1, -2);
+    cr_assert_eq(one, x);
+    tg_release(one);
     tg_clear_error();
     cr_assert_null(tg_flatten(x, 2, 1));
     tgt_assert_error(TG_ERR_DIM, "tg_flatten", "after", NULL);

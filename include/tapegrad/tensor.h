@@ -158,8 +158,9 @@ tg_tensor *tg_unsqueeze_at(tg_site s, tg_tensor *t, int dim);
 #define tg_unsqueeze(t, dim) tg_unsqueeze_at(TG_SITE, t, dim)
 
 /* Dims start_dim..end_dim merged into one (a 0-d t gives shape [1]); a view
- * when the strides allow, else a copy, as tg_reshape. Errors: TG_ERR_DIM
- * (bad dims, start after end). */
+ * when the strides allow, else a copy, as tg_reshape; t itself (a new
+ * reference) when start_dim and end_dim are the same dim, as PyTorch.
+ * Errors: TG_ERR_DIM (bad dims, start after end). */
 tg_tensor *tg_flatten_at(tg_site s, tg_tensor *t, int start_dim, int end_dim);
 #define tg_flatten(t, start_dim, end_dim) tg_flatten_at(TG_SITE, t, start_dim, end_dim)
 

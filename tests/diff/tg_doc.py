@@ -107,6 +107,9 @@ def _documented(kind, ins, inputs, cst, exc, ctx, what=None):
             (cst in ('TG_OK', 'TG_ERR_FREED', 'TG_ERR_INPLACE') and second) or
             (cst == 'TG_ERR_FREED' and exc is None)):
         return 'failed-backward-partial'
+    if cst == 'TG_ERR_DTYPE' and exc is None and op in ('cat', 'stack') and \
+            len({t.dtype for t in inputs if t is not None}) > 1:
+        return 'no-type-promotion'
     if cst == 'TG_ERR_DTYPE' and exc is None and op in _ELEMENTWISE:
         data = [t for t in _data_inputs(op, inputs) if t is not None]
         if any(not t.is_floating_point() for t in data):

@@ -225,9 +225,11 @@ class Gen:
                                end=self.r.choice(bounds + [HUGE[2]] * 3),
                                step=self.r.choice([1, 1, 1, 2, 3] + ([0, -1] if
                                                   self.r.random() < 0.05 else []))))
-        elif k < 0.6 and nd >= 1:
+        elif k < 0.5 and nd >= 1:
             self.emit(new_insn('transpose', [d], [a], d0=self.r.randrange(-nd, nd),
                                d1=self.r.randrange(-nd, nd)))
+        elif k < 0.6:
+            self.g_shape_op(a, t, d)
         elif k < 0.8:
             shape = list(t.shape)
             n = t.numel()
@@ -285,6 +287,46 @@ class Gen:
                 other = self.leaf(self.bcast_partner(list(tt.shape)))
             ins = new_insn(op, src=[target, other])
         self.emit(ins)
+
+    def g_shape_op(self, a, t, d):
+        """permute, narrow, squeeze, unsqueeze, flatten of a; cat or stack with a
+        second operand of a fitting shape."""
+        nd = t.dim()
+        op = self.r.choice(['permute', 'narrow', 'squeeze', 'unsqueeze', 'flatten', 'cat',
+                            'stack'])
+        bad = self.r.random() < 0.05   # an out-of-range dim or bound now and then
+        if op == 'permute':
+            dims = list(range(nd))
+            self.r.shuffle(dims)
+            if bad and nd:
+                dims[0] = dims[-1]
+            self.emit(new_insn('permute', [d], [a], shape=dims))
+        elif op == 'narrow' and nd:
+            dim = self.r.randrange(-nd, nd)
+            size = t.shape[dim]
+            start = self.r.randrange(-size, size + 1) if size else 0
+            length = self.r.randrange(0, size - (start % size if size else 0) + 1) if size else 0
+            self.emit(new_insn('narrow', [d], [a], dim=dim, start=start,
+                               length=length + (size + 1 if bad else 0)))
+        elif op in ('squeeze', 'unsqueeze', 'flatten') or not nd:
+            if op == 'flatten':
+                s0 = self.r.randrange(-nd, nd) if nd else 0
+                e0 = self.r.randrange(-nd, nd) if nd else 0
+                lo, hi = sorted([s0 % nd, e0 % nd]) if nd else (0, 0)
+                self.emit(new_insn('flatten', [d], [a], s=hi if bad else lo, e=lo if bad else hi))
+            else:
+                n = nd + (1 if op == 'unsqueeze' else 0)
+                dim = self.r.randrange(-max(n, 1), max(n, 1)) if not bad else n + 1
+                self.emit(new_insn('squeeze' if op == 'flatten' else op, [d], [a], dim=dim))
+        else:
+            dim = self.r.randrange(-nd, nd)
+            shape = list(t.shape)
+            if op == 'cat':
+                shape[dim] = self.r.randrange(0, 3)
+            b = a if self.r.random() < 0.3 and op == 'stack' else self.leaf(shape)
+            if bad:
+                b = self.leaf(shape + [2])
+            self.emit(new_insn(op, [d], [a, b], dim=dim))
 
     def g_view_of(self, a):
         t = self.t(a)

@@ -85,6 +85,13 @@ OPS = {
     'gelu': (1, 1, 1, False, False, False, False, (('tanh', 'i'),)),
     'silu': _UN, 'reciprocal': _UN, 'floor': _UN, 'ceil': _UN, 'round': _UN,
     'pow': _BIN,
+    'permute': _SHAPED,
+    'narrow': (1, 1, 1, False, False, False, False, (('dim', 'i'), ('start', 'i'), ('length', 'i'))),
+    'squeeze': (1, 1, 1, False, False, False, False, (('dim', 'i'),)),
+    'unsqueeze': (1, 1, 1, False, False, False, False, (('dim', 'i'),)),
+    'flatten': (1, 1, 1, False, False, False, False, (('s', 'i'), ('e', 'i'))),
+    'cat': (1, 2, 2, False, False, False, False, (('dim', 'i'),)),
+    'stack': (1, 2, 2, False, False, False, False, (('dim', 'i'),)),
 }
 # the unary vocabulary beyond neg/exp/log, as PyTorch names it (tg_gen.py draws from it)
 UNARY_VOCAB = {
@@ -95,7 +102,8 @@ UNARY_VOCAB = {
     'ceil': torch.ceil, 'round': torch.round,
 }
 INPLACE = ('add_', 'sub_', 'mul_', 'scale_', 'copy_', 'fill_')
-VIEWS = ('slice', 'view', 'reshape', 'transpose', 'expand')
+VIEWS = ('slice', 'view', 'reshape', 'transpose', 'expand', 'permute', 'narrow', 'squeeze',
+         'unsqueeze', 'flatten')
 
 
 # ---- text form ------------------------------------------------------------------------------
@@ -549,6 +557,19 @@ class TorchRun:
             return self._set(ins, a.expand(shape))
         if op == 'transpose':
             return self._set(ins, a.transpose(ins['d0'], ins['d1']))
+        if op == 'permute':
+            return self._set(ins, a.permute(shape))
+        if op == 'narrow':
+            return self._set(ins, a.narrow(ins['dim'], ins['start'], ins['length']))
+        if op == 'squeeze':
+            return self._set(ins, a.squeeze(ins['dim']))
+        if op == 'unsqueeze':
+            return self._set(ins, a.unsqueeze(ins['dim']))
+        if op == 'flatten':
+            return self._set(ins, a.flatten(ins['s'], ins['e']))
+        if op in ('cat', 'stack'):
+            fn = torch.cat if op == 'cat' else torch.stack
+            return self._set(ins, c(fn([a, self._src(ins, 1)], ins['dim'])))
         if op == 'contiguous':
             return self._set(ins, a.contiguous())
         if op == 'clone':

@@ -103,6 +103,15 @@ static const tgp_op_desc g_ops[TGP_NOPS] = {
     UN(ROUND, "round"),
 #undef UN
     [TGP_POW] = {"pow", 1, 2, 2, false, false, false, false, {NULL}, {0}},
+    [TGP_PERMUTE] = {"permute", 1, 1, 1, false, true, false, false, {NULL}, {0}},
+    [TGP_NARROW] = {"narrow", 1, 1, 1, false, false, false, false, {"dim", "start", "length", NULL},
+                    {I(0), I(1), I(2)}},
+    [TGP_SQUEEZE] = {"squeeze", 1, 1, 1, false, false, false, false, {"dim", NULL}, {I(0)}},
+    [TGP_UNSQUEEZE] = {"unsqueeze", 1, 1, 1, false, false, false, false, {"dim", NULL}, {I(0)}},
+    [TGP_FLATTEN] = {"flatten", 1, 1, 1, false, false, false, false, {"s", "e", NULL},
+                     {I(0), I(1)}},
+    [TGP_CAT] = {"cat", 1, 2, 2, false, false, false, false, {"dim", NULL}, {I(0)}},
+    [TGP_STACK] = {"stack", 1, 2, 2, false, false, false, false, {"dim", NULL}, {I(0)}},
 };
 
 const tgp_op_desc *tgp_op_desc_get(int op) {

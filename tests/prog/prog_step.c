@@ -194,6 +194,18 @@ static void exec_op(tgp_exec *e, const tgp_insn *in, tg_tensor **s, call *c) {
     case TGP_CEIL: o = tg_ceil(s[0]); break;
     case TGP_ROUND: o = tg_round(s[0]); break;
     case TGP_POW: o = tg_pow(s[0], s[1]); break;
+    case TGP_PERMUTE: {
+        int dims[TG_MAX_DIMS];
+        for (int i = 0; i < nd; i++) dims[i] = clamp_int(in->shape[i]);
+        o = tg_permute(s[0], nd, dims);
+        break;
+    }
+    case TGP_NARROW: o = tg_narrow(s[0], clamp_int(in->iv[0]), in->iv[1], in->iv[2]); break;
+    case TGP_SQUEEZE: o = tg_squeeze(s[0], clamp_int(in->iv[0])); break;
+    case TGP_UNSQUEEZE: o = tg_unsqueeze(s[0], clamp_int(in->iv[0])); break;
+    case TGP_FLATTEN: o = tg_flatten(s[0], clamp_int(in->iv[0]), clamp_int(in->iv[1])); break;
+    case TGP_CAT: o = tg_cat(2, (tg_tensor *[]){s[0], s[1]}, clamp_int(in->iv[0])); break;
+    case TGP_STACK: o = tg_stack(2, (tg_tensor *[]){s[0], s[1]}, clamp_int(in->iv[0])); break;
     case TGP_SUM: o = tg_sum(s[0]); break;
     case TGP_MEAN: o = tg_mean(s[0]); break;
     case TGP_SUM_DIM: o = tg_sum_dim(s[0], clamp_int(in->iv[0]), in->iv[1] != 0); break;
@@ -268,6 +280,7 @@ static int want_rg(const tgp_exec *e, const tgp_insn *in, tg_tensor **s, tg_tens
     if (tg_get_dtype(out) == TG_I64) return 0;
     switch ((tgp_opcode)op) {
     case TGP_SLICE: case TGP_VIEW: case TGP_RESHAPE: case TGP_TRANSPOSE: case TGP_EXPAND:
+    case TGP_PERMUTE: case TGP_NARROW: case TGP_SQUEEZE: case TGP_UNSQUEEZE: case TGP_FLATTEN:
         /* with grad mode on, a view requires grad when its input does; made
          * in no-grad mode, when its base does (as PyTorch: a view of a view
          * that was marked requires_grad itself does not); a reshape that had
@@ -299,10 +312,11 @@ static bool returns_contiguous(int op) {
     switch ((tgp_opcode)op) {
     case TGP_SLICE: case TGP_VIEW: case TGP_RESHAPE: case TGP_TRANSPOSE: case TGP_EXPAND:
     case TGP_DETACH: case TGP_GRAD: case TGP_TO_DTYPE: case TGP_SQUARE: case TGP_CEXP:
-    case TGP_MULSUB:
+    case TGP_MULSUB: case TGP_PERMUTE: case TGP_NARROW: case TGP_SQUEEZE: case TGP_UNSQUEEZE:
+    case TGP_FLATTEN:
         return false;
-    default:
-        return op < TGP_ADD_;
+    default: /* the ops before the in-place ones, and the math appended after the tools */
+        return op < TGP_ADD_ || op >= TGP_RSQRT;
     }
 }
 
