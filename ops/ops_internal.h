@@ -34,6 +34,9 @@ tg_tensor *tg__neg(tg_site s, tg_tensor *t);
 tg_tensor *tg__scale(tg_site s, tg_tensor *t, double k);
 tg_tensor *tg__where(tg_site s, tg_tensor *c, tg_tensor *a, tg_tensor *b);
 tg_tensor *tg__sum_dim(tg_site s, tg_tensor *t, int dim, bool keepdim);
+tg_tensor *tg__mean_dim(tg_site s, tg_tensor *t, int dim, bool keepdim);
+/* Sum (mean false) or mean of all elements: a 0-d tensor. */
+tg_tensor *tg__reduce_all(tg_site s, tg_tensor *t, bool mean);
 /* Sums g over broadcast dimensions down to shape m (for the backward of
  * broadcasting ops and expand). Returns a new reference (g retained if the
  * shapes already match). */

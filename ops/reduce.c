@@ -140,6 +140,10 @@ tg_tensor *tg__sum_dim(tg_site s, tg_tensor *t, int dim, bool keepdim) {
 }
 
 
+tg_tensor *tg__reduce_all(tg_site s, tg_tensor *t, bool mean) { return reduce_all(s, t, mean); }
+tg_tensor *tg__mean_dim(tg_site s, tg_tensor *t, int dim, bool keepdim) {
+    return reduce_dim(s, t, dim, keepdim, true);
+}
 tg_tensor *tg_sum_at(tg_site s, tg_tensor *t) { return tg__ret(reduce_all(s, t, false)); }
 tg_tensor *tg_mean_at(tg_site s, tg_tensor *t) { return tg__ret(reduce_all(s, t, true)); }
 tg_tensor *tg_sum_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {

@@ -144,6 +144,43 @@ tg_tensor *tg_stack_at(tg_site s, int n, tg_tensor *const *tensors, int dim);
 #define tg_cat(n, ...) tg_cat_at(TG_SITE, n, __VA_ARGS__) /* (n, tensors, dim) */
 #define tg_stack(n, ...) tg_stack_at(TG_SITE, n, __VA_ARGS__) /* (n, tensors, dim) */
 
+/* ---- losses ----------------------------------------------------------------- */
+/* Composed from the recorded ops (the graph is the formula's), PyTorch's
+ * values and gradients; input and target of one float dtype, broadcast as
+ * tg_sub. reduction: the elementwise loss, its mean or its sum (0-d).
+ * Errors: those of the ops (TG_ERR_NULL, TG_ERR_SHAPE, TG_ERR_DTYPE, ...),
+ * TG_ERR_VALUE for another reduction. */
+typedef enum tg_reduction {
+    TG_REDUCTION_NONE = 0,
+    TG_REDUCTION_MEAN = 1,
+    TG_REDUCTION_SUM = 2
+} tg_reduction;
+/* (input - target)^2. */
+tg_tensor *tg_mse_loss_at(tg_site s, tg_tensor *input, tg_tensor *target, tg_reduction r);
+/* Huber-like: 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d =
+ * input - target; beta 0: |d|; PyTorch's default beta is 1). TG_ERR_VALUE
+ * for a negative, NaN or infinite beta. */
+tg_tensor *tg_smooth_l1_loss_at(tg_site s, tg_tensor *input, tg_tensor *target, tg_reduction r,
+                                double beta);
+/* Binary cross-entropy on logits, stable for large |input|:
+ * (1 - target) input - w logsigmoid(input), w = 1 + (pos_weight - 1) target
+ * (pos_weight may be NULL: w = 1). */
+tg_tensor *tg_binary_cross_entropy_with_logits_at(tg_site s, tg_tensor *input,
+                                                  tg_tensor *target, tg_tensor *pos_weight,
+                                                  tg_reduction r);
+/* sum(x * mask) / sum(mask) along dim (all: over every element, dim
+ * ignored), mask broadcast to x's shape (e.g. float 0/1). A dim or row with an
+ * all-zero mask gives NaN (0 / 0), as the trainers' formula. Gradient to x;
+ * the mask gets one too if it requires grad. Errors: those of tg_mul,
+ * tg_sum_dim, TG_ERR_DIM. */
+tg_tensor *tg_masked_mean_at(tg_site s, tg_tensor *x, tg_tensor *mask, int dim, bool all);
+#define tg_mse_loss(input, target, r) tg_mse_loss_at(TG_SITE, input, target, r)
+#define tg_smooth_l1_loss(input, target, r, beta) \
+    tg_smooth_l1_loss_at(TG_SITE, input, target, r, beta)
+#define tg_binary_cross_entropy_with_logits(input, target, pos_weight, r) \
+    tg_binary_cross_entropy_with_logits_at(TG_SITE, input, target, pos_weight, r)
+#define tg_masked_mean(x, mask, dim, all) tg_masked_mean_at(TG_SITE, x, mask, dim, all)
+
 /* ---- reductions ------------------------------------------------------------ */
 /* Sum / mean of all elements: a 0-d tensor. Mean of 0 elements is NaN. */
 tg_tensor *tg_sum_at(tg_site s, tg_tensor *t);

@@ -1,0 +1,116 @@
+/* ops/loss.c - losses and the masked reductions RL trainers aggregate with,
+ * composed from the recorded ops (PyTorch's F.mse_loss, F.smooth_l1_loss,
+ * F.binary_cross_entropy_with_logits; masked_mean as verl and TRL write it).
+ *
+ * Contract: float inputs of one dtype and device, broadcast as tg_sub does;
+ * reduction TG_REDUCTION_NONE (the elementwise loss), _MEAN or _SUM (0-d).
+ * Composed ops: the graph is the one the formula's ops record (each saves
+ * what it needs), so the values and gradients are those of the formula, and
+ * every op's error reaches the caller with its own message. On failure
+ * nothing is leaked and NULL is returned with the error set. */
+#include <math.h>
+
+#include "ops_internal.h"
+
+/* Releases a and b (either may be NULL) and returns r. */
+static tg_tensor *drop2(tg_tensor *r, tg_tensor *a, tg_tensor *b) {
+    tg__tensor_release(a);
+    tg__tensor_release(b);
+    return r;
+}
+
+static bool check_reduction(const char *who, tg_reduction r) {
+    if (r == TG_REDUCTION_NONE || r == TG_REDUCTION_MEAN || r == TG_REDUCTION_SUM) return true;
+    tg__set_error(TG_ERR_VALUE, "%s: reduction is %d (TG_REDUCTION_NONE, _MEAN or _SUM)", who,
+                  (int)r);
+    return false;
+}
+
+/* Applies the reduction to the elementwise loss l (consumed). */
+static tg_tensor *reduce(tg_site s, tg_tensor *l, tg_reduction r) {
+    if (!l || r == TG_REDUCTION_NONE) return l;
+    return drop2(tg__reduce_all(s, l, r == TG_REDUCTION_MEAN), l, NULL);
+}
+
+tg_tensor *tg_mse_loss_at(tg_site s, tg_tensor *input, tg_tensor *target, tg_reduction r) {
+    if (tg__null_arg(input, "tg_mse_loss", "input") ||
+        tg__null_arg(target, "tg_mse_loss", "target") || !check_reduction("tg_mse_loss", r))
+        return NULL;
+    tg_tensor *d = tg__sub(s, input, target);
+    tg_tensor *l = d ? tg__unary(s, TG__UN_SQUARE, d, 0, 0) : NULL;
+    return tg__ret(reduce(s, drop2(l, d, NULL), r));
+}
+
+/* |d| < beta: 0.5 d^2 / beta, else |d| - 0.5 beta; written as
+ * 0.5 m^2 / beta + (|d| - m) with m = min(|d|, beta), whose gradient is
+ * PyTorch's at every point (clamp's is 1 on its bound); beta 0 is the L1 loss. */
+tg_tensor *tg_smooth_l1_loss_at(tg_site s, tg_tensor *input, tg_tensor *target, tg_reduction r,
+                                double beta) {
+    const char *who = "tg_smooth_l1_loss";
+    if (tg__null_arg(input, who, "input") || tg__null_arg(target, who, "target") ||
+        !check_reduction(who, r))
+        return NULL;
+    if (!(beta >= 0) || isinf(beta))
+        return tg__fail(TG_ERR_VALUE, "%s: beta must be finite and >= 0 (got %g)", who, beta);
+    tg_tensor *d = tg__sub(s, input, target);
+    tg_tensor *a = d ? tg__unary(s, TG__UN_ABS, d, 0, 0) : NULL;
+    tg__tensor_release(d);
+    if (!a || beta == 0) return tg__ret(reduce(s, a, r));
+    tg_tensor *m = tg__unary(s, TG__UN_CLAMP, a, -INFINITY, beta);
+    tg_tensor *q = m ? tg__unary(s, TG__UN_SQUARE, m, 0, 0) : NULL;
+    tg_tensor *qs = q ? tg__scale(s, q, 0.5 / beta) : NULL;
+    tg__tensor_release(q);
+    tg_tensor *lin = m ? tg__sub(s, a, m) : NULL;
+    drop2(NULL, a, m);
+    tg_tensor *l = qs && lin ? tg__add(s, qs, lin) : NULL;
+    return tg__ret(reduce(s, drop2(l, qs, lin), r));
+}
+
+/* (1 - t) x - w log sigmoid(x), w = 1 + (pos_weight - 1) t (PyTorch's stable
+ * form; pos_weight NULL: w = 1). */
+tg_tensor *tg_binary_cross_entropy_with_logits_at(tg_site s, tg_tensor *input,
+                                                  tg_tensor *target, tg_tensor *pos_weight,
+                                                  tg_reduction r) {
+    const char *who = "tg_binary_cross_entropy_with_logits";
+    if (tg__null_arg(input, who, "input") || tg__null_arg(target, who, "target") ||
+        !check_reduction(who, r))
+        return NULL;
+    tg_tensor *one_minus = tg__unary(s, TG__UN_SCALE, target, -1, 0);
+    tg_tensor *om = one_minus ? tg__unary(s, TG__UN_ADDS, one_minus, 1, 0) : NULL;
+    tg__tensor_release(one_minus);
+    tg_tensor *lin = om ? tg__mul(s, om, input) : NULL;
+    tg__tensor_release(om);
+    tg_tensor *ls = lin ? tg__unary(s, TG__UN_LOGSIGMOID, input, 0, 0) : NULL;
+    if (ls && pos_weight) { /* w = 1 + (pos_weight - 1) t */
+        tg_tensor *pm = tg__unary(s, TG__UN_ADDS, pos_weight, -1, 0);
+        tg_tensor *pt = pm ? tg__mul(s, pm, target) : NULL;
+        tg_tensor *w = pt ? tg__unary(s, TG__UN_ADDS, pt, 1, 0) : NULL;
+        drop2(NULL, pm, pt);
+        tg_tensor *wl = w ? tg__mul(s, w, ls) : NULL;
+        drop2(NULL, w, ls);
+        ls = wl;
+    }
+    tg_tensor *l = ls ? tg__sub(s, lin, ls) : NULL;
+    return tg__ret(reduce(s, drop2(l, lin, ls), r));
+}
+
+tg_tensor *tg_masked_mean_at(tg_site s, tg_tensor *x, tg_tensor *mask, int dim, bool all) {
+    const char *who = "tg_masked_mean";
+    if (tg__null_arg(x, who, "x") || tg__null_arg(mask, who, "mask")) return NULL;
+    tg_tensor *xm = tg__mul(s, x, mask), *num = NULL, *den = NULL, *mb = NULL;
+    if (xm && !all) {
+        int nd = xm->ndim;
+        if (tg__wrap_dim(who, dim, nd) < 0) return drop2(NULL, xm, NULL);
+        num = tg__sum_dim(s, xm, dim, false);
+        /* the mask broadcast to x's shape, so that both sums have one shape */
+        mb = num ? tg__expand(s, mask, nd, xm->shape) : NULL;
+        den = mb ? tg__sum_dim(s, mb, dim, false) : NULL;
+    } else if (xm) {
+        num = tg__reduce_all(s, xm, false);
+        mb = num ? tg__expand(s, mask, xm->ndim, xm->shape) : NULL;
+        den = mb ? tg__reduce_all(s, mb, false) : NULL;
+    }
+    drop2(NULL, xm, mb);
+    tg_tensor *out = num && den ? tg__div(s, num, den) : NULL;
+    return tg__ret(drop2(out, num, den));
+}

@@ -1,0 +1,195 @@
+/* tests/test_losses.c - tg_mse_loss, tg_smooth_l1_loss,
+ * tg_binary_cross_entropy_with_logits and tg_masked_mean: values and both
+ * inputs' gradients against numbers computed with PyTorch 1.13 (float64,
+ * F.mse_loss, F.smooth_l1_loss, F.binary_cross_entropy_with_logits, and
+ * (x * m).sum(dim) / m.sum(dim)), each reduction, the kinks of smooth L1,
+ * logits of +-1000, gradcheck, and the error paths. */
+#include "tg_ops_test_util.h"
+
+TestSuite(losses, .init = tgt_setup, .fini = tgt_teardown);
+
+typedef tg_tensor *(*loss_fn)(tg_tensor *x, tg_tensor *t, const void *arg);
+
+/* x (2, 3) and t (2, 3) requiring grad, the loss, backward of its sum, and
+ * the value and gradients against PyTorch's. */
+static void check(loss_fn f, const void *arg, int64_t n_out, const double *want,
+                  const double *gx, const double *gt) {
+    tg_tensor *x = tgt_f64(2, (int64_t[]){2, 3}, (double[]){0.5, -1.5, 2.0, 3.0, -0.25, 0.0});
+    tg_tensor *t = tgt_f64(2, (int64_t[]){2, 3}, (double[]){1.0, 0.0, 1.0, 0.0, 1.0, 0.5});
+    cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+    cr_assert_eq(tg_set_requires_grad(t, true), TG_OK);
+    tg_tensor *l = f(x, t, arg);
+    cr_assert_not_null(l, "%s", tg_last_error());
+    tgt_assert_values(l, want, n_out, 1e-14);
+    tg_tensor *sl = tg_sum(l);
+    cr_assert_eq(tg_backward(sl, NULL, false), TG_OK, "%s", tg_last_error());
+    tg_tensor *ga = tg_grad(x), *gb = tg_grad(t);
+    tgt_assert_values(ga, gx, 6, 1e-14);
+    tgt_assert_values(gb, gt, 6, 1e-14);
+    TGO_RELEASE(x, t, l, sl, ga, gb);
+}
+
+static tg_tensor *mse(tg_tensor *x, tg_tensor *t, const void *arg) {
+    return tg_mse_loss(x, t, *(const tg_reduction *)arg);
+}
+typedef struct {
+    tg_reduction r;
+    double beta;
+} sl1_arg;
+static tg_tensor *sl1(tg_tensor *x, tg_tensor *t, const void *arg) {
+    const sl1_arg *a = arg;
+    return tg_smooth_l1_loss(x, t, a->r, a->beta);
+}
+typedef struct {
+    tg_reduction r;
+    bool pw;
+} bce_arg;
+static tg_tensor *bce(tg_tensor *x, tg_tensor *t, const void *arg) {
+    const bce_arg *a = arg;
+    tg_tensor *pw = a->pw ? tgt_f64(1, (int64_t[]){3}, (double[]){2.0, 0.5, 1.0}) : NULL;
+    tg_tensor *l = tg_binary_cross_entropy_with_logits(x, t, pw, a->r);
+    tg_release(pw);
+    return l;
+}
+
+Test(losses, mse_loss_as_pytorch) {
+    tg_reduction none = TG_REDUCTION_NONE, mean = TG_REDUCTION_MEAN;
+    check(mse, &none, 6, (double[]){0.25, 2.25, 1.0, 9.0, 1.5625, 0.25},
+          (double[]){-1.0, -3.0, 2.0, 6.0, -2.5, -1.0}, (double[]){1.0, 3.0, -2.0, -6.0, 2.5, 1.0});
+    check(mse, &mean, 1, (double[]){2.385416666666667},
+          (double[]){-0.16666666666666666, -0.5, 0.3333333333333333, 1.0, -0.41666666666666663,
+                     -0.16666666666666666},
+          (double[]){0.16666666666666666, 0.5, -0.3333333333333333, -1.0, 0.41666666666666663,
+                     0.16666666666666666});
+}
+
+Test(losses, smooth_l1_loss_as_pytorch) {
+    sl1_arg m1 = {TG_REDUCTION_MEAN, 1.0}, s05 = {TG_REDUCTION_SUM, 0.5}, n0 = {TG_REDUCTION_NONE, 0};
+    check(sl1, &m1, 1, (double[]){0.833333333333333},
+          (double[]){-0.08333333333333333, -0.16666666666666666, 0.16666666666666666,
+                     0.16666666666666666, -0.16666666666666666, -0.08333333333333333},
+          (double[]){0.08333333333333333, 0.16666666666666666, -0.16666666666666666,
+                     -0.16666666666666666, 0.16666666666666666, 0.08333333333333333});
+    check(sl1, &s05, 1, (double[]){6.25}, (double[]){-1, -1, 1, 1, -1, -1},
+          (double[]){1, 1, -1, -1, 1, 1});
+    check(sl1, &n0, 6, (double[]){0.5, 1.5, 1.0, 3.0, 1.25, 0.5},
+          (double[]){-1, -1, 1, 1, -1, -1}, (double[]){1, 1, -1, -1, 1, 1});
+}
+
+/* At |d| == beta both sides give the gradient sign(d) (PyTorch: 1, -1); at
+ * d == 0 the gradient is 0, also for beta 0 where PyTorch's kernel gives -1
+ * (docs/api.md). */
+Test(losses, smooth_l1_kinks) {
+    tg_tensor *x = tgt_f64(1, (int64_t[]){4}, (double[]){1, -1, 0, 2});
+    tg_tensor *z = tg_zeros(TG_F64, TG_SHAPE(4));
+    cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+    tg_tensor *l = tg_smooth_l1_loss(x, z, TG_REDUCTION_SUM, 1.0);
+    TGO_ASSERT_VALUES(l, 0, 2.5);
+    cr_assert_eq(tg_backward(l, NULL, false), TG_OK);
+    TGO_ASSERT_GRAD(x, 0, 1, -1, 0, 1);
+    tg_zero_grad(x);
+    tg_tensor *l0 = tg_smooth_l1_loss(x, z, TG_REDUCTION_SUM, 0.0);
+    TGO_ASSERT_VALUES(l0, 0, 4);
+    cr_assert_eq(tg_backward(l0, NULL, false), TG_OK);
+    TGO_ASSERT_GRAD(x, 0, 1, -1, 0, 1);
+    TGO_RELEASE(x, z, l, l0);
+}
+
+Test(losses, bce_with_logits_as_pytorch) {
+    bce_arg mean = {TG_REDUCTION_MEAN, false}, pw = {TG_REDUCTION_SUM, true};
+    check(bce, &mean, 1, (double[]){0.895015370869727},
+          (double[]){-0.0629234447996909, 0.030404253967726058, -0.01986715367035295,
+                     0.15876235447040557, -0.09369608348096635, 0.0},
+          (double[]){-0.08333333333333333, 0.25, -0.3333333333333333, -0.5, 0.041666666666666664,
+                     -0.0});
+    check(bce, &pw, 1, (double[]){5.431199499459048},
+          (double[]){-0.7550813375962908, 0.18242552380635635, -0.11920292202211769,
+                     0.9525741268224334, -0.28108825044289903, 0.0},
+          (double[]){-0.025923015819893314, 0.6492933610086238, -2.0, -2.951412648426258,
+                     -0.16296970993942178, 0.0});
+}
+
+/* Logits of +-1000 with the wrong label: 1000, gradients +-1, nothing infinite. */
+Test(losses, bce_with_logits_is_stable_for_large_logits) {
+    tg_tensor *x = tgt_f64(1, (int64_t[]){2}, (double[]){1000, -1000});
+    tg_tensor *t = tgt_f64(1, (int64_t[]){2}, (double[]){0, 1});
+    cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+    tg_tensor *l = tg_binary_cross_entropy_with_logits(x, t, NULL, TG_REDUCTION_NONE);
+    TGO_ASSERT_VALUES(l, 0, 1000, 1000);
+    tg_tensor *s = tg_sum(l);
+    cr_assert_eq(tg_backward(s, NULL, false), TG_OK);
+    TGO_ASSERT_GRAD(x, 0, 1, -1);
+    TGO_RELEASE(x, t, l, s);
+}
+
+Test(losses, masked_mean_along_a_dim_and_over_all) {
+    tg_tensor *x = tgt_f64(2, (int64_t[]){2, 3}, (double[]){0.5, -1.5, 2.0, 3.0, -0.25, 0.0});
+    tg_tensor *m = tgt_f64(2, (int64_t[]){2, 3}, (double[]){1, 0, 1, 1, 1, 0});
+    cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+    tg_tensor *r = tg_masked_mean(x, m, -1, false), *rs = tg_sum(r);
+    TGO_ASSERT_VALUES(r, 1e-15, 1.25, 1.375);
+    cr_assert_eq(tg_backward(rs, NULL, false), TG_OK);
+    TGO_ASSERT_GRAD(x, 1e-15, 0.5, 0, 0.5, 0.5, 0.5, 0);
+    tg_zero_grad(x);
+    tg_tensor *a = tg_masked_mean(x, m, 0, true);
+    TGO_ASSERT_VALUES(a, 1e-15, 1.3125);
+    cr_assert_eq(tg_backward(a, NULL, false), TG_OK);
+    TGO_ASSERT_GRAD(x, 1e-15, 0.25, 0, 0.25, 0.25, 0.25, 0);
+    /* a mask of one row, broadcast over the rows */
+    tg_tensor *m1 = tgt_f64(1, (int64_t[]){3}, (double[]){0, 1, 1});
+    tg_tensor *b = tg_masked_mean(x, m1, 1, false);
+    TGO_ASSERT_VALUES(b, 1e-15, 0.25, -0.125);
+    TGO_RELEASE(x, m, r, rs, a, m1, b);
+}
+
+typedef struct {
+    int which;
+} gc_loss;
+static tg_tensor *gc_fn(tg_tensor *const *in, void *user) {
+    const gc_loss *c = user;
+    switch (c->which) {
+    case 0: return tg_mse_loss(in[0], in[1], TG_REDUCTION_MEAN);
+    case 1: return tg_smooth_l1_loss(in[0], in[1], TG_REDUCTION_SUM, 0.7);
+    case 2: return tg_binary_cross_entropy_with_logits(in[0], in[1], NULL, TG_REDUCTION_MEAN);
+    default: return tg_masked_mean(in[0], in[1], 1, false);
+    }
+}
+
+Test(losses, gradients_against_central_differences) {
+    for (int k = 0; k < 4; k++) {
+        tg_tensor *in[2] = {tgo_randn(TG_F64, TG_SHAPE(3, 4), 11 + (uint64_t)k, true),
+                            tgo_rand(TG_F64, TG_SHAPE(3, 4), 21 + (uint64_t)k, 0.2, 1, true)};
+        gc_loss c = {k};
+        tg_clear_error();
+        cr_assert_eq(tg_gradcheck(gc_fn, &c, 2, in, NULL), TG_OK, "loss %d: %s", k,
+                     tg_last_error());
+        TGO_RELEASE(in[0], in[1]);
+    }
+}
+
+Test(losses, errors) {
+    tg_tensor *x = tg_zeros(TG_F64, TG_SHAPE(2, 3)), *y = tg_zeros(TG_F64, TG_SHAPE(4));
+    tg_tensor *f = tg_zeros(TG_F32, TG_SHAPE(2, 3));
+    tg_clear_error();
+    cr_assert_null(tg_mse_loss(x, y, TG_REDUCTION_MEAN));
+    tgt_assert_error(TG_ERR_SHAPE, NULL);
+    cr_assert_null(tg_mse_loss(x, f, TG_REDUCTION_MEAN));
+    tgt_assert_error(TG_ERR_DTYPE, NULL);
+    tg_clear_error();
+    cr_assert_null(tg_mse_loss(x, x, (tg_reduction)7));
+    tgt_assert_error(TG_ERR_VALUE, "tg_mse_loss", "reduction", NULL);
+    tg_clear_error();
+    cr_assert_null(tg_smooth_l1_loss(x, x, TG_REDUCTION_SUM, -1));
+    tgt_assert_error(TG_ERR_VALUE, "beta", NULL);
+    tg_clear_error();
+    cr_assert_null(tg_smooth_l1_loss(x, x, TG_REDUCTION_SUM, NAN));
+    tgt_assert_error(TG_ERR_VALUE, "beta", NULL);
+    tg_clear_error();
+    cr_assert_null(tg_binary_cross_entropy_with_logits(NULL, x, NULL, TG_REDUCTION_SUM));
+    tgt_assert_error(TG_ERR_NULL, "input", NULL);
+    tg_clear_error();
+    cr_assert_null(tg_masked_mean(x, x, 2, false));
+    tgt_assert_error(TG_ERR_DIM, NULL);
+    cr_assert_eq(tg_live().nodes, 0);
+    TGO_RELEASE(x, y, f);
+}
