@@ -194,6 +194,16 @@ fail:
 
 /* ---- public entry ------------------------------------------------------------ */
 
+tg_status tg__logprob_entropy(tg_site s, const char *who, tg_tensor *logits, tg_tensor *targets,
+                              const tg_logprob_opts *opts, tg_tensor **lp, tg_tensor **h) {
+    tg_logprob_opts o = opts ? *opts : tg_logprob_opts_default();
+    *lp = *h = NULL;
+    tg_status st = tg__lpe_check(who, logits, targets, &o);
+    if (st != TG_OK) return st;
+    return o.impl == TG_LOGPROB_FUSED ? fused(s, logits, targets, &o, lp, h)
+                                      : tg__lpe_composite(s, logits, targets, &o, lp, h);
+}
+
 tg_status tg_logprob_entropy_at(tg_site s, tg_tensor *logits, tg_tensor *targets,
                                 const tg_logprob_opts *opts, tg_tensor **logprob,
                                 tg_tensor **entropy) {
@@ -205,11 +215,8 @@ tg_status tg_logprob_entropy_at(tg_site s, tg_tensor *logits, tg_tensor *targets
         tg__null_arg(logprob, who, "logprob") ||
         (o.want_entropy && tg__null_arg(entropy, who, "entropy")))
         return tg_last_status();
-    tg_status st = tg__lpe_check(who, logits, targets, &o);
-    if (st != TG_OK) return st;
     tg_tensor *lp = NULL, *h = NULL;
-    st = o.impl == TG_LOGPROB_FUSED ? fused(s, logits, targets, &o, &lp, &h)
-                                    : tg__lpe_composite(s, logits, targets, &o, &lp, &h);
+    tg_status st = tg__logprob_entropy(s, who, logits, targets, &o, &lp, &h);
     if (st != TG_OK) return st;
     *logprob = tg__ret(lp);
     if (!*logprob) {

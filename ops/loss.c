@@ -9,6 +9,8 @@
  * every op's error reaches the caller with its own message. On failure
  * nothing is leaked and NULL is returned with the error set. */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "ops_internal.h"
 
@@ -113,4 +115,120 @@ tg_tensor *tg_masked_mean_at(tg_site s, tg_tensor *x, tg_tensor *mask, int dim, 
     drop2(NULL, xm, mb);
     tg_tensor *out = num && den ? tg__div(s, num, den) : NULL;
     return tg__ret(drop2(out, num, den));
+}
+
+/* ---- cross-entropy and NLL over a class dim ------------------------------------------ */
+
+/* PyTorch's layouts: input (C) with a 0-d target, or (N, C, d1, ...) with
+ * target (N, d1, ...). *rows receives input with the classes last (a view)
+ * and *tg targets of the same leading shape (new references). */
+static bool classes_last(tg_site s, const char *who, tg_tensor *input, tg_tensor *target,
+                         tg_tensor **rows, tg_tensor **tg) {
+    *rows = *tg = NULL;
+    if (input->ndim == 0)
+        return tg__fail(TG_ERR_SHAPE, "%s: input is 0-d (expected (C) or (N, C, ...))", who),
+               false;
+    if (input->ndim == 1) {
+        *rows = tg__unsqueeze(s, input, 0);
+        *tg = *rows ? tg__unsqueeze(s, target, 0) : NULL;
+    } else {
+        int perm[TG_MAX_DIMS], k = 0;
+        perm[k++] = 0;
+        for (int d = 2; d < input->ndim; d++) perm[k++] = d;
+        perm[k++] = 1;
+        *rows = tg__permute(s, input, input->ndim, perm);
+        *tg = *rows ? tg_retain(target) : NULL;
+    }
+    if (*tg) return true;
+    tg__tensor_release(*rows);
+    *rows = NULL;
+    return false;
+}
+
+/* 1 where target != ignore_index, else 0, in input's dtype and on its
+ * device (shape of target); *count receives the number of 1s. */
+static tg_tensor *keep_mask(tg_site s, const char *who, tg_tensor *target, tg_tensor *like,
+                            int64_t ignore_index, int64_t *count) {
+    int64_t n = tg__numel(target->ndim, target->shape);
+    int64_t *y = tg__xmalloc((size_t)(n ? n : 1) * sizeof *y);
+    if (!y) return NULL;
+    tg_tensor *m = NULL;
+    if (tg_copy_out(target, TG_I64, y, (size_t)n * sizeof *y) == TG_OK &&
+        (m = tg__tensor_new(s, who, like->dtype, target->ndim, target->shape,
+                            TG_MEM_WORKSPACE))) {
+        *count = 0;
+        for (int64_t i = 0; i < n; i++) {
+            bool keep = y[i] != ignore_index;
+            *count += keep;
+            if (like->dtype == TG_F32) ((float *)m->storage->data)[i] = keep;
+            else ((double *)m->storage->data)[i] = keep;
+        }
+        if (like->storage->device != TG_CPU) {
+            tg_tensor *d = tg__to_device(s, m, like->storage->device);
+            tg__tensor_release(m);
+            m = d;
+        }
+    }
+    free(y);
+    return m;
+}
+
+tg_tensor *tg_cross_entropy_at(tg_site s, tg_tensor *input, tg_tensor *target,
+                               int64_t ignore_index, double label_smoothing, tg_reduction r) {
+    const char *who = "tg_cross_entropy";
+    if (tg__null_arg(input, who, "input") || tg__null_arg(target, who, "target") ||
+        !check_reduction(who, r))
+        return NULL;
+    if (!(label_smoothing >= 0 && label_smoothing <= 1))
+        return tg__fail(TG_ERR_VALUE, "%s: label_smoothing must be in [0, 1] (got %g)", who,
+                        label_smoothing);
+    tg_tensor *rows = NULL, *y = NULL, *lp = NULL, *h = NULL, *loss = NULL, *mask = NULL;
+    if (!classes_last(s, who, input, target, &rows, &y)) return NULL;
+    tg_logprob_opts o = tg_logprob_opts_default();
+    o.ignore_index = ignore_index;
+    o.want_entropy = false;
+    tg_status st = tg__logprob_entropy(s, who, rows, y, &o, &lp, &h);
+    if (st != TG_OK) { /* say whose call it was */
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", tg_last_error());
+        tg__set_error(st, "%s: %s", who, msg);
+        goto out;
+    }
+    loss = tg__neg(s, lp); /* -log p(target); 0 on ignored rows */
+    int64_t count = 0;
+    if (loss && (label_smoothing > 0 || r == TG_REDUCTION_MEAN))
+        mask = keep_mask(s, who, y, rows, ignore_index, &count);
+    if (loss && label_smoothing > 0) {
+        /* (1 - eps) nll + eps * mean over classes of -log p, 0 on ignored rows */
+        int64_t C = rows->shape[rows->ndim - 1];
+        tg_tensor *ls = mask ? tg__log_softmax(s, rows) : NULL;
+        tg_tensor *sm = ls ? tg__sum_dim(s, ls, -1, false) : NULL;
+        tg_tensor *u = sm ? tg__scale(s, sm, -label_smoothing / (double)C) : NULL;
+        tg_tensor *um = u ? tg__mul(s, u, mask) : NULL; /* ignored rows' values are finite */
+        tg_tensor *a = um ? tg__scale(s, loss, 1 - label_smoothing) : NULL;
+        tg_tensor *sum = a ? tg__add(s, a, um) : NULL;
+        drop2(NULL, ls, sm);
+        drop2(NULL, u, um);
+        drop2(NULL, a, loss);
+        loss = sum;
+    }
+    if (loss && r != TG_REDUCTION_NONE) {
+        tg_tensor *t = tg__reduce_all(s, loss, false);
+        if (t && r == TG_REDUCTION_MEAN) { /* over the rows kept; 0 / 0 = NaN for none */
+            tg_tensor *d = tg__scale(s, t, count ? 1.0 / (double)count : NAN);
+            tg__tensor_release(t);
+            t = d;
+        }
+        tg__tensor_release(loss);
+        loss = t;
+    } else if (loss && input->ndim == 1) { /* back to a 0-d loss for a (C) input */
+        tg_tensor *t = tg__squeeze(s, loss, 0);
+        tg__tensor_release(loss);
+        loss = t;
+    }
+out:
+    drop2(NULL, rows, y);
+    drop2(NULL, lp, h);
+    tg__tensor_release(mask);
+    return tg__ret(loss);
 }

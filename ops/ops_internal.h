@@ -35,6 +35,10 @@ tg_tensor *tg__scale(tg_site s, tg_tensor *t, double k);
 tg_tensor *tg__where(tg_site s, tg_tensor *c, tg_tensor *a, tg_tensor *b);
 tg_tensor *tg__sum_dim(tg_site s, tg_tensor *t, int dim, bool keepdim);
 tg_tensor *tg__mean_dim(tg_site s, tg_tensor *t, int dim, bool keepdim);
+/* tg_logprob_entropy without the scope: *lp and *h (NULL unless the entropy
+ * is wanted) are the caller's references; errors name `who`. */
+tg_status tg__logprob_entropy(tg_site s, const char *who, tg_tensor *logits, tg_tensor *targets,
+                              const tg_logprob_opts *opts, tg_tensor **lp, tg_tensor **h);
 /* Sum (mean false) or mean of all elements: a 0-d tensor. */
 tg_tensor *tg__reduce_all(tg_site s, tg_tensor *t, bool mean);
 /* Sums g over broadcast dimensions down to shape m (for the backward of

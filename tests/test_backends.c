@@ -464,6 +464,27 @@ Test(backends, shape_ops_and_joining) {
     }
 }
 
+/* the losses composed from recorded ops, cross-entropy through the fused op */
+static tg_tensor *v_losses(tg_tensor *const *in, const void *a) {
+    (void)a;
+    tg_tensor *ce = tg_cross_entropy(in[0], in[1], -100, 0.1, TG_REDUCTION_MEAN);
+    tg_tensor *t = tg_sigmoid(tg_scale(in[0], 0.3));
+    tg_tensor *b = tg_binary_cross_entropy_with_logits(in[0], t, NULL, TG_REDUCTION_SUM);
+    tg_tensor *h = tg_smooth_l1_loss(in[0], t, TG_REDUCTION_MEAN, 0.5);
+    return tg_add(tg_add(ce, b), tg_add(h, tg_masked_mean(in[0], t, 1, false)));
+}
+
+Test(backends, losses) {
+    NEED_DEVICE();
+    for (int d = 0; d < 2; d++) {
+        int sc = tg_scope_begin();
+        tg_tensor *in[2] = {randn(FLOATS[d], 2, (int64_t[]){5, 7}, 130),
+                            tg_from_data(TG_I64, TG_SHAPE(5), (int64_t[]){3, -100, 0, 6, 2})};
+        run_both("cross_entropy, bce, smooth_l1, masked_mean", 2, in, v_losses, NULL, true);
+        cr_assert_eq(tg_scope_end(sc), TG_OK);
+    }
+}
+
 /* ---- in-place ops ---------------------------------------------------------------------------- */
 
 /* Applies the in-place ops to a copy of in[0] and to a strided view of it. */

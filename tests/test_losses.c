@@ -193,3 +193,94 @@ Test(losses, errors) {
     cr_assert_eq(tg_live().nodes, 0);
     TGO_RELEASE(x, y, f);
 }
+
+/* ---- cross-entropy ------------------------------------------------------------------- */
+
+/* (3, 4) logits, targets [2, ignored, 0]: value and gradient as PyTorch's
+ * F.cross_entropy for each reduction and label smoothing. */
+static void check_ce(double eps, tg_reduction r, int64_t n_out, const double *want,
+                     const double *gx) {
+    tg_tensor *x = tgt_f64(2, (int64_t[]){3, 4},
+                           (double[]){0.5, -1.5, 2.0, 0.1, 3.0, -0.25, 0.0, 1.0, 1.0, 1.0, -2.0,
+                                      0.3});
+    cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+    tg_tensor *y = tg_from_data(TG_I64, TG_SHAPE(3), (int64_t[]){2, -100, 0});
+    tg_tensor *l = tg_cross_entropy(x, y, -100, eps, r);
+    cr_assert_not_null(l, "%s", tg_last_error());
+    tgt_assert_values(l, want, n_out, 1e-14);
+    tg_tensor *sl = tg_sum(l);
+    cr_assert_eq(tg_backward(sl, NULL, false), TG_OK, "%s", tg_last_error());
+    tg_tensor *g = tg_grad(x);
+    tgt_assert_values(g, gx, 12, 1e-14);
+    TGO_RELEASE(x, y, l, sl, g);
+}
+
+Test(losses, cross_entropy_as_pytorch) {
+    check_ce(0, TG_REDUCTION_MEAN, 1, (double[]){0.6366042673524859},
+             (double[]){0.07952483086992809, 0.010762515510125439, -0.14359443466976013,
+                        0.05330708828970663, 0, 0, 0, 0, -0.30364223023044745,
+                        0.19635776976955255, 0.009776077708077998, 0.09750838275281691});
+    check_ce(0.1, TG_REDUCTION_MEAN, 1, (double[]){0.7691042673524859},
+             (double[]){0.0670248308699281, -0.001737484489874562, -0.10609443466976015,
+                        0.040807088289706625, 0, 0, 0, 0, -0.2661422302304475,
+                        0.18385776976955254, -0.0027239222919220023, 0.08500838275281691});
+    check_ce(0.2, TG_REDUCTION_SUM, 1, (double[]){1.8032085347049718},
+             (double[]){0.10904966173985618, -0.028474968979749125, -0.13718886933952035,
+                        0.056614176579413256, 0, 0, 0, 0, -0.4572844604608949,
+                        0.34271553953910516, -0.030447844583844003, 0.14501676550563386});
+    check_ce(0.1, TG_REDUCTION_NONE, 3, (double[]){0.5110387875427433, 0, 1.0271697471622285},
+             (double[]){0.1340496617398562, -0.003474968979749124, -0.2121888693395203,
+                        0.08161417657941325, 0, 0, 0, 0, -0.532284460460895,
+                        0.3677155395391051, -0.005447844583844005, 0.17001676550563383});
+}
+
+/* PyTorch's other layouts: (N, C, d) with classes on dim 1, and (C) with a
+ * 0-d target (a 0-d loss); every row ignored gives NaN for MEAN. */
+Test(losses, cross_entropy_layouts_and_all_ignored) {
+    tg_tensor *z = tgt_f64(3, (int64_t[]){1, 3, 2}, (double[]){0.5, 1.0, -1.5, 0.0, 2.0, -0.5});
+    cr_assert_eq(tg_set_requires_grad(z, true), TG_OK);
+    tg_tensor *t = tg_from_data(TG_I64, TG_SHAPE(1, 2), (int64_t[]){2, 1});
+    tg_tensor *l = tg_cross_entropy(z, t, -100, 0, TG_REDUCTION_MEAN);
+    TGO_ASSERT_VALUES(l, 1e-14, 0.8450854166697721);
+    cr_assert_eq(tg_backward(l, NULL, false), TG_OK, "%s", tg_last_error());
+    TGO_ASSERT_GRAD(z, 1e-14, 0.08901510275307953, 0.3142658596058812, 0.012046884143424197,
+                    -0.3843880511889255, -0.1010619868965037, 0.07012219158304424);
+    tg_tensor *v = tgt_f64(1, (int64_t[]){3}, (double[]){0.5, -1.5, 2.0});
+    cr_assert_eq(tg_set_requires_grad(v, true), TG_OK);
+    tg_tensor *k = tg_from_data(TG_I64, TG_SCALAR, (int64_t[]){1});
+    tg_tensor *l1 = tg_cross_entropy(v, k, -100, 0.3, TG_REDUCTION_NONE);
+    cr_assert_eq(tg_ndim(l1), 0);
+    TGO_ASSERT_VALUES(l1, 1e-14, 3.1758020492315993);
+    cr_assert_eq(tg_backward(l1, NULL, false), TG_OK, "%s", tg_last_error());
+    TGO_ASSERT_GRAD(v, 1e-14, 0.07803020550615905, -0.7759062317131515, 0.6978760262069925);
+    tg_tensor *ig = tg_from_data(TG_I64, TG_SHAPE(1, 2), (int64_t[]){-100, -100});
+    tg_tensor *ln = tg_cross_entropy(z, ig, -100, 0, TG_REDUCTION_MEAN);
+    double d;
+    cr_assert_eq(tg_item(ln, &d), TG_OK);
+    cr_assert(isnan(d));
+    TGO_RELEASE(z, t, l, v, k, l1, ig, ln);
+}
+
+Test(losses, cross_entropy_errors) {
+    tg_tensor *x = tg_zeros(TG_F64, TG_SHAPE(2, 3));
+    tg_tensor *y = tg_from_data(TG_I64, TG_SHAPE(2), (int64_t[]){0, 3});
+    tg_tensor *y2 = tg_from_data(TG_I64, TG_SHAPE(3), (int64_t[]){0, 1, 2});
+    tg_tensor *z = tg_full(TG_F64, TG_SCALAR, 1);
+    tg_clear_error();
+    cr_assert_null(tg_cross_entropy(x, y, -100, 0, TG_REDUCTION_MEAN));
+    tgt_assert_error(TG_ERR_VALUE, "tg_cross_entropy", "3", NULL); /* target out of range */
+    tg_clear_error();
+    cr_assert_null(tg_cross_entropy(x, y2, -100, 0, TG_REDUCTION_MEAN));
+    tgt_assert_error(TG_ERR_SHAPE, NULL);
+    tg_clear_error();
+    cr_assert_null(tg_cross_entropy(x, y, -100, 1.5, TG_REDUCTION_MEAN));
+    tgt_assert_error(TG_ERR_VALUE, "label_smoothing", NULL);
+    tg_clear_error();
+    cr_assert_null(tg_cross_entropy(z, y, -100, 0, TG_REDUCTION_MEAN));
+    tgt_assert_error(TG_ERR_SHAPE, "0-d", NULL);
+    tg_clear_error();
+    cr_assert_null(tg_cross_entropy(x, NULL, -100, 0, TG_REDUCTION_MEAN));
+    tgt_assert_error(TG_ERR_NULL, "target", NULL);
+    cr_assert_eq(tg_live().nodes, 0);
+    TGO_RELEASE(x, y, y2, z);
+}

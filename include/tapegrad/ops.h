@@ -174,6 +174,19 @@ tg_tensor *tg_binary_cross_entropy_with_logits_at(tg_site s, tg_tensor *input,
  * the mask gets one too if it requires grad. Errors: those of tg_mul,
  * tg_sum_dim, TG_ERR_DIM. */
 tg_tensor *tg_masked_mean_at(tg_site s, tg_tensor *x, tg_tensor *mask, int dim, bool all);
+/* PyTorch's cross_entropy without class weights: input (C) with a 0-d target,
+ * or (N, C, d1, ...) with target (N, d1, ...) of i64 class indices. Rows whose
+ * target is ignore_index give 0 and no gradient; label_smoothing in [0, 1]
+ * mixes in the mean over classes of -log p. MEAN divides by the rows kept
+ * (NaN when none is). Computed by the fused log-prob op (no (N, C) tensor is
+ * saved for the log-likelihood term; label smoothing adds a log_softmax).
+ * Errors: those of tg_logprob_entropy (a target outside [0, C), a kept row of
+ * NaN or all -inf logits: PyTorch returns NaN there), TG_ERR_VALUE for
+ * label_smoothing or reduction. */
+tg_tensor *tg_cross_entropy_at(tg_site s, tg_tensor *input, tg_tensor *target,
+                               int64_t ignore_index, double label_smoothing, tg_reduction r);
+#define tg_cross_entropy(input, target, ignore_index, label_smoothing, r) \
+    tg_cross_entropy_at(TG_SITE, input, target, ignore_index, label_smoothing, r)
 #define tg_mse_loss(input, target, r) tg_mse_loss_at(TG_SITE, input, target, r)
 #define tg_smooth_l1_loss(input, target, r, beta) \
     tg_smooth_l1_loss_at(TG_SITE, input, target, r, beta)
