@@ -118,16 +118,19 @@ static tg_tensor *cat_any(tg_site s, const char *who, int n, tg_tensor *const *t
 
 /* The checks cat and stack share: n >= 1 inputs, none NULL, one device. */
 static bool check_inputs(const char *who, int n, tg_tensor *const *ts) {
-    if (n < 1 || !ts) {
-        tg__set_error(n < 1 ? TG_ERR_VALUE : TG_ERR_NULL, "%s: %s", who,
-                      n < 1 ? "needs at least one tensor" : "argument 'tensors' is NULL");
-        return false;
-    }
+    if (tg__null_arg(ts, who, "tensors")) return false;
+    /* a NULL element keeps an earlier error (a failed op that made it), as
+     * every op's NULL argument does */
     for (int i = 0; i < n; i++)
         if (!ts[i]) {
-            tg__set_error(TG_ERR_NULL, "%s: tensors[%d] is NULL", who, i);
+            if (tg_last_status() == TG_OK)
+                tg__set_error(TG_ERR_NULL, "%s: tensors[%d] is NULL", who, i);
             return false;
         }
+    if (n < 1) {
+        tg__set_error(TG_ERR_VALUE, "%s: needs at least one tensor", who);
+        return false;
+    }
     return tg__same_device(who, n, (const tg_tensor *const *)ts);
 }
 

@@ -189,6 +189,13 @@ Test(shape_ops, cat_and_stack_errors_leave_nothing_behind) {
     tg_clear_error();
     cr_assert_null(tg_cat(2, (tg_tensor *[]){a, NULL}, 0));
     tgt_assert_error(TG_ERR_NULL, "tensors[1]", NULL);
+    /* a NULL element keeps the error of the op that failed to make it (the
+     * program checker found tg_cat replacing it) */
+    tg_set_error(TG_ERR_SHAPE, "earlier");
+    cr_assert_null(tg_cat(2, (tg_tensor *[]){a, NULL}, 0));
+    tgt_assert_error(TG_ERR_SHAPE, "earlier", NULL);
+    cr_assert_null(tg_stack(2, (tg_tensor *[]){NULL, a}, 0));
+    tgt_assert_error(TG_ERR_SHAPE, "earlier", NULL);
     cr_assert_null(tg_cat(1, (tg_tensor *[]){z}, 0));
     tgt_assert_error(TG_ERR_DIM, "zero-dimensional", NULL);
     cr_assert_null(tg_cat(1, (tg_tensor *[]){a}, 2));
