@@ -195,8 +195,8 @@ static void exec_op(tgp_exec *e, const tgp_insn *in, tg_tensor **s, call *c) {
     case TGP_ROUND: o = tg_round(s[0]); break;
     case TGP_POW: o = tg_pow(s[0], s[1]); break;
     case TGP_PERMUTE: {
-        int dims[TG_MAX_DIMS];
-        for (int i = 0; i < nd; i++) dims[i] = clamp_int(in->shape[i]);
+        int dims[TGP_MAX_SHAPE]; /* more than TG_MAX_DIMS: tg_permute refuses them */
+        for (int i = 0; i < nd && i < TGP_MAX_SHAPE; i++) dims[i] = clamp_int(in->shape[i]);
         o = tg_permute(s[0], nd, dims);
         break;
     }
