@@ -232,3 +232,33 @@ out:
     tg__tensor_release(mask);
     return tg__ret(loss);
 }
+
+/* target * (log target - input), the 0 log 0 terms 0 (PyTorch's xlogy), or
+ * exp(target) * (target - input) for a log target. */
+tg_tensor *tg_kl_div_at(tg_site s, tg_tensor *input, tg_tensor *target, tg_reduction r,
+                        bool log_target) {
+    const char *who = "tg_kl_div";
+    if (tg__null_arg(input, who, "input") || tg__null_arg(target, who, "target") ||
+        !check_reduction(who, r))
+        return NULL;
+    tg_tensor *d = tg__sub(s, log_target ? target : input, log_target ? input : target);
+    tg_tensor *l = NULL;
+    if (d && log_target) { /* exp(t) (t - x) */
+        tg_tensor *e = tg__unary(s, TG__UN_EXP, target, 0, 0);
+        l = e ? tg__mul(s, e, d) : NULL;
+        tg__tensor_release(e);
+    } else if (d) { /* t log(t where t != 0, else 1) - t x: 0 log 0 is 0, gradients finite */
+        tg_tensor *one = tg__zeros_on(s, target->storage->device, target->dtype, 0, NULL);
+        tg_tensor *o1 = one ? tg__unary(s, TG__UN_ADDS, one, 1, 0) : NULL;
+        tg_tensor *safe = o1 ? tg__where(s, target, target, o1) : NULL;
+        tg_tensor *lg = safe ? tg__unary(s, TG__UN_LOG, safe, 0, 0) : NULL;
+        tg_tensor *xl = lg ? tg__mul(s, target, lg) : NULL;
+        tg_tensor *tx = xl ? tg__mul(s, target, input) : NULL;
+        l = tx ? tg__sub(s, xl, tx) : NULL;
+        drop2(NULL, one, o1);
+        drop2(NULL, safe, lg);
+        drop2(NULL, xl, tx);
+    }
+    tg__tensor_release(d);
+    return tg__ret(reduce(s, l, r));
+}

@@ -284,3 +284,48 @@ Test(losses, cross_entropy_errors) {
     cr_assert_eq(tg_live().nodes, 0);
     TGO_RELEASE(x, y, y2, z);
 }
+
+/* ---- KL divergence ---------------------------------------------------------------------- */
+
+/* PyTorch's F.kl_div (float64). The target's gradient where the target is 0:
+ * PyTorch's is NaN (its xlogy backward), tapegrad's -input (0 log 0 is held at
+ * 0 through a where): docs/api.md. */
+Test(losses, kl_div_as_pytorch) {
+    const double xv[] = {-0.5, -1.5, -2.0, -3.0, -0.25, -1.0};
+    const tg_reduction rs[3] = {TG_REDUCTION_SUM, TG_REDUCTION_MEAN, TG_REDUCTION_NONE};
+    const double want[3][6] = {{2.131450395901867}, {0.35524173265031117},
+                               {-0.22188758248682008, 0, 1.4214851589486324, 1.1534264097200273,
+                                -0.22157359027997264, 0}};
+    const double gx[2][6] = {{-0.2, -0.0, -0.8, -0.5, -0.5, -0.0},
+                             {-0.03333333333333333, -0.0, -0.13333333333333333,
+                              -0.08333333333333333, -0.08333333333333333, -0.0}};
+    const double gt[2][6] = {{-0.10943791243410028, 1.5, 2.7768564486857903, 3.3068528194400546,
+                              0.5568528194400547, 1.0},
+                             {-0.018239652072350024, 0.25, 0.4628094081142984, 0.5511421365733424,
+                              0.09280880324000912, 1.0 / 6}};
+    for (int k = 0; k < 3; k++) {
+        tg_tensor *x = tgt_f64(2, (int64_t[]){2, 3}, xv);
+        tg_tensor *t = tgt_f64(2, (int64_t[]){2, 3}, (double[]){0.2, 0, 0.8, 0.5, 0.5, 0});
+        cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+        cr_assert_eq(tg_set_requires_grad(t, true), TG_OK);
+        tg_tensor *l = tg_kl_div(x, t, rs[k], false), *sl = tg_sum(l);
+        tgt_assert_values(l, want[k], k == 2 ? 6 : 1, 1e-14);
+        cr_assert_eq(tg_backward(sl, NULL, false), TG_OK, "%s", tg_last_error());
+        tg_tensor *g = tg_grad(x), *h = tg_grad(t);
+        tgt_assert_values(g, gx[k == 1], 6, 1e-14);
+        tgt_assert_values(h, gt[k == 1], 6, 1e-14);
+        TGO_RELEASE(x, t, l, sl, g, h);
+    }
+    tg_tensor *x = tgt_f64(2, (int64_t[]){2, 3}, xv);
+    tg_tensor *t = tgt_f64(2, (int64_t[]){2, 3}, (double[]){-1, -2, -0.5, -0.1, -3, -0.7});
+    cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+    cr_assert_eq(tg_set_requires_grad(t, true), TG_OK);
+    tg_tensor *l = tg_kl_div(x, t, TG_REDUCTION_SUM, true);
+    TGO_ASSERT_VALUES(l, 1e-14, 3.2942782927950023);
+    cr_assert_eq(tg_backward(l, NULL, false), TG_OK, "%s", tg_last_error());
+    TGO_ASSERT_GRAD(x, 1e-14, -0.36787944117144233, -0.1353352832366127, -0.6065306597126334,
+                    -0.9048374180359595, -0.049787068367863944, -0.4965853037914095);
+    TGO_ASSERT_GRAD(t, 1e-14, 0.18393972058572117, 0.06766764161830635, 1.5163266492815834,
+                    3.528865930340242, -0.08712736964376189, 0.6455608949288324);
+    TGO_RELEASE(x, t, l);
+}

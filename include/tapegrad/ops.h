@@ -187,6 +187,14 @@ tg_tensor *tg_cross_entropy_at(tg_site s, tg_tensor *input, tg_tensor *target,
                                int64_t ignore_index, double label_smoothing, tg_reduction r);
 #define tg_cross_entropy(input, target, ignore_index, label_smoothing, r) \
     tg_cross_entropy_at(TG_SITE, input, target, ignore_index, label_smoothing, r)
+/* PyTorch's kl_div: input holds log-probabilities; target probabilities
+ * (target (log target - input), 0 where target is 0) or, with log_target,
+ * log-probabilities (exp(target) (target - input)). MEAN averages over every
+ * element, as PyTorch's 'mean' (its 'batchmean' is SUM divided by the batch
+ * size). */
+tg_tensor *tg_kl_div_at(tg_site s, tg_tensor *input, tg_tensor *target, tg_reduction r,
+                        bool log_target);
+#define tg_kl_div(input, target, r, log_target) tg_kl_div_at(TG_SITE, input, target, r, log_target)
 #define tg_mse_loss(input, target, r) tg_mse_loss_at(TG_SITE, input, target, r)
 #define tg_smooth_l1_loss(input, target, r, beta) \
     tg_smooth_l1_loss_at(TG_SITE, input, target, r, beta)
