@@ -292,3 +292,27 @@ Test(shape_ops, cat_allocation_failure_sweep) {
     }
     cr_assert(done);
 }
+
+/* triu / tril: PyTorch's values for diagonals 0, 1, -1 (NaN outside the
+ * triangle becomes 0), batched inputs, the gradient (the same triangle). */
+Test(shape_ops, triu_and_tril_as_pytorch) {
+    tg_tensor *x = iota(TG_SHAPE(3, 4));
+    tg_tensor *u0 = tg_triu(x, 0), *u1 = tg_triu(x, 1), *lm = tg_tril(x, -1), *l0 = tg_tril(x, 0);
+    TGO_ASSERT_VALUES(u0, 0, 0, 1, 2, 3, 0, 5, 6, 7, 0, 0, 10, 11);
+    TGO_ASSERT_VALUES(u1, 0, 0, 1, 2, 3, 0, 0, 6, 7, 0, 0, 0, 11);
+    TGO_ASSERT_VALUES(lm, 0, 0, 0, 0, 0, 4, 0, 0, 0, 8, 9, 0, 0);
+    TGO_ASSERT_VALUES(l0, 0, 0, 0, 0, 0, 4, 5, 0, 0, 8, 9, 10, 0);
+    tg_tensor *n = tgt_f64(2, (int64_t[]){2, 2}, (double[]){1, NAN, INFINITY, 2});
+    tg_tensor *nu = tg_triu(n, 0);
+    TGO_ASSERT_VALUES(nu, 0, 1, NAN, 0, 2);
+    tg_tensor *b = tgo_randn(TG_F64, TG_SHAPE(2, 3, 3), 5, true);
+    tg_tensor *bl = tg_tril(b, 0), *w = tg_arange(TG_F64, 1, 19, 1), *wv = tg_view(w, TG_SHAPE(2, 3, 3));
+    tg_tensor *p = tg_mul(bl, wv), *sp = tg_sum(p);
+    cr_assert_eq(tg_backward(sp, NULL, false), TG_OK, "%s", tg_last_error());
+    TGO_ASSERT_GRAD(b, 0, 1, 0, 0, 4, 5, 0, 7, 8, 9, 10, 0, 0, 13, 14, 0, 16, 17, 18);
+    tg_tensor *v = tg_ones(TG_F64, TG_SHAPE(3));
+    tg_clear_error();
+    cr_assert_null(tg_triu(v, 0));
+    tgt_assert_error(TG_ERR_DIM, "tg_triu", "2 dims", NULL);
+    TGO_RELEASE(x, u0, u1, lm, l0, n, nu, b, bl, w, wv, p, sp, v);
+}

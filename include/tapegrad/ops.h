@@ -144,6 +144,17 @@ tg_tensor *tg_stack_at(tg_site s, int n, tg_tensor *const *tensors, int dim);
 #define tg_cat(n, ...) tg_cat_at(TG_SITE, n, __VA_ARGS__) /* (n, tensors, dim) */
 #define tg_stack(n, ...) tg_stack_at(TG_SITE, n, __VA_ARGS__) /* (n, tensors, dim) */
 
+/* ---- triangles -------------------------------------------------------------- */
+/* The elements of the last two dims with j - i >= diagonal (triu) or
+ * j - i <= diagonal (tril), the others 0 (NaN and inf too), as PyTorch's
+ * triu/tril: causal masks, discount matrices. A new tensor; gradient the same
+ * triangle of the upstream gradient. Errors: TG_ERR_NULL, TG_ERR_DIM (fewer
+ * than 2 dims), TG_ERR_NOMEM. */
+tg_tensor *tg_triu_at(tg_site s, tg_tensor *t, int64_t diagonal);
+tg_tensor *tg_tril_at(tg_site s, tg_tensor *t, int64_t diagonal);
+#define tg_triu(t, diagonal) tg_triu_at(TG_SITE, t, diagonal)
+#define tg_tril(t, diagonal) tg_tril_at(TG_SITE, t, diagonal)
+
 /* ---- losses ----------------------------------------------------------------- */
 /* Composed from the recorded ops (the graph is the formula's), PyTorch's
  * values and gradients; input and target of one float dtype, broadcast as
