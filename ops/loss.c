@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ops_internal.h"
 
@@ -261,4 +262,136 @@ tg_tensor *tg_kl_div_at(tg_site s, tg_tensor *input, tg_tensor *target, tg_reduc
     }
     tg__tensor_release(d);
     return tg__ret(reduce(s, l, r));
+}
+
+/* -input[..., target] on the kept rows (PyTorch's nll_loss without weights). */
+tg_tensor *tg_nll_loss_at(tg_site s, tg_tensor *input, tg_tensor *target, int64_t ignore_index,
+                          tg_reduction r) {
+    const char *who = "tg_nll_loss";
+    if (tg__null_arg(input, who, "input") || tg__null_arg(target, who, "target") ||
+        !check_reduction(who, r))
+        return NULL;
+    if (target->dtype != TG_I64)
+        return tg__fail(TG_ERR_DTYPE, "%s: target is %s (i64 class indices required)", who,
+                        tg_dtype_name(target->dtype));
+    tg_tensor *rows = NULL, *y = NULL, *idx = NULL, *g = NULL, *mask = NULL, *loss = NULL;
+    if (!classes_last(s, who, input, target, &rows, &y)) return NULL;
+    bool same = y->ndim + 1 == rows->ndim;
+    for (int d = 0; same && d < y->ndim; d++) same = y->shape[d] == rows->shape[d];
+    if (!same) {
+        char a[160], b[160];
+        tg__set_error(TG_ERR_SHAPE, "%s: target has shape %s, input %s (expected the input's "
+                      "shape without its class dim)", who,
+                      tg__shape_str(a, sizeof a, target->ndim, target->shape),
+                      tg__shape_str(b, sizeof b, input->ndim, input->shape));
+        goto out;
+    }
+    /* the targets with ignored rows set to class 0, as (..., 1), on the device */
+    int64_t n = tg__numel(y->ndim, y->shape), count = 0, C = rows->shape[rows->ndim - 1];
+    int64_t shape1[TG_MAX_DIMS];
+    for (int d = 0; d < y->ndim; d++) shape1[d] = y->shape[d];
+    shape1[y->ndim] = 1;
+    tg_tensor *h = tg__tensor_new(s, who, TG_I64, y->ndim + 1, shape1, TG_MEM_WORKSPACE);
+    if (!h) goto out;
+    int64_t *hv = h->storage->data;
+    if (tg_copy_out(y, TG_I64, hv, (size_t)n * sizeof *hv) != TG_OK) {
+        tg__tensor_release(h);
+        goto out;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if (hv[i] == ignore_index) {
+            hv[i] = 0;
+            continue;
+        }
+        if (hv[i] < 0 || hv[i] >= C) {
+            tg__set_error(TG_ERR_VALUE, "%s: target %lld at position %lld is outside [0, %lld) "
+                          "(and is not ignore_index %lld)", who, (long long)hv[i], (long long)i,
+                          (long long)C, (long long)ignore_index);
+            tg__tensor_release(h);
+            goto out;
+        }
+    }
+    if (rows->storage->device != TG_CPU) {
+        idx = tg__to_device(s, h, rows->storage->device);
+        tg__tensor_release(h);
+    } else {
+        idx = h;
+    }
+    if (!idx || !(mask = keep_mask(s, who, y, rows, ignore_index, &count))) goto out;
+    tg_tensor *gi = tg__gather(s, rows, idx);
+    g = gi ? tg__view(s, gi, y->ndim, y->shape) : NULL;
+    tg__tensor_release(gi);
+    tg_tensor *z = g ? tg__zeros_on(s, rows->storage->device, rows->dtype, 0, NULL) : NULL;
+    tg_tensor *ng = z ? tg__neg(s, g) : NULL;
+    loss = ng ? tg__where(s, mask, ng, z) : NULL;
+    drop2(NULL, z, ng);
+    if (loss && r != TG_REDUCTION_NONE) {
+        tg_tensor *t = tg__reduce_all(s, loss, false);
+        if (t && r == TG_REDUCTION_MEAN) {
+            tg_tensor *d = tg__scale(s, t, count ? 1.0 / (double)count : NAN);
+            tg__tensor_release(t);
+            t = d;
+        }
+        tg__tensor_release(loss);
+        loss = t;
+    } else if (loss && input->ndim == 1) {
+        tg_tensor *t = tg__squeeze(s, loss, 0);
+        tg__tensor_release(loss);
+        loss = t;
+    }
+out:
+    drop2(NULL, rows, y);
+    drop2(NULL, idx, g);
+    tg__tensor_release(mask);
+    return tg__ret(loss);
+}
+
+/* ---- one_hot ------------------------------------------------------------------------- */
+
+tg_tensor *tg_one_hot_at(tg_site s, tg_tensor *target, int64_t num_classes) {
+    const char *who = "tg_one_hot";
+    if (tg__null_arg(target, who, "target")) return NULL;
+    if (target->dtype != TG_I64)
+        return tg__fail(TG_ERR_DTYPE, "%s: target is %s (i64 class indices required)", who,
+                        tg_dtype_name(target->dtype));
+    if (target->ndim == TG_MAX_DIMS)
+        return tg__fail(TG_ERR_DIM, "%s: target already has %d dims", who, TG_MAX_DIMS);
+    int64_t n = tg__numel(target->ndim, target->shape);
+    int64_t *y = tg__xmalloc((size_t)(n ? n : 1) * sizeof *y);
+    if (!y) return NULL;
+    tg_tensor *out = NULL;
+    if (tg_copy_out(target, TG_I64, y, (size_t)n * sizeof *y) != TG_OK) goto done;
+    if (num_classes < 0) { /* as PyTorch: one more than the largest target */
+        if (num_classes != -1 || n == 0) {
+            tg__set_error(TG_ERR_VALUE, "%s: num_classes is %lld: give it (>= 0) or -1 to take "
+                          "max(target) + 1 of a non-empty target", who, (long long)num_classes);
+            goto done;
+        }
+        num_classes = 0;
+        for (int64_t i = 0; i < n; i++)
+            if (y[i] + 1 > num_classes) num_classes = y[i] + 1;
+    }
+    for (int64_t i = 0; i < n; i++)
+        if (y[i] < 0 || y[i] >= num_classes) {
+            tg__set_error(TG_ERR_VALUE, "%s: target %lld at position %lld is outside [0, %lld)",
+                          who, (long long)y[i], (long long)i, (long long)num_classes);
+            goto done;
+        }
+    int64_t shape[TG_MAX_DIMS];
+    for (int d = 0; d < target->ndim; d++) shape[d] = target->shape[d];
+    shape[target->ndim] = num_classes;
+    if (tg__shape_check(who, target->ndim + 1, shape) < 0) goto done;
+    out = tg__tensor_new(s, who, TG_I64, target->ndim + 1, shape, tg__op_category());
+    if (!out) goto done;
+    int64_t *ov = out->storage->data;
+    memset(ov, 0, (size_t)(n * num_classes) * sizeof *ov);
+    for (int64_t i = 0; i < n; i++) ov[i * num_classes + y[i]] = 1;
+    if (target->storage->device != TG_CPU) {
+        tg_tensor *d = tg__to_device(s, out, target->storage->device);
+        tg__tensor_release(out);
+        out = d;
+    }
+done:
+    free(y);
+    return tg__ret(out);
 }

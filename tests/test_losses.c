@@ -329,3 +329,73 @@ Test(losses, kl_div_as_pytorch) {
                     3.528865930340242, -0.08712736964376189, 0.6455608949288324);
     TGO_RELEASE(x, t, l);
 }
+
+/* ---- NLL and one_hot ------------------------------------------------------------------ */
+
+/* PyTorch's F.nll_loss on log_softmax of the cross-entropy logits (float64). */
+Test(losses, nll_loss_as_pytorch) {
+    const double lpv[] = {-1.8385387875427432, -3.8385387875427432, -0.33853878754274325,
+                          -2.238538787542743,  -0.2020396702543971, -3.452039670254397,
+                          -3.202039670254397,  -2.202039670254397,  -0.9346697471622284,
+                          -0.9346697471622284, -3.9346697471622285, -1.6346697471622282};
+    const tg_reduction rs[3] = {TG_REDUCTION_MEAN, TG_REDUCTION_SUM, TG_REDUCTION_NONE};
+    const double want[3][3] = {{0.6366042673524859}, {1.2732085347049718},
+                               {0.33853878754274325, 0, 0.9346697471622284}};
+    const double g = 1.0;
+    for (int k = 0; k < 3; k++) {
+        tg_tensor *lp = tgt_f64(2, (int64_t[]){3, 4}, lpv);
+        cr_assert_eq(tg_set_requires_grad(lp, true), TG_OK);
+        tg_tensor *y = tg_from_data(TG_I64, TG_SHAPE(3), (int64_t[]){2, -100, 0});
+        tg_tensor *l = tg_nll_loss(lp, y, -100, rs[k]), *sl = tg_sum(l);
+        cr_assert_not_null(l, "%s", tg_last_error());
+        tgt_assert_values(l, want[k], k == 2 ? 3 : 1, 1e-15);
+        cr_assert_eq(tg_backward(sl, NULL, false), TG_OK, "%s", tg_last_error());
+        double w = k == 0 ? 0.5 * g : g;
+        TGO_ASSERT_GRAD(lp, 0, 0, 0, -w, 0, 0, 0, 0, 0, -w, 0, 0, 0);
+        TGO_RELEASE(lp, y, l, sl);
+    }
+    /* as cross_entropy on the logits themselves */
+    tg_tensor *x = tgt_f64(2, (int64_t[]){3, 4},
+                           (double[]){0.5, -1.5, 2.0, 0.1, 3.0, -0.25, 0.0, 1.0, 1.0, 1.0, -2.0,
+                                      0.3});
+    tg_tensor *y = tg_from_data(TG_I64, TG_SHAPE(3), (int64_t[]){2, -100, 0});
+    tg_tensor *ls = tg_log_softmax(x), *a = tg_nll_loss(ls, y, -100, TG_REDUCTION_MEAN);
+    tg_tensor *b = tg_cross_entropy(x, y, -100, 0, TG_REDUCTION_MEAN);
+    tgo_assert_same(a, b, 1e-15);
+    tg_tensor *bad = tg_from_data(TG_I64, TG_SHAPE(3), (int64_t[]){2, 4, 0});
+    tg_clear_error();
+    cr_assert_null(tg_nll_loss(ls, bad, -100, TG_REDUCTION_MEAN));
+    tgt_assert_error(TG_ERR_VALUE, "tg_nll_loss", "target 4", "position 1", NULL);
+    tg_tensor *f = tg_zeros(TG_F64, TG_SHAPE(3));
+    tg_clear_error();
+    cr_assert_null(tg_nll_loss(ls, f, -100, TG_REDUCTION_MEAN));
+    tgt_assert_error(TG_ERR_DTYPE, "i64", NULL);
+    tg_tensor *y2 = tg_from_data(TG_I64, TG_SHAPE(2), (int64_t[]){0, 1});
+    tg_clear_error();
+    cr_assert_null(tg_nll_loss(ls, y2, -100, TG_REDUCTION_MEAN));
+    tgt_assert_error(TG_ERR_SHAPE, "tg_nll_loss", NULL);
+    cr_assert_eq(tg_live().nodes, 0); /* x does not require grad: nothing recorded */
+    TGO_RELEASE(x, y, ls, a, b, bad, f, y2);
+}
+
+Test(losses, one_hot_as_pytorch) {
+    tg_tensor *y = tg_from_data(TG_I64, TG_SHAPE(2, 2), (int64_t[]){2, 0, 1, 3});
+    tg_tensor *o = tg_one_hot(y, -1), *o5 = tg_one_hot(y, 5);
+    cr_assert_not_null(o, "%s", tg_last_error());
+    cr_assert_eq(tg_get_dtype(o), TG_I64);
+    cr_assert_eq(tg_size(o, 2), 4);
+    TGO_ASSERT_VALUES(o, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1);
+    cr_assert_eq(tg_size(o5, 2), 5);
+    tg_clear_error();
+    cr_assert_null(tg_one_hot(y, 3));
+    tgt_assert_error(TG_ERR_VALUE, "tg_one_hot", "target 3", NULL);
+    tg_tensor *e = tg_zeros(TG_I64, TG_SHAPE(0));
+    tg_clear_error();
+    cr_assert_null(tg_one_hot(e, -1));
+    tgt_assert_error(TG_ERR_VALUE, "empty", NULL);
+    tg_tensor *f = tg_zeros(TG_F64, TG_SHAPE(2));
+    tg_clear_error();
+    cr_assert_null(tg_one_hot(f, 2));
+    tgt_assert_error(TG_ERR_DTYPE, NULL);
+    TGO_RELEASE(y, o, o5, e, f);
+}

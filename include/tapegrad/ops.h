@@ -206,6 +206,23 @@ tg_tensor *tg_cross_entropy_at(tg_site s, tg_tensor *input, tg_tensor *target,
 tg_tensor *tg_kl_div_at(tg_site s, tg_tensor *input, tg_tensor *target, tg_reduction r,
                         bool log_target);
 #define tg_kl_div(input, target, r, log_target) tg_kl_div_at(TG_SITE, input, target, r, log_target)
+/* PyTorch's nll_loss without weights: -input[..., target] with input holding
+ * log-probabilities in PyTorch's layouts ((C) with a 0-d target, or (N, C,
+ * d1, ...) with target (N, d1, ...)); ignored rows give 0 and no gradient;
+ * MEAN divides by the rows kept. Errors: TG_ERR_DTYPE (target not i64),
+ * TG_ERR_SHAPE, TG_ERR_VALUE (a target outside [0, C): names its position),
+ * and those of the ops. */
+tg_tensor *tg_nll_loss_at(tg_site s, tg_tensor *input, tg_tensor *target, int64_t ignore_index,
+                          tg_reduction r);
+#define tg_nll_loss(input, target, ignore_index, r) \
+    tg_nll_loss_at(TG_SITE, input, target, ignore_index, r)
+/* An i64 tensor of target's shape plus a last dim of num_classes, 1 at each
+ * target's class and 0 elsewhere (PyTorch's one_hot; num_classes -1: the
+ * largest target + 1). No gradient. Errors: TG_ERR_DTYPE (target not i64),
+ * TG_ERR_VALUE (a target outside [0, num_classes), a num_classes below -1, or
+ * -1 with an empty target), TG_ERR_DIM (target has TG_MAX_DIMS dims). */
+tg_tensor *tg_one_hot_at(tg_site s, tg_tensor *target, int64_t num_classes);
+#define tg_one_hot(target, num_classes) tg_one_hot_at(TG_SITE, target, num_classes)
 #define tg_mse_loss(input, target, r) tg_mse_loss_at(TG_SITE, input, target, r)
 #define tg_smooth_l1_loss(input, target, r, beta) \
     tg_smooth_l1_loss_at(TG_SITE, input, target, r, beta)
