@@ -97,8 +97,8 @@ tg_tensor *tg_binary_cross_entropy_with_logits_at(tg_site s, tg_tensor *input,
     return tg__ret(reduce(s, drop2(l, lin, ls), r));
 }
 
-tg_tensor *tg_masked_mean_at(tg_site s, tg_tensor *x, tg_tensor *mask, int dim, bool all) {
-    const char *who = "tg_masked_mean";
+static tg_tensor *masked_mean(tg_site s, const char *who, tg_tensor *x, tg_tensor *mask, int dim,
+                              bool all) {
     if (tg__null_arg(x, who, "x") || tg__null_arg(mask, who, "mask")) return NULL;
     tg_tensor *xm = tg__mul(s, x, mask), *num = NULL, *den = NULL, *mb = NULL;
     if (xm && !all) {
@@ -115,7 +115,11 @@ tg_tensor *tg_masked_mean_at(tg_site s, tg_tensor *x, tg_tensor *mask, int dim, 
     }
     drop2(NULL, xm, mb);
     tg_tensor *out = num && den ? tg__div(s, num, den) : NULL;
-    return tg__ret(drop2(out, num, den));
+    return drop2(out, num, den);
+}
+
+tg_tensor *tg_masked_mean_at(tg_site s, tg_tensor *x, tg_tensor *mask, int dim, bool all) {
+    return tg__ret(masked_mean(s, "tg_masked_mean", x, mask, dim, all));
 }
 
 /* ---- cross-entropy and NLL over a class dim ------------------------------------------ */
@@ -393,5 +397,29 @@ tg_tensor *tg_one_hot_at(tg_site s, tg_tensor *target, int64_t num_classes) {
     }
 done:
     free(y);
+    return tg__ret(out);
+}
+
+/* ---- the aggregation modes of RL trainers ---------------------------------------------- */
+
+tg_tensor *tg_agg_loss_at(tg_site s, tg_tensor *loss, tg_tensor *mask, tg_agg_mode mode) {
+    const char *who = "tg_agg_loss";
+    if (tg__null_arg(loss, who, "loss") || tg__null_arg(mask, who, "mask")) return NULL;
+    if (mode == TG_AGG_TOKEN_MEAN) return tg__ret(masked_mean(s, who, loss, mask, 0, true));
+    if (mode != TG_AGG_SEQ_MEAN_TOKEN_SUM && mode != TG_AGG_SEQ_MEAN_TOKEN_MEAN)
+        return tg__fail(TG_ERR_VALUE, "%s: mode is %d (TG_AGG_TOKEN_MEAN, "
+                        "_SEQ_MEAN_TOKEN_SUM or _SEQ_MEAN_TOKEN_MEAN)", who, (int)mode);
+    if (loss->ndim < 1)
+        return tg__fail(TG_ERR_DIM, "%s: loss is 0-d (expected (..., tokens))", who);
+    tg_tensor *seq = NULL; /* one value per sequence (all dims but the last) */
+    if (mode == TG_AGG_SEQ_MEAN_TOKEN_SUM) {
+        tg_tensor *lm = tg__mul(s, loss, mask);
+        seq = lm ? tg__sum_dim(s, lm, -1, false) : NULL;
+        tg__tensor_release(lm);
+    } else {
+        seq = masked_mean(s, who, loss, mask, -1, false);
+    }
+    tg_tensor *out = seq ? tg__reduce_all(s, seq, true) : NULL;
+    tg__tensor_release(seq);
     return tg__ret(out);
 }

@@ -399,3 +399,41 @@ Test(losses, one_hot_as_pytorch) {
     tgt_assert_error(TG_ERR_DTYPE, NULL);
     TGO_RELEASE(y, o, o5, e, f);
 }
+
+/* ---- aggregation modes ------------------------------------------------------------------ */
+
+/* The three modes on a (3, 4) per-token loss with ragged masks, as the
+ * trainers' PyTorch formulas give them (float64), and the mode's error. */
+Test(losses, aggregation_modes_as_the_trainers_formulas) {
+    const tg_agg_mode modes[3] = {TG_AGG_TOKEN_MEAN, TG_AGG_SEQ_MEAN_TOKEN_SUM,
+                                  TG_AGG_SEQ_MEAN_TOKEN_MEAN};
+    const double want[3] = {0.5357142857142857, 1.25, 0.4791666666666667};
+    const double t = 1.0 / 7, q = 1.0 / 3, h = 1.0 / 6, e = 1.0 / 12;
+    const double grads[3][12] = {{t, t, 0, 0, t, t, t, t, t, 0, 0, 0},
+                                 {q, q, 0, 0, q, q, q, q, q, 0, 0, 0},
+                                 {h, h, 0, 0, e, e, e, e, q, 0, 0, 0}};
+    for (int k = 0; k < 3; k++) {
+        tg_tensor *l = tgt_f64(2, (int64_t[]){3, 4},
+                               (double[]){0.5, -1.5, 2.0, 0.1, 3.0, -0.25, 0.0, 1.0, 1.0, 1.0,
+                                          -2.0, 0.3});
+        tg_tensor *m = tgt_f64(2, (int64_t[]){3, 4},
+                               (double[]){1, 1, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0});
+        cr_assert_eq(tg_set_requires_grad(l, true), TG_OK);
+        tg_tensor *a = tg_agg_loss(l, m, modes[k]);
+        cr_assert_not_null(a, "%s", tg_last_error());
+        cr_assert_eq(tg_ndim(a), 0);
+        tgt_assert_values(a, &want[k], 1, 1e-15);
+        cr_assert_eq(tg_backward(a, NULL, false), TG_OK, "%s", tg_last_error());
+        tg_tensor *g = tg_grad(l);
+        tgt_assert_values(g, grads[k], 12, 1e-15);
+        TGO_RELEASE(l, m, a, g);
+    }
+    tg_tensor *l = tg_ones(TG_F64, TG_SHAPE(2, 2)), *z = tg_ones(TG_F64, TG_SCALAR);
+    tg_clear_error();
+    cr_assert_null(tg_agg_loss(l, l, (tg_agg_mode)9));
+    tgt_assert_error(TG_ERR_VALUE, "tg_agg_loss", "mode", NULL);
+    tg_clear_error();
+    cr_assert_null(tg_agg_loss(z, z, TG_AGG_SEQ_MEAN_TOKEN_SUM));
+    tgt_assert_error(TG_ERR_DIM, "0-d", NULL);
+    TGO_RELEASE(l, z);
+}

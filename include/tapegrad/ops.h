@@ -229,6 +229,20 @@ tg_tensor *tg_one_hot_at(tg_site s, tg_tensor *target, int64_t num_classes);
 #define tg_binary_cross_entropy_with_logits(input, target, pos_weight, r) \
     tg_binary_cross_entropy_with_logits_at(TG_SITE, input, target, pos_weight, r)
 #define tg_masked_mean(x, mask, dim, all) tg_masked_mean_at(TG_SITE, x, mask, dim, all)
+/* How RL trainers turn a per-token loss (..., tokens) and its mask into one
+ * number: TG_AGG_TOKEN_MEAN sum(loss * mask) / sum(mask) over everything;
+ * TG_AGG_SEQ_MEAN_TOKEN_SUM the mean over sequences of each one's masked sum;
+ * TG_AGG_SEQ_MEAN_TOKEN_MEAN the mean over sequences of each one's masked
+ * mean (a sequence with an all-zero mask makes it NaN, as the trainers'
+ * formula). A 0-d tensor. Errors: TG_ERR_VALUE (mode), TG_ERR_DIM (0-d loss),
+ * those of the ops. */
+typedef enum tg_agg_mode {
+    TG_AGG_TOKEN_MEAN = 0,
+    TG_AGG_SEQ_MEAN_TOKEN_SUM = 1,
+    TG_AGG_SEQ_MEAN_TOKEN_MEAN = 2
+} tg_agg_mode;
+tg_tensor *tg_agg_loss_at(tg_site s, tg_tensor *loss, tg_tensor *mask, tg_agg_mode mode);
+#define tg_agg_loss(loss, mask, mode) tg_agg_loss_at(TG_SITE, loss, mask, mode)
 
 /* ---- reductions ------------------------------------------------------------ */
 /* Sum / mean of all elements: a 0-d tensor. Mean of 0 elements is NaN. */
