@@ -472,7 +472,12 @@ static tg_tensor *v_losses(tg_tensor *const *in, const void *a) {
     tg_tensor *t = tg_sigmoid(tg_scale(in[0], 0.3));
     tg_tensor *b = tg_binary_cross_entropy_with_logits(in[0], t, NULL, TG_REDUCTION_SUM);
     tg_tensor *h = tg_smooth_l1_loss(in[0], t, TG_REDUCTION_MEAN, 0.5);
-    return tg_add(tg_add(ce, b), tg_add(h, tg_masked_mean(in[0], t, 1, false)));
+    tg_tensor *ls = tg_log_softmax(in[0]);
+    tg_tensor *nll = tg_nll_loss(ls, in[1], -100, TG_REDUCTION_SUM);
+    tg_tensor *kl = tg_kl_div(ls, t, TG_REDUCTION_MEAN, false);
+    tg_tensor *ag = tg_agg_loss(tg_square(in[0]), t, TG_AGG_SEQ_MEAN_TOKEN_MEAN);
+    tg_tensor *rest = tg_add(tg_add(nll, kl), ag);
+    return tg_add(tg_add(tg_add(ce, b), tg_add(h, tg_masked_mean(in[0], t, 1, false))), rest);
 }
 
 Test(backends, losses) {
@@ -481,7 +486,8 @@ Test(backends, losses) {
         int sc = tg_scope_begin();
         tg_tensor *in[2] = {randn(FLOATS[d], 2, (int64_t[]){5, 7}, 130),
                             tg_from_data(TG_I64, TG_SHAPE(5), (int64_t[]){3, -100, 0, 6, 2})};
-        run_both("cross_entropy, bce, smooth_l1, masked_mean", 2, in, v_losses, NULL, true);
+        run_both("cross_entropy, bce, smooth_l1, masked_mean, nll, kl_div, agg_loss", 2, in,
+                 v_losses, NULL, true);
         cr_assert_eq(tg_scope_end(sc), TG_OK);
     }
 }
