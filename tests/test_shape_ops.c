@@ -316,3 +316,26 @@ Test(shape_ops, triu_and_tril_as_pytorch) {
     tgt_assert_error(TG_ERR_DIM, "tg_triu", "2 dims", NULL);
     TGO_RELEASE(x, u0, u1, lm, l0, n, nu, b, bl, w, wv, p, sp, v);
 }
+
+/* masked_fill as PyTorch's: a broadcast mask, -inf for a causal mask (the
+ * softmax of the filled rows is then exact), the gradient only where the
+ * mask is 0, and a mask that would grow t is refused. */
+Test(shape_ops, masked_fill_as_pytorch) {
+    tg_tensor *x = tgo_randn(TG_F64, TG_SHAPE(2, 3), 7, true);
+    tg_tensor *m = tgt_f64(1, (int64_t[]){3}, (double[]){0, 1, 0});
+    tg_tensor *f = tg_masked_fill(x, m, -INFINITY);
+    double v;
+    cr_assert_eq(tg_get(f, (int64_t[]){1, 1}, &v), TG_OK);
+    cr_assert(isinf(v) && v < 0);
+    tg_tensor *sm = tg_softmax(f), *w = tg_arange(TG_F64, 1, 7, 1), *wv = tg_view(w, TG_SHAPE(2, 3));
+    cr_assert_eq(tg_get(sm, (int64_t[]){0, 1}, &v), TG_OK);
+    cr_assert_eq(v, 0);
+    tg_tensor *p = tg_mul(f, wv), *m2 = tg_masked_fill(p, m, 0), *l = tg_sum(m2);
+    cr_assert_eq(tg_backward(l, NULL, false), TG_OK, "%s", tg_last_error());
+    TGO_ASSERT_GRAD(x, 0, 1, 0, 3, 4, 0, 6);
+    tg_tensor *big = tg_ones(TG_F64, TG_SHAPE(4, 2, 3));
+    tg_clear_error();
+    cr_assert_null(tg_masked_fill(x, big, 0));
+    tgt_assert_error(TG_ERR_SHAPE, "tg_masked_fill", NULL);
+    TGO_RELEASE(x, m, f, sm, w, wv, p, m2, l, big);
+}

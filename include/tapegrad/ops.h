@@ -153,6 +153,12 @@ tg_tensor *tg_stack_at(tg_site s, int n, tg_tensor *const *tensors, int dim);
 tg_tensor *tg_triu_at(tg_site s, tg_tensor *t, int64_t diagonal);
 tg_tensor *tg_tril_at(tg_site s, tg_tensor *t, int64_t diagonal);
 #define tg_triu(t, diagonal) tg_triu_at(TG_SITE, t, diagonal)
+/* t with value where mask is non-zero (PyTorch's masked_fill, out of place;
+ * mask of any dtype, broadcast to t's shape). Gradient to t where the mask
+ * is 0. Errors: TG_ERR_NULL, TG_ERR_SHAPE (the mask would change t's shape),
+ * those of tg_where. */
+tg_tensor *tg_masked_fill_at(tg_site s, tg_tensor *t, tg_tensor *mask, double value);
+#define tg_masked_fill(t, mask, value) tg_masked_fill_at(TG_SITE, t, mask, value)
 #define tg_tril(t, diagonal) tg_tril_at(TG_SITE, t, diagonal)
 
 /* ---- losses ----------------------------------------------------------------- */
