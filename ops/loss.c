@@ -150,32 +150,84 @@ static bool classes_last(tg_site s, const char *who, tg_tensor *input, tg_tensor
     return false;
 }
 
-/* 1 where target != ignore_index, else 0, in input's dtype and on its
- * device (shape of target); *count receives the number of 1s. */
-static tg_tensor *keep_mask(tg_site s, const char *who, tg_tensor *target, tg_tensor *like,
-                            int64_t ignore_index, int64_t *count) {
-    int64_t n = tg__numel(target->ndim, target->shape);
-    int64_t *y = tg__xmalloc((size_t)(n ? n : 1) * sizeof *y);
-    if (!y) return NULL;
-    tg_tensor *m = NULL;
-    if (tg_copy_out(target, TG_I64, y, (size_t)n * sizeof *y) == TG_OK &&
-        (m = tg__tensor_new(s, who, like->dtype, target->ndim, target->shape,
-                            TG_MEM_WORKSPACE))) {
-        *count = 0;
-        for (int64_t i = 0; i < n; i++) {
-            bool keep = y[i] != ignore_index;
-            *count += keep;
-            if (like->dtype == TG_F32) ((float *)m->storage->data)[i] = keep;
-            else ((double *)m->storage->data)[i] = keep;
+/* t moved to dev (released either way); t itself on the CPU. */
+static tg_tensor *on_device(tg_site s, tg_tensor *t, tg_device dev) {
+    if (!t || dev == TG_CPU) return t;
+    tg_tensor *d = tg__to_device(s, t, dev);
+    tg__tensor_release(t);
+    return d;
+}
+
+/* One host pass over the targets y (copied from any device): *mask (1 where
+ * y != ignore_index, else 0; like's dtype and device, y's shape), *count of
+ * those rows and, when idx is non-NULL, *idx: y as (..., 1) with ignored rows
+ * set to class 0 and every kept target checked to lie in [0, C) (i64, on
+ * like's device). False with the error set, nothing left behind. */
+static bool host_targets(tg_site s, const char *who, tg_tensor *y, tg_tensor *like,
+                         int64_t ignore_index, int64_t C, tg_tensor **mask, int64_t *count,
+                         tg_tensor **idx) {
+    *mask = NULL;
+    if (idx) *idx = NULL;
+    int64_t n = tg__numel(y->ndim, y->shape), shape1[TG_MAX_DIMS];
+    for (int d = 0; d < y->ndim; d++) shape1[d] = y->shape[d];
+    shape1[y->ndim] = 1;
+    tg_tensor *m = tg__tensor_new(s, who, like->dtype, y->ndim, y->shape, TG_MEM_WORKSPACE);
+    tg_tensor *h = m ? tg__tensor_new(s, who, TG_I64, y->ndim + 1, shape1, TG_MEM_WORKSPACE)
+                     : NULL;
+    if (!h || tg_copy_out(y, TG_I64, h->storage->data, (size_t)n * sizeof(int64_t)) != TG_OK)
+        goto fail;
+    int64_t *hv = h->storage->data;
+    *count = 0;
+    for (int64_t i = 0; i < n; i++) {
+        bool keep = hv[i] != ignore_index;
+        if (keep && idx && (hv[i] < 0 || hv[i] >= C)) {
+            tg__set_error(TG_ERR_VALUE, "%s: target %lld at position %lld is outside [0, %lld) "
+                          "(and is not ignore_index %lld)", who, (long long)hv[i], (long long)i,
+                          (long long)C, (long long)ignore_index);
+            goto fail;
         }
-        if (like->storage->device != TG_CPU) {
-            tg_tensor *d = tg__to_device(s, m, like->storage->device);
-            tg__tensor_release(m);
-            m = d;
+        if (!keep) hv[i] = 0;
+        *count += keep;
+        if (like->dtype == TG_F32) ((float *)m->storage->data)[i] = keep;
+        else ((double *)m->storage->data)[i] = keep;
+    }
+    tg_device dev = like->storage->device;
+    if (!(*mask = on_device(s, m, dev))) {
+        tg__tensor_release(h);
+        return false;
+    }
+    if (!idx) {
+        tg__tensor_release(h);
+        return true;
+    }
+    if ((*idx = on_device(s, h, dev))) return true;
+    tg__tensor_release(*mask);
+    *mask = NULL;
+    return false;
+fail:
+    drop2(NULL, m, h);
+    return false;
+}
+
+/* The per-row loss (consumed) reduced: MEAN divides by the count rows kept
+ * (NaN when none is); NONE gives a 0-d loss back for a (C) input (squeeze). */
+static tg_tensor *reduce_rows(tg_site s, tg_tensor *loss, tg_reduction r, int64_t count,
+                              bool squeeze) {
+    if (!loss) return NULL;
+    tg_tensor *t;
+    if (r == TG_REDUCTION_NONE) {
+        if (!squeeze) return loss;
+        t = tg__squeeze(s, loss, 0);
+    } else {
+        t = tg__reduce_all(s, loss, false);
+        if (t && r == TG_REDUCTION_MEAN) {
+            tg_tensor *d = tg__scale(s, t, count ? 1.0 / (double)count : NAN);
+            tg__tensor_release(t);
+            t = d;
         }
     }
-    free(y);
-    return m;
+    tg__tensor_release(loss);
+    return t;
 }
 
 tg_tensor *tg_cross_entropy_at(tg_site s, tg_tensor *input, tg_tensor *target,
@@ -201,12 +253,15 @@ tg_tensor *tg_cross_entropy_at(tg_site s, tg_tensor *input, tg_tensor *target,
     }
     loss = tg__neg(s, lp); /* -log p(target); 0 on ignored rows */
     int64_t count = 0;
-    if (loss && (label_smoothing > 0 || r == TG_REDUCTION_MEAN))
-        mask = keep_mask(s, who, y, rows, ignore_index, &count);
+    if (loss && (label_smoothing > 0 || r == TG_REDUCTION_MEAN) &&
+        !host_targets(s, who, y, rows, ignore_index, 0, &mask, &count, NULL)) {
+        tg__tensor_release(loss);
+        loss = NULL;
+    }
     if (loss && label_smoothing > 0) {
         /* (1 - eps) nll + eps * mean over classes of -log p, 0 on ignored rows */
         int64_t C = rows->shape[rows->ndim - 1];
-        tg_tensor *ls = mask ? tg__log_softmax(s, rows) : NULL;
+        tg_tensor *ls = tg__log_softmax(s, rows);
         tg_tensor *sm = ls ? tg__sum_dim(s, ls, -1, false) : NULL;
         tg_tensor *u = sm ? tg__scale(s, sm, -label_smoothing / (double)C) : NULL;
         tg_tensor *um = u ? tg__mul(s, u, mask) : NULL; /* ignored rows' values are finite */
@@ -217,20 +272,7 @@ tg_tensor *tg_cross_entropy_at(tg_site s, tg_tensor *input, tg_tensor *target,
         drop2(NULL, a, loss);
         loss = sum;
     }
-    if (loss && r != TG_REDUCTION_NONE) {
-        tg_tensor *t = tg__reduce_all(s, loss, false);
-        if (t && r == TG_REDUCTION_MEAN) { /* over the rows kept; 0 / 0 = NaN for none */
-            tg_tensor *d = tg__scale(s, t, count ? 1.0 / (double)count : NAN);
-            tg__tensor_release(t);
-            t = d;
-        }
-        tg__tensor_release(loss);
-        loss = t;
-    } else if (loss && input->ndim == 1) { /* back to a 0-d loss for a (C) input */
-        tg_tensor *t = tg__squeeze(s, loss, 0);
-        tg__tensor_release(loss);
-        loss = t;
-    }
+    loss = reduce_rows(s, loss, r, count, input->ndim == 1);
 out:
     drop2(NULL, rows, y);
     drop2(NULL, lp, h);
@@ -253,15 +295,14 @@ tg_tensor *tg_kl_div_at(tg_site s, tg_tensor *input, tg_tensor *target, tg_reduc
         l = e ? tg__mul(s, e, d) : NULL;
         tg__tensor_release(e);
     } else if (d) { /* t log(t where t != 0, else 1) - t x: 0 log 0 is 0, gradients finite */
-        tg_tensor *one = tg__zeros_on(s, target->storage->device, target->dtype, 0, NULL);
-        tg_tensor *o1 = one ? tg__unary(s, TG__UN_ADDS, one, 1, 0) : NULL;
-        tg_tensor *safe = o1 ? tg__where(s, target, target, o1) : NULL;
+        tg_tensor *one = tg__scalar_like(s, target, 1);
+        tg_tensor *safe = one ? tg__where(s, target, target, one) : NULL;
         tg_tensor *lg = safe ? tg__unary(s, TG__UN_LOG, safe, 0, 0) : NULL;
         tg_tensor *xl = lg ? tg__mul(s, target, lg) : NULL;
         tg_tensor *tx = xl ? tg__mul(s, target, input) : NULL;
         l = tx ? tg__sub(s, xl, tx) : NULL;
-        drop2(NULL, one, o1);
-        drop2(NULL, safe, lg);
+        drop2(NULL, one, safe);
+        tg__tensor_release(lg);
         drop2(NULL, xl, tx);
     }
     tg__tensor_release(d);
@@ -290,59 +331,17 @@ tg_tensor *tg_nll_loss_at(tg_site s, tg_tensor *input, tg_tensor *target, int64_
                       tg__shape_str(b, sizeof b, input->ndim, input->shape));
         goto out;
     }
-    /* the targets with ignored rows set to class 0, as (..., 1), on the device */
-    int64_t n = tg__numel(y->ndim, y->shape), count = 0, C = rows->shape[rows->ndim - 1];
-    int64_t shape1[TG_MAX_DIMS];
-    for (int d = 0; d < y->ndim; d++) shape1[d] = y->shape[d];
-    shape1[y->ndim] = 1;
-    tg_tensor *h = tg__tensor_new(s, who, TG_I64, y->ndim + 1, shape1, TG_MEM_WORKSPACE);
-    if (!h) goto out;
-    int64_t *hv = h->storage->data;
-    if (tg_copy_out(y, TG_I64, hv, (size_t)n * sizeof *hv) != TG_OK) {
-        tg__tensor_release(h);
+    int64_t count = 0;
+    if (!host_targets(s, who, y, rows, ignore_index, rows->shape[rows->ndim - 1], &mask, &count,
+                      &idx))
         goto out;
-    }
-    for (int64_t i = 0; i < n; i++) {
-        if (hv[i] == ignore_index) {
-            hv[i] = 0;
-            continue;
-        }
-        if (hv[i] < 0 || hv[i] >= C) {
-            tg__set_error(TG_ERR_VALUE, "%s: target %lld at position %lld is outside [0, %lld) "
-                          "(and is not ignore_index %lld)", who, (long long)hv[i], (long long)i,
-                          (long long)C, (long long)ignore_index);
-            tg__tensor_release(h);
-            goto out;
-        }
-    }
-    if (rows->storage->device != TG_CPU) {
-        idx = tg__to_device(s, h, rows->storage->device);
-        tg__tensor_release(h);
-    } else {
-        idx = h;
-    }
-    if (!idx || !(mask = keep_mask(s, who, y, rows, ignore_index, &count))) goto out;
     tg_tensor *gi = tg__gather(s, rows, idx);
     g = gi ? tg__view(s, gi, y->ndim, y->shape) : NULL;
     tg__tensor_release(gi);
-    tg_tensor *z = g ? tg__zeros_on(s, rows->storage->device, rows->dtype, 0, NULL) : NULL;
+    tg_tensor *z = g ? tg__scalar_like(s, rows, 0) : NULL;
     tg_tensor *ng = z ? tg__neg(s, g) : NULL;
-    loss = ng ? tg__where(s, mask, ng, z) : NULL;
+    loss = reduce_rows(s, ng ? tg__where(s, mask, ng, z) : NULL, r, count, input->ndim == 1);
     drop2(NULL, z, ng);
-    if (loss && r != TG_REDUCTION_NONE) {
-        tg_tensor *t = tg__reduce_all(s, loss, false);
-        if (t && r == TG_REDUCTION_MEAN) {
-            tg_tensor *d = tg__scale(s, t, count ? 1.0 / (double)count : NAN);
-            tg__tensor_release(t);
-            t = d;
-        }
-        tg__tensor_release(loss);
-        loss = t;
-    } else if (loss && input->ndim == 1) {
-        tg_tensor *t = tg__squeeze(s, loss, 0);
-        tg__tensor_release(loss);
-        loss = t;
-    }
 out:
     drop2(NULL, rows, y);
     drop2(NULL, idx, g);

@@ -110,6 +110,9 @@ bool tg__promote_scalars(tg_site s, int n, tg_tensor **ts, tg_tensor **owned);
  * it is); nothing happens when dev is TG_CPU. */
 bool tg__promote_scalars_to(tg_site s, tg_device dev, int n, tg_tensor **ts, tg_tensor **owned);
 void tg__release_promoted(int n, tg_tensor **owned);
+/* A 0-d constant v of like's dtype on like's device (not recorded), for the
+ * composed ops' where() branches. NULL with the error set. */
+tg_tensor *tg__scalar_like(tg_site s, const tg_tensor *like, double v);
 
 /* ---- in-place ops on views (ops/view_inplace.c) ----------------------------- */
 

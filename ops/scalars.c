@@ -36,3 +36,12 @@ void tg__release_promoted(int n, tg_tensor **owned) {
         owned[i] = NULL;
     }
 }
+
+tg_tensor *tg__scalar_like(tg_site s, const tg_tensor *like, double v) {
+    tg_tensor *t = tg__zeros_on(s, like->storage->device, like->dtype, 0, NULL);
+    if (t && v != 0 && tg__k_fill(t, v) != TG_OK) {
+        tg__tensor_release(t);
+        return NULL;
+    }
+    return t;
+}

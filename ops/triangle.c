@@ -21,7 +21,7 @@ static tg_tensor *triangle(tg_site s, const char *who, tg_tensor *t, int64_t k, 
         tg__tensor_release(m);
         if (!(m = d)) return NULL;
     }
-    tg_tensor *z = tg__zeros_on(s, t->storage->device, t->dtype, 0, NULL);
+    tg_tensor *z = tg__scalar_like(s, t, 0);
     tg_tensor *out = z ? tg__where(s, m, t, z) : NULL;
     tg__tensor_release(z);
     tg__tensor_release(m);
@@ -54,10 +54,8 @@ tg_tensor *tg_masked_fill_at(tg_site s, tg_tensor *t, tg_tensor *mask, double va
                         "another shape", who, tg__shape_str(a, sizeof a, mask->ndim, mask->shape),
                         tg__shape_str(b, sizeof b, t->ndim, t->shape));
     }
-    tg_tensor *z = tg__zeros_on(s, t->storage->device, t->dtype, 0, NULL);
-    tg_tensor *v = z ? tg__unary(s, TG__UN_ADDS, z, value, 0) : NULL;
+    tg_tensor *v = tg__scalar_like(s, t, value);
     tg_tensor *out = v ? tg__where(s, mask, v, t) : NULL;
-    tg__tensor_release(z);
     tg__tensor_release(v);
     return tg__ret(out);
 }

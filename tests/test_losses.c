@@ -389,6 +389,9 @@ Test(losses, one_hot_as_pytorch) {
     tg_clear_error();
     cr_assert_null(tg_one_hot(y, 3));
     tgt_assert_error(TG_ERR_VALUE, "tg_one_hot", "target 3", NULL);
+    tg_clear_error();
+    cr_assert_null(tg_one_hot(y, -2));
+    tgt_assert_error(TG_ERR_VALUE, "num_classes is -2", NULL);
     tg_tensor *e = tg_zeros(TG_I64, TG_SHAPE(0));
     tg_clear_error();
     cr_assert_null(tg_one_hot(e, -1));

@@ -337,5 +337,8 @@ Test(shape_ops, masked_fill_as_pytorch) {
     tg_clear_error();
     cr_assert_null(tg_masked_fill(x, big, 0));
     tgt_assert_error(TG_ERR_SHAPE, "tg_masked_fill", NULL);
+    tg_clear_error();
+    cr_assert_null(tg_masked_fill(x, NULL, 0));
+    tgt_assert_error(TG_ERR_NULL, "tg_masked_fill", "mask", NULL);
     TGO_RELEASE(x, m, f, sm, w, wv, p, m2, l, big);
 }

@@ -141,9 +141,14 @@ static void json_string(FILE *f, const char *s) {
     fputc('"', f);
 }
 
+/* The whole file (or stdin for "-"), NUL-terminated; NULL after saying so on
+ * stderr. */
 static char *read_all(const char *path, size_t *size) {
     FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-    if (!f) return NULL;
+    if (!f) {
+        fprintf(stderr, "tg_diff_run: cannot read %s\n", path);
+        return NULL;
+    }
     size_t cap = 1 << 16, n = 0;
     char *b = malloc(cap + 1);
     size_t k;
@@ -162,6 +167,7 @@ static char *read_all(const char *path, size_t *size) {
     }
     if (f != stdin) fclose(f);
     if (b) b[n] = '\0';
+    else fprintf(stderr, "tg_diff_run: cannot read %s\n", path);
     *size = n;
     return b;
 }
@@ -169,10 +175,7 @@ static char *read_all(const char *path, size_t *size) {
 static int run_file(const char *path, bool json) {
     size_t size;
     char *text = read_all(path, &size);
-    if (!text) {
-        fprintf(stderr, "tg_diff_run: cannot read %s\n", path);
-        return 2;
-    }
+    if (!text) return 2;
     int rc = 0, idx = 0;
     const char *s = text;
     while (*s) {
@@ -220,10 +223,7 @@ static int run_file(const char *path, bool json) {
 static int decode(const char *path) {
     size_t size;
     char *b = read_all(path, &size);
-    if (!b) {
-        fprintf(stderr, "tg_diff_run: cannot read %s\n", path);
-        return 2;
-    }
+    if (!b) return 2;
     tgp_prog p = {0};
     tgp_decode_bytes((const uint8_t *)b, size, &p);
     tgp_print(stdout, &p);
@@ -235,10 +235,7 @@ static int decode(const char *path) {
 static int encode(const char *in, const char *out) {
     size_t size;
     char *text = read_all(in, &size);
-    if (!text) {
-        fprintf(stderr, "tg_diff_run: cannot read %s\n", in);
-        return 2;
-    }
+    if (!text) return 2;
     tgp_prog p = {0};
     char err[256];
     if (!tgp_parse(text, &p, NULL, err, sizeof err)) {
@@ -273,10 +270,7 @@ static char *to_text(const tgp_prog *p) {
 static int forms(const char *path) {
     size_t size;
     char *text = read_all(path, &size);
-    if (!text) {
-        fprintf(stderr, "tg_diff_run: cannot read %s\n", path);
-        return 2;
-    }
+    if (!text) return 2;
     int rc = 0, idx = 0;
     for (const char *s = text; *s; idx++) {
         tgp_prog p = {0}, q = {0}, r = {0};

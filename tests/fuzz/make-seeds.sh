@@ -26,10 +26,17 @@ for f in "$here"/../prog/programs/*.txt; do
     # one file per program (programs are separated by lines ---)
     awk -v out="$tmp/$base" 'BEGIN{n=0; f=out "_" n ".txt"} /^---$/{n++; f=out "_" n ".txt"; next} {print > f}' "$f"
 done
-py=""
-for p in python3 /usr/bin/python3; do
-    if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import torch' >/dev/null 2>&1; then py="$p"; break; fi
-done
+# the first of python3 on PATH and /usr/bin/python3 that imports module $1
+python_with() {
+    local p
+    for p in python3 /usr/bin/python3; do
+        if command -v "$p" >/dev/null 2>&1 && "$p" -c "import $1" >/dev/null 2>&1; then
+            echo "$p"
+            return
+        fi
+    done
+}
+py="$(python_with torch)"
 if [[ -n "$py" ]]; then
     "$py" "$here/../diff/tg_diff.py" --runner "$run" --seeds 7 --programs 60 --emit "$tmp/gen"
     # the short ones (the byte decoder reads at most 64 instructions)
@@ -44,10 +51,7 @@ for f in "$tmp"/*.txt; do
     "$run" --encode "$f" "$here/corpus/ops/$(basename "$f" .txt).bin"
 done
 
-nppy=""
-for p in python3 /usr/bin/python3; do
-    if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import numpy' >/dev/null 2>&1; then nppy="$p"; break; fi
-done
+nppy="$(python_with numpy)"
 if [[ -z "$nppy" ]]; then
     echo "make-seeds: no python3 with numpy: corpus/npy left as it is" >&2
     exit 0
