@@ -157,4 +157,64 @@ cudaError_t cudaGetDevice(int *dev);
 /* Not in the real API: the emulated device's name. */
 const char *tg_simt_device_name(void);
 
+/* ---- device math -----------------------------------------------------------------------
+ * A GPU's exp, log, tanh, ... are not the host's libm: the CUDA Programming Guide
+ * ("Mathematical Functions") bounds their error at 1 to 4 ulp (expf 2, logf 1, log1pf 1,
+ * expm1f 1, tanhf 2, erff 2, powf 4; double: 1, 1, 1, 1, 1, 2, 2), while glibc is within
+ * about 1 ulp and usually correctly rounded. The emulated device would otherwise agree with
+ * the CPU bitwise, and a test that only passes because of that (a tolerance too tight for
+ * an ill-conditioned formula such as sigmoid's (1 - s) * s near s = 1) would first fail on
+ * a real GPU. So here every such call moves the host's result by -1, 0 or +1 ulp, chosen by
+ * a hash of the argument's bits (the same argument always gives the same result). Results
+ * a GPU gets exactly are left alone: NaN, infinities, zeros, +-1 from tanh and erf, the
+ * largest finite value, and integers from pow. sqrt and division stay exact, as CUDA's
+ * are by default (IEEE round-to-nearest). Macros, so that the kernels' unqualified
+ * exp(x) calls reach them: every standard header is included above. */
+namespace tg_simt {
+template <class T> static inline T jitter(T r, T x, T y, unsigned fn, bool keep_integers) {
+    if (r != r || r == 0 || !(r - r == 0)) return r; /* NaN, zero, infinity */
+    if (keep_integers && fabs(r) < 9007199254740992.0 && r == (T)(int64_t)r) return r;
+    uint64_t bx = 0, by = 0;
+    memcpy(&bx, &x, sizeof x);
+    memcpy(&by, &y, sizeof y);
+    uint64_t h = (bx ^ (by * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)fn << 56)) * 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 31;
+    int k = (int)(h % 3) - 1;
+    if (k == 0) return r;
+    T moved = nextafter(r, k > 0 ? (T)INFINITY : -(T)INFINITY);
+    return moved - moved == 0 ? moved : r; /* never past the largest finite value */
+}
+}  // namespace tg_simt
+#define TG_SIMT_MATH1(NAME, ID, BOUNDED)                                                   \
+    static inline float tg_simt_##NAME(float x) {                                       \
+        float r = ::NAME##f(x);                                                         \
+        return (BOUNDED && (r == 1.0f || r == -1.0f)) ? r                               \
+                                                      : ::tg_simt::jitter(r, x, 0.0f, ID, false); \
+    }                                                                                   \
+    static inline double tg_simt_##NAME(double x) {                                     \
+        double r = ::NAME(x);                                                           \
+        return (BOUNDED && (r == 1.0 || r == -1.0)) ? r                                 \
+                                                    : ::tg_simt::jitter(r, x, 0.0, ID, false); \
+    }
+TG_SIMT_MATH1(exp, 1, false)
+TG_SIMT_MATH1(log, 2, false)
+TG_SIMT_MATH1(log1p, 3, false)
+TG_SIMT_MATH1(expm1, 4, false)
+TG_SIMT_MATH1(tanh, 5, true)
+TG_SIMT_MATH1(erf, 6, true)
+#undef TG_SIMT_MATH1
+static inline float tg_simt_pow(float x, float y) {
+    return ::tg_simt::jitter(::powf(x, y), x, y, 7, true);
+}
+static inline double tg_simt_pow(double x, double y) {
+    return ::tg_simt::jitter(::pow(x, y), x, y, 7, true);
+}
+#define exp(x) tg_simt_exp(x)
+#define log(x) tg_simt_log(x)
+#define log1p(x) tg_simt_log1p(x)
+#define expm1(x) tg_simt_expm1(x)
+#define tanh(x) tg_simt_tanh(x)
+#define erf(x) tg_simt_erf(x)
+#define pow(x, y) tg_simt_pow(x, y)
+
 #endif
