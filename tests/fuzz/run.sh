@@ -85,6 +85,7 @@ if [[ $mode == merge ]]; then
         [[ -d "$dir/corpus/$name" ]] || continue
         before="$(ls "tests/fuzz/corpus/$name" | wc -l)"
         "$dir/fuzz/fuzz_$name" -set_cover_merge=1 -timeout=20 -rss_limit_mb=2048 \
+            -artifact_prefix="$dir/artifacts/merge-${name}-" \
             "tests/fuzz/corpus/$name" "$dir/corpus/$name" >"$dir/merge_$name.log" 2>&1
         echo "fuzz: merge: tests/fuzz/corpus/$name: $before -> $(ls "tests/fuzz/corpus/$name" | wc -l) inputs"
     done
