@@ -140,14 +140,63 @@ extern "C" {
     X(POW_GRAD_A, y == 0 ? (T)0 : g * (y * TGM_POW(x, y - (T)1)))                   \
     X(POW_GRAD_B, (x == 0 && (y == 0 || y == 1)) ? (T)0 : g * (y * TGM_LOG(x)))
 
+/* Exact ops, no gradient (ops/compare.c, ops/intarith.c). Operands of one
+ * dtype T; x, y, p0, p1 of type T (the unary ones ignore y: backends pass x
+ * twice). Names of integer formulas as above.
+ *
+ * Tests: X(NAME, formula for float and double, formula for int64_t and
+ * uint8_t (bool)); the result is bool (uint8_t 0 or 1). NaN compares as C
+ * (and PyTorch) do: unequal to everything, itself included; as a truth value
+ * NaN is true (NaN != 0). */
+#define TG__TEST_OPS(X)                                                             \
+    X(EQ, x == y, x == y)                                                           \
+    X(NE, x != y, x != y)                                                           \
+    X(LT, x < y, x < y)                                                             \
+    X(LE, x <= y, x <= y)                                                           \
+    X(GT, x > y, x > y)                                                             \
+    X(GE, x >= y, x >= y)                                                           \
+    X(AND, x != 0 && y != 0, x != 0 && y != 0)                                      \
+    X(OR, x != 0 || y != 0, x != 0 || y != 0)                                       \
+    X(XOR, (x != 0) != (y != 0), (x != 0) != (y != 0))                              \
+    X(NOT, x == 0, x == 0)                                                          \
+    X(ISNAN, x != x, 0)                                                             \
+    X(ISINF, x == x && x - x != 0, 0)                                               \
+    X(ISFINITE, x - x == 0, 1)
+
+/* Integer arithmetic on i64, X(NAME, formula): wraps around on overflow as
+ * PyTorch does (computed through uint64_t: no undefined behaviour), never
+ * divides by 0 or INT64_MIN by -1 (the ops refuse a zero divisor before the
+ * kernel runs; the kernel gives 0 there). remainder and floor_divide round
+ * toward -inf (Python's and PyTorch's rules: the remainder has the divisor's
+ * sign). clamp: p0 = min, p1 = max (min > max gives max, as PyTorch). */
+#define TG__INT_OPS(X)                                                              \
+    X(ADD, (int64_t)((uint64_t)x + (uint64_t)y))                                    \
+    X(SUB, (int64_t)((uint64_t)x - (uint64_t)y))                                    \
+    X(MUL, (int64_t)((uint64_t)x * (uint64_t)y))                                    \
+    X(MAX, x > y ? x : y)                                                           \
+    X(MIN, x < y ? x : y)                                                           \
+    X(REMAINDER, (y == 0 || y == -1) ? 0                                            \
+                 : (x % y != 0 && ((x % y < 0) != (y < 0))) ? x % y + y : x % y)     \
+    X(FLOOR_DIVIDE, y == 0 ? 0                                                      \
+                    : y == -1 ? (int64_t)(0 - (uint64_t)x)                          \
+                    : x / y - (int64_t)(x % y != 0 && ((x % y < 0) != (y < 0))))     \
+    X(NEG, (int64_t)(0 - (uint64_t)x))                                              \
+    X(ABS, x < 0 ? (int64_t)(0 - (uint64_t)x) : x)                                  \
+    X(SIGN, (int64_t)((x > 0) - (x < 0)))                                           \
+    X(CLAMP, (x < p0 ? p0 : x) > p1 ? p1 : (x < p0 ? p0 : x))
+
 enum { TG__SAVES_NONE = 0, TG__SAVES_INPUT, TG__SAVES_OUTPUT };
 
 #define TG__UN_CODE(NAME, ...) TG__UN_##NAME,
 #define TG__BIN_CODE(NAME, ...) TG__BIN_##NAME,
 #define TG__TER_CODE(NAME, ...) TG__TER_##NAME,
+#define TG__TEST_CODE(NAME, ...) TG__TEST_##NAME,
+#define TG__INT_CODE(NAME, ...) TG__INT_##NAME,
 typedef enum tg__unop { TG__UNARY_OPS(TG__UN_CODE) TG__UN_NOP } tg__unop;
 typedef enum tg__binop { TG__BINARY_OPS(TG__BIN_CODE) TG__BIN_NOP } tg__binop;
 typedef enum tg__terop { TG__TERNARY_OPS(TG__TER_CODE) TG__TER_NOP } tg__terop;
+typedef enum tg__testop { TG__TEST_OPS(TG__TEST_CODE) TG__TEST_NOP } tg__testop;
+typedef enum tg__intop { TG__INT_OPS(TG__INT_CODE) TG__INT_NOP } tg__intop;
 /* TG__UN_SAVES_EXP etc.: what each unary op saves, as a constant. */
 #define TG__UN_SAVES(NAME, FWD, BWD, SAVES) TG__UN_SAVES_##NAME = SAVES,
 enum { TG__UNARY_OPS(TG__UN_SAVES) TG__UN_SAVES_NOP_ };
@@ -242,11 +291,17 @@ typedef struct tg__backend {
                         double p0, double p1);
     tg_status (*ternary)(int op, const tg__arr *out, const tg__arr *g, const tg__arr *a,
                          const tg__arr *b);
-    /* out = c != 0 ? a : b (c any dtype, NaN is true; a or b data NULL = 0) */
+    /* out = c != 0 ? a : b (out any dtype, a and b of out's dtype, c any
+     * dtype, NaN is true; a or b data NULL = 0) */
     tg_status (*where)(const tg__arr *out, const tg__arr *c, const tg__arr *a,
                        const tg__arr *b);
-    /* out = src, converting dtypes (f32/f64/i64 both ways; to i64 truncating,
-     * saturating, NaN -> 0) */
+    /* The exact ops above: test (out bool; a and b of one dtype, any) and
+     * int_op (out, a, b i64; p0, p1 clamp's bounds). */
+    tg_status (*test)(int op, const tg__arr *out, const tg__arr *a, const tg__arr *b);
+    tg_status (*int_op)(int op, const tg__arr *out, const tg__arr *a, const tg__arr *b,
+                        int64_t p0, int64_t p1);
+    /* out = src, converting dtypes (f32/f64/i64/bool all ways; to i64
+     * truncating, saturating, NaN -> 0; to bool: != 0, NaN -> true) */
     tg_status (*copy)(const tg__arr *out, const tg__arr *src);
     tg_status (*accumulate)(const tg__arr *out, const tg__arr *src); /* out += src */
     tg_status (*fill)(const tg__arr *out, double v);

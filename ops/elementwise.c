@@ -3,8 +3,9 @@
  * backward formulas. The unary ops are table-driven in ops/unary.c.
  *
  * Contract: inputs are f32 or f64 (both operands of one dtype; where's cond
- * may be any dtype), any strides; results are new contiguous tensors. Each
- * public tg_X_at() is `return tg__ret(X(...))`; the internal versions
+ * may be any dtype and its a and b any one dtype), any strides; two i64
+ * operands of add, sub, mul, maximum, minimum go to ops/intarith.c; results
+ * are new contiguous tensors. Each public tg_X_at() is `return tg__ret(X(...))`; the internal versions
  * (tg__add, ...) do the same work without touching scopes. A node is recorded
  * only when grad mode is on and an input requires grad, and only what
  * backward needs is saved (mul saves b only when a needs a gradient, etc.).
@@ -102,6 +103,8 @@ static const tg__op_def POW_DEF = {"PowBackward", pow_backward, false};
  *   an in-place edit of the result fails backward there too). */
 static tg_tensor *binary_on(tg_site s, const char *who, tg__binop op, const tg__op_def *def,
                             tg_tensor *a, tg_tensor *b);
+static tg_tensor *int_binary(tg_site s, const char *who, tg__binop op, tg_tensor *a,
+                             tg_tensor *b);
 
 /* A 0-d CPU operand of a CUDA tensor is moved to the device first (see
  * tg__promote_scalars). */
@@ -110,9 +113,31 @@ static tg_tensor *binary(tg_site s, const char *who, tg__binop op, const tg__op_
     if (tg__null_arg(a, who, "a") || tg__null_arg(b, who, "b")) return NULL;
     tg_tensor *ab[2] = {a, b}, *owned[2];
     if (!tg__promote_scalars(s, 2, ab, owned)) return NULL;
-    tg_tensor *out = binary_on(s, who, op, def, ab[0], ab[1]);
+    tg_tensor *out;
+    if (ab[0]->dtype == TG_I64 && ab[1]->dtype == TG_I64) /* PyTorch's integer arithmetic */
+        out = int_binary(s, who, op, ab[0], ab[1]);
+    else
+        out = binary_on(s, who, op, def, ab[0], ab[1]);
     tg__release_promoted(2, owned);
     return out;
+}
+
+/* Two i64 operands: the exact integer kernels (ops/intarith.c). */
+static tg_tensor *int_binary(tg_site s, const char *who, tg__binop op, tg_tensor *a,
+                             tg_tensor *b) {
+    switch (op) {
+    case TG__BIN_ADD: return tg__int_binary(s, who, TG__INT_ADD, a, b);
+    case TG__BIN_SUB: return tg__int_binary(s, who, TG__INT_SUB, a, b);
+    case TG__BIN_MUL: return tg__int_binary(s, who, TG__INT_MUL, a, b);
+    case TG__BIN_MAX: return tg__int_binary(s, who, TG__INT_MAX, a, b);
+    case TG__BIN_MIN: return tg__int_binary(s, who, TG__INT_MIN, a, b);
+    case TG__BIN_DIV:
+        return tg__fail(TG_ERR_DTYPE, "%s: i64 operands: true division gives floats (convert "
+                        "with tg_to_dtype), or use tg_floor_divide", who);
+    default:
+        return tg__fail(TG_ERR_DTYPE, "%s: dtype i64 is not supported (f32 or f64 required; "
+                        "convert with tg_to_dtype)", who);
+    }
 }
 
 static tg_tensor *binary_on(tg_site s, const char *who, tg__binop op, const tg__op_def *def,
@@ -315,7 +340,11 @@ tg_tensor *tg__where(tg_site s, tg_tensor *c, tg_tensor *a, tg_tensor *b) {
 static tg_tensor *where_on(tg_site s, tg_tensor *c, tg_tensor *a, tg_tensor *b) {
     const char *who = "tg_where";
     const tg_tensor *cab[3] = {c, a, b};
-    if (!check_pair(who, a, b) || !tg__same_device(who, 3, cab)) return NULL;
+    if (!tg__same_device(who, 3, cab)) return NULL;
+    if (a->dtype != b->dtype) /* any one dtype: i64 and bool values are selected too */
+        return tg__fail(TG_ERR_DTYPE, "%s: operands have different dtypes (%s and %s); convert "
+                        "one with tg_to_dtype", who, tg_dtype_name(a->dtype),
+                        tg_dtype_name(b->dtype));
     int nd;
     int64_t shape[TG_MAX_DIMS];
     if (tg__broadcast_shapes(who, a->ndim, a->shape, b->ndim, b->shape, &nd, shape) != TG_OK)
@@ -361,13 +390,12 @@ static tg_status where_backward(tg__node *n, tg_tensor *const *gout, tg_tensor *
 static tg_status to_dtype_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 static const tg__op_def TO_DTYPE_DEF = {"ToDtypeBackward", to_dtype_backward, false};
 
-/* f32 <-> f64 is differentiable; to or from i64 is allowed but records
- * nothing (the result never requires grad). */
+/* f32 <-> f64 is differentiable; to or from i64 or bool is allowed but
+ * records nothing (the result never requires grad). */
 tg_tensor *tg__to_dtype(tg_site s, tg_tensor *t, tg_dtype dt) {
     const char *who = "tg_to_dtype";
     if (tg__null_arg(t, who, "t")) return NULL;
-    if (dt != TG_F32 && dt != TG_F64 && dt != TG_I64)
-        return tg__fail(TG_ERR_DTYPE, "%s: invalid dtype %d", who, (int)dt);
+    if (tg_dtype_size(dt) == 0) return tg__fail(TG_ERR_DTYPE, "%s: invalid dtype %d", who, (int)dt);
     if (!check_device(who, t)) return NULL;
     if (dt == t->dtype) return tg_retain(t);
     tg_tensor *out = tg__new_output_on(s, who, t->storage->device, dt, t->ndim, t->shape);

@@ -66,6 +66,12 @@ tg_tensor *tg__reshape(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
 tg_tensor *tg__reshape_own(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
 tg_tensor *tg__expand(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
 tg_tensor *tg__to_dtype(tg_site s, tg_tensor *t, tg_dtype dt);
+/* i64 arithmetic (ops/intarith.c): op of two i64 tensors (broadcast), and
+ * the i64 form of unary op `code` (NEG, ABS, SIGN, SQUARE, SCALE, ADDS,
+ * FLOOR/CEIL/ROUND, CLAMP; TG_ERR_DTYPE for the others). Never recorded. */
+tg_tensor *tg__int_binary(tg_site s, const char *who, tg__intop op, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg__int_unary(tg_site s, const char *who, tg__unop code, tg_tensor *t, double p0,
+                         double p1);
 /* tg_to_device without the scope (recorded: its backward copies back). */
 tg_tensor *tg__to_device(tg_site s, tg_tensor *t, tg_device dev);
 

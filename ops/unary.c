@@ -139,6 +139,7 @@ tg_tensor *tg__unary(tg_site s, tg__unop code, tg_tensor *t, double p0, double p
     const char *who = u->name;
     if (tg__null_arg(t, who, "t")) return NULL;
     if (!tg__same_device(who, 1, (const tg_tensor *const *)&t)) return NULL;
+    if (t->dtype == TG_I64) return tg__int_unary(s, who, code, t, p0, p1);
     if (!tg__is_float(t->dtype))
         return tg__fail(TG_ERR_DTYPE, "%s: dtype %s is not supported (f32 or f64 required)", who,
                         tg_dtype_name(t->dtype));

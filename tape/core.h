@@ -462,6 +462,12 @@ tg_status tg__k_binary(tg__binop op, tg_tensor *out, const tg_tensor *a, const t
 tg_status tg__k_ternary(tg__terop op, tg_tensor *out, const tg_tensor *g, const tg_tensor *a,
                         const tg_tensor *b);
 tg_status tg__k_where(tg_tensor *out, const tg_tensor *c, const tg_tensor *a, const tg_tensor *b);
+/* The exact ops (kernels/kernel.h): out bool = test of a and b (one dtype;
+ * b = a for the unary tests); out i64 = op of a and b (i64), p0/p1 clamp's
+ * bounds. a and b read over out's shape (broadcast). */
+tg_status tg__k_test(tg__testop op, tg_tensor *out, const tg_tensor *a, const tg_tensor *b);
+tg_status tg__k_int_op(tg__intop op, tg_tensor *out, const tg_tensor *a, const tg_tensor *b,
+                       int64_t p0, int64_t p1);
 tg_status tg__k_copy(tg_tensor *dst, const tg_tensor *src);
 tg_status tg__k_accumulate(tg_tensor *dst, const tg_tensor *src);
 tg_status tg__k_fill(tg_tensor *t, double v);

@@ -126,6 +126,17 @@ tg_status tg__k_where(tg_tensor *out, const tg_tensor *c, const tg_tensor *a, co
     return be(out)->where(&o, &x, &y, &z);
 }
 
+tg_status tg__k_test(tg__testop op, tg_tensor *out, const tg_tensor *a, const tg_tensor *b) {
+    tg__arr o = tg__arr_of(out), x = tg__arr_over(a, out, NULL), y = tg__arr_over(b, out, NULL);
+    return be(out)->test((int)op, &o, &x, &y);
+}
+
+tg_status tg__k_int_op(tg__intop op, tg_tensor *out, const tg_tensor *a, const tg_tensor *b,
+                       int64_t p0, int64_t p1) {
+    tg__arr o = tg__arr_of(out), x = tg__arr_over(a, out, NULL), y = tg__arr_over(b, out, NULL);
+    return be(out)->int_op((int)op, &o, &x, &y, p0, p1);
+}
+
 tg_status tg__k_copy(tg_tensor *dst, const tg_tensor *src) {
     tg__arr o = tg__arr_of(dst), a = tg__arr_over(src, dst, NULL);
     return be(dst)->copy(&o, &a);

@@ -11,6 +11,7 @@ size_t tg_dtype_size(tg_dtype dt) {
     case TG_F32: return 4;
     case TG_F64: return 8;
     case TG_I64: return 8;
+    case TG_BOOL: return 1;
     }
     return 0;
 }
@@ -20,6 +21,7 @@ const char *tg_dtype_name(tg_dtype dt) {
     case TG_F32: return "f32";
     case TG_F64: return "f64";
     case TG_I64: return "i64";
+    case TG_BOOL: return "bool";
     }
     return "?";
 }
@@ -191,6 +193,8 @@ static void fill_value(tg_tensor *t, double v) {
     } else if (t->dtype == TG_F64) {
         double *x = p; // (n)
         for (int64_t i = 0; i < n; i++) x[i] = v;
+    } else if (t->dtype == TG_BOOL) {
+        memset(p, v != 0, (size_t)n); /* NaN is true */
     } else {
         int64_t *x = p; // (n)
         for (int64_t i = 0; i < n; i++) x[i] = tg__to_i64(v);
@@ -236,6 +240,7 @@ tg_tensor *tg_arange_at(tg_site s, tg_dtype dt, double start, double end, double
         double v = start + (double)i * step;
         if (dt == TG_F32) ((float *)t->storage->data)[i] = (float)v;
         else if (dt == TG_F64) ((double *)t->storage->data)[i] = v;
+        else if (dt == TG_BOOL) ((uint8_t *)t->storage->data)[i] = v != 0;
         else ((int64_t *)t->storage->data)[i] = tg__to_i64(v);
     }
     return tg__ret(t);
@@ -249,6 +254,8 @@ tg_tensor *tg_from_data_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shap
     tg_tensor *t = tg__tensor_new(s, "tg_from_data", dt, ndim, shape, tg__creation_category());
     if (!t) return NULL;
     if (n > 0) memcpy(t->storage->data, data, (size_t)n * tg_dtype_size(dt));
+    if (dt == TG_BOOL) /* one representation of true */
+        for (int64_t i = 0; i < n; i++) ((uint8_t *)t->storage->data)[i] = ((uint8_t *)t->storage->data)[i] != 0;
     return tg__ret(t);
 }
 
@@ -289,6 +296,7 @@ static double read_elem(const void *base, tg_dtype dt, int64_t off) {
     case TG_F32: return ((const float *)base)[off];
     case TG_F64: return ((const double *)base)[off];
     case TG_I64: return (double)((const int64_t *)base)[off];
+    case TG_BOOL: return ((const uint8_t *)base)[off];
     }
     return NAN;
 }
@@ -314,6 +322,10 @@ tg_status tg_copy_out(const tg_tensor *t, tg_dtype dst_dt, void *dst, size_t dst
             ((int64_t *)dst)[i] = ((const int64_t *)base)[off];
         else if (dst_dt == TG_I64)
             ((int64_t *)dst)[i] = tg__to_i64(read_elem(base, t->dtype, off));
+        else if (dst_dt == TG_BOOL && t->dtype == TG_I64)
+            ((uint8_t *)dst)[i] = ((const int64_t *)base)[off] != 0;
+        else if (dst_dt == TG_BOOL)
+            ((uint8_t *)dst)[i] = read_elem(base, t->dtype, off) != 0; /* NaN: true */
         else if (dst_dt == TG_F32)
             ((float *)dst)[i] = (float)read_elem(base, t->dtype, off);
         else
@@ -388,9 +400,14 @@ tg_status tg_print(FILE *f, const tg_tensor *t, int max_elems) {
     else if (tg__req_grad(t)) fprintf(f, " (requires_grad)");
     fprintf(f, " [");
     for (int64_t i = 0; i < n && i < max_elems; i++) {
-        double v = read_elem(base, t->dtype,
-                             t->offset - lo + tg__offset_of(i, t->ndim, t->shape, t->strides));
-        fprintf(f, "%s%.6g", i ? ", " : "", v);
+        int64_t off = t->offset - lo + tg__offset_of(i, t->ndim, t->shape, t->strides);
+        const char *sep = i ? ", " : "";
+        if (t->dtype == TG_I64) /* exact, not through double */
+            fprintf(f, "%s%lld", sep, (long long)((const int64_t *)base)[off]);
+        else if (t->dtype == TG_BOOL)
+            fprintf(f, "%s%s", sep, ((const uint8_t *)base)[off] ? "true" : "false");
+        else
+            fprintf(f, "%s%.6g", sep, read_elem(base, t->dtype, off));
     }
     fprintf(f, "%s]\n", n > max_elems ? ", ..." : "");
     free(owned);

@@ -107,7 +107,7 @@ static void run_both(const char *what, int nin, tg_tensor *const *in, expr_fn f,
     cr_assert(nin <= 8);
     bool f32 = false;
     for (int i = 0; i < nin; i++) {
-        bool fl = tg_get_dtype(in[i]) != TG_I64;
+        bool fl = tg_get_dtype(in[i]) == TG_F32 || tg_get_dtype(in[i]) == TG_F64;
         f32 |= tg_get_dtype(in[i]) == TG_F32;
         cin[i] = tg_clone(tg_detach(in[i]));
         gin[i] = tg_to_device(tg_detach(in[i]), TG_CUDA);
@@ -297,6 +297,82 @@ Test(backends, dtype_conversions) {
         tg_tensor *s = with_specials(x); /* NaN -> 0, inf saturates */
         run_both("to i64 and back", 1, &s, e_to_i64_and_back, NULL, false);
     }
+    cr_assert_eq(tg_scope_end(sc), TG_OK);
+}
+
+/* ---- comparisons, logic, bool and i64 arithmetic ---------------------------------------- */
+
+typedef tg_tensor *(*bin_fn)(tg_site, tg_tensor *, tg_tensor *);
+typedef tg_tensor *(*un_fn)(tg_site, tg_tensor *);
+static tg_tensor *e_bin(tg_tensor *const *in, const void *a) {
+    return (*(const bin_fn *)a)(TG_SITE, in[0], in[1]);
+}
+static tg_tensor *e_bin_t(tg_tensor *const *in, const void *a) { /* a transposed operand */
+    return (*(const bin_fn *)a)(TG_SITE, tg_transpose(in[0], 0, 1), in[1]);
+}
+static tg_tensor *e_un(tg_tensor *const *in, const void *a) {
+    return (*(const un_fn *)a)(TG_SITE, in[0]);
+}
+static tg_tensor *e_gt_half(tg_tensor *const *in, const void *a) {
+    (void)a;
+    return tg_gt_scalar(in[0], 0.5);
+}
+static tg_tensor *e_to_bool_and_where(tg_tensor *const *in, const void *a) {
+    (void)a; /* NaN is true, -0 false; then bool and i64 values selected by the mask */
+    tg_tensor *m = tg_to_dtype(in[0], TG_BOOL);
+    return tg_where(m, in[1], tg_neg(in[1]));
+}
+static tg_tensor *e_clamp_i64(tg_tensor *const *in, const void *a) {
+    (void)a;
+    return tg_clamp(tg_scale(in[0], 3), -5, INFINITY);
+}
+
+Test(backends, comparisons_logic_bool_and_integer_arithmetic) {
+    NEED_DEVICE();
+    static const bin_fn tests[] = {tg_eq_at, tg_ne_at, tg_lt_at, tg_le_at, tg_gt_at, tg_ge_at,
+                                   tg_logical_and_at, tg_logical_or_at, tg_logical_xor_at};
+    static const char *const tnames[] = {"eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor"};
+    static const un_fn preds[] = {tg_isnan_at, tg_isinf_at, tg_isfinite_at, tg_logical_not_at};
+    static const tg_dtype all[4] = {TG_F32, TG_F64, TG_I64, TG_BOOL};
+    int sc = tg_scope_begin();
+    for (int d = 0; d < 4; d++) {
+        /* integer values (ties) broadcast (3, 1, 5) vs (4, 5), plus specials for the floats */
+        tg_tensor *in[2] = {tg_to_dtype(small_ints(TG_F64, 3, (int64_t[]){3, 1, 5}, 70 + d), all[d]),
+                            tg_to_dtype(small_ints(TG_F64, 2, (int64_t[]){4, 5}, 80 + d), all[d])};
+        tg_tensor *sp[2] = {d < 2 ? with_specials(randn(all[d], 2, (int64_t[]){4, 5}, 90 + d))
+                                  : in[1],
+                            tg_to_dtype(small_ints(TG_F64, 2, (int64_t[]){5, 4}, 95 + d), all[d])};
+        for (int k = 0; k < 9; k++) {
+            char what[64];
+            snprintf(what, sizeof what, "%s %s", tnames[k], tg_dtype_name(all[d]));
+            run_both(what, 2, in, e_bin, &tests[k], false);
+            snprintf(what, sizeof what, "%s %s transposed specials", tnames[k], tg_dtype_name(all[d]));
+            tg_tensor *spt[2] = {sp[1], sp[0]}; /* (5, 4)^T vs (4, 5) */
+            run_both(what, 2, spt, e_bin_t, &tests[k], false);
+        }
+        for (int k = 0; k < 4; k++) run_both("predicate", 1, &sp[0], e_un, &preds[k], false);
+        run_both("gt_scalar 0.5", 1, &in[0], e_gt_half, NULL, false);
+    }
+    /* i64 arithmetic at the extremes: wrap-around, remainder and floor_divide signs */
+    int64_t av[6] = {INT64_MAX, INT64_MIN, -7, 7, -7, 0}, bv[6] = {1, -1, 3, -3, -2, 5};
+    tg_tensor *ia[2] = {tg_from_data(TG_I64, 1, (int64_t[]){6}, av),
+                        tg_from_data(TG_I64, 1, (int64_t[]){6}, bv)};
+    static const bin_fn ints[] = {tg_add_at, tg_sub_at, tg_mul_at, tg_maximum_at, tg_minimum_at,
+                                  tg_remainder_at, tg_floor_divide_at};
+    for (int k = 0; k < 7; k++) run_both("i64 arithmetic", 2, ia, e_bin, &ints[k], false);
+    static const un_fn iun[] = {tg_neg_at, tg_abs_at, tg_sign_at, tg_square_at};
+    for (int k = 0; k < 4; k++) run_both("i64 unary", 1, ia, e_un, &iun[k], false);
+    run_both("i64 clamp of scale", 1, ia, e_clamp_i64, NULL, false);
+    /* the zero divisor is refused on the device too */
+    tg_tensor *z = tg_to_device(tg_zeros(TG_I64, 1, (int64_t[]){6}), TG_CUDA);
+    cr_assert_null(tg_remainder(tg_to_device(ia[0], TG_CUDA), z));
+    tgt_assert_error(TG_ERR_VALUE, "division by zero", NULL);
+    tg_clear_error();
+    /* float -> bool on the device, then bool and i64 values through where */
+    tg_tensor *f = with_specials(randn(TG_F32, 2, (int64_t[]){3, 4}, 7));
+    tg_tensor *iv = tg_to_dtype(small_ints(TG_F64, 2, (int64_t[]){3, 4}, 8), TG_I64);
+    tg_tensor *fw[2] = {f, iv};
+    run_both("to bool, where on i64", 2, fw, e_to_bool_and_where, NULL, false);
     cr_assert_eq(tg_scope_end(sc), TG_OK);
 }
 

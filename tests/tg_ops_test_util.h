@@ -27,6 +27,7 @@ static inline tg_tensor *tgo_make(tg_dtype dt, int ndim, const int64_t *shape, c
     for (int64_t i = 0; i < n; i++) {
         if (dt == TG_F32) ((float *)buf)[i] = (float)v[i];
         else if (dt == TG_F64) ((double *)buf)[i] = v[i];
+        else if (dt == TG_BOOL) ((uint8_t *)buf)[i] = v[i] != 0;
         else ((int64_t *)buf)[i] = (int64_t)v[i];
     }
     tg_tensor *t = tg_from_data(dt, ndim, shape, buf);

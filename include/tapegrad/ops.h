@@ -27,9 +27,80 @@ tg_tensor *tg_div_at(tg_site s, tg_tensor *a, tg_tensor *b);
  * NaN in either operand gives NaN. */
 tg_tensor *tg_maximum_at(tg_site s, tg_tensor *a, tg_tensor *b);
 tg_tensor *tg_minimum_at(tg_site s, tg_tensor *a, tg_tensor *b);
-/* cond ? a : b, elementwise; cond is any dtype (non-zero = true), broadcast
- * with a and b; cond gets no gradient. */
+/* cond ? a : b, elementwise; cond is any dtype (non-zero = true; TG_BOOL
+ * from the comparisons below), broadcast with a and b; a and b of any one
+ * dtype (i64 and bool values are selected too, without gradient); cond gets
+ * no gradient. */
 tg_tensor *tg_where_at(tg_site s, tg_tensor *cond, tg_tensor *a, tg_tensor *b);
+/* Two i64 tensors: tg_add, tg_sub, tg_mul, tg_maximum, tg_minimum compute in
+ * i64 (wrapping around on overflow, as PyTorch; never differentiable);
+ * tg_div refuses them (true division gives floats: convert, or floor-divide).
+ * tg_neg, tg_abs, tg_sign, tg_square, tg_floor/ceil/round (a copy), tg_clamp
+ * (integer or infinite bounds), tg_scale and tg_add_scalar (an integer k)
+ * accept an i64 tensor the same way; the other unary ops refuse it. */
+
+/* a mod b and floor(a / b) of i64 tensors, rounding toward -inf (PyTorch's
+ * and Python's rules: the remainder has the divisor's sign; INT64_MIN
+ * floor_divide -1 wraps to INT64_MIN). Broadcast as tg_add; not
+ * differentiable. Errors: TG_ERR_DTYPE (an operand not i64), TG_ERR_VALUE
+ * (a zero divisor, naming its first position), TG_ERR_SHAPE, TG_ERR_NULL,
+ * TG_ERR_DEVICE, TG_ERR_NOMEM. */
+tg_tensor *tg_remainder_at(tg_site s, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_floor_divide_at(tg_site s, tg_tensor *a, tg_tensor *b);
+#define tg_remainder(a, b) tg_remainder_at(TG_SITE, a, b)
+#define tg_floor_divide(a, b) tg_floor_divide_at(TG_SITE, a, b)
+
+/* ---- comparisons and logic (results TG_BOOL, never requiring grad) ------- */
+/* a == b, a != b, a < b, a <= b, a > b, a >= b elementwise, broadcast as
+ * tg_add; operands of any dtypes, compared in PyTorch's promoted dtype
+ * (bool < i64 < f32 < f64). NaN is unequal to everything, itself included.
+ * Errors: TG_ERR_NULL, TG_ERR_SHAPE, TG_ERR_DEVICE, TG_ERR_NOMEM. */
+tg_tensor *tg_eq_at(tg_site s, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_ne_at(tg_site s, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_lt_at(tg_site s, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_le_at(tg_site s, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_gt_at(tg_site s, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_ge_at(tg_site s, tg_tensor *a, tg_tensor *b);
+#define tg_eq(a, b) tg_eq_at(TG_SITE, a, b)
+#define tg_ne(a, b) tg_ne_at(TG_SITE, a, b)
+#define tg_lt(a, b) tg_lt_at(TG_SITE, a, b)
+#define tg_le(a, b) tg_le_at(TG_SITE, a, b)
+#define tg_gt(a, b) tg_gt_at(TG_SITE, a, b)
+#define tg_ge(a, b) tg_ge_at(TG_SITE, a, b)
+/* t against the number v (PyTorch's t == v, ...): v is converted to t's
+ * dtype, except a non-integer v against an i64 or bool t, compared in f32
+ * as PyTorch does (its default float dtype), and a bool t against an integer
+ * other than 0 and 1, compared as i64. Errors: TG_ERR_NULL, TG_ERR_DEVICE,
+ * TG_ERR_NOMEM. */
+tg_tensor *tg_eq_scalar_at(tg_site s, tg_tensor *t, double v);
+tg_tensor *tg_ne_scalar_at(tg_site s, tg_tensor *t, double v);
+tg_tensor *tg_lt_scalar_at(tg_site s, tg_tensor *t, double v);
+tg_tensor *tg_le_scalar_at(tg_site s, tg_tensor *t, double v);
+tg_tensor *tg_gt_scalar_at(tg_site s, tg_tensor *t, double v);
+tg_tensor *tg_ge_scalar_at(tg_site s, tg_tensor *t, double v);
+#define tg_eq_scalar(t, v) tg_eq_scalar_at(TG_SITE, t, v)
+#define tg_ne_scalar(t, v) tg_ne_scalar_at(TG_SITE, t, v)
+#define tg_lt_scalar(t, v) tg_lt_scalar_at(TG_SITE, t, v)
+#define tg_le_scalar(t, v) tg_le_scalar_at(TG_SITE, t, v)
+#define tg_gt_scalar(t, v) tg_gt_scalar_at(TG_SITE, t, v)
+#define tg_ge_scalar(t, v) tg_ge_scalar_at(TG_SITE, t, v)
+/* Logic on truth values (non-zero, NaN included, is true) of any dtypes,
+ * broadcast as tg_add. Errors as tg_eq. */
+tg_tensor *tg_logical_and_at(tg_site s, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_logical_or_at(tg_site s, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_logical_xor_at(tg_site s, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_logical_not_at(tg_site s, tg_tensor *t);
+#define tg_logical_and(a, b) tg_logical_and_at(TG_SITE, a, b)
+#define tg_logical_or(a, b) tg_logical_or_at(TG_SITE, a, b)
+#define tg_logical_xor(a, b) tg_logical_xor_at(TG_SITE, a, b)
+#define tg_logical_not(t) tg_logical_not_at(TG_SITE, t)
+/* NaN, +-inf, neither (any dtype: i64 and bool are finite). Errors as tg_eq. */
+tg_tensor *tg_isnan_at(tg_site s, tg_tensor *t);
+tg_tensor *tg_isinf_at(tg_site s, tg_tensor *t);
+tg_tensor *tg_isfinite_at(tg_site s, tg_tensor *t);
+#define tg_isnan(t) tg_isnan_at(TG_SITE, t)
+#define tg_isinf(t) tg_isinf_at(TG_SITE, t)
+#define tg_isfinite(t) tg_isfinite_at(TG_SITE, t)
 #define tg_add(a, b) tg_add_at(TG_SITE, a, b)
 #define tg_sub(a, b) tg_sub_at(TG_SITE, a, b)
 #define tg_mul(a, b) tg_mul_at(TG_SITE, a, b)

@@ -33,7 +33,11 @@ extern "C" {
 
 #define TG_MAX_DIMS 8
 
-typedef enum tg_dtype { TG_F32 = 0, TG_F64 = 1, TG_I64 = 2 } tg_dtype;
+/* Element types. TG_BOOL is one byte, 0 or 1 (masks: the comparison and
+ * logic ops return it; tg_where, tg_masked_fill and the masked losses take
+ * it). Converting to bool gives true for every non-zero value, NaN included;
+ * from bool, 0 or 1. */
+typedef enum tg_dtype { TG_F32 = 0, TG_F64 = 1, TG_I64 = 2, TG_BOOL = 3 } tg_dtype;
 typedef enum tg_device { TG_CPU = 0, TG_CUDA = 1 } tg_device;
 
 typedef struct tg_tensor tg_tensor;
@@ -88,8 +92,10 @@ tg_tensor *tg_full_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shape, do
 tg_tensor *tg_arange_at(tg_site s, tg_dtype dt, double start, double end, double step);
 #define tg_arange(dt, start, end, step) tg_arange_at(TG_SITE, dt, start, end, step)
 
-/* A new contiguous tensor holding a copy of data (C order, dtype dt).
- * Errors: TG_ERR_NULL (data NULL with a non-empty shape), as tg_empty. */
+/* A new contiguous tensor holding a copy of data (C order, dtype dt; for
+ * TG_BOOL one byte per element, any non-zero byte read as true and stored
+ * as 1). Errors: TG_ERR_NULL (data NULL with a non-empty shape), as
+ * tg_empty. */
 tg_tensor *tg_from_data_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shape,
                            const void *data);
 #define tg_from_data(dt, ...) tg_from_data_at(TG_SITE, dt, __VA_ARGS__)
@@ -191,8 +197,8 @@ tg_tensor *tg_contiguous_at(tg_site s, tg_tensor *t);
 tg_tensor *tg_clone_at(tg_site s, tg_tensor *t);
 #define tg_clone(t) tg_clone_at(TG_SITE, t)
 
-/* A copy converted to dtype dt (f32 <-> f64 differentiable; i64 <-> float
- * allowed, not differentiable). Returns a new reference to t if t already has
+/* A copy converted to dtype dt (f32 <-> f64 differentiable; i64 and bool
+ * <-> any dtype allowed, not differentiable; to bool: != 0, NaN is true). Returns a new reference to t if t already has
  * dtype dt. */
 tg_tensor *tg_to_dtype_at(tg_site s, tg_tensor *t, tg_dtype dt);
 #define tg_to_dtype(t, dt) tg_to_dtype_at(TG_SITE, t, dt)
@@ -218,8 +224,8 @@ const int64_t *tg_shape(const tg_tensor *t); /* borrowed, ndim entries; NULL if 
 int64_t tg_numel(const tg_tensor *t);        /* -1 if t is NULL */
 tg_dtype tg_get_dtype(const tg_tensor *t);
 tg_device tg_get_device(const tg_tensor *t);
-size_t tg_dtype_size(tg_dtype dt);           /* 4, 8, 8; 0 for an invalid value */
-const char *tg_dtype_name(tg_dtype dt);      /* "f32", "f64", "i64", "?" */
+size_t tg_dtype_size(tg_dtype dt);           /* 4, 8, 8, 1; 0 for an invalid value */
+const char *tg_dtype_name(tg_dtype dt);      /* "f32", "f64", "i64", "bool", "?" */
 bool tg_is_contiguous(const tg_tensor *t);
 /* The version counter of t's storage (shared by views and detached copies). */
 uint64_t tg_version(const tg_tensor *t);

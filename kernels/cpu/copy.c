@@ -1,4 +1,5 @@
-/* kernels/cpu/copy.c - strided copy with dtype conversion, fill, and the
+/* kernels/cpu/copy.c - strided copy with dtype conversion (f32, f64, i64,
+ * bool), fill, and the
  * gradient accumulation kernel (dst += src). Descriptors as in
  * kernels/kernel.h: src described over dst's shape. */
 #include <math.h>
@@ -13,6 +14,7 @@ static inline double rd(const void *base, int dt, int64_t off) {
     switch (dt) {
     case TG_F32: return ((const float *)base)[off];
     case TG_F64: return ((const double *)base)[off];
+    case TG_BOOL: return ((const uint8_t *)base)[off];
     default: return (double)((const int64_t *)base)[off];
     }
 }
@@ -20,6 +22,7 @@ static inline void wr(void *base, int dt, int64_t off, double v) {
     switch (dt) {
     case TG_F32: ((float *)base)[off] = (float)v; break;
     case TG_F64: ((double *)base)[off] = v; break;
+    case TG_BOOL: ((uint8_t *)base)[off] = v != 0; break; /* NaN: true */
     default: ((int64_t *)base)[off] = tg__to_i64(v); break;
     }
 }
@@ -38,6 +41,13 @@ tg_status tg__cpu_copy(const tg__arr *dst, const tg__arr *src) {
     }
     const char *sb = src->data;
     char *db = dst->data;
+    if (src->dtype == TG_I64 && dst->dtype == TG_BOOL) { /* exact: not through double */
+        #pragma omp parallel for if (n >= TG__PAR_MIN)
+        for (int64_t i = 0; i < n; i++)
+            ((uint8_t *)db)[tg__k_offset_of(i, nd, dst->shape, dst->strides)] =
+                ((const int64_t *)sb)[tg__k_offset_of(i, nd, dst->shape, src->strides)] != 0;
+        return TG_OK;
+    }
     if (src->dtype == dst->dtype && src->dtype == TG_I64) {
         #pragma omp parallel for if (n >= TG__PAR_MIN)
         for (int64_t i = 0; i < n; i++)
@@ -63,6 +73,8 @@ tg_status tg__cpu_fill(const tg__arr *dst, double v) {
         } else if (dst->dtype == TG_F64) {
             double *x = dst->data; // (n)
             for (int64_t i = 0; i < n; i++) x[i] = v;
+        } else if (dst->dtype == TG_BOOL) {
+            memset(dst->data, v != 0, (size_t)n);
         } else {
             int64_t *x = dst->data, iv = tg__to_i64(v); // (n)
             for (int64_t i = 0; i < n; i++) x[i] = iv;

@@ -1,5 +1,6 @@
 /* kernels/cpu/elementwise.c - CPU elementwise kernels: unary, binary,
- * ternary (gradient helpers) and where, f32 and f64, any input strides.
+ * ternary (gradient helpers), f32 and f64; where (any dtype); the exact ops
+ * (tests with bool results on any dtype, i64 arithmetic); any input strides.
  *
  * Contract (kernels/kernel.h): inputs are described over out's shape (stride
  * 0 where broadcast); out may be strided (rows are then written through a
@@ -390,22 +391,98 @@ tg_status tg__cpu_ternary(int op, const tg__arr *out, const tg__arr *g, const tg
         }                                                                       \
     }
 
-WHERE_ROW(where_f32_f32, float, float)
-WHERE_ROW(where_f32_f64, float, double)
-WHERE_ROW(where_f32_i64, float, int64_t)
-WHERE_ROW(where_f64_f32, double, float)
-WHERE_ROW(where_f64_f64, double, double)
-WHERE_ROW(where_f64_i64, double, int64_t)
+/* every output dtype x every condition dtype (the table's order: tg_dtype) */
+#define WHERE_ROWS(T, TN)                                                       \
+    WHERE_ROW(where_##TN##_f32, T, float)                                       \
+    WHERE_ROW(where_##TN##_f64, T, double)                                      \
+    WHERE_ROW(where_##TN##_i64, T, int64_t)                                     \
+    WHERE_ROW(where_##TN##_bool, T, uint8_t)
+WHERE_ROWS(float, f32)
+WHERE_ROWS(double, f64)
+WHERE_ROWS(int64_t, i64)
+WHERE_ROWS(uint8_t, bool)
+#define WHERE_ENTRY(TN) {where_##TN##_f32, where_##TN##_f64, where_##TN##_i64, where_##TN##_bool}
 
 tg_status tg__cpu_where(const tg__arr *out, const tg__arr *c, const tg__arr *a,
                         const tg__arr *b) {
-    static const ew_row_fn rows[2][3] = {
-        {where_f32_f32, where_f32_f64, where_f32_i64},
-        {where_f64_f32, where_f64_f64, where_f64_i64},
+    static const ew_row_fn rows[4][4] = {
+        WHERE_ENTRY(f32), WHERE_ENTRY(f64), WHERE_ENTRY(i64), WHERE_ENTRY(bool),
     };
     ew_iter it;
     const tg__arr *ops[4] = {out, c, a, b};
     ew_init(&it, 4, ops);
-    ew_run(&it, rows[out->dtype == TG_F64][c->dtype], NULL);
+    ew_run(&it, rows[out->dtype][c->dtype], NULL);
+    return TG_OK;
+}
+
+/* ---- tests (bool results) and integer arithmetic ----------------------------------- */
+
+#define TEST_ROW(NAME, TY, EXPR)                                                \
+    static void NAME(int64_t n, char *const *p, const int64_t *st, const double *prm) { \
+        uint8_t *o = (uint8_t *)p[0];                                           \
+        const TY *ap = (const TY *)p[1], *bp = (const TY *)p[2];                 \
+        const int64_t sa = st[1], sb = st[2];                                    \
+        (void)prm;                                                              \
+        if (sa == 1 && sb == 1) {                                               \
+            for (int64_t i = 0; i < n; i++) {                                   \
+                const TY x = ap[i], y = bp[i];                                  \
+                (void)x, (void)y, o[i] = (uint8_t)(EXPR);                       \
+            }                                                                   \
+        } else {                                                                \
+            for (int64_t i = 0; i < n; i++) {                                   \
+                const TY x = ap[i * sa], y = bp[i * sb];                        \
+                (void)x, (void)y, o[i] = (uint8_t)(EXPR);                       \
+            }                                                                   \
+        }                                                                       \
+    }
+
+#define TEST_ROWS(NAME, FL, IN)                                                 \
+    TEST_ROW(test_##NAME##_f32, float, FL)                                      \
+    TEST_ROW(test_##NAME##_f64, double, FL)                                     \
+    TEST_ROW(test_##NAME##_i64, int64_t, IN)                                    \
+    TEST_ROW(test_##NAME##_bool, uint8_t, IN)
+TG__TEST_OPS(TEST_ROWS)
+
+#define TEST_ENTRY(NAME, ...)                                                   \
+    [TG__TEST_##NAME] = {test_##NAME##_f32, test_##NAME##_f64, test_##NAME##_i64, test_##NAME##_bool},
+static const ew_row_fn test_rows[TG__TEST_NOP][4] = {TG__TEST_OPS(TEST_ENTRY)};
+
+tg_status tg__cpu_test(int op, const tg__arr *out, const tg__arr *a, const tg__arr *b) {
+    ew_iter it;
+    const tg__arr *ops[3] = {out, a, b};
+    ew_init(&it, 3, ops);
+    ew_run(&it, test_rows[op][a->dtype], NULL);
+    return TG_OK;
+}
+
+/* prm: clamp's bounds, passed as the int64_t bit patterns of two doubles */
+#define INT_ROW(NAME, EXPR)                                                     \
+    static void NAME(int64_t n, char *const *p, const int64_t *st, const double *prm) { \
+        int64_t *o = (int64_t *)p[0];                                           \
+        const int64_t *ap = (const int64_t *)p[1], *bp = (const int64_t *)p[2]; \
+        const int64_t sa = st[1], sb = st[2];                                    \
+        int64_t p0, p1;                                                         \
+        memcpy(&p0, &prm[0], sizeof p0);                                        \
+        memcpy(&p1, &prm[1], sizeof p1);                                        \
+        (void)p0, (void)p1;                                                     \
+        for (int64_t i = 0; i < n; i++) {                                       \
+            const int64_t x = ap[i * sa], y = bp[i * sb];                       \
+            (void)x, (void)y, o[i] = (EXPR);                                    \
+        }                                                                       \
+    }
+#define INT_ROWS(NAME, F) INT_ROW(int_##NAME, F)
+TG__INT_OPS(INT_ROWS)
+#define INT_ENTRY(NAME, ...) [TG__INT_##NAME] = int_##NAME,
+static const ew_row_fn int_rows[TG__INT_NOP] = {TG__INT_OPS(INT_ENTRY)};
+
+tg_status tg__cpu_int_op(int op, const tg__arr *out, const tg__arr *a, const tg__arr *b,
+                         int64_t p0, int64_t p1) {
+    ew_iter it;
+    const tg__arr *ops[3] = {out, a, b};
+    double prm[2];
+    memcpy(&prm[0], &p0, sizeof p0);
+    memcpy(&prm[1], &p1, sizeof p1);
+    ew_init(&it, 3, ops);
+    ew_run(&it, int_rows[op], prm);
     return TG_OK;
 }

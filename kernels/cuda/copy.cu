@@ -1,7 +1,7 @@
 /* kernels/cuda/copy.cu - strided copy with dtype conversion, gradient
  * accumulation (out += src) and fill, on the GPU. Conversions go through
  * double with the CPU's rules: to i64 truncates toward zero, saturates, and
- * maps NaN to 0. */
+ * maps NaN to 0; to bool is != 0 (NaN true; i64 exactly). */
 #include "kcommon.cuh"
 
 __device__ __forceinline__ void tgk_write(void *p, int dt, int64_t off, double v) {
@@ -9,6 +9,8 @@ __device__ __forceinline__ void tgk_write(void *p, int dt, int64_t off, double v
         ((float *)p)[off] = (float)v;
     } else if (dt == TG_F64) {
         ((double *)p)[off] = v;
+    } else if (dt == TG_BOOL) {
+        ((uint8_t *)p)[off] = v != 0.0; /* NaN: true */
     } else {
         int64_t r;
         if (v != v) r = 0;
@@ -25,6 +27,8 @@ __global__ void k_copy(tgk_iter it, void *o, int odt, const void *s, int sdt) {
         tgk_offsets<2>(it, i, off);
         if (odt == sdt && odt == TG_I64) /* exact beyond 2^53 */
             ((int64_t *)o)[off[0]] = ((const int64_t *)s)[off[1]];
+        else if (odt == TG_BOOL && sdt == TG_I64)
+            ((uint8_t *)o)[off[0]] = ((const int64_t *)s)[off[1]] != 0;
         else
             tgk_write(o, odt, off[0], tgk_read(s, sdt, off[1]));
     }

@@ -106,12 +106,17 @@ tg_status tg__cuda_binary(int op, const tg__arr *out, const tg__arr *a,
                           const tg__arr *b, double p0, double p1);
 tg_status tg__cuda_ternary(int op, const tg__arr *out, const tg__arr *g,
                            const tg__arr *a, const tg__arr *b);
-/* out = c != 0 ? a : b; c f32/f64/i64 (NaN is true); a or b with data NULL
- * means 0. */
+/* out = c != 0 ? a : b; out any dtype, c any dtype (NaN is true); a or b
+ * with data NULL means 0. */
 tg_status tg__cuda_where(const tg__arr *out, const tg__arr *c, const tg__arr *a,
                          const tg__arr *b);
+/* The exact ops: out (bool) = test op of a and b (one dtype, any); out = the
+ * i64 op of a and b (i64), p0 and p1 clamp's bounds. */
+tg_status tg__cuda_test(int op, const tg__arr *out, const tg__arr *a, const tg__arr *b);
+tg_status tg__cuda_int_op(int op, const tg__arr *out, const tg__arr *a, const tg__arr *b,
+                          int64_t p0, int64_t p1);
 
-/* copy.cu. out = src with dtype conversion (f32/f64/i64 both ways, through
+/* copy.cu. out = src with dtype conversion (f32/f64/i64/bool all ways, through
  * double as the CPU does); out += src (f32/f64, same dtype); out = v. */
 tg_status tg__cuda_copy(const tg__arr *out, const tg__arr *src);
 tg_status tg__cuda_accumulate(const tg__arr *out, const tg__arr *src);

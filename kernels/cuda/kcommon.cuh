@@ -124,6 +124,7 @@ __device__ __forceinline__ bool tgk_isnan(double x) { return x != x; }
 __device__ __forceinline__ double tgk_read(const void *p, int dt, int64_t off) {
     if (dt == TG_F32) return (double)((const float *)p)[off];
     if (dt == TG_F64) return ((const double *)p)[off];
+    if (dt == TG_BOOL) return (double)((const uint8_t *)p)[off];
     return (double)((const int64_t *)p)[off];
 }
 

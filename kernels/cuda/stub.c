@@ -38,6 +38,15 @@ static tg_status where(const tg__arr *o, const tg__arr *c, const tg__arr *a, con
     (void)o, (void)c, (void)a, (void)b;
     return none();
 }
+static tg_status test(int op, const tg__arr *o, const tg__arr *a, const tg__arr *b) {
+    (void)op, (void)o, (void)a, (void)b;
+    return none();
+}
+static tg_status int_op(int op, const tg__arr *o, const tg__arr *a, const tg__arr *b, int64_t p0,
+                        int64_t p1) {
+    (void)op, (void)o, (void)a, (void)b, (void)p0, (void)p1;
+    return none();
+}
 static tg_status copy2(const tg__arr *o, const tg__arr *s) { (void)o, (void)s; return none(); }
 static tg_status fill(const tg__arr *o, double v) { (void)o, (void)v; return none(); }
 static tg_status sum_reduce(const tg__arr *o, const tg__arr *x, const bool *red, double sc) {
@@ -93,6 +102,8 @@ const tg__backend tg__cuda_backend = {
     .binary = binary,
     .ternary = ternary,
     .where = where,
+    .test = test,
+    .int_op = int_op,
     .copy = copy2,
     .accumulate = copy2,
     .fill = fill,
