@@ -1,7 +1,7 @@
 /* cli/npy.c - NumPy .npy reader and writer for the `tapegrad` command.
  *
  * Contract: see cli/npy.h. In short, tgcli_npy_load() accepts format versions
- * 1.0-3.0 with dtypes <f4, <f8, <i8 and <i4 (widened to i64), C or Fortran
+ * 1.0-3.0 with dtypes <f4, <f8, <i8, <i4 (widened to i64) and |b1 (bool), C or Fortran
  * order, 0 to 8 dims, and rejects anything malformed with TG_ERR_IO and a
  * message "PATH: what is wrong"; tgcli_npy_save() writes what NumPy writes
  * (version 1.0, C order, data aligned to 64 bytes). Uses the public tapegrad
@@ -241,8 +241,11 @@ static bool map_descr(parser *p, npy_header *h) {
     } else if (!strcmp(c, "i4")) {
         h->dtype = TG_I64;
         h->file_isz = 4;
+    } else if (!strcmp(c, "b1")) {
+        h->dtype = TG_BOOL;
+        h->file_isz = 1;
     } else {
-        return perr(p, "unsupported dtype '%s' (supported: '<f4', '<f8', '<i8', '<i4')",
+        return perr(p, "unsupported dtype '%s' (supported: '<f4', '<f8', '<i8', '<i4', '|b1')",
                     h->descr);
     }
     return true;
@@ -451,6 +454,9 @@ static tg_status read_data(FILE *f, const char *path, const npy_header *h, int64
         return npy_fail(TG_ERR_IO, path, "read failed: %s", strerror(errno));
     if (h->file_isz == 4 && h->dtype == TG_I64)
         widen_i32(tg_data(t), numel);
+    if (h->dtype == TG_BOOL) /* NumPy writes 0 and 1; any other byte is read as true */
+        for (int64_t i = 0; i < numel; i++)
+            ((uint8_t *)tg_data(t))[i] = ((uint8_t *)tg_data(t))[i] != 0;
     if (reorder) {
         tg_tensor *c_order = tg_empty(h->dtype, h->ndim, h->shape);
         if (!c_order)
@@ -628,7 +634,8 @@ static tg_status save_prepare(const char *path, const tg_tensor *t, unsigned cha
     if (!host_is_little_endian())
         return npy_fail(TG_ERR_IO, path, ".npy files are supported on little-endian machines only");
     tg_dtype dt = tg_get_dtype(t);
-    const char *descr = dt == TG_F32 ? "<f4" : dt == TG_F64 ? "<f8" : dt == TG_I64 ? "<i8" : NULL;
+    const char *descr = dt == TG_F32 ? "<f4" : dt == TG_F64 ? "<f8" : dt == TG_I64 ? "<i8"
+                        : dt == TG_BOOL ? "|b1" : NULL;
     if (!descr)
         return npy_fail(TG_ERR_DTYPE, path, "cannot save a tensor of dtype %d", (int)dt);
     *isz = tg_dtype_size(dt);

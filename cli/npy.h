@@ -7,7 +7,8 @@
  *    returns a tg_status and records the message for tg_last_error().
  *  - Reads format versions 1.0, 2.0 and 3.0 (3.0: UTF-8 header). Dtypes:
  *      '<f4' -> TG_F32, '<f8' -> TG_F64, '<i8' -> TG_I64,
- *      '<i4' -> TG_I64 (widened: int32 targets are common).
+ *      '<i4' -> TG_I64 (widened: int32 targets are common), '|b1' -> TG_BOOL
+ *      (a byte other than 0 and 1 is read as true).
  *    '|' and '=' (and no byte-order character) mean the machine's order,
  *    which is little-endian on every supported machine. Big-endian ('>')
  *    and every other dtype are refused with TG_ERR_IO.

@@ -65,6 +65,12 @@ static const char NP_I4[] =
     "           \012\000\000\000\000\377\377\377\377\007\000\000\000\234"
     "\377\377\377";
 
+/* np.save(np.array([[True, False, True], [False, False, True]])) */
+static const char NP_B1[] =
+    "\223NUMPY\001\000v\000{'descr': '|b1', 'fortran_order': False, '"
+    "shape': (2, 3), }                                               "
+    "           \012\001\000\001\000\000\001";
+
 /* np.save(np.asfortranarray(np.arange(6.0).reshape(2, 3))) */
 static const char NP_F8_FORTRAN[] =
     "\223NUMPY\001\000v\000{'descr': '<f8', 'fortran_order': True, 's"
@@ -282,6 +288,25 @@ Test(npy, numpy_i4_is_widened) {
     tg_tensor *t = load_bytes(NP_I4, LEN(NP_I4));
     assert_shape(t, TG_I64, 1, (const int64_t[]){4});
     assert_i64(t, (const int64_t[]){0, -1, 7, -100}, 4);
+    tg_release(t);
+}
+
+static void assert_writes(const tg_tensor *t, const char *want, size_t n);
+
+Test(npy, numpy_bool) {
+    tg_tensor *t = load_bytes(NP_B1, LEN(NP_B1));
+    assert_shape(t, TG_BOOL, 2, (const int64_t[]){2, 3});
+    tgt_assert_values(t, (const double[]){1, 0, 1, 0, 0, 1}, 6, 0);
+    assert_writes(t, NP_B1, LEN(NP_B1)); /* byte for byte what NumPy writes */
+    tg_release(t);
+    /* a byte other than 0 and 1 is read as true and stored as 1 */
+    char odd[sizeof NP_B1];
+    memcpy(odd, NP_B1, sizeof NP_B1);
+    odd[LEN(NP_B1) - 6] = 7;
+    t = load_bytes(odd, LEN(NP_B1));
+    uint8_t v[6];
+    cr_assert_eq(tg_copy_out(t, TG_BOOL, v, sizeof v), TG_OK);
+    cr_assert_eq(v[0], 1);
     tg_release(t);
 }
 
@@ -540,13 +565,13 @@ Test(npy, bad_dtype) {
                "big-endian dtype '>f8' is not supported");
     bad_header("{'descr': '>i4', 'fortran_order': False, 'shape': (2,)}", 8, "big-endian");
     bad_header("{'descr': '<c16', 'fortran_order': False, 'shape': (2,)}", 32,
-               "unsupported dtype '<c16' (supported: '<f4', '<f8', '<i8', '<i4')");
+               "unsupported dtype '<c16' (supported: '<f4', '<f8', '<i8', '<i4', '|b1')");
     bad_header("{'descr': '<f2', 'fortran_order': False, 'shape': (2,)}", 4,
                "unsupported dtype '<f2'");
     bad_header("{'descr': '<u8', 'fortran_order': False, 'shape': (2,)}", 16,
                "unsupported dtype '<u8'");
-    bad_header("{'descr': '|b1', 'fortran_order': False, 'shape': (2,)}", 2,
-               "unsupported dtype '|b1'");
+    bad_header("{'descr': '|u1', 'fortran_order': False, 'shape': (2,)}", 2,
+               "unsupported dtype '|u1'");
     bad_header("{'descr': '|O', 'fortran_order': False, 'shape': (2,)}", 16, "unsupported dtype");
     bad_header("{'descr': '', 'fortran_order': False, 'shape': (2,)}", 16, "unsupported dtype ''");
     bad_header("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,)}", 8,
