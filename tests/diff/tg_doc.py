@@ -10,8 +10,9 @@ that a real bug of the same op is not excused by accident.
 import re
 
 DOCUMENTED = [
-    ('integer-ops', "tapegrad's ops take f32/f64 tensors only (i64 is for indices and targets); "
-     'PyTorch computes on integer tensors too'),
+    ('integer-ops', "tapegrad's integer arithmetic is add/sub/mul/maximum/minimum/remainder/"
+     'floor_divide and neg/abs/sign/square/clamp/scale/add_scalar/rounding; its other ops take '
+     'f32/f64 tensors only; PyTorch computes on integer tensors there too'),
     ('no-type-promotion', 'tapegrad refuses operands of different dtypes (TG_ERR_DTYPE); PyTorch '
      'promotes them to a common dtype'),
     ('matmul-shapes', 'tg_matmul takes 2-D operands, equal batch dims, or a batched left '
