@@ -185,6 +185,16 @@ extern "C" {
     X(SIGN, (int64_t)((x > 0) - (x < 0)))                                           \
     X(CLAMP, (x < p0 ? p0 : x) > p1 ? p1 : (x < p0 ? p0 : x))
 
+/* Reductions along one dim and scans (kernels/line.h has their definitions). */
+typedef enum tg__redop {
+    TG__RED_MAX, TG__RED_MIN, TG__RED_LOGSUMEXP, TG__RED_PROD, TG__RED_ANY, TG__RED_ALL,
+    TG__RED_NOP
+} tg__redop;
+typedef enum tg__scanop {
+    TG__SCAN_CUMSUM, TG__SCAN_REV_CUMSUM, TG__SCAN_CUMPROD, TG__SCAN_CUMPROD_GRAD,
+    TG__SCAN_PROD_GRAD, TG__SCAN_NOP
+} tg__scanop;
+
 enum { TG__SAVES_NONE = 0, TG__SAVES_INPUT, TG__SAVES_OUTPUT };
 
 #define TG__UN_CODE(NAME, ...) TG__UN_##NAME,
@@ -310,6 +320,16 @@ typedef struct tg__backend {
      * sum of x over the dims with red[d]; x over its own shape. */
     tg_status (*sum_reduce)(const tg__arr *out, const tg__arr *x, const bool *red,
                             double scale);
+
+    /* Along dim `dim` of x (over its own shape, any strides, ndim >= 1),
+     * one line per position of the other dims (C order), kernels/line.h's
+     * algorithms. reduce_dim: out (x's dtype, or bool for ANY/ALL) and idx
+     * (i64) contiguous over x's shape without dim; either may have data NULL
+     * (not wanted). scan: out contiguous with x's shape; g (gradient scans)
+     * over x's shape, any strides (PROD_GRAD: stride 0 along dim). */
+    tg_status (*reduce_dim)(int op, const tg__arr *out, const tg__arr *idx, const tg__arr *x,
+                            int dim);
+    tg_status (*scan)(int op, const tg__arr *out, const tg__arr *x, const tg__arr *g, int dim);
 
     /* Rows are the last dim of x (0-d: one row of length 1); y and dx are
      * contiguous with x's shape. */

@@ -468,6 +468,14 @@ tg_status tg__k_where(tg_tensor *out, const tg_tensor *c, const tg_tensor *a, co
 tg_status tg__k_test(tg__testop op, tg_tensor *out, const tg_tensor *a, const tg_tensor *b);
 tg_status tg__k_int_op(tg__intop op, tg_tensor *out, const tg_tensor *a, const tg_tensor *b,
                        int64_t p0, int64_t p1);
+/* Along dim of x (ndim >= 1; kernels/line.h): out (may be NULL) and idx (i64,
+ * may be NULL) new contiguous tensors of x's shape without dim (keepdim's
+ * size-1 dim is allowed: same elements). scan: out contiguous with x's
+ * shape; g (NULL, or broadcastable to x's shape) for the gradient scans. */
+tg_status tg__k_reduce_dim(tg__redop op, tg_tensor *out, tg_tensor *idx, const tg_tensor *x,
+                           int dim);
+tg_status tg__k_scan(tg__scanop op, tg_tensor *out, const tg_tensor *x, const tg_tensor *g,
+                     int dim);
 tg_status tg__k_copy(tg_tensor *dst, const tg_tensor *src);
 tg_status tg__k_accumulate(tg_tensor *dst, const tg_tensor *src);
 tg_status tg__k_fill(tg_tensor *t, double v);

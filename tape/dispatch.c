@@ -137,6 +137,20 @@ tg_status tg__k_int_op(tg__intop op, tg_tensor *out, const tg_tensor *a, const t
     return be(out)->int_op((int)op, &o, &x, &y, p0, p1);
 }
 
+tg_status tg__k_reduce_dim(tg__redop op, tg_tensor *out, tg_tensor *idx, const tg_tensor *x,
+                           int dim) {
+    tg__arr o = tg__arr_of(out ? out : idx), i = tg__arr_of(idx ? idx : out), a = tg__arr_of(x);
+    if (!out) o.data = NULL;
+    if (!idx) i.data = NULL;
+    return be(x)->reduce_dim((int)op, &o, &i, &a, dim);
+}
+
+tg_status tg__k_scan(tg__scanop op, tg_tensor *out, const tg_tensor *x, const tg_tensor *g,
+                     int dim) {
+    tg__arr o = tg__arr_of(out), a = tg__arr_of(x), b = tg__arr_over(g, x, NULL);
+    return be(x)->scan((int)op, &o, &a, &b, dim);
+}
+
 tg_status tg__k_copy(tg_tensor *dst, const tg_tensor *src) {
     tg__arr o = tg__arr_of(dst), a = tg__arr_over(src, dst, NULL);
     return be(dst)->copy(&o, &a);

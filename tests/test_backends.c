@@ -418,6 +418,58 @@ Test(backends, reductions_small_and_large_and_strided) {
     }
 }
 
+/* ---- the line reductions and scans ------------------------------------------------------ */
+
+typedef struct { int op, dim; bool keepdim; } lcase;
+static tg_tensor *e_line(tg_tensor *const *in, const void *a) {
+    const lcase *c = a;
+    tg_tensor *x = tg_transpose(in[0], 0, 2), *ix = NULL; /* strided */
+    switch (c->op) {
+    case 0: return tg_amax_dim(x, c->dim, c->keepdim);
+    case 1: return tg_amin_dim(x, c->dim, c->keepdim);
+    case 2: return tg_max_dim(x, c->dim, c->keepdim, &ix);
+    case 3: tg_min_dim(x, c->dim, c->keepdim, &ix); return ix;
+    case 4: return tg_argmax_dim(x, c->dim, c->keepdim);
+    case 5: return tg_logsumexp_dim(x, c->dim, c->keepdim);
+    case 6: return tg_prod_dim(x, c->dim, c->keepdim);
+    case 7: return tg_any_dim(x, c->dim, c->keepdim);
+    case 8: return tg_all_dim(x, c->dim, c->keepdim);
+    case 9: return tg_cumsum(x, c->dim);
+    case 10: return tg_cumprod(x, c->dim);
+    case 11: return tg_var_dim(x, c->dim, 1, c->keepdim);
+    case 12: return tg_std_dim(x, c->dim, 0, c->keepdim);
+    case 13: return tg_norm_dim(x, 2, c->dim, c->keepdim);
+    default: return tg_norm_dim(x, INFINITY, c->dim, c->keepdim);
+    }
+}
+
+Test(backends, line_reductions_and_scans) {
+    NEED_DEVICE();
+    for (int d = 0; d < 2; d++) {
+        for (int op = 0; op < 15; op++) {
+            for (int dim = 0; dim < 3; dim++) {
+                int sc = tg_scope_begin();
+                char what[64];
+                lcase c = {op, dim, dim == 1};
+                bool grad = op != 3 && op != 4 && op != 7 && op != 8;
+                /* ties and zeros (small integers), then NaN/inf without gradients */
+                tg_tensor *in = small_ints(FLOATS[d], 3, (int64_t[]){4, 3, 5}, 200 + op);
+                snprintf(what, sizeof what, "line op %d dim %d %s ties", op, dim,
+                         tg_dtype_name(FLOATS[d]));
+                run_both(what, 1, &in, e_line, &c, grad);
+                tg_tensor *sp = with_specials(randn(FLOATS[d], 3, (int64_t[]){4, 3, 5}, 300 + op));
+                snprintf(what, sizeof what, "line op %d dim %d %s specials", op, dim,
+                         tg_dtype_name(FLOATS[d]));
+                run_both(what, 1, &sp, e_line, &c, false);
+                tg_tensor *rn = randn(FLOATS[d], 3, (int64_t[]){4, 3, 5}, 400 + op);
+                snprintf(what, sizeof what, "line op %d dim %d %s", op, dim, tg_dtype_name(FLOATS[d]));
+                run_both(what, 1, &rn, e_line, &c, grad);
+                cr_assert_eq(tg_scope_end(sc), TG_OK);
+            }
+        }
+    }
+}
+
 /* ---- softmax ------------------------------------------------------------------------------- */
 
 static tg_tensor *s_softmax(tg_tensor *const *in, const void *a) {

@@ -333,6 +333,90 @@ tg_tensor *tg_mean_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim);
 #define tg_sum_dim(t, dim, keepdim) tg_sum_dim_at(TG_SITE, t, dim, keepdim)
 #define tg_mean_dim(t, dim, keepdim) tg_mean_dim_at(TG_SITE, t, dim, keepdim)
 
+/* The other reductions, PyTorch's names and gradients; over all elements (a
+ * 0-d result) or along dim (negative allowed; keepdim keeps it as size 1; a
+ * 0-d t is one element). f32/f64 unless stated; results contiguous,
+ * recorded when t requires grad. Errors: TG_ERR_NULL, TG_ERR_DTYPE,
+ * TG_ERR_DIM, TG_ERR_DEVICE, TG_ERR_NOMEM, and those stated. */
+/* Largest / smallest element (NaN if there is one). Gradient split evenly
+ * among the elements equal to the result; NaN for a line holding a NaN (as
+ * PyTorch's amax). TG_ERR_SHAPE for an empty line. */
+tg_tensor *tg_amax_at(tg_site s, tg_tensor *t);
+tg_tensor *tg_amin_at(tg_site s, tg_tensor *t);
+tg_tensor *tg_amax_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim);
+tg_tensor *tg_amin_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim);
+#define tg_amax(t) tg_amax_at(TG_SITE, t)
+#define tg_amin(t) tg_amin_at(TG_SITE, t)
+#define tg_amax_dim(t, dim, keepdim) tg_amax_dim_at(TG_SITE, t, dim, keepdim)
+#define tg_amin_dim(t, dim, keepdim) tg_amin_dim_at(TG_SITE, t, dim, keepdim)
+/* PyTorch's max(t, dim) / min(t, dim): the values (returned) and, when
+ * indices is not NULL, *indices = their i64 positions along dim (the first
+ * extreme, or the first NaN), a second new reference owned like the result.
+ * Gradient all to that position. TG_ERR_SHAPE for an empty line. */
+tg_tensor *tg_max_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim, tg_tensor **indices);
+tg_tensor *tg_min_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim, tg_tensor **indices);
+#define tg_max_dim(t, dim, keepdim, indices) tg_max_dim_at(TG_SITE, t, dim, keepdim, indices)
+#define tg_min_dim(t, dim, keepdim, indices) tg_min_dim_at(TG_SITE, t, dim, keepdim, indices)
+/* i64 position of the first largest / smallest element (the first NaN if
+ * any); over all elements it indexes t flattened in C order. Any dtype. */
+tg_tensor *tg_argmax_at(tg_site s, tg_tensor *t);
+tg_tensor *tg_argmin_at(tg_site s, tg_tensor *t);
+tg_tensor *tg_argmax_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim);
+tg_tensor *tg_argmin_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim);
+#define tg_argmax(t) tg_argmax_at(TG_SITE, t)
+#define tg_argmin(t) tg_argmin_at(TG_SITE, t)
+#define tg_argmax_dim(t, dim, keepdim) tg_argmax_dim_at(TG_SITE, t, dim, keepdim)
+#define tg_argmin_dim(t, dim, keepdim) tg_argmin_dim_at(TG_SITE, t, dim, keepdim)
+/* log(sum(exp(t))), stable (max + log sum exp(t - max), in double): -inf
+ * for an empty or all -inf line, +inf with a +inf. Gradient g exp(t - result)
+ * (NaN on an all -inf line, as PyTorch). */
+tg_tensor *tg_logsumexp_at(tg_site s, tg_tensor *t);
+tg_tensor *tg_logsumexp_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim);
+#define tg_logsumexp(t) tg_logsumexp_at(TG_SITE, t)
+#define tg_logsumexp_dim(t, dim, keepdim) tg_logsumexp_dim_at(TG_SITE, t, dim, keepdim)
+/* Product (1 for an empty line). Gradient: g times the product of the other
+ * elements, exact where t has zeros (no division). */
+tg_tensor *tg_prod_at(tg_site s, tg_tensor *t);
+tg_tensor *tg_prod_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim);
+#define tg_prod(t) tg_prod_at(TG_SITE, t)
+#define tg_prod_dim(t, dim, keepdim) tg_prod_dim_at(TG_SITE, t, dim, keepdim)
+/* Whether any / every element is non-zero (NaN is true): a TG_BOOL result;
+ * any dtype; false / true for an empty line. Not differentiable. */
+tg_tensor *tg_any_at(tg_site s, tg_tensor *t);
+tg_tensor *tg_all_at(tg_site s, tg_tensor *t);
+tg_tensor *tg_any_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim);
+tg_tensor *tg_all_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim);
+#define tg_any(t) tg_any_at(TG_SITE, t)
+#define tg_all(t) tg_all_at(TG_SITE, t)
+#define tg_any_dim(t, dim, keepdim) tg_any_dim_at(TG_SITE, t, dim, keepdim)
+#define tg_all_dim(t, dim, keepdim) tg_all_dim_at(TG_SITE, t, dim, keepdim)
+/* Cumulative sum / product along dim (t's shape), accumulated in double.
+ * Gradients: the reversed cumulative sum of g; for cumprod, exact at zeros. */
+tg_tensor *tg_cumsum_at(tg_site s, tg_tensor *t, int dim);
+tg_tensor *tg_cumprod_at(tg_site s, tg_tensor *t, int dim);
+#define tg_cumsum(t, dim) tg_cumsum_at(TG_SITE, t, dim)
+#define tg_cumprod(t, dim) tg_cumprod_at(TG_SITE, t, dim)
+/* Variance and standard deviation: sum((t - mean)^2) / (n - correction)
+ * (PyTorch's default correction is 1; NaN or inf where n - correction <= 0,
+ * as PyTorch). std's gradient is 0 where std is 0 (a constant line), as
+ * PyTorch's. TG_ERR_VALUE for a negative or non-finite correction. */
+tg_tensor *tg_var_at(tg_site s, tg_tensor *t, double correction);
+tg_tensor *tg_var_dim_at(tg_site s, tg_tensor *t, int dim, double correction, bool keepdim);
+tg_tensor *tg_std_at(tg_site s, tg_tensor *t, double correction);
+tg_tensor *tg_std_dim_at(tg_site s, tg_tensor *t, int dim, double correction, bool keepdim);
+#define tg_var(t, correction) tg_var_at(TG_SITE, t, correction)
+#define tg_var_dim(t, dim, correction, keepdim) tg_var_dim_at(TG_SITE, t, dim, correction, keepdim)
+#define tg_std(t, correction) tg_std_at(TG_SITE, t, correction)
+#define tg_std_dim(t, dim, correction, keepdim) tg_std_dim_at(TG_SITE, t, dim, correction, keepdim)
+/* Vector norm (PyTorch's linalg.vector_norm) for p = 1, 2 or INFINITY:
+ * sum |t|, sqrt(sum t^2), max |t| (0 for an empty line). Gradients g sign(t);
+ * g t / norm, 0 where the norm is 0; g sign(t) split evenly among the
+ * elements of largest magnitude. TG_ERR_VALUE for another p. */
+tg_tensor *tg_norm_at(tg_site s, tg_tensor *t, double p);
+tg_tensor *tg_norm_dim_at(tg_site s, tg_tensor *t, double p, int dim, bool keepdim);
+#define tg_norm(t, p) tg_norm_at(TG_SITE, t, p)
+#define tg_norm_dim(t, p, dim, keepdim) tg_norm_dim_at(TG_SITE, t, p, dim, keepdim)
+
 /* ---- linear algebra ----------------------------------------------------- */
 /* a (..., M, K) @ b (..., K, N) -> (..., M, N) through CBLAS. Both 2-D, or
  * batched with equal leading dims, or a batched and b 2-D (shared weight).

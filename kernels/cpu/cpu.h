@@ -21,6 +21,9 @@ tg_status tg__cpu_where(const tg__arr *out, const tg__arr *c, const tg__arr *a,
 tg_status tg__cpu_test(int op, const tg__arr *out, const tg__arr *a, const tg__arr *b);
 tg_status tg__cpu_int_op(int op, const tg__arr *out, const tg__arr *a, const tg__arr *b,
                          int64_t p0, int64_t p1);
+tg_status tg__cpu_reduce_dim(int op, const tg__arr *out, const tg__arr *idx, const tg__arr *x,
+                             int dim);
+tg_status tg__cpu_scan(int op, const tg__arr *out, const tg__arr *x, const tg__arr *g, int dim);
 /* copy.c */
 tg_status tg__cpu_copy(const tg__arr *out, const tg__arr *src);
 tg_status tg__cpu_accumulate(const tg__arr *out, const tg__arr *src);

@@ -122,6 +122,11 @@ tg_status tg__cuda_copy(const tg__arr *out, const tg__arr *src);
 tg_status tg__cuda_accumulate(const tg__arr *out, const tg__arr *src);
 tg_status tg__cuda_fill(const tg__arr *out, double v);
 
+/* line.cu. Reductions along one dim and scans (kernels/line.h). */
+tg_status tg__cuda_reduce_dim(int op, const tg__arr *out, const tg__arr *idx, const tg__arr *x,
+                              int dim);
+tg_status tg__cuda_scan(int op, const tg__arr *out, const tg__arr *x, const tg__arr *g, int dim);
+
 /* reduce.cu. out (contiguous, f32/f64, numel = product of x's kept dims in C
  * order) = scale * sum of x over the dims with red[d] != 0, accumulated in
  * double. 0 elements give 0 * scale. */

@@ -47,6 +47,14 @@ static tg_status int_op(int op, const tg__arr *o, const tg__arr *a, const tg__ar
     (void)op, (void)o, (void)a, (void)b, (void)p0, (void)p1;
     return none();
 }
+static tg_status red_dim(int op, const tg__arr *o, const tg__arr *i, const tg__arr *x, int d) {
+    (void)op, (void)o, (void)i, (void)x, (void)d;
+    return none();
+}
+static tg_status scan(int op, const tg__arr *o, const tg__arr *x, const tg__arr *g, int d) {
+    (void)op, (void)o, (void)x, (void)g, (void)d;
+    return none();
+}
 static tg_status copy2(const tg__arr *o, const tg__arr *s) { (void)o, (void)s; return none(); }
 static tg_status fill(const tg__arr *o, double v) { (void)o, (void)v; return none(); }
 static tg_status sum_reduce(const tg__arr *o, const tg__arr *x, const bool *red, double sc) {
@@ -108,6 +116,8 @@ const tg__backend tg__cuda_backend = {
     .accumulate = copy2,
     .fill = fill,
     .sum_reduce = sum_reduce,
+    .reduce_dim = red_dim,
+    .scan = scan,
     .softmax_forward = sm_fwd,
     .softmax_backward = sm_bwd,
     .gather_find_bad = g_bad,

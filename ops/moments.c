@@ -1,0 +1,318 @@
+/* ops/moments.c - variance, standard deviation and vector norms, over all
+ * elements or along one dim (keepdim), with PyTorch's values and gradients.
+ *
+ * Contract: f32/f64 inputs, any strides; results are new contiguous tensors
+ * of the input's dtype, accumulated in double.
+ *   var: sum((x - mean)^2) / max(0, n - correction) (NaN or inf when that is
+ *     0, as PyTorch); gradient 2 g (x - mean) / (n - correction).
+ *   std: sqrt(var); gradient g (x - mean) / ((n - correction) std), and 0
+ *     where std is 0 (PyTorch's rule: a constant line has gradient 0, not NaN).
+ *   norm (PyTorch's linalg.vector_norm) for p = 1, 2, inf: sum |x|,
+ *     sqrt(sum x^2), max |x|; gradients g sign(x), g x / norm (0 where the
+ *     norm is 0), and g sign(x) split evenly among the elements of largest
+ *     magnitude. Another p is TG_ERR_VALUE.
+ * Each saves its input (std and norm also their result). On failure nothing
+ * is leaked and NULL is returned with the error set. */
+#include <math.h>
+
+#include "ops_internal.h"
+
+enum { P_DIM = 0, P_KEEPDIM = 1, P_SLOT_X = 2, P_SLOT_OUT = 3 }; /* iparam */
+enum { P_CORR = 0, P_P = 1 };                                    /* dparam */
+
+typedef struct geo {
+    tg_tensor *w;                 /* the input, or its flattening for "all" */
+    int d;                        /* the reduced dim of w */
+    int ond;                      /* the result's dims */
+    int64_t oshape[TG_MAX_DIMS];
+    int kd;                       /* the keepdim shape (w's dims, size 1 at d) */
+    int64_t kshape[TG_MAX_DIMS];
+    bool red[TG_MAX_DIMS];
+    int64_t n;                    /* elements per line */
+} geo;
+
+static bool setup(tg_site s, const char *who, tg_tensor *t, int dim, bool keepdim, bool all,
+                  geo *g) {
+    g->w = NULL;
+    if (tg__null_arg(t, who, "t") || !tg__same_device(who, 1, (const tg_tensor *const *)&t))
+        return false;
+    if (!tg__is_float(t->dtype))
+        return tg__set_error(TG_ERR_DTYPE, "%s: dtype %s is not supported (f32 or f64 required)",
+                             who, tg_dtype_name(t->dtype)), false;
+    int d = 0;
+    if (all || t->ndim == 0) {
+        if (!all && tg__wrap_dim(who, dim, 0) < 0) return false;
+        int64_t n = tg__numel(t->ndim, t->shape);
+        if (!(g->w = tg__reshape(s, t, 1, &n))) return false;
+        g->ond = 0;
+    } else {
+        if ((d = tg__wrap_dim(who, dim, t->ndim)) < 0) return false;
+        g->w = tg_retain(t);
+        g->ond = 0;
+        for (int i = 0; i < t->ndim; i++)
+            if (i != d) g->oshape[g->ond++] = t->shape[i];
+            else if (keepdim) g->oshape[g->ond++] = 1;
+    }
+    g->d = d;
+    g->kd = g->w->ndim;
+    for (int i = 0; i < g->kd; i++) {
+        g->kshape[i] = i == d ? 1 : g->w->shape[i];
+        g->red[i] = i == d;
+    }
+    g->n = g->w->shape[d];
+    return true;
+}
+
+static tg_tensor *new_k(tg_site s, const char *who, const geo *g) {
+    return tg__new_output_on(s, who, g->w->storage->device, g->w->dtype, g->kd, g->kshape);
+}
+static tg_tensor *new_w(tg_site s, const char *who, const tg_tensor *w) {
+    return tg__new_output_on(s, who, w->storage->device, w->dtype, w->ndim, w->shape);
+}
+
+/* x - mean(x) along the line (a new tensor of x's shape), from kernels. */
+static tg_tensor *centered(tg_site s, const char *who, tg_tensor *x, const bool *red, int kd,
+                           const int64_t *kshape, int64_t n) {
+    tg_tensor *mean = tg__new_output_on(s, who, x->storage->device, x->dtype, kd, kshape);
+    if (mean) mean = tg__k_ok(tg__k_sum_reduce(mean, x, red, n > 0 ? 1.0 / (double)n : NAN), mean);
+    tg_tensor *dev = mean ? new_w(s, who, x) : NULL;
+    if (dev) dev = tg__k_ok(tg__k_binary(TG__BIN_SUB, dev, x, mean, 0, 0), dev);
+    if (mean) tg__tensor_release(mean);
+    return dev;
+}
+
+/* ---- backward ------------------------------------------------------------------------- */
+
+/* g viewed in the keepdim shape of the node's input (a new reference). */
+static tg_tensor *g_keep(tg__node *n, tg_tensor *g) {
+    const tg__meta *m = &n->in_meta[0];
+    if (g->ndim == m->ndim) return tg_retain(g);
+    return tg__unsqueeze(n->site, g, (int)n->iparam[P_DIM]);
+}
+
+static bool red_of(const tg__node *n, bool *red, int *kd, int64_t *kshape) {
+    const tg__meta *m = &n->in_meta[0];
+    *kd = m->ndim;
+    for (int i = 0; i < m->ndim; i++) {
+        red[i] = i == n->iparam[P_DIM];
+        kshape[i] = red[i] ? 1 : m->shape[i];
+    }
+    return true;
+}
+
+/* var: 2 g (x - mean) / (n - c); std: g (x - mean) / ((n - c) std), 0 where std == 0. */
+static tg_status moment_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin, bool std) {
+    const tg__meta *m = &n->in_meta[0];
+    bool red[TG_MAX_DIMS];
+    int kd;
+    int64_t kshape[TG_MAX_DIMS];
+    red_of(n, red, &kd, kshape);
+    int64_t cnt = m->shape[n->iparam[P_DIM]];
+    double den = (double)cnt - n->dparam[P_CORR];
+    if (den < 0) den = 0;
+    tg_tensor *x = tg__node_saved(n, (int)n->iparam[P_SLOT_X]);
+    tg_tensor *dev = x ? centered(n->site, n->name, x, red, kd, kshape, cnt) : NULL;
+    tg_tensor *gk = dev ? g_keep(n, gout[0]) : NULL;
+    tg_tensor *out = gk ? new_w(n->site, n->name, x) : NULL;
+    if (out) out = tg__k_ok(tg__k_binary(TG__BIN_MUL, out, dev, gk, 0, 0), out);
+    if (out) out = tg__k_ok(tg__k_unary(TG__UN_SCALE, out, out, NULL, (std ? 1.0 : 2.0) / den, 0),
+                            out);
+    tg_tensor *sd = NULL, *sk = NULL, *zero = NULL;
+    if (out && std) {
+        sd = tg__node_saved(n, (int)n->iparam[P_SLOT_OUT]);
+        sk = sd ? (sd->ndim == m->ndim ? tg_retain(sd) : tg__unsqueeze(n->site, sd,
+                                                                      (int)n->iparam[P_DIM]))
+                : NULL;
+        tg_tensor *q = sk ? new_w(n->site, n->name, x) : NULL;
+        if (q) q = tg__k_ok(tg__k_binary(TG__BIN_DIV, q, out, sk, 0, 0), q);
+        /* where std == 0: 0 */
+        zero = q ? tg__new_output_on(n->site, n->name, x->storage->device, TG_BOOL, x->ndim,
+                                     x->shape)
+                 : NULL;
+        tg_tensor *z0 = zero ? tg__scalar_like(n->site, x, 0.0) : NULL;
+        if (z0) zero = tg__k_ok(tg__k_test(TG__TEST_EQ, zero, sk, z0), zero);
+        if (zero && q) q = tg__k_ok(tg__k_where(q, zero, NULL, q), q);
+        if (z0) tg__tensor_release(z0);
+        tg__tensor_release(out);
+        out = zero ? q : NULL;
+        if (!zero && q) tg__tensor_release(q);
+    }
+    tg_tensor *rel[6] = {x, dev, gk, sd, sk, zero};
+    for (int i = 0; i < 6; i++)
+        if (rel[i]) tg__tensor_release(rel[i]);
+    gin[0] = out;
+    return out ? TG_OK : tg_last_status();
+}
+static tg_status var_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    return moment_backward(n, gout, gin, false);
+}
+static tg_status std_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    return moment_backward(n, gout, gin, true);
+}
+
+/* norm: p = 1 g sign(x); p = 2 g x / norm (0 where norm == 0); p = inf g sign(x)
+ * mask / count with mask = (|x| == norm). */
+static tg_status norm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    const tg__meta *m = &n->in_meta[0];
+    double p = n->dparam[P_P];
+    tg_tensor *x = tg__node_saved(n, (int)n->iparam[P_SLOT_X]);
+    tg_tensor *r = x ? tg__node_saved(n, (int)n->iparam[P_SLOT_OUT]) : NULL;
+    tg_tensor *rk = r ? g_keep(n, r) : NULL;
+    tg_tensor *gk = rk ? g_keep(n, gout[0]) : NULL;
+    tg_tensor *out = gk ? new_w(n->site, n->name, x) : NULL, *mask = NULL, *z0 = NULL;
+    if (out && p == 1.0) {
+        out = tg__k_ok(tg__k_unary(TG__UN_SIGN, out, x, NULL, 0, 0), out);
+        if (out) out = tg__k_ok(tg__k_binary(TG__BIN_MUL, out, out, gk, 0, 0), out);
+    } else if (out && p == 2.0) {
+        out = tg__k_ok(tg__k_binary(TG__BIN_DIV, out, x, rk, 0, 0), out);
+        if (out) out = tg__k_ok(tg__k_binary(TG__BIN_MUL, out, out, gk, 0, 0), out);
+        mask = out ? tg__new_output_on(n->site, n->name, x->storage->device, TG_BOOL, x->ndim,
+                                       x->shape)
+                   : NULL;
+        z0 = mask ? tg__scalar_like(n->site, x, 0.0) : NULL;
+        if (z0) mask = tg__k_ok(tg__k_test(TG__TEST_EQ, mask, rk, z0), mask);
+        else if (mask) {
+            tg__tensor_release(mask);
+            mask = NULL;
+        }
+        if (mask) out = tg__k_ok(tg__k_where(out, mask, NULL, out), out);
+        else if (out) {
+            tg__tensor_release(out);
+            out = NULL;
+        }
+    } else if (out) { /* inf */
+        tg_tensor *ax = new_w(n->site, n->name, x);
+        if (ax) ax = tg__k_ok(tg__k_unary(TG__UN_ABS, ax, x, NULL, 0, 0), ax);
+        mask = ax ? tg__new_output_on(n->site, n->name, x->storage->device, TG_BOOL, x->ndim,
+                                      x->shape)
+                  : NULL;
+        if (mask) mask = tg__k_ok(tg__k_test(TG__TEST_EQ, mask, ax, rk), mask);
+        if (mask) ax = tg__k_ok(tg__k_copy(ax, mask), ax); /* ax: the mask as 0/1 */
+        bool red[TG_MAX_DIMS];
+        int kd;
+        int64_t kshape[TG_MAX_DIMS];
+        red_of(n, red, &kd, kshape);
+        tg_tensor *cnt = ax && mask ? tg__new_output_on(n->site, n->name, x->storage->device,
+                                                        x->dtype, kd, kshape)
+                                    : NULL;
+        if (cnt) cnt = tg__k_ok(tg__k_sum_reduce(cnt, ax, red, 1.0), cnt);
+        if (cnt) cnt = tg__k_ok(tg__k_binary(TG__BIN_DIV, cnt, gk, cnt, 0, 0), cnt);
+        if (cnt) out = tg__k_ok(tg__k_unary(TG__UN_SIGN, out, x, NULL, 0, 0), out);
+        if (cnt && out) out = tg__k_ok(tg__k_binary(TG__BIN_MUL, out, out, ax, 0, 0), out);
+        if (cnt && out) out = tg__k_ok(tg__k_binary(TG__BIN_MUL, out, out, cnt, 0, 0), out);
+        if (!cnt && out) {
+            tg__tensor_release(out);
+            out = NULL;
+        }
+        if (ax) tg__tensor_release(ax);
+        if (cnt) tg__tensor_release(cnt);
+    }
+    tg_tensor *rel[6] = {x, r, rk, gk, mask, z0};
+    for (int i = 0; i < 6; i++)
+        if (rel[i]) tg__tensor_release(rel[i]);
+    (void)m;
+    gin[0] = out;
+    return out ? TG_OK : tg_last_status();
+}
+
+static const tg__op_def VAR_DEF = {"VarBackward", var_backward, false};
+static const tg__op_def STD_DEF = {"StdBackward", std_backward, false};
+static const tg__op_def NORM_DEF = {"NormBackward", norm_backward, false};
+
+/* ---- forward ---------------------------------------------------------------------------- */
+
+/* Finishes: the keepdim result k becomes the result's shape, recorded with def
+ * (saving w, and the result when save_out) when w requires grad. Takes k. */
+static tg_tensor *finish(tg_site s, const char *who, geo *g, tg_tensor *k, const tg__op_def *def,
+                         bool save_out, double corr, double p) {
+    tg_tensor *out = k ? tg__reshape_own(s, k, g->ond, g->oshape) : NULL;
+    if (k) tg__tensor_release(k);
+    if (out && tg__needs_grad(1, &g->w)) {
+        tg__node *n = tg__record(s, def, 1, &g->w, out);
+        int sx = n ? tg__node_save(n, g->w, false, 0) : -1;
+        int so = sx >= 0 && save_out ? tg__node_save(n, out, true, 0) : 0;
+        if (!n || sx < 0 || so < 0) {
+            tg__tensor_release(out);
+            out = NULL;
+        } else {
+            n->iparam[P_DIM] = g->d;
+            n->iparam[P_KEEPDIM] = g->ond == g->kd;
+            n->iparam[P_SLOT_X] = sx;
+            n->iparam[P_SLOT_OUT] = so;
+            n->dparam[P_CORR] = corr;
+            n->dparam[P_P] = p;
+        }
+    }
+    (void)who;
+    tg__tensor_release(g->w);
+    return out;
+}
+
+static tg_tensor *moment(tg_site s, const char *who, tg_tensor *t, int dim, double correction,
+                         bool keepdim, bool all, bool std) {
+    geo g;
+    if (!setup(s, who, t, dim, keepdim, all, &g)) return NULL;
+    if (!isfinite(correction) || correction < 0) {
+        tg__tensor_release(g.w);
+        return tg__fail(TG_ERR_VALUE, "%s: correction %g must be finite and >= 0", who, correction);
+    }
+    double den = (double)g.n - correction;
+    if (den < 0) den = 0;
+    tg_tensor *dev = centered(s, who, g.w, g.red, g.kd, g.kshape, g.n);
+    if (dev) dev = tg__k_ok(tg__k_binary(TG__BIN_MUL, dev, dev, dev, 0, 0), dev);
+    tg_tensor *k = dev ? new_k(s, who, &g) : NULL;
+    if (k) k = tg__k_ok(tg__k_sum_reduce(k, dev, g.red, 1.0 / den), k);
+    if (k && std) k = tg__k_ok(tg__k_unary(TG__UN_SQRT, k, k, NULL, 0, 0), k);
+    if (dev) tg__tensor_release(dev);
+    if (!k) {
+        tg__tensor_release(g.w);
+        return NULL;
+    }
+    return finish(s, who, &g, k, std ? &STD_DEF : &VAR_DEF, std, correction, 0);
+}
+
+static tg_tensor *norm(tg_site s, const char *who, tg_tensor *t, double p, int dim, bool keepdim,
+                       bool all) {
+    if (!(p == 1.0 || p == 2.0 || p == INFINITY))
+        return tg__fail(TG_ERR_VALUE, "%s: p = %g is not supported (1, 2 or INFINITY)", who, p);
+    geo g;
+    if (!setup(s, who, t, dim, keepdim, all, &g)) return NULL;
+    tg_tensor *a = new_w(s, who, g.w), *k = NULL;
+    if (a) a = tg__k_ok(tg__k_unary(p == 2.0 ? TG__UN_SQUARE : TG__UN_ABS, a, g.w, NULL, 0, 0), a);
+    if (a) k = new_k(s, who, &g);
+    if (k && p == INFINITY) {
+        if (g.n == 0) { /* PyTorch: the inf-norm of nothing is 0 */
+            k = tg__k_ok(tg__k_fill(k, 0.0), k);
+        } else {
+            k = tg__k_ok(tg__k_reduce_dim(TG__RED_MAX, k, NULL, a, g.d), k);
+        }
+    } else if (k) {
+        k = tg__k_ok(tg__k_sum_reduce(k, a, g.red, 1.0), k);
+        if (k && p == 2.0) k = tg__k_ok(tg__k_unary(TG__UN_SQRT, k, k, NULL, 0, 0), k);
+    }
+    if (a) tg__tensor_release(a);
+    if (!k) {
+        tg__tensor_release(g.w);
+        return NULL;
+    }
+    return finish(s, who, &g, k, &NORM_DEF, true, 0, p);
+}
+
+tg_tensor *tg_var_at(tg_site s, tg_tensor *t, double correction) {
+    return tg__ret(moment(s, "tg_var", t, 0, correction, false, true, false));
+}
+tg_tensor *tg_var_dim_at(tg_site s, tg_tensor *t, int dim, double correction, bool keepdim) {
+    return tg__ret(moment(s, "tg_var_dim", t, dim, correction, keepdim, false, false));
+}
+tg_tensor *tg_std_at(tg_site s, tg_tensor *t, double correction) {
+    return tg__ret(moment(s, "tg_std", t, 0, correction, false, true, true));
+}
+tg_tensor *tg_std_dim_at(tg_site s, tg_tensor *t, int dim, double correction, bool keepdim) {
+    return tg__ret(moment(s, "tg_std_dim", t, dim, correction, keepdim, false, true));
+}
+tg_tensor *tg_norm_at(tg_site s, tg_tensor *t, double p) {
+    return tg__ret(norm(s, "tg_norm", t, p, 0, false, true));
+}
+tg_tensor *tg_norm_dim_at(tg_site s, tg_tensor *t, double p, int dim, bool keepdim) {
+    return tg__ret(norm(s, "tg_norm_dim", t, p, dim, keepdim, false));
+}

@@ -1,0 +1,382 @@
+/* ops/reduce_line.c - reductions along one dim that are not sums: amax/amin,
+ * max/min with their indices, argmax/argmin, logsumexp, prod, any/all, the
+ * vector norms (p = 1, 2, inf), and the scans cumsum/cumprod; each also over
+ * all elements where PyTorch has that form. Kernels: kernels/line.h.
+ *
+ * Contract: float inputs (f32/f64; any/all and argmax/argmin also i64 and
+ * bool) with any strides; results are new contiguous tensors. `dim` may be
+ * negative; a 0-d tensor is one line of one element. keepdim keeps the
+ * reduced dim with size 1. Gradients are PyTorch's:
+ *   amax/amin: split evenly among the elements equal to the result (a line
+ *     with a NaN gets NaN everywhere, as PyTorch's amax);
+ *   max_dim/min_dim: all to the returned index (the first extreme, or the
+ *     first NaN);
+ *   logsumexp: g exp(x - result) (NaN on an all -inf line, as PyTorch);
+ *   prod, cumprod: exact at zeros (products of the other elements, no
+ *     division); cumsum: the reversed cumulative sum of g;
+ *   norm: p = 1 g sign(x); p = 2 g x / norm, 0 where the norm is 0; p = inf
+ *     g sign(x) split evenly among the elements of largest magnitude.
+ * What each saves is said at its node. On failure nothing is leaked and NULL
+ * is returned with the error set. */
+#include <math.h>
+
+#include "ops_internal.h"
+
+/* Node parameters. */
+enum { P_DIM = 0, P_KEEPDIM = 1, P_SLOT_X = 2, P_SLOT_OUT = 3 }; /* iparam */
+enum { P_P = 0 };                                                /* dparam: norm's p */
+
+/* ---- shared steps ------------------------------------------------------------------ */
+
+static bool check_dtype(const char *who, const tg_tensor *t, bool any_dtype) {
+    if (!tg__same_device(who, 1, &t)) return false;
+    if (any_dtype || tg__is_float(t->dtype)) return true;
+    tg__set_error(TG_ERR_DTYPE, "%s: dtype %s is not supported (f32 or f64 required)", who,
+                  tg_dtype_name(t->dtype));
+    return false;
+}
+
+/* The line geometry: *work is t (a new reference), or for a 0-d t its 1-element
+ * 1-D view, or with `all` t flattened (recorded, so gradients flow); *d the
+ * line's dim in *work; oshape/ond the result's shape. */
+static bool setup(tg_site s, const char *who, tg_tensor *t, int dim, bool keepdim, bool all,
+                  tg_tensor **work, int *d, int *ond, int64_t *oshape) {
+    *work = NULL;
+    if (all || t->ndim == 0) {
+        int64_t n = tg__numel(t->ndim, t->shape);
+        if (!(*work = tg__reshape(s, t, 1, &n))) return false;
+        *d = 0;
+        *ond = 0;
+        if (!all && tg__wrap_dim(who, dim, 0) < 0) {
+            tg__tensor_release(*work);
+            *work = NULL;
+            return false;
+        }
+        return true;
+    }
+    if ((*d = tg__wrap_dim(who, dim, t->ndim)) < 0) return false;
+    *work = tg_retain(t);
+    *ond = 0;
+    for (int i = 0; i < t->ndim; i++)
+        if (i != *d) oshape[(*ond)++] = t->shape[i];
+        else if (keepdim) oshape[(*ond)++] = 1;
+    return true;
+}
+
+/* t viewed with the reduced dim d back as size 1 (t has the result's shape,
+ * keepdim or not, of an input with `ndim` dims). A new reference. */
+static tg_tensor *keep(tg_site s, tg_tensor *t, int ndim, int d, bool keepdim) {
+    if (keepdim || t->ndim == ndim) return tg_retain(t);
+    return tg__unsqueeze(s, t, d);
+}
+
+static tg_tensor *like_meta(tg__node *n, const tg__meta *m, tg_dtype dt) {
+    return tg__new_output_on(n->site, n->name, m->device, dt, m->ndim, m->shape);
+}
+
+/* Releases up to 6 tensors (NULL skipped). */
+static void drop(tg_tensor *a, tg_tensor *b, tg_tensor *c, tg_tensor *d, tg_tensor *e,
+                 tg_tensor *f) {
+    tg_tensor *ts[6] = {a, b, c, d, e, f};
+    for (int i = 0; i < 6; i++)
+        if (ts[i]) tg__tensor_release(ts[i]);
+}
+
+/* The i64 positions 0..n-1 along dim d of an ndim-dim tensor on dev, shaped
+ * (1, .., n, .., 1). */
+static tg_tensor *positions(tg_site s, tg_device dev, int ndim, int d, int64_t n) {
+    tg_tensor *a = tg__tensor_new(s, "positions", TG_I64, 1, &n, TG_MEM_WORKSPACE);
+    if (!a) return NULL;
+    for (int64_t i = 0; i < n; i++) ((int64_t *)a->storage->data)[i] = i;
+    int64_t shape[TG_MAX_DIMS];
+    for (int i = 0; i < ndim; i++) shape[i] = i == d ? n : 1;
+    tg_tensor *v = tg__reshape(s, a, ndim, shape);
+    tg__tensor_release(a);
+    if (!v || dev == TG_CPU) return v;
+    tg_tensor *dv = tg__to_device(s, v, dev);
+    tg__tensor_release(v);
+    return dv;
+}
+
+/* ---- backward functions ------------------------------------------------------------- */
+
+/* amax/amin: g_k * mask / count_k, mask = (x == result_k). Saves x and the result. */
+static tg_status extreme_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    const tg__meta *m = &n->in_meta[0];
+    int d = (int)n->iparam[P_DIM];
+    bool kd = n->iparam[P_KEEPDIM] != 0;
+    tg_tensor *x = tg__node_saved(n, (int)n->iparam[P_SLOT_X]);
+    tg_tensor *r = x ? tg__node_saved(n, (int)n->iparam[P_SLOT_OUT]) : NULL;
+    tg_tensor *rk = r ? keep(n->site, r, m->ndim, d, kd) : NULL;
+    tg_tensor *gk = rk ? keep(n->site, gout[0], m->ndim, d, kd) : NULL;
+    tg_tensor *mask = gk ? like_meta(n, m, TG_BOOL) : NULL;
+    if (mask) mask = tg__k_ok(tg__k_test(TG__TEST_EQ, mask, x, rk), mask);
+    tg_tensor *maskf = mask ? like_meta(n, m, m->dtype) : NULL;
+    if (maskf) maskf = tg__k_ok(tg__k_copy(maskf, mask), maskf);
+    tg_tensor *cnt = maskf ? tg__new_output_on(n->site, n->name, m->device, m->dtype, rk->ndim,
+                                               rk->shape)
+                           : NULL;
+    bool red[TG_MAX_DIMS];
+    for (int i = 0; i < m->ndim; i++) red[i] = i == d;
+    if (cnt) cnt = tg__k_ok(tg__k_sum_reduce(cnt, maskf, red, 1.0), cnt);
+    if (cnt) cnt = tg__k_ok(tg__k_binary(TG__BIN_DIV, cnt, gk, cnt, 0, 0), cnt); /* g / count */
+    tg_tensor *out = cnt ? like_meta(n, m, m->dtype) : NULL;
+    if (out) out = tg__k_ok(tg__k_binary(TG__BIN_MUL, out, maskf, cnt, 0, 0), out);
+    drop(x, r, rk, gk, mask, maskf);
+    if (cnt) tg__tensor_release(cnt);
+    gin[0] = out;
+    return out ? TG_OK : tg_last_status();
+}
+
+/* max_dim/min_dim: g_k where the position equals the saved index. */
+static tg_status indexed_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    const tg__meta *m = &n->in_meta[0];
+    int d = (int)n->iparam[P_DIM];
+    bool kd = n->iparam[P_KEEPDIM] != 0;
+    tg_tensor *idx = tg__node_saved(n, (int)n->iparam[P_SLOT_X]);
+    tg_tensor *ik = idx ? keep(n->site, idx, m->ndim, d, kd) : NULL;
+    tg_tensor *gk = ik ? keep(n->site, gout[0], m->ndim, d, kd) : NULL;
+    tg_tensor *pos = gk ? positions(n->site, m->device, m->ndim, d, m->shape[d]) : NULL;
+    tg_tensor *mask = pos ? like_meta(n, m, TG_BOOL) : NULL;
+    if (mask) mask = tg__k_ok(tg__k_test(TG__TEST_EQ, mask, pos, ik), mask);
+    tg_tensor *out = mask ? like_meta(n, m, m->dtype) : NULL;
+    if (out) out = tg__k_ok(tg__k_where(out, mask, gk, NULL), out);
+    drop(idx, ik, gk, pos, mask, NULL);
+    gin[0] = out;
+    return out ? TG_OK : tg_last_status();
+}
+
+/* logsumexp: g_k exp(x - result_k). Saves x and the result. */
+static tg_status lse_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    const tg__meta *m = &n->in_meta[0];
+    int d = (int)n->iparam[P_DIM];
+    bool kd = n->iparam[P_KEEPDIM] != 0;
+    tg_tensor *x = tg__node_saved(n, (int)n->iparam[P_SLOT_X]);
+    tg_tensor *r = x ? tg__node_saved(n, (int)n->iparam[P_SLOT_OUT]) : NULL;
+    tg_tensor *rk = r ? keep(n->site, r, m->ndim, d, kd) : NULL;
+    tg_tensor *gk = rk ? keep(n->site, gout[0], m->ndim, d, kd) : NULL;
+    tg_tensor *out = gk ? like_meta(n, m, m->dtype) : NULL;
+    if (out) out = tg__k_ok(tg__k_binary(TG__BIN_SUB, out, x, rk, 0, 0), out);
+    if (out) out = tg__k_ok(tg__k_unary(TG__UN_EXP, out, out, NULL, 0, 0), out);
+    if (out) out = tg__k_ok(tg__k_binary(TG__BIN_MUL, out, out, gk, 0, 0), out);
+    drop(x, r, rk, gk, NULL, NULL);
+    gin[0] = out;
+    return out ? TG_OK : tg_last_status();
+}
+
+/* prod: g_k times the product of the other elements (PROD_GRAD scan). Saves x. */
+static tg_status prod_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    const tg__meta *m = &n->in_meta[0];
+    int d = (int)n->iparam[P_DIM];
+    tg_tensor *x = tg__node_saved(n, (int)n->iparam[P_SLOT_X]);
+    tg_tensor *gk = x ? keep(n->site, gout[0], m->ndim, d, n->iparam[P_KEEPDIM] != 0) : NULL;
+    tg_tensor *out = gk ? like_meta(n, m, m->dtype) : NULL;
+    if (out) out = tg__k_ok(tg__k_scan(TG__SCAN_PROD_GRAD, out, x, gk, d), out);
+    drop(x, gk, NULL, NULL, NULL, NULL);
+    gin[0] = out;
+    return out ? TG_OK : tg_last_status();
+}
+
+/* cumsum: the reversed cumulative sum of g. Saves nothing. */
+static tg_status cumsum_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    const tg__meta *m = &n->in_meta[0];
+    tg_tensor *out = like_meta(n, m, m->dtype);
+    if (out) out = tg__k_ok(tg__k_scan(TG__SCAN_REV_CUMSUM, out, gout[0], NULL,
+                                       (int)n->iparam[P_DIM]), out);
+    gin[0] = out;
+    return out ? TG_OK : tg_last_status();
+}
+
+/* cumprod: exact at zeros (CUMPROD_GRAD scan). Saves x. */
+static tg_status cumprod_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    const tg__meta *m = &n->in_meta[0];
+    tg_tensor *x = tg__node_saved(n, (int)n->iparam[P_SLOT_X]);
+    tg_tensor *out = x ? like_meta(n, m, m->dtype) : NULL;
+    if (out) out = tg__k_ok(tg__k_scan(TG__SCAN_CUMPROD_GRAD, out, x, gout[0],
+                                       (int)n->iparam[P_DIM]), out);
+    if (x) tg__tensor_release(x);
+    gin[0] = out;
+    return out ? TG_OK : tg_last_status();
+}
+
+static const tg__op_def AMAX_DEF = {"AmaxBackward", extreme_backward, false};
+static const tg__op_def AMIN_DEF = {"AminBackward", extreme_backward, false};
+static const tg__op_def MAX_DEF = {"MaxBackward", indexed_backward, false};
+static const tg__op_def MIN_DEF = {"MinBackward", indexed_backward, false};
+static const tg__op_def LSE_DEF = {"LogsumexpBackward", lse_backward, false};
+static const tg__op_def PROD_DEF = {"ProdBackward", prod_backward, false};
+static const tg__op_def CUMSUM_DEF = {"CumsumBackward", cumsum_backward, false};
+static const tg__op_def CUMPROD_DEF = {"CumprodBackward", cumprod_backward, false};
+
+/* ---- forward -------------------------------------------------------------------------- */
+
+/* The reduction op of t along dim (or over all): values (NULL when idx_only)
+ * and the index in *idx when asked. Records def (saving what its backward
+ * reads) when t requires grad. */
+static tg_tensor *line_reduce(tg_site s, const char *who, tg__redop op, const tg__op_def *def,
+                              tg_tensor *t, int dim, bool keepdim, bool all, tg_tensor **idx,
+                              bool idx_only) {
+    if (idx) *idx = NULL;
+    if (tg__null_arg(t, who, "t")) return NULL;
+    bool any_dtype = op == TG__RED_ANY || op == TG__RED_ALL || idx_only;
+    if (!check_dtype(who, t, any_dtype)) return NULL;
+    tg_tensor *w;
+    int d, ond;
+    int64_t oshape[TG_MAX_DIMS];
+    if (!setup(s, who, t, dim, keepdim, all, &w, &d, &ond, oshape)) return NULL;
+    if ((op == TG__RED_MAX || op == TG__RED_MIN) && w->shape[d] == 0) {
+        char b[160];
+        tg__tensor_release(w);
+        return tg__fail(TG_ERR_SHAPE, "%s: the reduced dim of %s is empty (PyTorch: \"Expected "
+                        "reduction dim to have non-zero size\")", who,
+                        tg__shape_str(b, sizeof b, t->ndim, t->shape));
+    }
+    tg_dtype odt = (op == TG__RED_ANY || op == TG__RED_ALL) ? TG_BOOL : w->dtype;
+    tg_tensor *out = idx_only ? NULL : tg__new_output_on(s, who, w->storage->device, odt, ond, oshape);
+    tg_tensor *ix = idx ? tg__new_output_on(s, who, w->storage->device, TG_I64, ond, oshape) : NULL;
+    tg_status st = (idx_only ? 1 : out != NULL) && (!idx || ix)
+                       ? tg__k_reduce_dim(op, out, ix, w, d)
+                       : tg_last_status();
+    if (st != TG_OK) goto fail;
+    if (def && !idx_only && tg__needs_grad(1, &w)) {
+        tg__node *n = tg__record(s, def, 1, &w, out);
+        if (!n) goto fail;
+        n->iparam[P_DIM] = d;
+        n->iparam[P_KEEPDIM] = keepdim;
+        int sx = 0, so = 0;
+        if (def == &MAX_DEF || def == &MIN_DEF) sx = tg__node_save(n, ix, false, -1);
+        else if (def == &PROD_DEF) sx = tg__node_save(n, w, false, 0);
+        else {
+            sx = tg__node_save(n, w, false, 0);
+            so = sx < 0 ? -1 : tg__node_save(n, out, true, 0);
+        }
+        if (sx < 0 || so < 0) goto fail;
+        n->iparam[P_SLOT_X] = sx;
+        n->iparam[P_SLOT_OUT] = so;
+    }
+    tg__tensor_release(w);
+    if (idx) *idx = ix;
+    return idx_only ? ix : out;
+fail:
+    drop(w, out, ix, NULL, NULL, NULL);
+    return NULL;
+}
+
+tg_tensor *tg_amax_at(tg_site s, tg_tensor *t) {
+    return tg__ret(line_reduce(s, "tg_amax", TG__RED_MAX, &AMAX_DEF, t, 0, false, true, NULL, false));
+}
+tg_tensor *tg_amin_at(tg_site s, tg_tensor *t) {
+    return tg__ret(line_reduce(s, "tg_amin", TG__RED_MIN, &AMIN_DEF, t, 0, false, true, NULL, false));
+}
+tg_tensor *tg_amax_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
+    return tg__ret(line_reduce(s, "tg_amax_dim", TG__RED_MAX, &AMAX_DEF, t, dim, keepdim, false,
+                               NULL, false));
+}
+tg_tensor *tg_amin_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
+    return tg__ret(line_reduce(s, "tg_amin_dim", TG__RED_MIN, &AMIN_DEF, t, dim, keepdim, false,
+                               NULL, false));
+}
+
+/* values and indices: both handed to the caller's scope (or to the caller). */
+static tg_tensor *with_indices(tg_site s, const char *who, tg__redop op, const tg__op_def *def,
+                               tg_tensor *t, int dim, bool keepdim, tg_tensor **indices) {
+    tg_tensor *ix = NULL;
+    tg_tensor *v = line_reduce(s, who, op, def, t, dim, keepdim, false, &ix, false);
+    if (!v) return NULL;
+    if (indices) *indices = tg__ret(ix);
+    else tg__tensor_release(ix);
+    return tg__ret(v);
+}
+tg_tensor *tg_max_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim, tg_tensor **indices) {
+    if (indices) *indices = NULL;
+    return with_indices(s, "tg_max_dim", TG__RED_MAX, &MAX_DEF, t, dim, keepdim, indices);
+}
+tg_tensor *tg_min_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim, tg_tensor **indices) {
+    if (indices) *indices = NULL;
+    return with_indices(s, "tg_min_dim", TG__RED_MIN, &MIN_DEF, t, dim, keepdim, indices);
+}
+tg_tensor *tg_argmax_at(tg_site s, tg_tensor *t) {
+    tg_tensor *ix;
+    return tg__ret(line_reduce(s, "tg_argmax", TG__RED_MAX, NULL, t, 0, false, true, &ix, true));
+}
+tg_tensor *tg_argmin_at(tg_site s, tg_tensor *t) {
+    tg_tensor *ix;
+    return tg__ret(line_reduce(s, "tg_argmin", TG__RED_MIN, NULL, t, 0, false, true, &ix, true));
+}
+tg_tensor *tg_argmax_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
+    tg_tensor *ix;
+    return tg__ret(line_reduce(s, "tg_argmax_dim", TG__RED_MAX, NULL, t, dim, keepdim, false, &ix,
+                               true));
+}
+tg_tensor *tg_argmin_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
+    tg_tensor *ix;
+    return tg__ret(line_reduce(s, "tg_argmin_dim", TG__RED_MIN, NULL, t, dim, keepdim, false, &ix,
+                               true));
+}
+tg_tensor *tg_logsumexp_at(tg_site s, tg_tensor *t) {
+    return tg__ret(line_reduce(s, "tg_logsumexp", TG__RED_LOGSUMEXP, &LSE_DEF, t, 0, false, true,
+                               NULL, false));
+}
+tg_tensor *tg_logsumexp_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
+    return tg__ret(line_reduce(s, "tg_logsumexp_dim", TG__RED_LOGSUMEXP, &LSE_DEF, t, dim, keepdim,
+                               false, NULL, false));
+}
+tg_tensor *tg_prod_at(tg_site s, tg_tensor *t) {
+    return tg__ret(line_reduce(s, "tg_prod", TG__RED_PROD, &PROD_DEF, t, 0, false, true, NULL, false));
+}
+tg_tensor *tg_prod_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
+    return tg__ret(line_reduce(s, "tg_prod_dim", TG__RED_PROD, &PROD_DEF, t, dim, keepdim, false,
+                               NULL, false));
+}
+tg_tensor *tg_any_at(tg_site s, tg_tensor *t) {
+    return tg__ret(line_reduce(s, "tg_any", TG__RED_ANY, NULL, t, 0, false, true, NULL, false));
+}
+tg_tensor *tg_all_at(tg_site s, tg_tensor *t) {
+    return tg__ret(line_reduce(s, "tg_all", TG__RED_ALL, NULL, t, 0, false, true, NULL, false));
+}
+tg_tensor *tg_any_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
+    return tg__ret(line_reduce(s, "tg_any_dim", TG__RED_ANY, NULL, t, dim, keepdim, false, NULL,
+                               false));
+}
+tg_tensor *tg_all_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
+    return tg__ret(line_reduce(s, "tg_all_dim", TG__RED_ALL, NULL, t, dim, keepdim, false, NULL,
+                               false));
+}
+
+/* ---- scans ------------------------------------------------------------------------------ */
+
+static tg_tensor *scan(tg_site s, const char *who, tg__scanop op, const tg__op_def *def,
+                       tg_tensor *t, int dim) {
+    if (tg__null_arg(t, who, "t")) return NULL;
+    if (!check_dtype(who, t, false)) return NULL;
+    tg_tensor *w;
+    int d, ond;
+    int64_t oshape[TG_MAX_DIMS];
+    if (!setup(s, who, t, dim, true, false, &w, &d, &ond, oshape)) return NULL;
+    tg_tensor *out = tg__new_output_on(s, who, w->storage->device, w->dtype, w->ndim, w->shape);
+    if (!out || !(out = tg__k_ok(tg__k_scan(op, out, w, NULL, d), out))) goto fail;
+    if (tg__needs_grad(1, &w)) {
+        tg__node *n = tg__record(s, def, 1, &w, out);
+        if (!n) goto fail;
+        n->iparam[P_DIM] = d;
+        if (def == &CUMPROD_DEF && (n->iparam[P_SLOT_X] = tg__node_save(n, w, false, 0)) < 0)
+            goto fail;
+    }
+    if (t->ndim == 0) { /* back to 0-d */
+        tg_tensor *r = tg__reshape(s, out, 0, NULL);
+        tg__tensor_release(out);
+        out = r;
+    }
+    tg__tensor_release(w);
+    return out;
+fail:
+    drop(w, out, NULL, NULL, NULL, NULL);
+    return NULL;
+}
+
+tg_tensor *tg_cumsum_at(tg_site s, tg_tensor *t, int dim) {
+    return tg__ret(scan(s, "tg_cumsum", TG__SCAN_CUMSUM, &CUMSUM_DEF, t, dim));
+}
+tg_tensor *tg_cumprod_at(tg_site s, tg_tensor *t, int dim) {
+    return tg__ret(scan(s, "tg_cumprod", TG__SCAN_CUMPROD, &CUMPROD_DEF, t, dim));
+}
