@@ -1,4 +1,5 @@
-/* ops/gather.c - tg_gather: out[..., j] = t[..., index[..., j]] (last dim).
+/* ops/gather.c - tg_gather: out[..., j] = t[..., index[..., j]] (last dim),
+ * and along any dim: tg_gather_dim, tg_scatter_add, tg_index_select, tg_flip.
  *
  * Contract: t f32/f64 and index i64, both CPU, any strides, same ndim and the
  * same leading sizes; index's last size is free and gives out's. Every index
@@ -20,18 +21,18 @@ static tg_status gather_backward(tg__node *n, tg_tensor *const *gout, tg_tensor 
 
 static const tg__op_def gather_def = {"GatherBackward", gather_backward, false};
 
-static bool gather_check(const tg_tensor *t, const tg_tensor *index) {
+static bool gather_check(const char *who, const tg_tensor *t, const tg_tensor *index) {
     char st[128], si[128];
     const tg_tensor *ti[2] = {t, index};
-    if (!tg__same_device("tg_gather", 2, ti))
+    if (!tg__same_device(who, 2, ti))
         return false;
     if (!tg__is_float(t->dtype)) {
-        tg__set_error(TG_ERR_DTYPE, "tg_gather: t must be f32 or f64, got %s",
+        tg__set_error(TG_ERR_DTYPE, "%s: t must be f32 or f64, got %s", who,
                       tg_dtype_name(t->dtype));
         return false;
     }
     if (index->dtype != TG_I64) {
-        tg__set_error(TG_ERR_DTYPE, "tg_gather: index must be i64, got %s",
+        tg__set_error(TG_ERR_DTYPE, "%s: index must be i64, got %s", who,
                       tg_dtype_name(index->dtype));
         return false;
     }
@@ -41,15 +42,15 @@ static bool gather_check(const tg_tensor *t, const tg_tensor *index) {
     if (!ok) {
         tg__shape_str(st, sizeof st, t->ndim, t->shape);
         tg__shape_str(si, sizeof si, index->ndim, index->shape);
-        tg__set_error(TG_ERR_SHAPE,
-                      "tg_gather: index %s must have t's ndim and leading sizes, t is %s", si, st);
+        tg__set_error(TG_ERR_SHAPE, "%s: index %s must have t's ndim and its sizes but along "
+                      "the gathered dim, t is %s", who, si, st);
         return false;
     }
     return true;
 }
 
 /* Records TG_ERR_VALUE for the entry of index at C-order position pos. */
-static void report_bad(const tg_tensor *index, int64_t pos, int64_t V) {
+static void report_bad(const char *who, const tg_tensor *index, int64_t pos, int64_t V) {
     int64_t idx[TG_MAX_DIMS];
     char where[160];
     int64_t rest = pos;
@@ -60,32 +61,38 @@ static void report_bad(const tg_tensor *index, int64_t pos, int64_t V) {
     tg__shape_str(where, sizeof where, index->ndim, idx);
     void *owned;
     int64_t lo;
-    const int64_t *p = tg__host_elems("tg_gather", index, &owned, &lo);
+    const int64_t *p = tg__host_elems(who, index, &owned, &lo);
     if (!p)
         return;
     int64_t v = p[index->offset - lo + tg__offset_of(pos, index->ndim, index->shape, index->strides)];
     free(owned);
     tg__set_error(TG_ERR_VALUE,
-                  "tg_gather: index %" PRId64 " at position %s is out of range for size %" PRId64,
+                  "%s: index %" PRId64 " at position %s is out of range for size %" PRId64, who,
                   v, where, V);
 }
 
-tg_tensor *tg__gather(tg_site s, tg_tensor *t, tg_tensor *index) {
-    if (tg__null_arg(t, "tg_gather", "t") || tg__null_arg(index, "tg_gather", "index"))
+/* Checks every index against V before anything is written. */
+static bool check_range(const char *who, const tg_tensor *index, int64_t V) {
+    int64_t bad = -1;
+    if (tg__k_gather_find_bad(index, V, &bad) != TG_OK) return false;
+    if (bad >= 0) {
+        report_bad(who, index, bad, V);
+        return false;
+    }
+    return true;
+}
+
+static tg_tensor *gather_last(tg_site s, const char *who, tg_tensor *t, tg_tensor *index) {
+    if (tg__null_arg(t, who, "t") || tg__null_arg(index, who, "index"))
         return NULL;
-    if (!gather_check(t, index))
+    if (!gather_check(who, t, index))
         return NULL;
     int64_t V = t->ndim > 0 ? t->shape[t->ndim - 1] : 1;
-    int64_t bad = -1;
-    if (tg__k_gather_find_bad(index, V, &bad) != TG_OK)
+    if (!check_range(who, index, V))
         return NULL;
-    if (bad >= 0) {
-        report_bad(index, bad, V);
-        return NULL;
-    }
 
     // (..., J)
-    tg_tensor *out = tg__new_output_on(s, "tg_gather", t->storage->device, t->dtype, index->ndim,
+    tg_tensor *out = tg__new_output_on(s, who, t->storage->device, t->dtype, index->ndim,
                                        index->shape);
     if (!out || !(out = tg__k_ok(tg__k_gather_forward(t, index, out), out)))
         return NULL;
@@ -99,6 +106,10 @@ tg_tensor *tg__gather(tg_site s, tg_tensor *t, tg_tensor *index) {
         }
     }
     return out;
+}
+
+tg_tensor *tg__gather(tg_site s, tg_tensor *t, tg_tensor *index) {
+    return gather_last(s, "tg_gather", t, index);
 }
 
 tg_tensor *tg_gather_at(tg_site s, tg_tensor *t, tg_tensor *index) {
@@ -123,4 +134,187 @@ static tg_status gather_backward(tg__node *n, tg_tensor *const *gout, tg_tensor 
     tg__tensor_release(index);
     gin[0] = dt;
     return dt ? TG_OK : tg_last_status();
+}
+
+/* ---- along any dim: gather_dim, scatter_add, index_select, flip ---------------------- */
+
+/* a with dims d and its last swapped (a new reference; a itself when d is last). */
+static tg_tensor *to_last(tg_site s, tg_tensor *a, int d) {
+    return d == a->ndim - 1 ? tg_retain(a) : tg__transpose(s, a, d, a->ndim - 1);
+}
+
+static tg_tensor *gather_dim(tg_site s, const char *who, tg_tensor *t, int dim, tg_tensor *index) {
+    if (tg__null_arg(t, who, "t") || tg__null_arg(index, who, "index")) return NULL;
+    if (t->ndim == 0 || index->ndim != t->ndim) return gather_last(s, who, t, index);
+    int d = tg__wrap_dim(who, dim, t->ndim);
+    if (d < 0) return NULL;
+    tg_tensor *tt = to_last(s, t, d), *it = tt ? to_last(s, index, d) : NULL;
+    tg_tensor *r = it ? gather_last(s, who, tt, it) : NULL;
+    tg_tensor *out = r ? to_last(s, r, d) : NULL;
+    tg_tensor *c = out ? tg__contiguous(s, out) : NULL;
+    tg_tensor *rel[4] = {tt, it, r, out};
+    for (int i = 0; i < 4; i++)
+        if (rel[i]) tg__tensor_release(rel[i]);
+    return c;
+}
+
+tg_tensor *tg_gather_dim_at(tg_site s, tg_tensor *t, int dim, tg_tensor *index) {
+    return tg__ret(gather_dim(s, "tg_gather_dim", t, dim, index));
+}
+
+/* scatter_add: node inputs (t, index, src); saves index; iparam[0] = dim. */
+static tg_status scatter_add_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    if (n->edge[0].kind != TG__EDGE_NONE) gin[0] = tg_retain(gout[0]);
+    if (n->edge[2].kind != TG__EDGE_NONE) {
+        tg_tensor *index = tg__node_saved(n, 0);
+        gin[2] = index ? gather_dim(n->site, n->name, gout[0], (int)n->iparam[0], index) : NULL;
+        if (index) tg__tensor_release(index);
+        if (!gin[2]) {
+            if (gin[0]) tg__tensor_release(gin[0]);
+            gin[0] = NULL;
+            return tg_last_status();
+        }
+    }
+    return TG_OK;
+}
+static const tg__op_def scatter_add_def = {"ScatterAddBackward", scatter_add_backward, false};
+
+static tg_tensor *scatter_add(tg_site s, tg_tensor *t, int dim, tg_tensor *index, tg_tensor *src) {
+    const char *who = "tg_scatter_add";
+    char b1[128], b2[128];
+    if (tg__null_arg(t, who, "t") || tg__null_arg(index, who, "index") ||
+        tg__null_arg(src, who, "src"))
+        return NULL;
+    const tg_tensor *all[3] = {t, index, src};
+    if (!tg__same_device(who, 3, all)) return NULL;
+    if (!tg__is_float(t->dtype) || src->dtype != t->dtype)
+        return tg__fail(TG_ERR_DTYPE, "%s: t and src must be of one float dtype (got %s and %s)",
+                        who, tg_dtype_name(t->dtype), tg_dtype_name(src->dtype));
+    if (index->dtype != TG_I64)
+        return tg__fail(TG_ERR_DTYPE, "%s: index must be i64, got %s", who,
+                        tg_dtype_name(index->dtype));
+    int nd = t->ndim == 0 ? 1 : t->ndim;
+    int d = tg__wrap_dim(who, dim, t->ndim);
+    if (d < 0) return NULL;
+    bool ok = index->ndim == t->ndim && src->ndim == t->ndim;
+    for (int i = 0; ok && i < t->ndim; i++)
+        ok = src->shape[i] == index->shape[i] && (i == d || index->shape[i] == t->shape[i]);
+    if (!ok)
+        return tg__fail(TG_ERR_SHAPE, "%s: index %s and src %s must have one shape, t's %s but "
+                        "along dim %d", who, tg__shape_str(b1, sizeof b1, index->ndim, index->shape),
+                        tg__shape_str(b2, sizeof b2, src->ndim, src->shape),
+                        tg__shape_str((char[128]){0}, 128, t->ndim, t->shape), d);
+    if (!check_range(who, index, t->ndim ? t->shape[d] : 1)) return NULL;
+    (void)nd;
+    /* out^T = contiguous(t^T); out^T[..., index^T[..., j]] += src^T[..., j]; out = (out^T)^T */
+    bool prev = tg_is_grad_enabled();
+    tg_set_grad_enabled(false);
+    tg_tensor *tt = t->ndim ? to_last(s, t, d) : tg_retain(t);
+    tg_tensor *ot = tt ? tg__clone(s, tt) : NULL;
+    tg_tensor *it = ot ? (t->ndim ? to_last(s, index, d) : tg_retain(index)) : NULL;
+    tg_tensor *st = it ? (t->ndim ? to_last(s, src, d) : tg_retain(src)) : NULL;
+    tg_tensor *res = NULL;
+    if (st && tg__k_gather_backward(st, it, ot) == TG_OK) {
+        tg_tensor *back = t->ndim ? to_last(s, ot, d) : tg_retain(ot);
+        res = back ? tg__contiguous(s, back) : NULL;
+        if (back) tg__tensor_release(back);
+    }
+    tg_set_grad_enabled(prev);
+    tg_tensor *rel[4] = {tt, ot, it, st};
+    for (int i = 0; i < 4; i++)
+        if (rel[i]) tg__tensor_release(rel[i]);
+    if (!res) return NULL;
+    tg_tensor *in[3] = {t, index, src};
+    if (tg__needs_grad(3, in)) {
+        /* res may share storage with ot only through views, released above: a tensor of its own */
+        tg__node *n = tg__record(s, &scatter_add_def, 3, in, res);
+        if (!n || tg__node_save(n, index, false, 1) < 0) {
+            tg__tensor_release(res);
+            return NULL;
+        }
+        n->iparam[0] = d;
+    }
+    return res;
+}
+
+tg_tensor *tg_scatter_add_at(tg_site s, tg_tensor *t, int dim, tg_tensor *index, tg_tensor *src) {
+    return tg__ret(scatter_add(s, t, dim, index, src));
+}
+
+/* index_select: a 1-D i64 index of length L; t's dim becomes L. Through
+ * gather_dim with the index expanded over t's other dims (its gradient adds
+ * the repeated picks). */
+static tg_tensor *index_select(tg_site s, const char *who, tg_tensor *t, int dim,
+                               tg_tensor *index) {
+    char b[128];
+    if (tg__null_arg(t, who, "t") || tg__null_arg(index, who, "index")) return NULL;
+    const tg_tensor *ti[2] = {t, index};
+    if (!tg__same_device(who, 2, ti)) return NULL;
+    if (index->dtype != TG_I64)
+        return tg__fail(TG_ERR_DTYPE, "%s: index must be i64, got %s", who,
+                        tg_dtype_name(index->dtype));
+    if (index->ndim > 1)
+        return tg__fail(TG_ERR_SHAPE, "%s: index must be 1-D (or 0-d), got %s", who,
+                        tg__shape_str(b, sizeof b, index->ndim, index->shape));
+    int d = tg__wrap_dim(who, dim, t->ndim);
+    if (d < 0) return NULL;
+    if (!check_range(who, index, t->ndim ? t->shape[d] : 1)) return NULL;
+    if (t->ndim == 0) return tg__clone(s, t); /* index [0] or 0: t itself */
+    int64_t L = index->ndim ? index->shape[0] : 1;
+    int64_t vshape[TG_MAX_DIMS], eshape[TG_MAX_DIMS];
+    for (int i = 0; i < t->ndim; i++) {
+        vshape[i] = i == d ? L : 1;
+        eshape[i] = i == d ? L : t->shape[i];
+    }
+    tg_tensor *iv = tg__reshape(s, index, t->ndim, vshape);
+    tg_tensor *ie = iv ? tg__expand(s, iv, t->ndim, eshape) : NULL;
+    tg_tensor *out = ie ? gather_dim(s, who, t, d, ie) : NULL;
+    if (iv) tg__tensor_release(iv);
+    if (ie) tg__tensor_release(ie);
+    return out;
+}
+
+tg_tensor *tg_index_select_at(tg_site s, tg_tensor *t, int dim, tg_tensor *index) {
+    return tg__ret(index_select(s, "tg_index_select", t, dim, index));
+}
+
+/* flip: index_select with n-1, ..., 0 along each listed dim. */
+static tg_tensor *flip(tg_site s, tg_tensor *t, int ndims, const int *dims) {
+    const char *who = "tg_flip";
+    if (tg__null_arg(t, who, "t")) return NULL;
+    if (ndims < 0 || ndims > TG_MAX_DIMS || (ndims > 0 && !dims))
+        return tg__fail(TG_ERR_VALUE, "%s: %d dims (0..%d, dims not NULL)", who, ndims, TG_MAX_DIMS);
+    bool seen[TG_MAX_DIMS] = {false};
+    for (int k = 0; k < ndims; k++) {
+        int d = tg__wrap_dim(who, dims[k], t->ndim);
+        if (d < 0) return NULL;
+        if (t->ndim > 0 && seen[d])
+            return tg__fail(TG_ERR_DIM, "%s: dim %d appears twice", who, d);
+        if (t->ndim > 0) seen[d] = true;
+    }
+    tg_tensor *cur = tg_retain(t);
+    for (int d = 0; d < t->ndim && cur; d++) {
+        if (!seen[d]) continue;
+        int64_t n = t->shape[d];
+        tg_tensor *ix = tg__tensor_new(s, who, TG_I64, 1, &n, TG_MEM_WORKSPACE);
+        if (ix)
+            for (int64_t i = 0; i < n; i++) ((int64_t *)ix->storage->data)[i] = n - 1 - i;
+        tg_tensor *dix = ix && t->storage->device != TG_CPU ? tg__to_device(s, ix, t->storage->device)
+                                                            : (ix ? tg_retain(ix) : NULL);
+        tg_tensor *next = dix ? index_select(s, who, cur, d, dix) : NULL;
+        if (ix) tg__tensor_release(ix);
+        if (dix) tg__tensor_release(dix);
+        tg__tensor_release(cur);
+        cur = next;
+    }
+    if (cur && cur == t) { /* nothing flipped: a copy, as PyTorch */
+        tg_tensor *c = tg__clone(s, t);
+        tg__tensor_release(cur);
+        cur = c;
+    }
+    return cur;
+}
+
+tg_tensor *tg_flip_at(tg_site s, tg_tensor *t, int ndims, const int *dims) {
+    return tg__ret(flip(s, t, ndims, dims));
 }

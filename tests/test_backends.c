@@ -443,6 +443,39 @@ static tg_tensor *e_line(tg_tensor *const *in, const void *a) {
     }
 }
 
+/* gather along a middle dim, scatter_add, index_select with repeats, flip (strided input) */
+static tg_tensor *e_index_ops(tg_tensor *const *in, const void *a) {
+    int op = *(const int *)a;
+    int64_t iv[24];
+    for (int i = 0; i < 24; i++) iv[i] = (i * 5) % 3;
+    tg_tensor *ix3 = tg_to_device(tg_from_data(TG_I64, 3, (int64_t[]){2, 3, 4}, iv),
+                                  tg_get_device(in[0]));
+    tg_tensor *x = tg_transpose(in[0], 0, 2); /* (2, 3, 4) */
+    switch (op) {
+    case 0: return tg_gather_dim(x, 1, ix3);
+    case 1: return tg_scatter_add(x, 1, ix3, in[1]);
+    case 2: return tg_index_select(x, 2, tg_to_device(tg_from_data(TG_I64, 1, (int64_t[]){5},
+                                                                   (int64_t[]){3, 0, 3, 1, 2}),
+                                                      tg_get_device(in[0])));
+    default: return tg_flip(x, 2, (const int[]){0, 2});
+    }
+}
+
+Test(backends, gather_scatter_index_select_flip) {
+    NEED_DEVICE();
+    for (int d = 0; d < 2; d++) {
+        for (int op = 0; op < 4; op++) {
+            int sc = tg_scope_begin();
+            tg_tensor *in[2] = {randn(FLOATS[d], 3, (int64_t[]){4, 3, 2}, 500 + op),
+                                randn(FLOATS[d], 3, (int64_t[]){2, 3, 4}, 600 + op)};
+            char what[64];
+            snprintf(what, sizeof what, "index op %d %s", op, tg_dtype_name(FLOATS[d]));
+            run_both(what, op == 1 ? 2 : 1, in, e_index_ops, &op, true);
+            cr_assert_eq(tg_scope_end(sc), TG_OK);
+        }
+    }
+}
+
 Test(backends, line_reductions_and_scans) {
     NEED_DEVICE();
     for (int d = 0; d < 2; d++) {

@@ -432,6 +432,31 @@ tg_tensor *tg_log_softmax_at(tg_site s, tg_tensor *t);
  * shapes differ), TG_ERR_VALUE (an index outside [0, size); the message names
  * the position and the value). */
 tg_tensor *tg_gather_at(tg_site s, tg_tensor *t, tg_tensor *index);
+/* PyTorch's gather(t, dim, index): out[i][j][k] = t[index[i][j][k]][j][k] for
+ * dim 0, and so on; index i64 of t's ndim and t's sizes but along dim (any
+ * size there: PyTorch also allows smaller sizes elsewhere, tapegrad not).
+ * Gradient: scattered back, repeats added. Errors as tg_gather, and
+ * TG_ERR_DIM. */
+tg_tensor *tg_gather_dim_at(tg_site s, tg_tensor *t, int dim, tg_tensor *index);
+/* A copy of t with src added at index along dim (PyTorch's scatter_add):
+ * out[index[i][j]][j] += src[i][j] for dim 0; index and src of one shape,
+ * t's sizes but along dim; repeated indices add up. Gradients: g for t, g
+ * gathered at index for src. Errors: TG_ERR_NULL, TG_ERR_DTYPE (t and src
+ * of one float dtype, index i64), TG_ERR_SHAPE, TG_ERR_DIM, TG_ERR_VALUE (an
+ * index out of range, named), TG_ERR_DEVICE, TG_ERR_NOMEM. */
+tg_tensor *tg_scatter_add_at(tg_site s, tg_tensor *t, int dim, tg_tensor *index, tg_tensor *src);
+/* t's entries index[0], index[1], ... along dim (a 1-D i64 index, repeats
+ * allowed): PyTorch's index_select. Errors as tg_gather_dim, TG_ERR_SHAPE for
+ * an index of 2 or more dims. */
+tg_tensor *tg_index_select_at(tg_site s, tg_tensor *t, int dim, tg_tensor *index);
+/* t reversed along each of dims[0..ndims) (a copy, as PyTorch). Gradient: g
+ * flipped back. Errors: TG_ERR_DIM (out of range or repeated), TG_ERR_VALUE
+ * (ndims outside 0..8, dims NULL). */
+tg_tensor *tg_flip_at(tg_site s, tg_tensor *t, int ndims, const int *dims);
+#define tg_gather_dim(t, dim, index) tg_gather_dim_at(TG_SITE, t, dim, index)
+#define tg_scatter_add(t, dim, index, src) tg_scatter_add_at(TG_SITE, t, dim, index, src)
+#define tg_index_select(t, dim, index) tg_index_select_at(TG_SITE, t, dim, index)
+#define tg_flip(t, ...) tg_flip_at(TG_SITE, t, __VA_ARGS__) /* (t, ndims, dims) */
 #define tg_softmax(t) tg_softmax_at(TG_SITE, t)
 #define tg_log_softmax(t) tg_log_softmax_at(TG_SITE, t)
 #define tg_gather(t, index) tg_gather_at(TG_SITE, t, index)
