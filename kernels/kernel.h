@@ -361,10 +361,13 @@ typedef struct tg__backend {
                              tg__lpe_bad *bad);
     tg_status (*lpe_check_rows)(const tg__arr *z, const int64_t *y, int64_t ignore,
                                 double inv_t, tg__lpe_bad *bad);
-    /* g_lp / g_H over z's leading shape, data NULL for zero; dz contiguous. */
+    /* g_lp / g_H / g_lse over z's leading shape, data NULL for zero (g_lse:
+     * the upstream of the row log-sum-exp of z / T, which adds g_lse p / T);
+     * dz contiguous. */
     tg_status (*lpe_backward)(const tg__arr *z, const int64_t *y, int64_t ignore, double inv_t,
                               int64_t chunk, const double *stats, int nstat,
-                              const tg__arr *g_lp, const tg__arr *g_H, void *dz);
+                              const tg__arr *g_lp, const tg__arr *g_H, const tg__arr *g_lse,
+                              void *dz);
 } tg__backend;
 
 extern const tg__backend tg__cpu_backend;

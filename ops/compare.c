@@ -84,7 +84,7 @@ static tg_tensor *test_binary(tg_site s, const char *who, tg__testop op, tg_tens
 
 /* t op v: v as a 0-d tensor of t's dtype on t's device, or t in f32 for a
  * non-integer v against an integer or bool t. */
-static tg_tensor *test_scalar(tg_site s, const char *who, tg__testop op, tg_tensor *t, double v) {
+tg_tensor *tg__test_scalar(tg_site s, const char *who, tg__testop op, tg_tensor *t, double v) {
     if (tg__null_arg(t, who, "t") || !tg__same_device(who, 1, (const tg_tensor *const *)&t))
         return NULL;
     bool integral = isfinite(v) && v == floor(v) && fabs(v) < 9223372036854775808.0;
@@ -127,7 +127,7 @@ static tg_tensor *test_unary(tg_site s, const char *who, tg__testop op, tg_tenso
     }
 #define TEST_SCALAR(NAME, OP)                                                     \
     tg_tensor *tg_##NAME##_scalar_at(tg_site s, tg_tensor *t, double v) {         \
-        return tg__ret(test_scalar(s, "tg_" #NAME "_scalar", OP, t, v));         \
+        return tg__ret(tg__test_scalar(s, "tg_" #NAME "_scalar", OP, t, v));         \
     }
 #define TEST_UNARY(NAME, OP)                                                      \
     tg_tensor *tg_##NAME##_at(tg_site s, tg_tensor *t) {                          \

@@ -105,7 +105,7 @@ tg_status tg__lpe_bad_row_error(const char *who, const tg_tensor *z, const tg__l
 }
 
 /* Node parameters of the fused node. */
-enum { P_IGNORE = 0, P_CHUNK = 1, P_NSTAT = 2 }; /* iparam */
+enum { P_IGNORE = 0, P_CHUNK = 1, P_NSTAT = 2, P_LSE_OUT = 3 }; /* iparam (P_LSE_OUT: -1 none) */
 enum { P_INV_T = 0 };                             /* dparam */
 
 /* ---- fused node ------------------------------------------------------------- */
@@ -121,7 +121,9 @@ static tg_status lpe_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
     if (!dz) goto out;
     if (tg__k_lpe_backward(z, y, n->iparam[P_IGNORE], n->dparam[P_INV_T], n->iparam[P_CHUNK], st,
                            (int)n->iparam[P_NSTAT],
-                           gout[0], n->n_out > 1 ? gout[1] : NULL, dz) != TG_OK) {
+                           gout[0], n->iparam[P_NSTAT] == 3 ? gout[1] : NULL,
+                           n->iparam[P_LSE_OUT] >= 0 ? gout[n->iparam[P_LSE_OUT]] : NULL,
+                           dz) != TG_OK) {
         tg__tensor_release(dz);
         goto out;
     }
@@ -135,8 +137,30 @@ out:
 
 static const tg__op_def lpe_def = {"LogprobEntropyBackward", lpe_backward, false};
 
+/* The row log-sum-exp of z / T from the saved statistics: M inv_t + ls (0 on
+ * ignored rows, whose statistics are 0), in z's dtype and leading shape. */
+static tg_tensor *lse_of(tg_site s, const char *who, const tg_tensor *z, tg_tensor *st, int nstat,
+                         double inv_t) {
+    const int64_t N = st->shape[0];
+    tg_tensor *m = tg__tensor_alias(s, st->storage, TG_F64, 1, &N, (int64_t[]){nstat}, st->offset);
+    tg_tensor *l = m ? tg__tensor_alias(s, st->storage, TG_F64, 1, &N, (int64_t[]){nstat},
+                                        st->offset + 1)
+                     : NULL;
+    tg_tensor *r = l ? tg__new_output_on(s, who, z->storage->device, TG_F64, 1, &N) : NULL;
+    if (r) r = tg__k_ok(tg__k_unary(TG__UN_SCALE, r, m, NULL, inv_t, 0), r);
+    if (r) r = tg__k_ok(tg__k_binary(TG__BIN_ADD, r, r, l, 0, 0), r);
+    tg_tensor *out = r ? tg__new_output_on(s, who, z->storage->device, z->dtype, z->ndim - 1,
+                                           z->shape)
+                       : NULL;
+    if (out) out = tg__k_ok(tg__k_copy(out, r), out); /* (N) into the leading shape: same order */
+    tg__tensor_release(m);
+    tg__tensor_release(l);
+    tg__tensor_release(r);
+    return out;
+}
+
 static tg_status fused(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logprob_opts *o,
-                       tg_tensor **lp_out, tg_tensor **h_out) {
+                       tg_tensor **lp_out, tg_tensor **h_out, tg_tensor **lse_out) {
     const char *who = "tg_logprob_entropy";
     const int64_t V = z->shape[z->ndim - 1];
     const int lead = z->ndim - 1;
@@ -150,10 +174,13 @@ static tg_status fused(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logprob_o
     tg_tensor *lp = tg__new_output_on(s, who, dev, z->dtype, lead, z->shape); // (N)
     tg_tensor *h = o->want_entropy ? tg__new_output_on(s, who, dev, z->dtype, lead, z->shape)
                                    : NULL;
-    tg_tensor *st = record ? tg__new_output_on(s, who, dev, TG_F64, 2, (int64_t[]){N, nstat})
-                           : NULL; // (N, nstat)
+    const bool want_lse = lse_out != NULL;
+    tg_tensor *st = record || want_lse
+                        ? tg__new_output_on(s, who, dev, TG_F64, 2, (int64_t[]){N, nstat})
+                        : NULL; // (N, nstat)
+    tg_tensor *lse = NULL;
     tg__node *n = NULL;
-    if (!lp || (o->want_entropy && !h) || (record && !st)) goto fail;
+    if (!lp || (o->want_entropy && !h) || ((record || want_lse) && !st)) goto fail;
     tg__lpe_bad bad;
     if (tg__k_lpe_forward(z, yc, o->ignore_index, 1.0 / o->temperature, o->chunk_size, lp, h, st,
                           nstat, &bad) != TG_OK)
@@ -162,29 +189,34 @@ static tg_status fused(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logprob_o
         tg__lpe_bad_row_error(who, z, &bad, 1.0 / o->temperature);
         goto fail;
     }
+    if (want_lse && !(lse = lse_of(s, who, z, st, nstat, 1.0 / o->temperature))) goto fail;
     if (record) {
         tg_tensor *in[2] = {z, yc};
-        n = tg__node_new(s, &lpe_def, lpe_def.name, 2, in, grad_h ? 2 : 1);
+        n = tg__node_new(s, &lpe_def, lpe_def.name, 2, in, 1 + grad_h + want_lse);
         if (!n) goto fail;
         n->dparam[P_INV_T] = 1.0 / o->temperature;
         n->iparam[P_IGNORE] = o->ignore_index;
         n->iparam[P_CHUNK] = o->chunk_size;
         n->iparam[P_NSTAT] = nstat;
+        n->iparam[P_LSE_OUT] = want_lse ? 1 + grad_h : -1;
         tg_set_name(st, "row max/logsumexp/entropy");
         if (tg__node_save(n, z, false, 0) < 0 || tg__node_save(n, yc, false, 1) < 0 ||
             tg__node_save(n, st, false, -1) < 0)
             goto fail;
         tg__node_set_output(n, 0, lp);
         if (grad_h) tg__node_set_output(n, 1, h);
+        if (want_lse) tg__node_set_output(n, 1 + grad_h, lse);
         tg__node_release(n); /* the outputs own it */
     }
     tg__tensor_release(st);
     tg__tensor_release(yc);
     *lp_out = lp;
     if (h_out) *h_out = h;
+    if (lse_out) *lse_out = lse;
     return TG_OK;
 fail:
     tg__node_release(n);
+    tg__tensor_release(lse);
     tg__tensor_release(st);
     tg__tensor_release(h);
     tg__tensor_release(lp);
@@ -196,12 +228,63 @@ fail:
 
 tg_status tg__logprob_entropy(tg_site s, const char *who, tg_tensor *logits, tg_tensor *targets,
                               const tg_logprob_opts *opts, tg_tensor **lp, tg_tensor **h) {
+    return tg__logprob_entropy_lse(s, who, logits, targets, opts, lp, h, NULL);
+}
+
+tg_status tg__logprob_entropy_lse(tg_site s, const char *who, tg_tensor *logits,
+                                  tg_tensor *targets, const tg_logprob_opts *opts, tg_tensor **lp,
+                                  tg_tensor **h, tg_tensor **lse) {
     tg_logprob_opts o = opts ? *opts : tg_logprob_opts_default();
     *lp = *h = NULL;
+    if (lse) *lse = NULL;
     tg_status st = tg__lpe_check(who, logits, targets, &o);
     if (st != TG_OK) return st;
-    return o.impl == TG_LOGPROB_FUSED ? fused(s, logits, targets, &o, lp, h)
-                                      : tg__lpe_composite(s, logits, targets, &o, lp, h);
+    if (o.impl == TG_LOGPROB_FUSED) return fused(s, logits, targets, &o, lp, h, lse);
+    st = tg__lpe_composite(s, logits, targets, &o, lp, h);
+    if (st != TG_OK || !lse) return st;
+    /* the composite log-sum-exp: logsumexp(z / T) over the vocabulary, 0 on ignored rows */
+    tg_tensor *x = tg__scale(s, logits, 1.0 / o.temperature);
+    tg_tensor *l = x ? tg__logsumexp_dim(s, x, -1, false) : NULL;
+    tg_tensor *ignored = l ? tg__test_scalar(s, who, TG__TEST_EQ, targets, (double)o.ignore_index)
+                           : NULL;
+    tg_tensor *zero = ignored ? tg__scalar_like(s, l, 0.0) : NULL;
+    tg_tensor *keep = zero ? tg__where(s, ignored, zero, l) : NULL;
+    tg_tensor *rel[4] = {x, l, ignored, zero};
+    for (int i = 0; i < 4; i++)
+        if (rel[i]) tg__tensor_release(rel[i]);
+    if (!keep) {
+        tg__tensor_release(*lp);
+        tg__tensor_release(*h);
+        *lp = *h = NULL;
+        return tg_last_status();
+    }
+    *lse = keep;
+    return TG_OK;
+}
+
+/* Hands the outputs that were asked for to the caller (scope). */
+static tg_status hand_out(tg_tensor *lp, tg_tensor *h, tg_tensor *lse, tg_tensor **logprob,
+                          tg_tensor **entropy, tg_tensor **lse_out) {
+    *logprob = tg__ret(lp);
+    if (!*logprob) {
+        tg__tensor_release(h);
+        tg__tensor_release(lse);
+        return tg_last_status();
+    }
+    if (entropy && h) {
+        *entropy = tg__ret(h);
+        if (!*entropy) {
+            tg__tensor_release(lse);
+            return tg_last_status(); /* *logprob belongs to the scope */
+        }
+    } else {
+        tg__tensor_release(h);
+    }
+    if (lse_out) {
+        *lse_out = tg__ret(lse);
+        if (!*lse_out) return tg_last_status();
+    }
+    return TG_OK;
 }
 
 tg_status tg_logprob_entropy_at(tg_site s, tg_tensor *logits, tg_tensor *targets,
@@ -218,14 +301,23 @@ tg_status tg_logprob_entropy_at(tg_site s, tg_tensor *logits, tg_tensor *targets
     tg_tensor *lp = NULL, *h = NULL;
     tg_status st = tg__logprob_entropy(s, who, logits, targets, &o, &lp, &h);
     if (st != TG_OK) return st;
-    *logprob = tg__ret(lp);
-    if (!*logprob) {
-        tg__tensor_release(h);
+    return hand_out(lp, h, NULL, logprob, o.want_entropy ? entropy : NULL, NULL);
+}
+
+tg_status tg_logprob_entropy_lse_at(tg_site s, tg_tensor *logits, tg_tensor *targets,
+                                    const tg_logprob_opts *opts, tg_tensor **logprob,
+                                    tg_tensor **entropy, tg_tensor **lse) {
+    const char *who = "tg_logprob_entropy_lse";
+    tg_logprob_opts o = opts ? *opts : tg_logprob_opts_default();
+    if (logprob) *logprob = NULL;
+    if (entropy) *entropy = NULL;
+    if (lse) *lse = NULL;
+    if (tg__null_arg(logits, who, "logits") || tg__null_arg(targets, who, "targets") ||
+        tg__null_arg(logprob, who, "logprob") ||
+        (o.want_entropy && tg__null_arg(entropy, who, "entropy")) || tg__null_arg(lse, who, "lse"))
         return tg_last_status();
-    }
-    if (o.want_entropy) {
-        *entropy = tg__ret(h);
-        if (!*entropy) return tg_last_status(); /* *logprob belongs to the scope */
-    }
-    return TG_OK;
+    tg_tensor *lp = NULL, *h = NULL, *l = NULL;
+    tg_status st = tg__logprob_entropy_lse(s, who, logits, targets, &o, &lp, &h, &l);
+    if (st != TG_OK) return st;
+    return hand_out(lp, h, l, logprob, o.want_entropy ? entropy : NULL, lse);
 }

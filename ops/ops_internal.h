@@ -39,6 +39,14 @@ tg_tensor *tg__mean_dim(tg_site s, tg_tensor *t, int dim, bool keepdim);
  * is wanted) are the caller's references; errors name `who`. */
 tg_status tg__logprob_entropy(tg_site s, const char *who, tg_tensor *logits, tg_tensor *targets,
                               const tg_logprob_opts *opts, tg_tensor **lp, tg_tensor **h);
+/* tg__logprob_entropy with the row log-sum-exp of z / T in *lse when lse is
+ * not NULL (0 on ignored rows; its gradient g_lse p / T). */
+tg_status tg__logprob_entropy_lse(tg_site s, const char *who, tg_tensor *logits,
+                                  tg_tensor *targets, const tg_logprob_opts *opts, tg_tensor **lp,
+                                  tg_tensor **h, tg_tensor **lse);
+/* tg_logsumexp_dim and the scalar comparisons without the scope (new references). */
+tg_tensor *tg__logsumexp_dim(tg_site s, tg_tensor *t, int dim, bool keepdim);
+tg_tensor *tg__test_scalar(tg_site s, const char *who, tg__testop op, tg_tensor *t, double v);
 /* Sum (mean false) or mean of all elements: a 0-d tensor. */
 tg_tensor *tg__reduce_all(tg_site s, tg_tensor *t, bool mean);
 /* Sums g over broadcast dimensions down to shape m (for the backward of

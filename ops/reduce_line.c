@@ -317,6 +317,10 @@ tg_tensor *tg_logsumexp_at(tg_site s, tg_tensor *t) {
     return tg__ret(line_reduce(s, "tg_logsumexp", TG__RED_LOGSUMEXP, &LSE_DEF, t, 0, false, true,
                                NULL, false));
 }
+tg_tensor *tg__logsumexp_dim(tg_site s, tg_tensor *t, int dim, bool keepdim) {
+    return line_reduce(s, "tg_logsumexp_dim", TG__RED_LOGSUMEXP, &LSE_DEF, t, dim, keepdim, false,
+                       NULL, false);
+}
 tg_tensor *tg_logsumexp_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
     return tg__ret(line_reduce(s, "tg_logsumexp_dim", TG__RED_LOGSUMEXP, &LSE_DEF, t, dim, keepdim,
                                false, NULL, false));

@@ -498,7 +498,8 @@ tg_status tg__k_lpe_check_rows(const tg_tensor *z, const int64_t *y, int64_t ign
                                double inv_t, tg__lpe_bad *bad);
 tg_status tg__k_lpe_backward(const tg_tensor *z, const tg_tensor *y, int64_t ignore,
                              double inv_t, int64_t chunk, const tg_tensor *stats, int nstat,
-                             const tg_tensor *g_lp, const tg_tensor *g_H, tg_tensor *dz);
+                             const tg_tensor *g_lp, const tg_tensor *g_H,
+                             const tg_tensor *g_lse, tg_tensor *dz);
 
 static inline tg_tensor *tg__k_ok(tg_status st, tg_tensor *t) {
     if (st == TG_OK) return t;

@@ -230,12 +230,15 @@ tg_status tg__k_lpe_check_rows(const tg_tensor *z, const int64_t *y, int64_t ign
 
 tg_status tg__k_lpe_backward(const tg_tensor *z, const tg_tensor *y, int64_t ignore,
                              double inv_t, int64_t chunk, const tg_tensor *stats, int nstat,
-                             const tg_tensor *g_lp, const tg_tensor *g_H, tg_tensor *dz) {
-    tg__arr a = rows_arr(z), gl, gh;
+                             const tg_tensor *g_lp, const tg_tensor *g_H,
+                             const tg_tensor *g_lse, tg_tensor *dz) {
+    tg__arr a = rows_arr(z), gl, gh, gs;
     memset(&gl, 0, sizeof gl);
     memset(&gh, 0, sizeof gh);
+    memset(&gs, 0, sizeof gs);
     if (g_lp) gl = tg__arr_of(g_lp);
     if (g_H) gh = tg__arr_of(g_H);
+    if (g_lse) gs = tg__arr_of(g_lse);
     return be(z)->lpe_backward(&a, tg__ptr(y), ignore, inv_t, chunk, tg__ptr(stats), nstat, &gl,
-                               &gh, tg__ptr(dz));
+                               &gh, &gs, tg__ptr(dz));
 }

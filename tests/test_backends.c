@@ -813,14 +813,21 @@ Test(backends, cpu_scalars_mix_with_device_tensors) {
 typedef struct lp_arg {
     tg_logprob_opts o;
     bool transposed; /* logits given as the transpose of a (V, N) tensor */
+    bool with_lse;   /* the row log-sum-exp too, in the loss (z-loss) */
 } lp_arg;
 
 static tg_tensor *lp_expr(tg_tensor *const *in, const void *arg) {
     const lp_arg *a = arg;
     tg_tensor *z = a->transposed ? tg_transpose(in[0], 0, 1) : in[0];
-    tg_tensor *lp = NULL, *h = NULL;
-    if (tg_logprob_entropy(z, in[1], &a->o, &lp, a->o.want_entropy ? &h : NULL) != TG_OK)
+    tg_tensor *lp = NULL, *h = NULL, *lse = NULL;
+    if (a->with_lse) {
+        if (tg_logprob_entropy_lse(z, in[1], &a->o, &lp, a->o.want_entropy ? &h : NULL, &lse) !=
+            TG_OK)
+            return NULL;
+        lp = tg_add(lp, tg_scale(tg_square(lse), 0.05));
+    } else if (tg_logprob_entropy(z, in[1], &a->o, &lp, a->o.want_entropy ? &h : NULL) != TG_OK) {
         return NULL;
+    }
     if (!h) return lp;
     /* one output carrying both, so run_both compares both and backpropagates into both */
     return tg_add(lp, tg_scale(h, 0.37));
@@ -834,7 +841,7 @@ Test(backends, logprob_fused_and_composite_match_the_cpu) {
         for (int impl = 0; impl < 2; impl++) {
             for (int variant = 0; variant < 4; variant++) {
                 int sc = tg_scope_begin();
-                lp_arg a = {tg_logprob_opts_default(), variant == 2};
+                lp_arg a = {tg_logprob_opts_default(), variant == 2, variant < 2};
                 a.o.impl = impl ? TG_LOGPROB_COMPOSITE : TG_LOGPROB_FUSED;
                 a.o.temperature = variant == 1 ? 0.7 : 1.0;
                 a.o.entropy_grad = variant != 3;

@@ -713,3 +713,99 @@ Test(logprob, inplace_on_outputs_works_on_both_paths) {
     tgo_assert_same(g[2], g[0], 1e-12);
     TGO_RELEASE(g[0], g[1], g[2]);
 }
+
+/* ---- the row log-sum-exp (z-loss) ------------------------------------------------------- */
+
+/* loss = sum(lp * (1, 2, 3)) + 1e-2 sum(lse^2): values and gradient as PyTorch float64
+ * computes them (logsumexp(z / T), 0 on the ignored row), fused and composite, chunked. */
+Test(logprob, lse_output_and_its_gradient_as_pytorch) {
+    static const double zv[12] = {0.5, -1.0, 2.0, 0.25, 1.0, 1.0, -3.0, 0.0, 3.0, -2.0, 0.5, 1.5};
+    static const double want_lse[3] = {3.0503779370841855, 0.0, 4.422188495646826};
+    static const double want_grad[12] = {
+        -0.1297215396686409, -0.015218822858387215, 0.32285661668445703, -0.09076259881216658,
+        0, 0, 0, 0,
+        0.6569634770225824, -0.0028684923992845445, -0.10202472305098309, -0.42572201883954885};
+    for (int impl = 0; impl < 2; impl++) {
+        for (int chunk = 0; chunk < 3; chunk += 2) {
+            int sc = tg_scope_begin();
+            tg_tensor *z = tg_from_data(TG_F64, TG_SHAPE(3, 4), zv);
+            cr_assert_eq(tg_set_requires_grad(z, true), TG_OK);
+            tg_tensor *y = tg_from_data(TG_I64, TG_SHAPE(3), ((const int64_t[]){2, -100, 0}));
+            tg_logprob_opts o = tg_logprob_opts_default();
+            o.temperature = 0.7;
+            o.impl = (tg_logprob_impl)impl;
+            o.chunk_size = chunk;
+            o.want_entropy = false;
+            tg_tensor *lp = NULL, *lse = NULL;
+            cr_assert_eq(tg_logprob_entropy_lse(z, y, &o, &lp, NULL, &lse), TG_OK, "%s",
+                         tg_last_error());
+            tgo_assert_close(lse, want_lse, 3, 1e-14);
+            cr_assert(tg_requires_grad(lse));
+            tg_tensor *w = tg_from_data(TG_F64, TG_SHAPE(3), ((const double[]){1, 2, 3}));
+            tg_tensor *loss = tg_add(tg_sum(tg_mul(lp, w)), tg_scale(tg_sum(tg_square(lse)), 1e-2));
+            cr_assert_eq(tg_backward(loss, NULL, false), TG_OK, "%s", tg_last_error());
+            tgo_assert_close(tg_grad(z), want_grad, 12, 1e-13);
+            cr_assert_eq(tg_scope_end(sc), TG_OK);
+        }
+    }
+}
+
+/* Unused, the log-sum-exp changes nothing: the same gradient, bit for bit, and the
+ * same saved bytes as tg_logprob_entropy; under no-grad nothing is saved. */
+Test(logprob, lse_unused_costs_nothing_in_backward) {
+    size_t saved[2];
+    tg_tensor *grad[2];
+    for (int with_lse = 0; with_lse < 2; with_lse++) {
+        int sc = tg_scope_begin();
+        tg_tensor *z = tg_randn(TG_F32, TG_SHAPE(6, 33), 3, 0, 2);
+        cr_assert_eq(tg_set_requires_grad(z, true), TG_OK);
+        tg_tensor *y = tgt_targets(6, 33, 4);
+        tg_tensor *lp, *h, *l;
+        size_t s0 = saved_now();
+        if (with_lse) cr_assert_eq(tg_logprob_entropy_lse(z, y, NULL, &lp, &h, &l), TG_OK);
+        else cr_assert_eq(tg_logprob_entropy(z, y, NULL, &lp, &h), TG_OK);
+        saved[with_lse] = saved_now() - s0;
+        cr_assert_eq(tg_backward(tg_add(tg_sum(lp), tg_sum(h)), NULL, false), TG_OK);
+        grad[with_lse] = tg_scope_keep(tg_clone(tg_grad(z)));
+        cr_assert_eq(tg_scope_end(sc), TG_OK);
+    }
+    cr_assert_eq(saved[0], saved[1], "saved %zu vs %zu bytes", saved[0], saved[1]);
+    tgo_assert_same(grad[0], grad[1], 0);
+    tg_release(grad[0]);
+    tg_release(grad[1]);
+}
+
+static tg_tensor *lse_fn(tg_tensor *const *in, void *user) {
+    const tg_logprob_opts *o = user;
+    tg_tensor *y = tgt_targets(tg_shape(in[0])[0], tg_shape(in[0])[1], 8);
+    tg_tensor *lp = NULL, *h = NULL, *l = NULL;
+    tg_tensor *r = NULL;
+    if (tg_logprob_entropy_lse(in[0], y, o, &lp, o->want_entropy ? &h : NULL, &l) == TG_OK) {
+        tg_tensor *a = tg_mul(l, l), *b = h ? tg_add(lp, h) : tg_retain(lp);
+        r = tg_add(a, b);
+        tg_release(a);
+        tg_release(b);
+    }
+    tg_release(y);
+    tg_release(lp);
+    tg_release(h);
+    tg_release(l);
+    return r;
+}
+
+Test(logprob, lse_gradcheck_with_entropy_temperature_chunks) {
+    for (int impl = 0; impl < 2; impl++) {
+        for (int ent = 0; ent < 2; ent++) {
+            tg_logprob_opts o = tg_logprob_opts_default();
+            o.impl = (tg_logprob_impl)impl;
+            o.want_entropy = ent;
+            o.temperature = 1.3;
+            o.chunk_size = 2;
+            tg_tensor *z = tg_randn(TG_F64, TG_SHAPE(5, 7), 21 + ent, 0, 1.5);
+            cr_assert_eq(tg_set_requires_grad(z, true), TG_OK);
+            cr_assert_eq(tg_gradcheck(lse_fn, &o, 1, &z, NULL), TG_OK, "impl %d entropy %d: %s",
+                         impl, ent, tg_last_error());
+            tg_release(z);
+        }
+    }
+}

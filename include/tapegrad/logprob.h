@@ -72,6 +72,19 @@ tg_status tg_logprob_entropy_at(tg_site s, tg_tensor *logits, tg_tensor *targets
 #define tg_logprob_entropy(logits, targets, opts, logprob, entropy)                            \
     tg_logprob_entropy_at(TG_SITE, logits, targets, opts, logprob, entropy)
 
+/* tg_logprob_entropy that also returns, in *lse, the row log-sum-exp of
+ * logits / T (shape (...), logits' dtype; 0 on ignored rows): z-loss costs
+ * no extra pass (the fused op has it from its statistics; the composite one
+ * computes logsumexp). Its gradient, when the loss uses it, is g_lse * p / T,
+ * added in the same backward pass; unused, it costs nothing in backward.
+ * lse must not be NULL. Errors as tg_logprob_entropy; all outputs are set
+ * to NULL on failure. */
+tg_status tg_logprob_entropy_lse_at(tg_site s, tg_tensor *logits, tg_tensor *targets,
+                                    const tg_logprob_opts *opts, tg_tensor **logprob,
+                                    tg_tensor **entropy, tg_tensor **lse);
+#define tg_logprob_entropy_lse(logits, targets, opts, logprob, entropy, lse)                   \
+    tg_logprob_entropy_lse_at(TG_SITE, logits, targets, opts, logprob, entropy, lse)
+
 #ifdef __cplusplus
 }
 #endif

@@ -396,7 +396,8 @@ tg_status tg__cpu_lpe_check_rows(const tg__arr *z, const int64_t *y, int64_t ign
 
 tg_status tg__cpu_lpe_backward(const tg__arr *z, const int64_t *y, int64_t ignore, double inv_t,
                                int64_t chunk, const double *stats, int nstat,
-                               const tg__arr *g_lp, const tg__arr *g_H, void *dz) {
+                               const tg__arr *g_lp, const tg__arr *g_H, const tg__arr *g_lse,
+                               void *dz) {
     const int64_t N = nrows(z), V = z->shape[z->ndim - 1], xs = z->strides[z->ndim - 1];
     const bool f32 = z->dtype == TG_F32;
     char *out = dz; // (N, V)
@@ -415,15 +416,17 @@ tg_status tg__cpu_lpe_backward(const tg__arr *z, const int64_t *y, int64_t ignor
                 continue;
             }
             const double glp = grad_at(g_lp, i), gH = nstat == 3 ? grad_at(g_H, i) : 0.0;
+            /* the p term's coefficient: -g_lp, plus g_lse when the log-sum-exp is used */
+            const double gp = glp - grad_at(g_lse, i);
             const double M = stats[i * nstat], ls = stats[i * nstat + 1];
             const double H = nstat == 3 ? stats[i * nstat + 2] : 0.0;
             const char *p = row_ptr(z, i);
             if (f32) {
                 bwd32((const float *)p, xs, V, (float)inv_t, (float)M, ls, (float)H,
-                            (float)glp, (float)gH, (float *)o);
+                            (float)gp, (float)gH, (float *)o);
                 ((float *)o)[y[i]] += (float)(glp * inv_t);
             } else {
-                bwd_row_f64((const double *)p, xs, V, inv_t, M, ls, H, glp, gH, (double *)o);
+                bwd_row_f64((const double *)p, xs, V, inv_t, M, ls, H, gp, gH, (double *)o);
                 ((double *)o)[y[i]] += glp * inv_t;
             }
         }

@@ -186,7 +186,7 @@ template <class T>
 __global__ void __launch_bounds__(TGK_BLOCK, 8)
     k_lpe_bwd(tg__arr z, int64_t N, int64_t V, const int64_t *y, int64_t ignore,
               double inv_t, const double *stats, int nstat, tg__arr glp, tg__arr gH,
-              T *dz) {
+              tg__arr glse, T *dz) {
     int64_t xs = z.strides[z.ndim - 1];
     for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
         T *o = dz + r * V;
@@ -198,9 +198,10 @@ __global__ void __launch_bounds__(TGK_BLOCK, 8)
         double g1 = glp.data ? (double)((const T *)glp.data)[tgk_elem_offset(glp, r)] : 0.0;
         double g2 = (nstat == 3 && gH.data) ? (double)((const T *)gH.data)[tgk_elem_offset(gH, r)]
                                             : 0.0;
+        double g3 = glse.data ? (double)((const T *)glse.data)[tgk_elem_offset(glse, r)] : 0.0;
         T M = (T)stats[r * nstat], ls = (T)stats[r * nstat + 1];
         T h = nstat == 3 ? (T)stats[r * nstat + 2] : (T)0;
-        T it = (T)inv_t, a = (T)(-g1 * inv_t), b = (T)(-g2 * inv_t), at_y = (T)(g1 * inv_t);
+        T it = (T)inv_t, a = (T)((g3 - g1) * inv_t), b = (T)(-g2 * inv_t), at_y = (T)(g1 * inv_t);
         const T *x = (const T *)z.data + tgk_row_offset(z, r);
         auto grad = [&](int64_t j, T xv) {
             T d = (xv - M) * it - ls;
@@ -268,16 +269,16 @@ extern "C" tg_status tg__cuda_lpe_check_rows(const tg__arr *z, const int64_t *y,
 extern "C" tg_status tg__cuda_lpe_backward(const tg__arr *z, const int64_t *y, int64_t ignore,
                                            double inv_t, const double *stats, int nstat,
                                            const tg__arr *g_lp, const tg__arr *g_H,
-                                           void *dz) {
+                                           const tg__arr *g_lse, void *dz) {
     int64_t V, xs, N = tgk_rows(z, &V, &xs);
     if (N == 0) return TG_OK;
     unsigned g = tgk_grid(N, 1);
     if (z->dtype == TG_F32) {
         auto k = k_lpe_bwd<float>;
         return TGK_LAUNCH(k, g, TGK_BLOCK, *z, N, V, y, ignore, inv_t, stats, nstat, *g_lp, *g_H,
-                          (float *)dz);
+                          *g_lse, (float *)dz);
     }
     auto k = k_lpe_bwd<double>;
     return TGK_LAUNCH(k, g, TGK_BLOCK, *z, N, V, y, ignore, inv_t, stats, nstat, *g_lp, *g_H,
-                      (double *)dz);
+                      *g_lse, (double *)dz);
 }
