@@ -126,15 +126,15 @@ static tg_status moment_backward(tg__node *n, tg_tensor *const *gout, tg_tensor 
         tg_tensor *q = sk ? new_w(n->site, n->name, x) : NULL;
         if (q) q = tg__k_ok(tg__k_binary(TG__BIN_DIV, q, out, sk, 0, 0), q);
         /* where std == 0: 0 */
-        zero = q ? tg__new_output_on(n->site, n->name, x->storage->device, TG_BOOL, x->ndim,
-                                     x->shape)
-                 : NULL;
-        tg_tensor *z0 = zero ? tg__scalar_like(n->site, x, 0.0) : NULL;
-        if (z0) zero = tg__k_ok(tg__k_test(TG__TEST_EQ, zero, sk, z0), zero);
-        if (zero && q) q = tg__k_ok(tg__k_where(q, zero, NULL, q), q);
+        tg_tensor *z0 = q ? tg__scalar_like(n->site, x, 0.0) : NULL;
+        zero = z0 ? tg__new_output_on(n->site, n->name, x->storage->device, TG_BOOL, x->ndim,
+                                      x->shape)
+                  : NULL;
+        if (zero) zero = tg__k_ok(tg__k_test(TG__TEST_EQ, zero, sk, z0), zero);
+        if (zero) q = tg__k_ok(tg__k_where(q, zero, NULL, q), q);
         if (z0) tg__tensor_release(z0);
         tg__tensor_release(out);
-        out = zero ? q : NULL;
+        out = zero ? q : NULL; /* q is NULL when where failed */
         if (!zero && q) tg__tensor_release(q);
     }
     tg_tensor *rel[6] = {x, dev, gk, sd, sk, zero};
