@@ -143,6 +143,20 @@ static tg_tensor *to_last(tg_site s, tg_tensor *a, int d) {
     return d == a->ndim - 1 ? tg_retain(a) : tg__transpose(s, a, d, a->ndim - 1);
 }
 
+/* r (a new contiguous result) with dims d and its last swapped, as a tensor of
+ * its own: a copy, or, when the swap leaves the elements in place (a size-1
+ * dim), r seen with the swapped shape but not as a view (a result that is a
+ * view would be refused by later in-place ops as a view made inside an op). */
+static tg_tensor *from_last(tg_site s, tg_tensor *r, int d) {
+    if (d == r->ndim - 1) return tg_retain(r);
+    tg_tensor *v = tg__transpose(s, r, d, r->ndim - 1);
+    if (!v) return NULL;
+    tg_tensor *out = tg__is_contiguous(v) ? tg__reshape_own(s, r, v->ndim, v->shape)
+                                          : tg__contiguous(s, v);
+    tg__tensor_release(v);
+    return out;
+}
+
 static tg_tensor *gather_dim(tg_site s, const char *who, tg_tensor *t, int dim, tg_tensor *index) {
     if (tg__null_arg(t, who, "t") || tg__null_arg(index, who, "index")) return NULL;
     if (t->ndim == 0 || index->ndim != t->ndim) return gather_last(s, who, t, index);
@@ -150,12 +164,11 @@ static tg_tensor *gather_dim(tg_site s, const char *who, tg_tensor *t, int dim, 
     if (d < 0) return NULL;
     tg_tensor *tt = to_last(s, t, d), *it = tt ? to_last(s, index, d) : NULL;
     tg_tensor *r = it ? gather_last(s, who, tt, it) : NULL;
-    tg_tensor *out = r ? to_last(s, r, d) : NULL;
-    tg_tensor *c = out ? tg__contiguous(s, out) : NULL;
-    tg_tensor *rel[4] = {tt, it, r, out};
-    for (int i = 0; i < 4; i++)
+    tg_tensor *out = r ? from_last(s, r, d) : NULL;
+    tg_tensor *rel[3] = {tt, it, r};
+    for (int i = 0; i < 3; i++)
         if (rel[i]) tg__tensor_release(rel[i]);
-    return c;
+    return out;
 }
 
 tg_tensor *tg_gather_dim_at(tg_site s, tg_tensor *t, int dim, tg_tensor *index) {
@@ -214,11 +227,8 @@ static tg_tensor *scatter_add(tg_site s, tg_tensor *t, int dim, tg_tensor *index
     tg_tensor *it = ot ? (t->ndim ? to_last(s, index, d) : tg_retain(index)) : NULL;
     tg_tensor *st = it ? (t->ndim ? to_last(s, src, d) : tg_retain(src)) : NULL;
     tg_tensor *res = NULL;
-    if (st && tg__k_gather_backward(st, it, ot) == TG_OK) {
-        tg_tensor *back = t->ndim ? to_last(s, ot, d) : tg_retain(ot);
-        res = back ? tg__contiguous(s, back) : NULL;
-        if (back) tg__tensor_release(back);
-    }
+    if (st && tg__k_gather_backward(st, it, ot) == TG_OK)
+        res = t->ndim ? from_last(s, ot, d) : tg_retain(ot);
     tg_set_grad_enabled(prev);
     tg_tensor *rel[4] = {tt, ot, it, st};
     for (int i = 0; i < 4; i++)
@@ -278,7 +288,14 @@ tg_tensor *tg_index_select_at(tg_site s, tg_tensor *t, int dim, tg_tensor *index
     return tg__ret(index_select(s, "tg_index_select", t, dim, index));
 }
 
-/* flip: index_select with n-1, ..., 0 along each listed dim. */
+/* flip: index_select with n-1, ..., 0 along each listed dim, computed
+ * without recording; the node FlipBackward (iparam[0]: the flipped dims as a
+ * bit mask) flips the gradient back and, as PyTorch's, saves nothing (a second
+ * backward through it needs no retain_graph). */
+static tg_status flip_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
+static const tg__op_def flip_def = {"FlipBackward", flip_backward, false};
+static tg_tensor *flip_mask(tg_site s, tg_tensor *t, int64_t mask);
+
 static tg_tensor *flip(tg_site s, tg_tensor *t, int ndims, const int *dims) {
     const char *who = "tg_flip";
     if (tg__null_arg(t, who, "t")) return NULL;
@@ -292,9 +309,35 @@ static tg_tensor *flip(tg_site s, tg_tensor *t, int ndims, const int *dims) {
             return tg__fail(TG_ERR_DIM, "%s: dim %d appears twice", who, d);
         if (t->ndim > 0) seen[d] = true;
     }
+    int64_t mask = 0;
+    for (int d = 0; d < t->ndim; d++)
+        if (seen[d]) mask |= (int64_t)1 << d;
+    bool prev = tg_is_grad_enabled();
+    tg_set_grad_enabled(false);
+    tg_tensor *out = flip_mask(s, t, mask);
+    tg_set_grad_enabled(prev);
+    if (out && tg__needs_grad(1, &t)) {
+        tg__node *n = tg__record(s, &flip_def, 1, &t, out);
+        if (!n) {
+            tg__tensor_release(out);
+            return NULL;
+        }
+        n->iparam[0] = mask;
+    }
+    return out;
+}
+
+static tg_status flip_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    gin[0] = flip_mask(n->site, gout[0], n->iparam[0]);
+    return gin[0] ? TG_OK : tg_last_status();
+}
+
+/* t flipped along the dims of the bit mask (a copy, even for no dim). */
+static tg_tensor *flip_mask(tg_site s, tg_tensor *t, int64_t mask) {
+    const char *who = "tg_flip";
     tg_tensor *cur = tg_retain(t);
     for (int d = 0; d < t->ndim && cur; d++) {
-        if (!seen[d]) continue;
+        if (!(mask >> d & 1)) continue;
         int64_t n = t->shape[d];
         tg_tensor *ix = tg__tensor_new(s, who, TG_I64, 1, &n, TG_MEM_WORKSPACE);
         if (ix)

@@ -44,7 +44,8 @@ tg_tensor *tg__int_binary(tg_site s, const char *who, tg__intop op, tg_tensor *a
     int64_t shape[TG_MAX_DIMS];
     if (tg__broadcast_shapes(who, a->ndim, a->shape, b->ndim, b->shape, &nd, shape) != TG_OK)
         return NULL;
-    if (op == TG__INT_REMAINDER || op == TG__INT_FLOOR_DIVIDE) {
+    /* a zero divisor is refused where a division happens: not for an empty result */
+    if ((op == TG__INT_REMAINDER || op == TG__INT_FLOOR_DIVIDE) && tg__numel(nd, shape) > 0) {
         int64_t z = find_zero(b);
         if (z == -2) return NULL;
         if (z >= 0)

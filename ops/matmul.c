@@ -70,6 +70,34 @@ static bool mm_check(const tg_tensor *a, const tg_tensor *b, bool *b_shared) {
 /* Node parameters: the saved slots of a and b (-1: not saved). */
 enum { SLOT_A = 0, SLOT_B = 1 };
 
+/* Whether a's dims before the last can be merged into one without a copy (a
+ * view of shape (-1, K), as PyTorch's reshape would make). */
+static bool foldable(const tg_tensor *a) {
+    int64_t expect = -1; /* the stride the next outer dim must have; -1: any */
+    for (int d = a->ndim - 2; d >= 0; d--) {
+        if (a->shape[d] == 0) return true;
+        if (a->shape[d] == 1) continue;
+        if (expect >= 0 && a->strides[d] != expect) return false;
+        expect = a->strides[d] * a->shape[d];
+    }
+    return true;
+}
+
+/* What dB = A^T @ dC is computed from, saved: a itself, or, for a batched a
+ * with a shared 2-D b whose batch dims cannot be folded into rows without a
+ * copy, a contiguous copy. PyTorch's matmul folds a into (B M, K) with
+ * reshape, which copies there and saves the copy, so an in-place edit of a
+ * after the matmul does not fail its backward; tapegrad saves the same thing
+ * (and counts its bytes as saved). A new reference. */
+static tg_tensor *a_to_save(tg_site s, tg_tensor *a, bool b_shared) {
+    if (!b_shared || foldable(a)) return tg_retain(a);
+    bool prev = tg_is_grad_enabled();
+    tg_set_grad_enabled(false);
+    tg_tensor *c = tg__clone(s, a);
+    tg_set_grad_enabled(prev);
+    return c;
+}
+
 tg_tensor *tg__matmul(tg_site s, tg_tensor *a, tg_tensor *b) {
     if (tg__null_arg(a, "tg_matmul", "a") || tg__null_arg(b, "tg_matmul", "b"))
         return NULL;
@@ -101,8 +129,13 @@ tg_tensor *tg__matmul(tg_site s, tg_tensor *a, tg_tensor *b) {
         bool need_a = n && n->edge[0].kind != TG__EDGE_NONE;
         bool need_b = n && n->edge[1].kind != TG__EDGE_NONE;
         if (n) n->iparam[SLOT_A] = n->iparam[SLOT_B] = -1;
-        if (!n || (need_b && (n->iparam[SLOT_A] = tg__node_save(n, a, false, 0)) < 0) ||
-            (need_a && (n->iparam[SLOT_B] = tg__node_save(n, b, false, 1)) < 0)) {
+        tg_tensor *as = n && need_b ? a_to_save(s, a, b_shared) : NULL;
+        bool fail = !n || (need_b && !as) ||
+                    (need_b &&
+                     (n->iparam[SLOT_A] = tg__node_save(n, as, false, as != a ? -1 : 0)) < 0) ||
+                    (need_a && (n->iparam[SLOT_B] = tg__node_save(n, b, false, 1)) < 0);
+        if (as) tg__tensor_release(as);
+        if (fail) {
             tg__tensor_release(out);
             return NULL;
         }

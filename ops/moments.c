@@ -4,11 +4,13 @@
  * Contract: f32/f64 inputs, any strides; results are new contiguous tensors
  * of the input's dtype, accumulated in double.
  *   var: sum((x - mean)^2) / max(0, n - correction) (NaN or inf when that is
- *     0, as PyTorch); gradient 2 g (x - mean) / (n - correction).
+ *     0, as PyTorch); gradient 2 g (x - mean) / (n - correction), that
+ *     divisor not clamped (PyTorch's: -0, not NaN, for n = 1, correction 2).
  *   std: sqrt(var); gradient g (x - mean) / ((n - correction) std), and 0
  *     where std is 0 (PyTorch's rule: a constant line has gradient 0, not NaN).
  *   norm (PyTorch's linalg.vector_norm) for p = 1, 2, inf: sum |x|,
- *     sqrt(sum x^2), max |x|; gradients g sign(x), g x / norm (0 where the
+ *     sqrt(sum x^2), max |x| (TG_ERR_SHAPE for an empty line, as PyTorch);
+ *     gradients g sign(x), g x / norm (0 where the
  *     norm is 0), and g sign(x) split evenly among the elements of largest
  *     magnitude. Another p is TG_ERR_VALUE.
  * Each saves its input (std and norm also their result). On failure nothing
@@ -108,8 +110,9 @@ static tg_status moment_backward(tg__node *n, tg_tensor *const *gout, tg_tensor 
     int64_t kshape[TG_MAX_DIMS];
     red_of(n, red, &kd, kshape);
     int64_t cnt = m->shape[n->iparam[P_DIM]];
+    /* n - correction as it is (PyTorch's var_backward): the forward's divisor is
+     * max(0, n - correction), the gradient's is not clamped */
     double den = (double)cnt - n->dparam[P_CORR];
-    if (den < 0) den = 0;
     tg_tensor *x = tg__node_saved(n, (int)n->iparam[P_SLOT_X]);
     tg_tensor *dev = x ? centered(n->site, n->name, x, red, kd, kshape, cnt) : NULL;
     tg_tensor *gk = dev ? g_keep(n, gout[0]) : NULL;
@@ -281,9 +284,11 @@ static tg_tensor *norm(tg_site s, const char *who, tg_tensor *t, double p, int d
     if (a) a = tg__k_ok(tg__k_unary(p == 2.0 ? TG__UN_SQUARE : TG__UN_ABS, a, g.w, NULL, 0, 0), a);
     if (a) k = new_k(s, who, &g);
     if (k && p == INFINITY) {
-        if (g.n == 0) { /* PyTorch: the inf-norm of nothing is 0 */
-            k = tg__k_ok(tg__k_fill(k, 0.0), k);
-        } else {
+        if (g.n == 0) { /* as PyTorch: the max has no identity (even for an empty result) */
+            tg__tensor_release(k);
+            k = tg__fail(TG_ERR_SHAPE, "%s: the inf-norm of an empty dim (%d) is undefined (the "
+                         "max has no identity, as PyTorch says)", who, g.d);
+        } else if (g.n > 0) {
             k = tg__k_ok(tg__k_reduce_dim(TG__RED_MAX, k, NULL, a, g.d), k);
         }
     } else if (k) {

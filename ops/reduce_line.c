@@ -16,7 +16,9 @@
  *     division); cumsum: the reversed cumulative sum of g;
  *   norm: p = 1 g sign(x); p = 2 g x / norm, 0 where the norm is 0; p = inf
  *     g sign(x) split evenly among the elements of largest magnitude.
- * What each saves is said at its node. On failure nothing is leaked and NULL
+ * Each saves what PyTorch's node saves (amax/amin, logsumexp, prod and
+ * cumprod: input and result; max/min: the indices; cumsum: nothing), so that
+ * an in-place edit fails backward exactly where PyTorch's does. On failure nothing is leaked and NULL
  * is returned with the error set. */
 #include <math.h>
 
@@ -244,8 +246,10 @@ static tg_tensor *line_reduce(tg_site s, const char *who, tg__redop op, const tg
         n->iparam[P_DIM] = d;
         n->iparam[P_KEEPDIM] = keepdim;
         int sx = 0, so = 0;
+        /* what PyTorch's node saves (so that in-place edits fail backward alike):
+         * max/min the indices; amax/amin, logsumexp and prod the input and the
+         * result (prod's backward reads only the input) */
         if (def == &MAX_DEF || def == &MIN_DEF) sx = tg__node_save(n, ix, false, -1);
-        else if (def == &PROD_DEF) sx = tg__node_save(n, w, false, 0);
         else {
             sx = tg__node_save(n, w, false, 0);
             so = sx < 0 ? -1 : tg__node_save(n, out, true, 0);
@@ -363,7 +367,9 @@ static tg_tensor *scan(tg_site s, const char *who, tg__scanop op, const tg__op_d
         tg__node *n = tg__record(s, def, 1, &w, out);
         if (!n) goto fail;
         n->iparam[P_DIM] = d;
-        if (def == &CUMPROD_DEF && (n->iparam[P_SLOT_X] = tg__node_save(n, w, false, 0)) < 0)
+        /* cumprod saves its input and, as PyTorch's node, its result */
+        if (def == &CUMPROD_DEF && ((n->iparam[P_SLOT_X] = tg__node_save(n, w, false, 0)) < 0 ||
+                                    tg__node_save(n, out, true, 0) < 0))
             goto fail;
     }
     if (t->ndim == 0) { /* back to 0-d */

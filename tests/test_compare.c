@@ -261,3 +261,14 @@ Test(compare, bad_inputs_are_refused_cleanly) {
     cr_assert_null(tg_randn(TG_BOOL, TG_SHAPE(2), 1, 0, 1));
     tgt_assert_error(TG_ERR_DTYPE, NULL);
 }
+
+/* Regression (found by the differential suite): a zero divisor was refused even when
+ * the broadcast result is empty and nothing is divided; PyTorch returns the empty
+ * result. */
+Test(compare, zero_divisor_with_an_empty_result_is_fine) {
+    tg_tensor *a = tg_zeros(TG_I64, TG_SHAPE(0, 2)), *b = I64S(TG_SHAPE(2), 0, 3);
+    tg_tensor *r = tg_remainder(a, b);
+    cr_assert_not_null(r, "%s", tg_last_error());
+    cr_assert_eq(tg_numel(r), 0);
+    cr_assert_not_null(tg_floor_divide(a, b), "%s", tg_last_error());
+}

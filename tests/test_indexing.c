@@ -160,3 +160,34 @@ Test(indexing, bad_inputs_are_named_before_anything_is_written) {
     tgt_assert_error(TG_ERR_VALUE, "tg_flip", NULL);
     tgo_assert_unchanged(&sx);
 }
+
+/* FlipBackward saves nothing (as PyTorch's): a second backward through it needs no
+ * retain_graph. Regression: flip was recorded as index_select, whose saved index is
+ * freed by the first backward, so the second one failed with TG_ERR_FREED. */
+Test(indexing, flip_saves_nothing_so_a_second_backward_works) {
+    tg_tensor *x = leaf23();
+    tg_tensor *l = tg_sum(tg_flip(x, 1, (const int[]){0}));
+    cr_assert_eq(tg_backward(l, NULL, false), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_backward(l, NULL, false), TG_OK, "%s", tg_last_error());
+    TGO_ASSERT_GRAD(x, 0, 2, 2, 2, 2, 2, 2);
+    cr_assert_str_eq(tg_grad_fn_name(tg_flip(x, 0, NULL)), "FlipBackward");
+}
+
+/* Results are tensors of their own, never views of an op's internals. Regression (found
+ * by the differential suite): flipping a (3, 4, 1) tensor along dim 1 returned a
+ * transposed view of the gather's result (contiguous thanks to the size-1 dim), made
+ * with grad mode off inside the op, so an in-place op with grad on a slice of it was
+ * refused (TG_ERR_AUTOGRAD) where PyTorch accepts it. */
+Test(indexing, results_are_not_views_of_internals) {
+    tg_tensor *t = tg_randn(TG_F64, TG_SHAPE(3, 4, 1), 2, 0, 1);
+    tg_tensor *f = tg_flip(t, 1, (const int[]){1});
+    cr_assert(!tg_is_view(f));
+    tg_tensor *g = tg_gather_dim(t, 1, tg_zeros(TG_I64, TG_SHAPE(3, 2, 1)));
+    cr_assert(!tg_is_view(g));
+    tg_tensor *r = TGO_MAKE(TG_F64, TG_SCALAR, 1.5);
+    cr_assert_eq(tg_set_requires_grad(r, true), TG_OK);
+    tg_tensor *v = tg_slice(f, -1, 0, 1, 1);
+    cr_assert_eq(tg_sub_(v, r), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_backward(tg_sum(f), NULL, false), TG_OK, "%s", tg_last_error());
+    TGO_ASSERT_GRAD(r, 0, -12);
+}

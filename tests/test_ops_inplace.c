@@ -447,3 +447,33 @@ Test(inplace_autograd, in_place_history_with_long_sites_is_cut_cleanly) {
     cr_assert(strstr(m, "is at version 8; expected version 0") != NULL, "%s", m);
     TGO_RELEASE(x, e, s);
 }
+
+/* What a batched matmul with a shared 2-D weight saves for the weight's gradient is
+ * what PyTorch saves: PyTorch folds a (..., M, K) into (B M, K) with reshape, a view
+ * when the batch dims can be merged (an in-place edit of a then fails backward) and a
+ * copy otherwise (the edit does not matter). Found by the differential suite: tapegrad
+ * always saved a itself, so the second case failed backward where PyTorch's did not. */
+Test(inplace_autograd, batched_matmul_saves_what_pytorch_folds) {
+    for (int foldable = 0; foldable < 2; foldable++) {
+        int sc = tg_scope_begin(); /* owns every tensor made below */
+        tg_tensor *base = tg_randn(TG_F64, TG_SHAPE(2, 4, 2), 3, 0, 1);
+        tg_tensor *a = foldable ? base : tg_transpose(base, 0, 1); /* (4, 2, 2) */
+        tg_tensor *w = tg_randn(TG_F64, TG_SHAPE(2, 3), 4, 0, 1);
+        cr_assert_eq(tg_set_requires_grad(w, true), TG_OK);
+        tg_tensor *ac = tg_clone(a); /* a's values at the matmul */
+        tg_tensor *y = tg_matmul(a, w), *l = tg_sum(y);
+        cr_assert_eq(tg_fill_(base, 7.0), TG_OK);
+        tg_status st = tg_backward(l, NULL, false);
+        if (foldable) {
+            cr_assert_eq(st, TG_ERR_INPLACE, "%s", tg_last_error());
+            tg_clear_error();
+        } else {
+            cr_assert_eq(st, TG_OK, "%s", tg_last_error());
+            /* dW = sum over the batch of a^T 1, from the values at the matmul */
+            tg_tensor *want = tg_matmul(tg_transpose(tg_reshape(ac, TG_SHAPE(8, 2)), 0, 1),
+                                        tg_ones(TG_F64, TG_SHAPE(8, 3)));
+            tgo_assert_same(tg_grad(w), want, 1e-14);
+        }
+        cr_assert_eq(tg_scope_end(sc), TG_OK, "%s", tg_last_error());
+    }
+}

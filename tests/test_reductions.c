@@ -208,3 +208,14 @@ Test(reductions, bad_inputs) {
     cr_assert_null(tg_std_dim(NULL, 0, 1, false));
     tgt_assert_error(TG_ERR_NULL, "tg_std_dim", NULL);
 }
+
+/* Regression (found by the differential suite): the inf-norm of an empty line was 0;
+ * PyTorch refuses it (the max has no identity). */
+Test(reductions, inf_norm_of_an_empty_line_is_refused) {
+    cr_assert_null(tg_norm_dim(tg_zeros(TG_F64, TG_SHAPE(0, 2)), INFINITY, 0, false));
+    tgt_assert_error(TG_ERR_SHAPE, "tg_norm_dim", "empty", NULL);
+    TGO_ASSERT_VALUES(tg_norm_dim(tg_zeros(TG_F64, TG_SHAPE(0, 2)), 2, 0, false), 0, 0, 0);
+    tg_tensor *e = tg_norm_dim(tg_zeros(TG_F64, TG_SHAPE(2, 0)), INFINITY, 0, false);
+    cr_assert_not_null(e, "an empty result needs no max: %s", tg_last_error());
+    cr_assert_eq(tg_numel(e), 0);
+}

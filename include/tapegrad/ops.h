@@ -409,7 +409,8 @@ tg_tensor *tg_std_dim_at(tg_site s, tg_tensor *t, int dim, double correction, bo
 #define tg_std(t, correction) tg_std_at(TG_SITE, t, correction)
 #define tg_std_dim(t, dim, correction, keepdim) tg_std_dim_at(TG_SITE, t, dim, correction, keepdim)
 /* Vector norm (PyTorch's linalg.vector_norm) for p = 1, 2 or INFINITY:
- * sum |t|, sqrt(sum t^2), max |t| (0 for an empty line). Gradients g sign(t);
+ * sum |t|, sqrt(sum t^2), max |t| (TG_ERR_SHAPE for an empty line with
+ * INFINITY, as PyTorch: the max has no identity). Gradients g sign(t);
  * g t / norm, 0 where the norm is 0; g sign(t) split evenly among the
  * elements of largest magnitude. TG_ERR_VALUE for another p. */
 tg_tensor *tg_norm_at(tg_site s, tg_tensor *t, double p);

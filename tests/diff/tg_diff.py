@@ -51,7 +51,7 @@ from tg_prog import INPLACE, OPS, TorchRun, format_insn, parse_programs  # noqa:
 warnings.filterwarnings('ignore')
 torch.set_num_threads(1)
 RTOL, ATOL = 1e-9, 1e-12
-DT = {torch.float64: 'f64', torch.float32: 'f32', torch.int64: 'i64'}
+DT = {torch.float64: 'f64', torch.float32: 'f32', torch.int64: 'i64', torch.bool: 'bool'}
 
 
 # ---- values ----------------------------------------------------------------------------------

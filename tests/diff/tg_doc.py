@@ -13,6 +13,16 @@ DOCUMENTED = [
     ('integer-ops', "tapegrad's integer arithmetic is add/sub/mul/maximum/minimum/remainder/"
      'floor_divide and neg/abs/sign/square/clamp/scale/add_scalar/rounding; its other ops take '
      'f32/f64 tensors only; PyTorch computes on integer tensors there too'),
+    ('int-min-division', 'INT64_MIN floor-divided by -1 wraps to INT64_MIN (remainder 0) in '
+     "tapegrad; PyTorch's CPU kernel traps (SIGFPE), so the suite computes it with Python's "
+     'floor rules'),
+    ('float-division-ops', 'tg_remainder and tg_floor_divide take i64 tensors only; PyTorch also '
+     'divides floats'),
+    ('var-degenerate', 'where n - correction <= 0 (a NaN or inf variance) tapegrad\'s var/std '
+     'gradient is its formula, 2 g (x - mean) / (n - correction) (NaN where that is 0 * inf); '
+     "PyTorch 1.13's is inf there"),
+    ('bool-argmax', 'tg_argmax_dim takes a bool tensor (false < true); PyTorch 1.13 has no '
+     'argmax kernel for bool'),
     ('no-type-promotion', 'tapegrad refuses operands of different dtypes (TG_ERR_DTYPE); PyTorch '
      'promotes them to a common dtype'),
     ('matmul-shapes', 'tg_matmul takes 2-D operands, equal batch dims, or a batched left '
@@ -52,13 +62,15 @@ _ELEMENTWISE = ('add', 'sub', 'mul', 'div', 'maximum', 'minimum', 'where', 'neg'
                 'softmax', 'log_softmax', 'gather', 'add_', 'sub_', 'mul_', 'scale_', 'fill_',
                 'square', 'cexp', 'mulsub', 'rsqrt', 'abs', 'sign', 'square_op', 'pow_scalar',
                 'log1p', 'expm1', 'sigmoid', 'logsigmoid', 'softplus', 'tanh', 'relu', 'gelu',
-                'silu', 'reciprocal', 'floor', 'ceil', 'round', 'pow')
+                'silu', 'reciprocal', 'floor', 'ceil', 'round', 'pow', 'amax_dim', 'amin_dim',
+                'logsumexp_dim', 'prod_dim', 'cumsum', 'cumprod', 'var_dim', 'std_dim',
+                'norm_dim', 'flip', 'index_select')
 
 
 def _data_inputs(op, inputs):
     if op == 'where':
         return inputs[1:]
-    if op == 'gather':
+    if op in ('gather', 'index_select'):
         return inputs[:1]
     return inputs
 
@@ -111,6 +123,12 @@ def _documented(kind, ins, inputs, cst, exc, ctx, what=None):
     if cst == 'TG_ERR_DTYPE' and exc is None and op in ('cat', 'stack') and \
             len({t.dtype for t in inputs if t is not None}) > 1:
         return 'no-type-promotion'
+    if op == 'argmax_dim' and cst == 'TG_OK' and exc is not None and inputs and \
+            inputs[0] is not None and str(inputs[0].dtype) == 'torch.bool':
+        return 'bool-argmax'
+    if cst == 'TG_ERR_DTYPE' and exc is None and op in ('remainder', 'floor_divide') and \
+            any(t is not None and t.is_floating_point() for t in inputs):
+        return 'float-division-ops'
     if cst == 'TG_ERR_DTYPE' and exc is None and op in _ELEMENTWISE:
         data = [t for t in _data_inputs(op, inputs) if t is not None]
         if any(not t.is_floating_point() for t in data):

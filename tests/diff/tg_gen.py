@@ -212,6 +212,84 @@ class Gen:
         op = self.r.choice(['sum_dim', 'mean_dim'])
         self.emit(new_insn(op, [self.free()], [a], dim=dim, keepdim=self.r.randrange(2)))
 
+    def g_compare(self):
+        """Comparisons, logic and predicates on any dtype; the mask often drives a where."""
+        a = self.operand(lambda t: True)
+        k = self.r.random()
+        m = self.free()
+        if k < 0.45:
+            op = self.r.choice(['eq', 'ne', 'lt', 'le', 'gt', 'ge', 'logical_and', 'logical_or',
+                                'logical_xor'])
+            self.emit(new_insn(op, [m], [a, self.partner(a)]))
+        elif k < 0.75:
+            v = self.r.choice([0.0, 1.0, 2.0, -1.0, 0.5, math.nan, math.inf, self.val()])
+            self.emit(new_insn('cmp_scalar', [m], [a], which=self.r.randrange(6), v=v))
+        else:
+            op = self.r.choice(['logical_not', 'isnan', 'isinf', 'isfinite'])
+            self.emit(new_insn(op, [m], [a]))
+        if self.run.regs[m] is not None and self.r.random() < 0.6:
+            x = self.operand()
+            self.emit(new_insn('where', [self.free()], [m, x, self.partner(x)]))
+
+    def g_reduce_line(self):
+        """The reductions along a dim that are not sums, and the scans."""
+        a = self.operand(lambda t: True) if self.r.random() < 0.1 else self.operand()
+        nd = self.t(a).dim()
+        dim = self.r.randrange(-nd, nd) if nd and self.r.random() < 0.95 else self.r.choice(
+            [0, -1, nd, 4])
+        op = self.r.choice(['amax_dim', 'amin_dim', 'logsumexp_dim', 'prod_dim', 'any_dim',
+                            'argmax_dim', 'cumsum', 'cumprod', 'var_dim', 'std_dim', 'norm_dim'])
+        kw = {'dim': dim}
+        if op not in ('cumsum', 'cumprod'):
+            kw['keepdim'] = self.r.randrange(2)
+        if op in ('var_dim', 'std_dim'):
+            kw['correction'] = float(self.r.choice([0, 1, 1, 2]))
+        if op == 'norm_dim':
+            kw['p'] = self.r.choice([1.0, 2.0, math.inf])
+        self.emit(new_insn(op, [self.free()], [a], **kw))
+
+    def g_index(self):
+        """flip and index_select (repeated and, rarely, out-of-range indices)."""
+        a = self.operand()
+        t = self.t(a)
+        nd = t.dim()
+        if nd == 0 or self.r.random() < 0.5:
+            dims = [d for d in range(nd) if self.r.random() < 0.5]
+            dims = [d - nd if self.r.random() < 0.3 else d for d in dims]
+            if self.r.random() < 0.05:
+                dims.append(self.r.choice([nd, 0]))   # out of range, or repeated
+            self.emit(new_insn('flip', [self.free()], [a], shape=dims))
+            return
+        d = self.r.randrange(nd)
+        n = t.shape[d]
+        vals = [float(self.r.randrange(n)) if n else 0.0 for _ in range(self.r.randrange(5))]
+        if vals and self.r.random() < 0.05:
+            vals[0] = float(self.r.choice([n, -1]))
+        ix = self.free()
+        self.emit(new_insn('from_data', [ix], dtype=I64, shape=[len(vals)], vals=vals))
+        self.emit(new_insn('index_select', [self.free()], [a, ix],
+                           dim=d - nd if self.r.random() < 0.3 else d))
+
+    def g_intdiv(self):
+        """remainder / floor_divide of i64 tensors (a zero divisor now and then)."""
+        shape = self.shape(2)
+        n = 1
+        for x in shape:
+            n *= x
+        a, b = self.free(), None
+        self.emit(new_insn('from_data', [a], dtype=I64, shape=shape,
+                           vals=[float(self.r.randrange(-9, 10)) for _ in range(min(n, 64))]))
+        b = self.free()
+        bs = self.bcast_partner(shape)
+        m = 1
+        for x in bs:
+            m *= x
+        zero_ok = self.r.random() < 0.1
+        dv = [float(self.r.choice([-3, -2, -1, 1, 2, 5] + ([0] if zero_ok else [])))
+              for _ in range(min(m, 64))]
+        self.emit(new_insn('from_data', [b], dtype=I64, shape=bs, vals=dv))
+        self.emit(new_insn(self.r.choice(['remainder', 'floor_divide']), [self.free()], [a, b]))
+
     def g_view(self):
         a = self.operand()
         t = self.t(a)
@@ -555,7 +633,8 @@ def _bcast_to(src, dst):
 
 FAMILIES = [('g_unary', 12), ('g_binary', 14), ('g_reduce', 5), ('g_view', 12),
             ('g_inplace', 16), ('g_matmul', 4), ('g_gather', 3), ('g_logprob', 6),
-            ('g_custom', 4), ('g_backward', 8), ('g_misc', 8), ('g_scope', 3), ('g_pattern', 5)]
+            ('g_custom', 4), ('g_backward', 8), ('g_misc', 8), ('g_scope', 3), ('g_pattern', 5),
+            ('g_compare', 6), ('g_reduce_line', 8), ('g_index', 4), ('g_intdiv', 2)]
 
 
 def generate(seed, index, avoid=()):

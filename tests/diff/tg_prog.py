@@ -20,10 +20,10 @@ import math
 import torch
 
 NREG = 24
-F64, F32, I64 = 1, 0, 2
-DTYPES = {'f32': F32, 'f64': F64, 'i64': I64}
-DT_NAME = {F32: 'f32', F64: 'f64', I64: 'i64'}
-TORCH_DT = {F32: torch.float32, F64: torch.float64, I64: torch.int64}
+F64, F32, I64, BOOL = 1, 0, 2, 3
+DTYPES = {'f32': F32, 'f64': F64, 'i64': I64, 'bool': BOOL}
+DT_NAME = {F32: 'f32', F64: 'f64', I64: 'i64', BOOL: 'bool'}
+TORCH_DT = {F32: torch.float32, F64: torch.float64, I64: torch.int64, BOOL: torch.bool}
 
 # name: (ndst, nsrc, nsrc_required, has_dtype, has_shape, has_vals, c_only, keys)
 # keys: (name, 'i' for an integer field, 'f' for a double)
@@ -92,6 +92,26 @@ OPS = {
     'flatten': (1, 1, 1, False, False, False, False, (('s', 'i'), ('e', 'i'))),
     'cat': (1, 2, 2, False, False, False, False, (('dim', 'i'),)),
     'stack': (1, 2, 2, False, False, False, False, (('dim', 'i'),)),
+    'eq': _BIN, 'ne': _BIN, 'lt': _BIN, 'le': _BIN, 'gt': _BIN, 'ge': _BIN,
+    'cmp_scalar': (1, 1, 1, False, False, False, False, (('which', 'i'), ('v', 'f'))),
+    'logical_and': _BIN, 'logical_or': _BIN, 'logical_xor': _BIN, 'logical_not': _UN,
+    'isnan': _UN, 'isinf': _UN, 'isfinite': _UN, 'remainder': _BIN, 'floor_divide': _BIN,
+    'amax_dim': (1, 1, 1, False, False, False, False, (('dim', 'i'), ('keepdim', 'i'))),
+    'amin_dim': (1, 1, 1, False, False, False, False, (('dim', 'i'), ('keepdim', 'i'))),
+    'logsumexp_dim': (1, 1, 1, False, False, False, False, (('dim', 'i'), ('keepdim', 'i'))),
+    'prod_dim': (1, 1, 1, False, False, False, False, (('dim', 'i'), ('keepdim', 'i'))),
+    'any_dim': (1, 1, 1, False, False, False, False, (('dim', 'i'), ('keepdim', 'i'))),
+    'argmax_dim': (1, 1, 1, False, False, False, False, (('dim', 'i'), ('keepdim', 'i'))),
+    'cumsum': (1, 1, 1, False, False, False, False, (('dim', 'i'),)),
+    'cumprod': (1, 1, 1, False, False, False, False, (('dim', 'i'),)),
+    'var_dim': (1, 1, 1, False, False, False, False,
+                (('dim', 'i'), ('keepdim', 'i'), ('correction', 'f'))),
+    'std_dim': (1, 1, 1, False, False, False, False,
+                (('dim', 'i'), ('keepdim', 'i'), ('correction', 'f'))),
+    'norm_dim': (1, 1, 1, False, False, False, False,
+                 (('dim', 'i'), ('keepdim', 'i'), ('p', 'f'))),
+    'flip': _SHAPED,
+    'index_select': (1, 2, 2, False, False, False, False, (('dim', 'i'),)),
 }
 # the unary vocabulary beyond neg/exp/log, as PyTorch names it (tg_gen.py draws from it)
 UNARY_VOCAB = {
@@ -225,6 +245,38 @@ def parse_programs(text):
 
 class NullInput(Exception):
     """A required input register is empty (tapegrad: TG_ERR_NULL)."""
+
+
+class VarLike(torch.autograd.Function):
+    """torch.var / torch.std with tapegrad's backward (ops/moments.c): 2 g (x - mean) / (n - c)
+    and g (x - mean) / ((n - c) std), 0 where std is 0, the divisor not clamped."""
+
+    @staticmethod
+    def forward(ctx, a, dim, corr, keepdim, std):
+        f = torch.std if std else torch.var
+        r = f(a, dim, correction=corr, keepdim=keepdim)
+        ctx.save_for_backward(a, r)
+        ctx.args = (dim, corr, keepdim, std)
+        return r
+
+    @staticmethod
+    def backward(ctx, g):
+        a, r = ctx.saved_tensors
+        dim, corr, keepdim, std = ctx.args
+        if a.dim() == 0:
+            dev, gk, rk, n = a - a, g, r, 1
+        else:
+            d = dim % a.dim()
+            dev = a - a.mean(d, keepdim=True)
+            gk = g if keepdim else g.unsqueeze(d)
+            rk = r if keepdim else r.unsqueeze(d)
+            n = a.shape[d]
+        den = float(n - corr)
+        k = (1.0 if std else 2.0) / den if den != 0 else math.copysign(math.inf, den)
+        q = dev * gk * k
+        if std:
+            q = torch.where(rk == 0, torch.zeros((), dtype=q.dtype), q / rk)
+        return q, None, None, None, None
 
 
 class ContractError(Exception):
@@ -591,6 +643,65 @@ class TorchRun:
                         out[lo] = -9223372036854775808
                         return self._set(ins, out.contiguous())
             return self._set(ins, a.to(dt, memory_format=torch.contiguous_format))
+        compare = {'eq': torch.eq, 'ne': torch.ne, 'lt': torch.lt, 'le': torch.le, 'gt': torch.gt,
+                   'ge': torch.ge, 'logical_and': torch.logical_and,
+                   'logical_or': torch.logical_or, 'logical_xor': torch.logical_xor}
+        if op in compare:
+            return self._set(ins, c(compare[op](a, self._src(ins, 1))))
+        if op == 'cmp_scalar':
+            f = (torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge)[abs(ins['which']) % 6]
+            v = ins['v']
+            # tapegrad's scalar is a double: a whole number compares as an integer (t == 2)
+            if math.isfinite(v) and v == math.floor(v) and abs(v) < 2.0 ** 63:
+                v = int(v)
+            return self._set(ins, c(f(a, v)))
+        tests = {'logical_not': torch.logical_not, 'isnan': torch.isnan, 'isinf': torch.isinf,
+                 'isfinite': torch.isfinite}
+        if op in tests:
+            return self._set(ins, c(tests[op](a)))
+        if op in ('remainder', 'floor_divide'):
+            b = self._src(ins, 1)
+            if a.dtype == torch.int64 and b.dtype == torch.int64:
+                ab, bb = torch.broadcast_tensors(a, b)
+                if bool(((ab == -2 ** 63) & (bb == -1)).any()):
+                    # PyTorch's CPU kernel traps there (SIGFPE, the process dies); tapegrad
+                    # wraps to INT64_MIN: Python's floor rules (PyTorch's) with the wrap
+                    self.notes.append('int-min-division')
+                    out = []
+                    for x, y in zip(ab.reshape(-1).tolist(), bb.reshape(-1).tolist()):
+                        if y == 0:
+                            raise RuntimeError('ZeroDivisionError')
+                        v = x % y if op == 'remainder' else x // y
+                        out.append((v + 2 ** 63) % 2 ** 64 - 2 ** 63)
+                    return self._set(ins, torch.tensor(out, dtype=torch.int64).reshape(ab.shape))
+            f = torch.remainder if op == 'remainder' else torch.floor_divide
+            return self._set(ins, c(f(a, b)))
+        if op in ('amax_dim', 'amin_dim', 'logsumexp_dim', 'prod_dim', 'any_dim', 'argmax_dim'):
+            f = {'amax_dim': torch.amax, 'amin_dim': torch.amin, 'logsumexp_dim': torch.logsumexp,
+                 'prod_dim': torch.prod, 'any_dim': torch.any, 'argmax_dim': torch.argmax}[op]
+            return self._set(ins, c(f(a, ins['dim'], keepdim=bool(ins['keepdim']))))
+        if op in ('cumsum', 'cumprod'):
+            f = torch.cumsum if op == 'cumsum' else torch.cumprod
+            return self._set(ins, c(f(a, ins['dim'])))
+        if op in ('var_dim', 'std_dim'):
+            f = torch.var if op == 'var_dim' else torch.std
+            corr = int(ins['correction'])
+            n = a.shape[ins['dim']] if a.dim() else 1
+            if n - corr <= 0 and a.requires_grad:
+                # NaN or inf variance: PyTorch 1.13's gradient there is its own (inf where
+                # tapegrad's formula gives 0 * inf = NaN); the suite takes tapegrad's
+                self.notes.append('var-degenerate')
+                return self._set(ins, c(VarLike.apply(a, ins['dim'], corr, bool(ins['keepdim']),
+                                                      op == 'std_dim')))
+            return self._set(ins, c(f(a, ins['dim'], correction=corr,
+                                      keepdim=bool(ins['keepdim']))))
+        if op == 'norm_dim':
+            return self._set(ins, c(torch.linalg.vector_norm(a, ins['p'], ins['dim'],
+                                                             keepdim=bool(ins['keepdim']))))
+        if op == 'flip':
+            return self._set(ins, c(torch.flip(a, shape)))
+        if op == 'index_select':
+            return self._set(ins, c(torch.index_select(a, ins['dim'], self._src(ins, 1))))
         binary = {'add': torch.add, 'sub': torch.sub, 'mul': torch.mul, 'div': torch.div,
                   'maximum': torch.maximum, 'minimum': torch.minimum, 'matmul': torch.matmul,
                   'pow': torch.pow}

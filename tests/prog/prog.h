@@ -70,6 +70,15 @@ typedef enum tgp_opcode {
     TGP_RECIPROCAL, TGP_FLOOR, TGP_CEIL, TGP_ROUND, TGP_POW,
     /* shape ops and joining (permute's dims are its shape field) */
     TGP_PERMUTE, TGP_NARROW, TGP_SQUEEZE, TGP_UNSQUEEZE, TGP_FLATTEN, TGP_CAT, TGP_STACK,
+    /* comparisons and logic (bool results), i64 division (cmp_scalar: which = 0..5 for
+     * eq, ne, lt, le, gt, ge) */
+    TGP_EQ, TGP_NE, TGP_LT, TGP_LE, TGP_GT, TGP_GE, TGP_CMP_SCALAR, TGP_LOGICAL_AND,
+    TGP_LOGICAL_OR, TGP_LOGICAL_XOR, TGP_LOGICAL_NOT, TGP_ISNAN, TGP_ISINF, TGP_ISFINITE,
+    TGP_REMAINDER, TGP_FLOOR_DIVIDE,
+    /* reductions along a dim, scans, indexing (flip's dims are its shape field) */
+    TGP_AMAX_DIM, TGP_AMIN_DIM, TGP_LOGSUMEXP_DIM, TGP_PROD_DIM, TGP_ANY_DIM, TGP_ARGMAX_DIM,
+    TGP_CUMSUM, TGP_CUMPROD, TGP_VAR_DIM, TGP_STD_DIM, TGP_NORM_DIM, TGP_FLIP,
+    TGP_INDEX_SELECT,
     TGP_NOPS
 } tgp_opcode;
 

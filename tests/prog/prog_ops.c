@@ -112,6 +112,32 @@ static const tgp_op_desc g_ops[TGP_NOPS] = {
                      {I(0), I(1)}},
     [TGP_CAT] = {"cat", 1, 2, 2, false, false, false, false, {"dim", NULL}, {I(0)}},
     [TGP_STACK] = {"stack", 1, 2, 2, false, false, false, false, {"dim", NULL}, {I(0)}},
+#define B2(NAME, name) [TGP_##NAME] = {name, 1, 2, 2, false, false, false, false, {NULL}, {0}}
+#define U1(NAME, name) [TGP_##NAME] = {name, 1, 1, 1, false, false, false, false, {NULL}, {0}}
+#define RD(NAME, name) [TGP_##NAME] = {name, 1, 1, 1, false, false, false, false, \
+                                       {"dim", "keepdim", NULL}, {I(0), I(1)}}
+    B2(EQ, "eq"), B2(NE, "ne"), B2(LT, "lt"), B2(LE, "le"), B2(GT, "gt"), B2(GE, "ge"),
+    [TGP_CMP_SCALAR] = {"cmp_scalar", 1, 1, 1, false, false, false, false, {"which", "v", NULL},
+                        {I(0), F(0)}},
+    B2(LOGICAL_AND, "logical_and"), B2(LOGICAL_OR, "logical_or"), B2(LOGICAL_XOR, "logical_xor"),
+    U1(LOGICAL_NOT, "logical_not"), U1(ISNAN, "isnan"), U1(ISINF, "isinf"),
+    U1(ISFINITE, "isfinite"), B2(REMAINDER, "remainder"), B2(FLOOR_DIVIDE, "floor_divide"),
+    RD(AMAX_DIM, "amax_dim"), RD(AMIN_DIM, "amin_dim"), RD(LOGSUMEXP_DIM, "logsumexp_dim"),
+    RD(PROD_DIM, "prod_dim"), RD(ANY_DIM, "any_dim"), RD(ARGMAX_DIM, "argmax_dim"),
+    [TGP_CUMSUM] = {"cumsum", 1, 1, 1, false, false, false, false, {"dim", NULL}, {I(0)}},
+    [TGP_CUMPROD] = {"cumprod", 1, 1, 1, false, false, false, false, {"dim", NULL}, {I(0)}},
+    [TGP_VAR_DIM] = {"var_dim", 1, 1, 1, false, false, false, false,
+                     {"dim", "keepdim", "correction", NULL}, {I(0), I(1), F(0)}},
+    [TGP_STD_DIM] = {"std_dim", 1, 1, 1, false, false, false, false,
+                     {"dim", "keepdim", "correction", NULL}, {I(0), I(1), F(0)}},
+    [TGP_NORM_DIM] = {"norm_dim", 1, 1, 1, false, false, false, false,
+                      {"dim", "keepdim", "p", NULL}, {I(0), I(1), F(0)}},
+    [TGP_FLIP] = {"flip", 1, 1, 1, false, true, false, false, {NULL}, {0}},
+    [TGP_INDEX_SELECT] = {"index_select", 1, 2, 2, false, false, false, false, {"dim", NULL},
+                          {I(0)}},
+#undef B2
+#undef U1
+#undef RD
 };
 
 const tgp_op_desc *tgp_op_desc_get(int op) {

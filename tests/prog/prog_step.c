@@ -206,6 +206,53 @@ static void exec_op(tgp_exec *e, const tgp_insn *in, tg_tensor **s, call *c) {
     case TGP_FLATTEN: o = tg_flatten(s[0], clamp_int(in->iv[0]), clamp_int(in->iv[1])); break;
     case TGP_CAT: o = tg_cat(2, (tg_tensor *[]){s[0], s[1]}, clamp_int(in->iv[0])); break;
     case TGP_STACK: o = tg_stack(2, (tg_tensor *[]){s[0], s[1]}, clamp_int(in->iv[0])); break;
+    case TGP_EQ: o = tg_eq(s[0], s[1]); break;
+    case TGP_NE: o = tg_ne(s[0], s[1]); break;
+    case TGP_LT: o = tg_lt(s[0], s[1]); break;
+    case TGP_LE: o = tg_le(s[0], s[1]); break;
+    case TGP_GT: o = tg_gt(s[0], s[1]); break;
+    case TGP_GE: o = tg_ge(s[0], s[1]); break;
+    case TGP_CMP_SCALAR: {
+        tg_tensor *(*const f[6])(tg_site, tg_tensor *, double) = {
+            tg_eq_scalar_at, tg_ne_scalar_at, tg_lt_scalar_at,
+            tg_le_scalar_at, tg_gt_scalar_at, tg_ge_scalar_at};
+        int64_t w = in->iv[0] < 0 ? -in->iv[0] : in->iv[0];
+        o = f[w % 6](TG_SITE, s[0], in->fv[0]);
+        break;
+    }
+    case TGP_LOGICAL_AND: o = tg_logical_and(s[0], s[1]); break;
+    case TGP_LOGICAL_OR: o = tg_logical_or(s[0], s[1]); break;
+    case TGP_LOGICAL_XOR: o = tg_logical_xor(s[0], s[1]); break;
+    case TGP_LOGICAL_NOT: o = tg_logical_not(s[0]); break;
+    case TGP_ISNAN: o = tg_isnan(s[0]); break;
+    case TGP_ISINF: o = tg_isinf(s[0]); break;
+    case TGP_ISFINITE: o = tg_isfinite(s[0]); break;
+    case TGP_REMAINDER: o = tg_remainder(s[0], s[1]); break;
+    case TGP_FLOOR_DIVIDE: o = tg_floor_divide(s[0], s[1]); break;
+    case TGP_AMAX_DIM: o = tg_amax_dim(s[0], clamp_int(in->iv[0]), in->iv[1] != 0); break;
+    case TGP_AMIN_DIM: o = tg_amin_dim(s[0], clamp_int(in->iv[0]), in->iv[1] != 0); break;
+    case TGP_LOGSUMEXP_DIM: o = tg_logsumexp_dim(s[0], clamp_int(in->iv[0]), in->iv[1] != 0); break;
+    case TGP_PROD_DIM: o = tg_prod_dim(s[0], clamp_int(in->iv[0]), in->iv[1] != 0); break;
+    case TGP_ANY_DIM: o = tg_any_dim(s[0], clamp_int(in->iv[0]), in->iv[1] != 0); break;
+    case TGP_ARGMAX_DIM: o = tg_argmax_dim(s[0], clamp_int(in->iv[0]), in->iv[1] != 0); break;
+    case TGP_CUMSUM: o = tg_cumsum(s[0], clamp_int(in->iv[0])); break;
+    case TGP_CUMPROD: o = tg_cumprod(s[0], clamp_int(in->iv[0])); break;
+    case TGP_VAR_DIM:
+        o = tg_var_dim(s[0], clamp_int(in->iv[0]), in->fv[0], in->iv[1] != 0);
+        break;
+    case TGP_STD_DIM:
+        o = tg_std_dim(s[0], clamp_int(in->iv[0]), in->fv[0], in->iv[1] != 0);
+        break;
+    case TGP_NORM_DIM:
+        o = tg_norm_dim(s[0], in->fv[0], clamp_int(in->iv[0]), in->iv[1] != 0);
+        break;
+    case TGP_FLIP: {
+        int dims[TGP_MAX_SHAPE];
+        for (int i = 0; i < nd && i < TGP_MAX_SHAPE; i++) dims[i] = clamp_int(in->shape[i]);
+        o = tg_flip(s[0], nd, dims);
+        break;
+    }
+    case TGP_INDEX_SELECT: o = tg_index_select(s[0], clamp_int(in->iv[0]), s[1]); break;
     case TGP_SUM: o = tg_sum(s[0]); break;
     case TGP_MEAN: o = tg_mean(s[0]); break;
     case TGP_SUM_DIM: o = tg_sum_dim(s[0], clamp_int(in->iv[0]), in->iv[1] != 0); break;
@@ -257,6 +304,10 @@ static bool same_values(const double *a, int64_t na, const double *b, int64_t nb
     return na == nb && (na == 0 || memcmp(a, b, (size_t)na * sizeof *a) == 0);
 }
 
+static bool tg__prog_float(const tg_tensor *t) {
+    return tg_get_dtype(t) == TG_F32 || tg_get_dtype(t) == TG_F64;
+}
+
 static bool is_inplace(int op) {
     return op == TGP_ADD_ || op == TGP_SUB_ || op == TGP_MUL_ || op == TGP_SCALE_ ||
            op == TGP_COPY_ || op == TGP_FILL_;
@@ -277,7 +328,7 @@ static int want_rg(const tgp_exec *e, const tgp_insn *in, tg_tensor **s, tg_tens
         break;
     default: break;
     }
-    if (tg_get_dtype(out) == TG_I64) return 0;
+    if (tg_get_dtype(out) == TG_I64 || tg_get_dtype(out) == TG_BOOL) return 0;
     switch ((tgp_opcode)op) {
     case TGP_SLICE: case TGP_VIEW: case TGP_RESHAPE: case TGP_TRANSPOSE: case TGP_EXPAND:
     case TGP_PERMUTE: case TGP_NARROW: case TGP_SQUEEZE: case TGP_UNSQUEEZE: case TGP_FLATTEN:
@@ -300,7 +351,8 @@ static int want_rg(const tgp_exec *e, const tgp_insn *in, tg_tensor **s, tg_tens
     const tgp_op_desc *d = tgp_op_desc_get(op);
     for (int i = 0; i < d->nsrc; i++) {
         if (op == TGP_WHERE && i == 0) continue;                      /* the condition */
-        if ((op == TGP_GATHER || op == TGP_LOGPROB) && i == 1) continue; /* indices */
+        if ((op == TGP_GATHER || op == TGP_LOGPROB || op == TGP_INDEX_SELECT) && i == 1)
+            continue; /* indices */
         any |= tg_requires_grad(s[i]);
     }
     if (op == TGP_LOGPROB && k == 1) any &= in->iv[4] != 0;
@@ -466,7 +518,7 @@ tg_status tgp__step(tgp_exec *e, const tgp_insn *in) {
             bool now = tg_requires_grad(s[0]);
             if (!e->grad_on && now != was)
                 tgp__viol(e, "under no-grad the target's requires_grad moved %d -> %d", was, now);
-            if (e->grad_on && other && !now && tg_get_dtype(s[0]) != TG_I64)
+            if (e->grad_on && other && !now && tg__prog_float(s[0]))
                 tgp__viol(e, "the target does not require grad after taking a value that does");
         }
     }

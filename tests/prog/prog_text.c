@@ -41,6 +41,7 @@ static const char *dtype_token(int dt, char *buf) {
     if (dt == TG_F32) return "f32";
     if (dt == TG_F64) return "f64";
     if (dt == TG_I64) return "i64";
+    if (dt == TG_BOOL) return "bool";
     sprintf(buf, "dt%d", dt);
     return buf;
 }
@@ -155,9 +156,10 @@ static bool parse_token(char *t, const tgp_op_desc *d, tgp_insn *in, int *nsrc, 
         return true;
     }
     if (d->has_dtype && (!strcmp(t, "f32") || !strcmp(t, "f64") || !strcmp(t, "i64") ||
+                         !strcmp(t, "bool") ||
                          (t[0] == 'd' && t[1] == 't' && isdigit((unsigned char)t[2])))) {
         in->dtype = !strcmp(t, "f32") ? TG_F32 : !strcmp(t, "f64") ? TG_F64
-                  : !strcmp(t, "i64") ? TG_I64 : atoi(t + 2);
+                  : !strcmp(t, "i64") ? TG_I64 : !strcmp(t, "bool") ? TG_BOOL : atoi(t + 2);
         return true;
     }
     if (t[0] == '[') {
