@@ -276,6 +276,7 @@ static tg_tensor *moment(tg_site s, const char *who, tg_tensor *t, int dim, doub
 
 static tg_tensor *norm(tg_site s, const char *who, tg_tensor *t, double p, int dim, bool keepdim,
                        bool all) {
+    if (tg__null_arg(t, who, "t")) return NULL; /* a NULL input first: its error is kept */
     if (!(p == 1.0 || p == 2.0 || p == INFINITY))
         return tg__fail(TG_ERR_VALUE, "%s: p = %g is not supported (1, 2 or INFINITY)", who, p);
     geo g;

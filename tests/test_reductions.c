@@ -204,6 +204,9 @@ Test(reductions, bad_inputs) {
     tg_tensor *ix = (tg_tensor *)1;
     cr_assert_null(tg_max_dim(NULL, 0, false, &ix));
     cr_assert_null(ix, "the indices are NULL on failure");
+    tg_clear_error(); /* a NULL input is TG_ERR_NULL before any other argument is looked at */
+    cr_assert_null(tg_norm(NULL, 3));
+    tgt_assert_error(TG_ERR_NULL, "tg_norm", NULL);
     tg_clear_error();
     cr_assert_null(tg_std_dim(NULL, 0, 1, false));
     tgt_assert_error(TG_ERR_NULL, "tg_std_dim", NULL);

@@ -117,7 +117,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     tg_tensor *t = load(g_in_path, &st);
     if (t) {
         tg_dtype dt = tg_get_dtype(t);
-        if (dt != TG_F32 && dt != TG_F64 && dt != TG_I64) FAIL("dtype %d", (int)dt);
+        if (dt != TG_F32 && dt != TG_F64 && dt != TG_I64 && dt != TG_BOOL) FAIL("dtype %d", (int)dt);
+        if (dt == TG_BOOL) { /* every byte 0 or 1, whatever the file held */
+            const uint8_t *b = tg_data(t);
+            for (int64_t i = 0; i < tg_numel(t); i++)
+                if (b[i] > 1) FAIL("bool element %lld is %d", (long long)i, b[i]);
+        }
         if (!tg_is_contiguous(t)) FAIL("a loaded tensor is not contiguous");
         if (tg_ndim(t) < 0 || tg_ndim(t) > TG_MAX_DIMS) FAIL("ndim %d", tg_ndim(t));
         tg_clear_error();
