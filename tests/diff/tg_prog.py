@@ -649,7 +649,8 @@ class TorchRun:
         if op in compare:
             return self._set(ins, c(compare[op](a, self._src(ins, 1))))
         if op == 'cmp_scalar':
-            f = (torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge)[abs(ins['which']) % 6]
+            f = (torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge)[
+                (ins['which'] % 2 ** 64) % 6]   # as the C harness: the uint64 value mod 6
             v = ins['v']
             # tapegrad's scalar is a double: a whole number compares as an integer (t == 2)
             if math.isfinite(v) and v == math.floor(v) and abs(v) < 2.0 ** 63:

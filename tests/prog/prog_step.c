@@ -216,8 +216,7 @@ static void exec_op(tgp_exec *e, const tgp_insn *in, tg_tensor **s, call *c) {
         tg_tensor *(*const f[6])(tg_site, tg_tensor *, double) = {
             tg_eq_scalar_at, tg_ne_scalar_at, tg_lt_scalar_at,
             tg_le_scalar_at, tg_gt_scalar_at, tg_ge_scalar_at};
-        int64_t w = in->iv[0] < 0 ? -in->iv[0] : in->iv[0];
-        o = f[w % 6](TG_SITE, s[0], in->fv[0]);
+        o = f[(uint64_t)in->iv[0] % 6](TG_SITE, s[0], in->fv[0]); /* any integer: no UB */
         break;
     }
     case TGP_LOGICAL_AND: o = tg_logical_and(s[0], s[1]); break;
