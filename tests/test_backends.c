@@ -27,6 +27,8 @@
 
 #include "tg_test_util.h"
 #include "../ops/ops_internal.h"
+#include "npy.h"
+#include "vocab_table.h"
 
 /* After every case: no device block's guard bytes were overwritten. */
 static void fini(void) {
@@ -474,6 +476,39 @@ Test(backends, gather_scatter_index_select_flip) {
             cr_assert_eq(tg_scope_end(sc), TG_OK);
         }
     }
+}
+
+/* Every entry of the shared vocabulary table (vocab_table.h) on every case of its
+ * PyTorch fixtures (tests/vocab/fixtures): the device against the CPU, values and,
+ * where the op is differentiable, gradients. */
+static tg_tensor *e_vocab(tg_tensor *const *in, const void *a) {
+    return ((const tgv_op *)a)->fn(in);
+}
+
+Test(backends, the_vocabulary_table) {
+    NEED_DEVICE();
+    FILE *f = fopen(TGV_FIXTURES "/MANIFEST.txt", "r");
+    cr_assert_not_null(f);
+    char opn[64], cas[32];
+    int nin, mask, smooth, ncases = 0;
+    while (fscanf(f, "%63s %31s %d %d %d", opn, cas, &nin, &mask, &smooth) == 5) {
+        const tgv_op *op = tgv_find(opn);
+        cr_assert_not_null(op, "%s", opn);
+        int sc = tg_scope_begin();
+        tg_tensor *in[4] = {NULL};
+        for (int k = 0; k < nin; k++) {
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s.%s.in%d.npy", TGV_FIXTURES, opn, cas, k);
+            cr_assert_eq(tgcli_npy_load(path, &in[k]), TG_OK, "%s", tg_last_error());
+        }
+        char what[128];
+        snprintf(what, sizeof what, "%s %s", opn, cas);
+        run_both(what, nin, in, e_vocab, op, mask != 0);
+        cr_assert_eq(tg_scope_end(sc), TG_OK);
+        ncases++;
+    }
+    fclose(f);
+    cr_assert(ncases > 0);
 }
 
 Test(backends, line_reductions_and_scans) {

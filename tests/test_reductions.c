@@ -222,3 +222,14 @@ Test(reductions, inf_norm_of_an_empty_line_is_refused) {
     cr_assert_not_null(e, "an empty result needs no max: %s", tg_last_error());
     cr_assert_eq(tg_numel(e), 0);
 }
+
+/* Regression (found by the fuzzer, a timeout): a scan over an empty tensor whose other
+ * dims are huge walked every one of their 2.7e16 empty lines. */
+Test(reductions, scans_of_empty_tensors_with_huge_dims_return_at_once) {
+    tg_tensor *z = tg_zeros(TG_F64, TG_SHAPE(0, 2, 3, 4510199916959526));
+    cr_assert_not_null(z, "%s", tg_last_error());
+    tg_tensor *c = tg_cumsum(z, 0), *p = tg_cumprod(z, 0);
+    cr_assert(c && p, "%s", tg_last_error());
+    cr_assert_eq(tg_numel(c), 0);
+    cr_assert_eq(tg_numel(p), 0);
+}

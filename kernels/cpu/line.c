@@ -39,6 +39,7 @@ tg_status tg__cpu_scan(int op, const tg__arr *out, const tg__arr *x, const tg__a
     others(out, dim, shape, ost);
     if (g->data) others(g, dim, shape, gst);
     int64_t lines = tg__k_numel(k, shape), n = x->shape[dim];
+    if (n == 0) return TG_OK; /* nothing to write: the other dims may still be huge */
     #pragma omp parallel for if (lines * n >= TG__PAR_MIN)
     for (int64_t l = 0; l < lines; l++)
         tg__line_scan(op, out->data, out->dtype, tg__k_offset_of(l, k, shape, ost),
