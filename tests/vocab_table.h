@@ -68,6 +68,33 @@ TGV1(gather_dim1, tg_gather_dim(in[0], 1, in[1]))
 TGV1(scatter_add_dim0, tg_scatter_add(in[0], 0, in[1], in[2]))
 TGV1(index_select_dim1, tg_index_select(in[0], 1, in[1]))
 TGV1(flip_0_2, tg_flip(in[0], 2, (const int[]){0, 2}))
+/* the binary ops, joining, shapes, triangles and losses of the earlier vocabulary */
+TGV1(add, tg_add(in[0], in[1]))
+TGV1(sub, tg_sub(in[0], in[1]))
+TGV1(mul, tg_mul(in[0], in[1]))
+TGV1(div, tg_div(in[0], in[1]))
+TGV1(maximum, tg_maximum(in[0], in[1]))
+TGV1(minimum, tg_minimum(in[0], in[1]))
+TGV1(pow, tg_pow(in[0], in[1]))
+TGV1(cat_dim1, tg_cat(2, (tg_tensor *[]){in[0], in[1]}, 1))
+TGV1(stack_dim0, tg_stack(2, (tg_tensor *[]){in[0], in[1]}, 0))
+TGV1(narrow_1_1_2, tg_narrow(in[0], 1, 1, 2))
+TGV1(permute_201, tg_permute(in[0], 3, (const int[]){2, 0, 1}))
+TGV1(squeeze_1, tg_squeeze(in[0], 1))
+TGV1(unsqueeze_1, tg_unsqueeze(in[0], 1))
+TGV1(flatten_0_1, tg_flatten(in[0], 0, 1))
+TGV1(triu_1, tg_triu(in[0], 1))
+TGV1(tril_m1, tg_tril(in[0], -1))
+TGV1(masked_fill_ninf, tg_masked_fill(in[0], in[1], -INFINITY))
+TGV1(one_hot_5, tg_one_hot(in[0], 5))
+TGV1(cross_entropy_ls, tg_cross_entropy(in[0], in[1], -100, 0.1, TG_REDUCTION_MEAN))
+TGV1(nll_loss, tg_nll_loss(in[0], in[1], -100, TG_REDUCTION_SUM))
+TGV1(kl_div, tg_kl_div(in[0], in[1], TG_REDUCTION_MEAN, false))
+TGV1(bce_with_logits, tg_binary_cross_entropy_with_logits(in[0], in[1], NULL, TG_REDUCTION_MEAN))
+TGV1(mse_loss, tg_mse_loss(in[0], in[1], TG_REDUCTION_NONE))
+TGV1(smooth_l1_loss, tg_smooth_l1_loss(in[0], in[1], TG_REDUCTION_MEAN, 1.0))
+TGV1(masked_mean_dim1, tg_masked_mean(in[0], in[1], 1, false))
+TGV1(agg_seq_mean_token_mean, tg_agg_loss(in[0], in[1], TG_AGG_SEQ_MEAN_TOKEN_MEAN))
 #undef TGV1
 
 #define TGV(NAME, N) {#NAME, N, tgv_##NAME}
@@ -82,6 +109,13 @@ static const tgv_op TGV_OPS[] = {
     TGV(cumprod_dim2, 1), TGV(var_dim1, 1), TGV(std_dim0_c0, 1), TGV(norm1_dim1, 1),
     TGV(norm2_dim2, 1), TGV(norminf_dim0, 1), TGV(gather_dim1, 2), TGV(scatter_add_dim0, 3),
     TGV(index_select_dim1, 2), TGV(flip_0_2, 1),
+    TGV(add, 2), TGV(sub, 2), TGV(mul, 2), TGV(div, 2), TGV(maximum, 2), TGV(minimum, 2),
+    TGV(pow, 2), TGV(cat_dim1, 2), TGV(stack_dim0, 2), TGV(narrow_1_1_2, 1),
+    TGV(permute_201, 1), TGV(squeeze_1, 1), TGV(unsqueeze_1, 1), TGV(flatten_0_1, 1),
+    TGV(triu_1, 1), TGV(tril_m1, 1), TGV(masked_fill_ninf, 2), TGV(one_hot_5, 1),
+    TGV(cross_entropy_ls, 2), TGV(nll_loss, 2), TGV(kl_div, 2), TGV(bce_with_logits, 2),
+    TGV(mse_loss, 2), TGV(smooth_l1_loss, 2), TGV(masked_mean_dim1, 2),
+    TGV(agg_seq_mean_token_mean, 2),
 };
 #undef TGV
 #define TGV_N ((int)(sizeof TGV_OPS / sizeof TGV_OPS[0]))

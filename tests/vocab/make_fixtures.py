@@ -42,6 +42,9 @@ def specials(*shape):
 
 
 I64 = torch.int64
+BIN = lambda f: (f, 3, {'ties': lambda: [ints(3, 1, 4), ints(2, 4)],
+                        'smooth': lambda: [rand(3, 4) + 2, rand(4) + 2],
+                        'specials': lambda: [specials(3, 4), rand(3, 4)]})
 # op: (torch function of the inputs, grad mask, case makers). A case maker returns the
 # input list; 'smooth' cases must be free of ties and kinks.
 CMP = lambda f: (f, 0, {'ties': lambda: [ints(3, 1, 4), ints(2, 4)],
@@ -107,6 +110,48 @@ OPS = {
                           {'smooth': lambda: [rand(3, 4, 2),
                                               torch.tensor([3, 0, 3, 1], dtype=I64)]}),
     'flip_0_2': (lambda a: torch.flip(a, (0, 2)), 1, {'smooth': lambda: [rand(3, 4, 2)]}),
+    # the binary ops, joining, shapes, triangles and losses of the earlier vocabulary
+    'add': BIN(torch.add), 'sub': BIN(torch.sub), 'mul': BIN(torch.mul),
+    'div': BIN(torch.div), 'maximum': BIN(torch.maximum), 'minimum': BIN(torch.minimum),
+    'pow': (torch.pow, 3, {'smooth': lambda: [rand(3, 4).abs() + 0.5, rand(4)],
+                           'ties': lambda: [ints(3, 1, 4), ints(2, 4, lo=0, hi=3)]}),
+    'cat_dim1': (lambda a, b: torch.cat([a, b], 1), 3, {'smooth': lambda: [rand(3, 2), rand(3, 4)]}),
+    'stack_dim0': (lambda a, b: torch.stack([a, b], 0), 3,
+                   {'smooth': lambda: [rand(3, 2), rand(3, 2)]}),
+    'narrow_1_1_2': (lambda a: a.narrow(1, 1, 2), 1, {'smooth': lambda: [rand(3, 4)]}),
+    'permute_201': (lambda a: a.permute(2, 0, 1), 1, {'smooth': lambda: [rand(3, 4, 2)]}),
+    'squeeze_1': (lambda a: a.squeeze(1), 1, {'smooth': lambda: [rand(3, 1, 4)]}),
+    'unsqueeze_1': (lambda a: a.unsqueeze(1), 1, {'smooth': lambda: [rand(3, 4)]}),
+    'flatten_0_1': (lambda a: a.flatten(0, 1), 1, {'smooth': lambda: [rand(3, 4, 2)]}),
+    'triu_1': (lambda a: torch.triu(a, 1), 1, {'smooth': lambda: [rand(4, 5)]}),
+    'tril_m1': (lambda a: torch.tril(a, -1), 1, {'smooth': lambda: [rand(2, 4, 3)]}),
+    'masked_fill_ninf': (lambda a, m: a.masked_fill(m, -INF), 1,
+                         {'masked': lambda: [rand(3, 4), ints(4, lo=0, hi=2) > 0]}),  # -inf: no gradcheck
+    'one_hot_5': (lambda a: torch.nn.functional.one_hot(a, 5), 0,
+                  {'ints': lambda: [torch.tensor([[0, 4, 2], [1, 1, 3]], dtype=I64)]}),
+    'cross_entropy_ls': (lambda x, y: torch.nn.functional.cross_entropy(
+        x, y, ignore_index=-100, label_smoothing=0.1), 1,
+        {'smooth': lambda: [rand(5, 6) * 2, torch.tensor([2, -100, 0, 5, 5], dtype=I64)]}),
+    'nll_loss': (lambda x, y: torch.nn.functional.nll_loss(x, y, ignore_index=-100,
+                                                          reduction='sum'), 1,
+                 {'smooth': lambda: [torch.log_softmax(rand(5, 6), -1),
+                                     torch.tensor([2, -100, 0, 5, 1], dtype=I64)]}),
+    'kl_div': (lambda x, t: torch.nn.functional.kl_div(x, t, reduction='mean'), 3,
+               {'smooth': lambda: [torch.log_softmax(rand(3, 4), -1),
+                                   torch.softmax(rand(3, 4), -1)]}),
+    'bce_with_logits': (lambda x, t: torch.nn.functional.binary_cross_entropy_with_logits(x, t),
+                        3, {'smooth': lambda: [rand(3, 4) * 4, torch.rand(3, 4, generator=gen,
+                                                                          dtype=DT)]}),
+    'mse_loss': (lambda x, t: torch.nn.functional.mse_loss(x, t, reduction='none'), 3,
+                 {'smooth': lambda: [rand(3, 4), rand(4)]}),
+    'smooth_l1_loss': (lambda x, t: torch.nn.functional.smooth_l1_loss(x, t, beta=1.0), 3,
+                       {'smooth': lambda: [rand(3, 4) * 3, rand(3, 4)]}),
+    'masked_mean_dim1': (lambda x, m: (x * m).sum(1) / m.sum(1), 1,
+                         {'smooth': lambda: [rand(3, 4), (ints(3, 4, lo=0, hi=2) + torch.tensor(
+                             [1.0, 0, 0, 0], dtype=DT)).clamp(max=1)]}),
+    'agg_seq_mean_token_mean': (lambda x, m: ((x * m).sum(-1) / m.sum(-1)).mean(), 1,
+                                {'smooth': lambda: [rand(3, 4), (ints(3, 4, lo=0, hi=2) + torch.tensor(
+                                    [1.0, 0, 0, 0], dtype=DT)).clamp(max=1)]}),
 }
 
 
