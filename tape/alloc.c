@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core.h"
 
@@ -39,21 +40,35 @@ static _Thread_local tg_mem_category tl_override = TG_MEM_NCAT;
 /* The CPU cache of large blocks: a training loop allocates the same large
  * buffers (a logits gradient...) every step; reusing a freed one saves the
  * kernel from zeroing fresh pages each time. Bytes in the cache are not live
- * (they are reported as `cached`); tg_mem_empty_cache gives them back. */
+ * (they are reported as `cached`); tg_mem_empty_cache gives them back.
+ *
+ * How much it keeps: TAPEGRAD_CPU_CACHE_MB when set (0: nothing); otherwise
+ * as much as the process has already had live at once (its high-water mark,
+ * never reset), at least 2 GiB and at most half the machine's memory. A step
+ * that once needed a 4 GiB gradient then finds it again the next step, and a
+ * process never caches more than it has shown it uses. */
 #define TG__CACHE_SLOTS 8
+#define TG__CACHE_FLOOR ((size_t)2 << 30)
 static struct {
     void *p;
     size_t size; /* rounded size of the block */
 } g_cache[TG__CACHE_SLOTS];
-static size_t g_cache_limit = (size_t)-1; /* (size_t)-1: not yet read from the environment */
+static size_t g_cache_fixed = (size_t)-1; /* (size_t)-1: not read yet; (size_t)-2: not set */
+static size_t g_phys_half;                /* half the machine's memory; 0: unknown */
+static size_t g_live_hwm;                 /* most CPU bytes live at once, ever */
 
 /* Called with g_lock held. */
 static size_t cache_limit(void) {
-    if (g_cache_limit == (size_t)-1) {
+    if (g_cache_fixed == (size_t)-1) {
         const char *e = getenv("TAPEGRAD_CPU_CACHE_MB");
-        g_cache_limit = e ? (size_t)strtoull(e, NULL, 10) << 20 : (size_t)2 << 30;
+        g_cache_fixed = e ? (size_t)strtoull(e, NULL, 10) << 20 : (size_t)-2;
+        long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+        g_phys_half = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz / 2 : 0;
     }
-    return g_cache_limit;
+    if (g_cache_fixed != (size_t)-2) return g_cache_fixed;
+    size_t lim = g_live_hwm > TG__CACHE_FLOOR ? g_live_hwm : TG__CACHE_FLOOR;
+    if (g_phys_half && lim > g_phys_half) lim = g_phys_half;
+    return lim;
 }
 
 /* Takes a cached block of at least `size` bytes (and at most 1.25x), or NULL.
@@ -166,6 +181,7 @@ static void count_alloc(tg_device dev, size_t nbytes, tg_mem_category cat, const
     if (st->live[cat] > st->peak[cat]) st->peak[cat] = st->live[cat];
     st->live_total += nbytes;
     if (st->live_total > st->peak_total) st->peak_total = st->live_total;
+    if (dev == TG_CPU && st->live_total > g_live_hwm) g_live_hwm = st->live_total;
     st->n_alloc++;
     if (dev == TG_CUDA) st->cached = cuda_cached();
     if (tg__timeline_on()) *tag = tg__tl_alloc(dev, cat, nbytes, st, op);
