@@ -123,6 +123,27 @@ def main(argv):
             q = f["roofline_fraction"]
             out.append("%s  %7.4f  %s" % (label(f), q, verdict(q >= 0.4)))
     section("fused roofline fraction [>= 0.4]", out, "fused, with a known peak bandwidth")
+
+    # time per element across the seq series: the cost grows with the work, not faster
+    out = []
+    groups = {}
+    for r in rows:
+        if r["median_ms"] > 0:
+            g = (r["impl"], r["vocab"], r["chunk"], r["entropy_grad"])
+            groups.setdefault(g, []).append(r)
+    for g in sorted(groups):
+        rs = sorted(groups[g], key=lambda r: r["seq"])
+        if len(rs) < 2:
+            continue
+        per = [r["median_ms"] * 1e6 / (float(r["seq"]) * r["vocab"]) for r in rs]
+        q = max(per) / min(per)
+        out.append("%-9s vocab=%-7d chunk=%-6d entropy_grad=%-3s seq %s: %s ns/element, "
+                   "max/min %.2f  %s" % (g[0], g[1], g[2], "on" if g[3] else "off",
+                                         ",".join(str(r["seq"]) for r in rs),
+                                         ",".join("%.3f" % x for x in per), q,
+                                         verdict(q <= 1.3)))
+    section("time per element across seq [max / min <= 1.3]", out,
+            "two seq values or more of one configuration")
     return 1 if missed else 0
 
 

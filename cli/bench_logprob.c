@@ -7,7 +7,8 @@
  *       [--threads T] [--reps R] [--dtype f32|f64] [--seed S]
  *       [--bandwidth-mib M] [--json] [--trace FILE.json] [--plot FILE.svg]
  *       [--dot FILE]
- *   (also --opt=value). Defaults: device cpu, seq 8192, vocab 32000, chunk 0,
+ *   (also --opt=value). Defaults: device cpu, seq 2048,8192,32768, vocab
+ *   32000,128256 (configurations above 80% of RAM skipped), chunk 0,
  *   both impls, entropy-grad on,off, threads omp_get_max_threads(), reps 5,
  *   f32, seed 1, bandwidth buffer 1024 MiB. With --device cuda the defaults
  *   of the lists are the GPU table's: seq 32768,65536,131072, vocab
@@ -116,6 +117,7 @@ typedef struct lp_opts {
     tg_dtype dtype;
     tg_device device;
     bool json;
+    bool fit_skip;    /* cpu: a default list is in use: skip, not refuse, what does not fit */
     cli_outputs out;
 } lp_opts;
 
@@ -129,7 +131,8 @@ typedef struct lp_result {
     lp_config c;
     double median_ms, fwd_ms, bwd_ms, gbps, roofline;
     size_t peak_bytes, saved_bytes, rss_growth;
-    bool skipped;     /* cuda: not run (too big for the device); reason says why */
+    bool skipped;     /* not run (too big for the device, or for RAM in the CPU's
+                         default series); reason says why */
     char reason[192];
 } lp_result;
 
@@ -151,9 +154,11 @@ void cli_bench_logprob_help(FILE *f) {
             "Options:\n"
             "  --device cpu|cuda      where the logits live (default cpu); cuda changes\n"
             "                         the list defaults to seq 32768,65536,131072,\n"
-            "                         vocab 32000,128256, chunk 0,8192\n"
-            "  --seq N,...            rows of the logits (default 8192)\n"
-            "  --vocab V,...          columns, the vocabulary size (default 32000)\n"
+            "                         chunk 0,8192\n"
+            "  --seq N,...            rows of the logits (default 2048,8192,32768)\n"
+            "  --vocab V,...          columns, the vocabulary size (default 32000,128256;\n"
+            "                         with a default list, configurations above 80%% of\n"
+            "                         RAM are reported as skipped)\n"
             "  --chunk C,...          rows per chunk, 0 = all at once (default 0)\n"
             "  --impl LIST            fused and/or composite (default fused,composite)\n"
             "  --entropy-grad LIST    on and/or off (default on,off)\n"
@@ -345,6 +350,8 @@ static int check_ram(const lp_opts *o) {
         return cli_usage_error("--bandwidth-mib %" PRId64 " is more than 80%% of this machine's "
                                "%.1f GiB of RAM",
                                o->bw_mib, ram / (MIB * 1024.0));
+    if (o->fit_skip)
+        return CLI_EXIT_OK; /* the default series: what does not fit is skipped (ram_fit) */
     size_t elem = tg_dtype_size(o->dtype);
     for (int a = 0; a < o->n_seq; a++)
         for (int b = 0; b < o->n_vocab; b++)
@@ -360,6 +367,19 @@ static int check_ram(const lp_opts *o) {
                         impl == TG_LOGPROB_COMPOSITE ? "8" : "3", elem, ram / (MIB * 1024.0));
             }
     return CLI_EXIT_OK;
+}
+
+/* cpu, default series: a configuration estimated above 80% of RAM is skipped. */
+static void check_ram_fit(const lp_opts *o, lp_result *r) {
+    double ram = phys_ram_bytes();
+    double need = estimate_bytes(r->c.seq, r->c.vocab, r->c.impl, tg_dtype_size(o->dtype), false);
+    if (ram <= 0.0 || need <= 0.8 * ram)
+        return;
+    r->skipped = true;
+    snprintf(r->reason, sizeof r->reason,
+             "needs ~%.1f GiB of %.1f GiB RAM (%s x seq x vocab x %zu bytes; 80%% usable)",
+             need / (MIB * 1024.0), ram / (MIB * 1024.0),
+             r->c.impl == TG_LOGPROB_COMPOSITE ? "8" : "3", tg_dtype_size(o->dtype));
 }
 
 /* ---- progress on stderr ------------------------------------------------------- */
@@ -709,21 +729,23 @@ int cli_bench_logprob(int argc, char **argv) {
     if (rc != CLI_EXIT_OK)
         return rc;
     const bool gpu = o.device == TG_CUDA;
+    o.fit_skip = !gpu && (!o.n_seq || !o.n_vocab);
     if (!o.n_seq) {
-        /* the GPU table: sequence lengths and vocabularies of current models,
-         * too big for a CPU run in reasonable time */
+        /* the GPU table: sequence lengths and vocabularies of current models; the
+         * CPU series: 4x the work per step, to show the time grows with it */
         if (gpu) {
             o.seq[o.n_seq++] = 32768;
             o.seq[o.n_seq++] = 65536;
             o.seq[o.n_seq++] = 131072;
         } else {
+            o.seq[o.n_seq++] = 2048;
             o.seq[o.n_seq++] = 8192;
+            o.seq[o.n_seq++] = 32768;
         }
     }
     if (!o.n_vocab) {
         o.vocab[o.n_vocab++] = 32000;
-        if (gpu)
-            o.vocab[o.n_vocab++] = 128256;
+        o.vocab[o.n_vocab++] = 128256;
     }
     if (!o.n_chunk) {
         o.chunk[o.n_chunk++] = 0;
@@ -803,6 +825,8 @@ int cli_bench_logprob(int argc, char **argv) {
                                            o.eg[e] != 0};
                         if (gpu)
                             check_device_fit(&o, r);
+                        else if (o.fit_skip)
+                            check_ram_fit(&o, r);
                         runnable += !r->skipped;
                     }
             tg_tensor *logits = NULL, *targets = NULL;
