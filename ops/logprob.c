@@ -9,7 +9,7 @@
 #include "logprob_internal.h"
 
 tg_logprob_opts tg_logprob_opts_default(void) {
-    tg_logprob_opts o = {1.0, -100, 0, true, true, TG_LOGPROB_FUSED};
+    tg_logprob_opts o = {1.0, -100, 0, true, true, TG_LOGPROB_FUSED, false};
     return o;
 }
 
@@ -106,7 +106,10 @@ tg_status tg__lpe_bad_row_error(const char *who, const tg_tensor *z, const tg__l
 
 /* Node parameters of the fused node. */
 enum { P_IGNORE = 0, P_CHUNK = 1, P_NSTAT = 2, P_LSE_OUT = 3 }; /* iparam (P_LSE_OUT: -1 none) */
-enum { P_INV_T = 0 };                             /* dparam */
+enum { P_INV_T = 0, P_INTO = 1 };                 /* dparam (P_INTO: 1 = grad_into_logits) */
+
+/* The name the in-place error gives for the version move of grad_into_logits. */
+#define TG__INTO_OP "LogprobEntropyBackward (grad_into_logits)"
 
 /* ---- fused node ------------------------------------------------------------- */
 
@@ -116,8 +119,19 @@ static tg_status lpe_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
     if (n->edge[0].kind == TG__EDGE_NONE) return TG_OK;
     tg_tensor *z = tg__node_saved(n, 0), *y = NULL, *st = NULL, *dz = NULL;
     if (!z || !(y = tg__node_saved(n, 1)) || !(st = tg__node_saved(n, 2))) goto out;
-    dz = tg__new_output_on(n->site, "LogprobEntropyBackward", z->storage->device, z->dtype,
-                           z->ndim, z->shape);
+    if (n->dparam[P_INTO] != 0) {
+        /* the gradient over the logits: the same storage, seen contiguous (checked in
+         * forward); the kernel reads each element before it writes it */
+        int64_t cst[TG_MAX_DIMS], acc = 1;
+        for (int d = z->ndim - 1; d >= 0; d--) {
+            cst[d] = acc;
+            acc *= z->shape[d];
+        }
+        dz = tg__tensor_alias(n->site, z->storage, z->dtype, z->ndim, z->shape, cst, z->offset);
+    } else {
+        dz = tg__new_output_on(n->site, "LogprobEntropyBackward", z->storage->device, z->dtype,
+                               z->ndim, z->shape);
+    }
     if (!dz) goto out;
     if (tg__k_lpe_backward(z, y, n->iparam[P_IGNORE], n->dparam[P_INV_T], n->iparam[P_CHUNK], st,
                            (int)n->iparam[P_NSTAT],
@@ -127,6 +141,8 @@ static tg_status lpe_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
         tg__tensor_release(dz);
         goto out;
     }
+    /* the logits are gone: every other saved use of them now fails its check */
+    if (n->dparam[P_INTO] != 0) tg__storage_bump(z->storage, TG__INTO_OP, NULL, n->site);
     gin[0] = dz;
 out:
     tg__tensor_release(z);
@@ -195,6 +211,7 @@ static tg_status fused(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logprob_o
         n = tg__node_new(s, &lpe_def, lpe_def.name, 2, in, 1 + grad_h + want_lse);
         if (!n) goto fail;
         n->dparam[P_INV_T] = 1.0 / o->temperature;
+        n->dparam[P_INTO] = o->grad_into_logits ? 1.0 : 0.0;
         n->iparam[P_IGNORE] = o->ignore_index;
         n->iparam[P_CHUNK] = o->chunk_size;
         n->iparam[P_NSTAT] = nstat;
@@ -239,6 +256,21 @@ tg_status tg__logprob_entropy_lse(tg_site s, const char *who, tg_tensor *logits,
     if (lse) *lse = NULL;
     tg_status st = tg__lpe_check(who, logits, targets, &o);
     if (st != TG_OK) return st;
+    if (o.grad_into_logits && tg__needs_grad(1, &logits)) {
+        char b[160];
+        if (o.impl != TG_LOGPROB_FUSED)
+            return tg__set_error(TG_ERR_VALUE, "%s: grad_into_logits needs impl "
+                                 "TG_LOGPROB_FUSED", who);
+        if (tg_is_leaf(logits))
+            return tg__set_error(TG_ERR_VALUE, "%s: grad_into_logits on a leaf: its .grad would "
+                                 "share the logits' memory (it is for logits made by an op, "
+                                 "such as the output layer's matmul)", who);
+        if (!tg__is_contiguous(logits))
+            return tg__set_error(TG_ERR_VALUE, "%s: grad_into_logits needs contiguous logits "
+                                 "(these have shape %s and are a strided view; make them "
+                                 "contiguous first)", who,
+                                 tg__shape_str(b, sizeof b, logits->ndim, logits->shape));
+    }
     if (o.impl == TG_LOGPROB_FUSED) return fused(s, logits, targets, &o, lp, h, lse);
     st = tg__lpe_composite(s, logits, targets, &o, lp, h);
     if (st != TG_OK || !lse) return st;

@@ -869,6 +869,29 @@ static tg_tensor *lp_expr(tg_tensor *const *in, const void *arg) {
 }
 
 
+/* grad_into_logits on the device: the kernel writes the gradient over the logits it reads. */
+static tg_tensor *lp_into(tg_tensor *const *in, const void *arg) {
+    (void)arg;
+    tg_logprob_opts o = tg_logprob_opts_default();
+    o.grad_into_logits = true;
+    o.temperature = 0.8;
+    tg_tensor *lp = NULL, *h = NULL, *lse = NULL;
+    if (tg_logprob_entropy_lse(tg_scale(in[0], 1.5), in[1], &o, &lp, &h, &lse) != TG_OK)
+        return NULL;
+    return tg_add(tg_add(lp, tg_scale(h, 0.37)), tg_scale(tg_square(lse), 0.05));
+}
+
+Test(backends, logprob_grad_into_logits) {
+    NEED_DEVICE();
+    for (int d = 0; d < 2; d++) {
+        int sc = tg_scope_begin();
+        tg_tensor *in[2] = {randn(FLOATS[d], 2, (int64_t[]){9, 1100}, 170 + d),
+                            tgt_targets(9, 1100, 171)};
+        run_both("logprob grad_into_logits", 2, in, lp_into, NULL, true);
+        cr_assert_eq(tg_scope_end(sc), TG_OK);
+    }
+}
+
 Test(backends, logprob_fused_and_composite_match_the_cpu) {
     NEED_DEVICE();
     const int64_t N = 13, V = 1500;

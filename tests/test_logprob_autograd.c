@@ -809,3 +809,87 @@ Test(logprob, lse_gradcheck_with_entropy_temperature_chunks) {
         }
     }
 }
+
+/* ---- grad_into_logits (llm.c's in-place dlogits) ---------------------------------------- */
+
+/* The output layer's step, hidden (N, d) @ W (d, V) -> logits -> fused op, with and
+ * without grad_into_logits: the same gradients bit for bit, and a backward peak lower by
+ * exactly one (N, V) buffer (the library's own accounting). */
+Test(logprob, grad_into_logits_writes_the_gradient_over_the_logits) {
+    const int64_t N = 12, d = 8, V = 300;
+    size_t peak[2];
+    tg_tensor *gh[2], *gw[2];
+    for (int into = 0; into < 2; into++) {
+        int sc = tg_scope_begin();
+        tg_tensor *h = tg_randn(TG_F32, TG_SHAPE(N, d), 1, 0, 1), *w = tg_randn(TG_F32, TG_SHAPE(d, V), 2, 0, 1);
+        cr_assert_eq(tg_set_requires_grad(h, true), TG_OK);
+        cr_assert_eq(tg_set_requires_grad(w, true), TG_OK);
+        tg_tensor *y = tgt_targets(N, V, 3);
+        tg_logprob_opts o = tg_logprob_opts_default();
+        o.grad_into_logits = into;
+        tg_tensor *lp, *ent;
+        cr_assert_eq(tg_logprob_entropy(tg_matmul(h, w), y, &o, &lp, &ent), TG_OK, "%s",
+                     tg_last_error());
+        tg_tensor *loss = tg_add(tg_sum(lp), tg_scale(tg_sum(ent), 0.1));
+        tg_mem_stats m0;
+        tg_mem_get(TG_CPU, &m0);
+        tg_mem_reset_peak(TG_CPU);
+        cr_assert_eq(tg_backward(loss, NULL, false), TG_OK, "%s", tg_last_error());
+        tg_mem_stats m;
+        tg_mem_get(TG_CPU, &m);
+        peak[into] = m.peak_total - m0.live_total;
+        gh[into] = tg_scope_keep(tg_clone(tg_grad(h)));
+        gw[into] = tg_scope_keep(tg_clone(tg_grad(w)));
+        cr_assert_eq(tg_scope_end(sc), TG_OK);
+    }
+    tgo_assert_same(gh[0], gh[1], 0);
+    tgo_assert_same(gw[0], gw[1], 0);
+    cr_assert_eq(peak[0] - peak[1], (size_t)(N * V * 4), "backward peaks %zu and %zu bytes",
+                 peak[0], peak[1]);
+    TGO_RELEASE(gh[0], gh[1], gw[0], gw[1]);
+}
+
+/* The logits are gone after that backward: a second backward through the graph (or
+ * any other saved use of the logits) fails with the in-place error naming the op. */
+Test(logprob, grad_into_logits_refuses_every_later_use_of_the_logits) {
+    int sc = tg_scope_begin();
+    tg_tensor *x = tg_randn(TG_F64, TG_SHAPE(4, 7), 5, 0, 1);
+    cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+    tg_tensor *z = tg_set_name(tg_scale(x, 2.0), "logits");
+    tg_logprob_opts o = tg_logprob_opts_default();
+    o.grad_into_logits = true;
+    o.want_entropy = false;
+    tg_tensor *lp;
+    cr_assert_eq(tg_logprob_entropy(z, tgt_targets(4, 7, 6), &o, &lp, NULL), TG_OK);
+    tg_tensor *l = tg_sum(lp);
+    cr_assert_eq(tg_backward(l, NULL, true), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_backward(l, NULL, false), TG_ERR_INPLACE);
+    tgt_assert_error(TG_ERR_INPLACE, "'logits'", "grad_into_logits", NULL);
+    tg_clear_error();
+    cr_assert_eq(tg_scope_end(sc), TG_OK);
+}
+
+Test(logprob, grad_into_logits_bad_uses) {
+    int sc = tg_scope_begin();
+    tg_tensor *leaf = tg_randn(TG_F32, TG_SHAPE(4, 7), 5, 0, 1);
+    cr_assert_eq(tg_set_requires_grad(leaf, true), TG_OK);
+    tg_tensor *y = tgt_targets(4, 7, 6), *lp, *h;
+    tg_logprob_opts o = tg_logprob_opts_default();
+    o.grad_into_logits = true;
+    cr_assert_eq(tg_logprob_entropy(leaf, y, &o, &lp, &h), TG_ERR_VALUE);
+    tgt_assert_error(TG_ERR_VALUE, "grad_into_logits", "leaf", NULL);
+    tg_tensor *x = tg_randn(TG_F32, TG_SHAPE(4, 9), 5, 0, 1);
+    cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+    tg_tensor *sl = tg_slice(tg_scale(x, 1.0), 1, 0, 7, 1); /* (4, 7), a strided view */
+    cr_assert_eq(tg_logprob_entropy(sl, y, &o, &lp, &h), TG_ERR_VALUE);
+    tgt_assert_error(TG_ERR_VALUE, "grad_into_logits", "contiguous", NULL);
+    o.impl = TG_LOGPROB_COMPOSITE;
+    cr_assert_eq(tg_logprob_entropy(tg_scale(leaf, 1.0), y, &o, &lp, &h), TG_ERR_VALUE);
+    tgt_assert_error(TG_ERR_VALUE, "grad_into_logits", "TG_LOGPROB_FUSED", NULL);
+    /* nothing recorded (no grad): the option has nothing to do */
+    o.impl = TG_LOGPROB_FUSED;
+    tg_tensor *plain = tg_randn(TG_F32, TG_SHAPE(4, 7), 5, 0, 1);
+    cr_assert_eq(tg_logprob_entropy(plain, y, &o, &lp, &h), TG_OK, "%s", tg_last_error());
+    tg_clear_error();
+    cr_assert_eq(tg_scope_end(sc), TG_OK);
+}

@@ -45,6 +45,17 @@ typedef struct tg_logprob_opts {
                                saved for it and backward has no entropy term;
                                the entropy returned does not require grad. */
     tg_logprob_impl impl;   /* default TG_LOGPROB_FUSED */
+    bool grad_into_logits;  /* backward writes the logits' gradient over the
+                               logits (llm.c's in-place dlogits): no second
+                               (N, V) buffer. Then the logits' storage holds
+                               the gradient, and its version moves, so any
+                               other saved use of the logits (another op that
+                               saved them, a second backward) fails backward
+                               with the usual message naming this op. Needs
+                               the fused impl and contiguous logits made by an
+                               op (not a leaf: its .grad would share the
+                               logits' memory); TG_ERR_VALUE otherwise.
+                               Default false. */
 } tg_logprob_opts;
 
 /* The defaults listed above. */
