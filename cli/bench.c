@@ -4,6 +4,7 @@
  *   tapegrad bench --help | -h | help   the list of benchmarks, exit 0 (also
  *                                       with --help after an unknown name)
  *   tapegrad bench logprob [options]    see cli/bench_logprob.c
+ *   tapegrad bench threads [options]    see cli/bench_threads.c
  *   tapegrad bench                      one line on stderr, exit 2
  *   tapegrad bench NOSUCH               one line on stderr, exit 2
  * Each benchmark parses its own options and owns its output.
@@ -24,6 +25,8 @@ typedef struct bench_entry {
 static const bench_entry BENCHES[] = {
     {"logprob", "fused vs composite log-prob/entropy: time, exact memory, roofline",
      cli_bench_logprob},
+    {"threads", "does a GEMM-heavy step oversubscribe the cores (OpenMP vs BLAS threads)",
+     cli_bench_threads},
 };
 #define BENCH_N ((int)(sizeof BENCHES / sizeof BENCHES[0]))
 

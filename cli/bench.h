@@ -27,4 +27,9 @@ int cli_bench_logprob(int argc, char **argv);
 /* Prints the help of `tapegrad bench logprob` to f. */
 void cli_bench_logprob_help(FILE *f);
 
+/* `tapegrad bench threads [options]` (cli/bench_threads.c): OpenMP kernels and
+ * BLAS GEMMs in turn, and whether their thread pools compete. */
+int cli_bench_threads(int argc, char **argv);
+void cli_bench_threads_help(FILE *f);
+
 #endif

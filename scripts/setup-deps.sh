@@ -10,15 +10,18 @@
 #     CLI test compares `tapegrad logprob` with bench/reference_logprob.py,
 #     and skips that comparison without it), PyTorch for python3
 #     (python3-torch: the differential test tests/diff, skipped without it),
-#     and clang with libFuzzer and OpenMP (clang, libclang-rt-dev, libomp-dev:
-#     the fuzzers of tests/fuzz, skipped without them). The CUDA toolkit is
+#     clang with libFuzzer and OpenMP (clang, libclang-rt-dev, libomp-dev:
+#     the fuzzers of tests/fuzz, skipped without them), and OpenBLAS's OpenMP
+#     build (libopenblas-openmp-dev: its GEMMs then share the kernels' OpenMP
+#     threads; CMake prefers it where installed). The CUDA toolkit is
 #     optional and is only detected by CMake; this script never installs it.
 #   - Everything present: prints nothing (unless -v) and exits 0 quickly.
 #   - Something missing and running as root: installs the missing Debian
 #     packages with apt-get (non-interactive), then checks again.
 #   - Something required missing and not root: prints the exact
 #     `sudo apt-get install -y ...` line and exits 1. A missing optional
-#     package (ninja, numpy, torch, clang) only prints a hint.
+#     package (ninja, numpy, torch, clang, OpenBLAS's OpenMP build) only prints
+#     a hint.
 #   - Honours CC (default: cc, else gcc) for the compiler checks.
 set -euo pipefail
 
@@ -89,6 +92,10 @@ check_all() {
     have_numpy || optional+=(python3-numpy)
     have_torch || optional+=(python3-torch)
     have_libfuzzer || optional+=(clang libclang-rt-dev libomp-dev)
+    # OpenBLAS's OpenMP build: its GEMMs share the kernels' OpenMP threads
+    # (without it, the pthread build works but two thread pools compete)
+    [[ -e /usr/lib/$(gcc -print-multiarch 2>/dev/null)/openblas-openmp/libopenblas.so ]] ||
+        optional+=(libopenblas-openmp-dev)
     if have_cc; then
         have_header stdio.h || need libc6-dev
         { have_header omp.h && have_lib gomp; } || need gcc

@@ -140,6 +140,20 @@ usage_error "two devices" bench logprob --device cpu,cuda
 usage_error "two dtypes" bench logprob --dtype f32,f64
 run "bench logprob help, device" 0 bench logprob --help && has "help, device" out "--device cpu|cuda"
 
+# ---- bench threads: runs, names the BLAS build and its threading (the ratio is timing) ------
+run "bench threads" 0 bench threads --reps 1 --size 32 --threads 2 &&
+    has "bench threads" out "BLAS threading: " && has "bench threads" out "ratio step / (elementwise + gemm)"
+no_stderr "bench threads"
+run "bench threads json" 0 bench threads --reps 1 --size 32 --json &&
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert set(d) >= {"threads","size",
+"blas","blas_threading","elementwise_ms","gemm_ms","step_ms","ratio"}, d' "$tmp/out" &&
+    ok || bad "bench threads json: not one object with every key"
+usage_error "threads: zero size" bench threads --size 0
+usage_error "threads: bad reps" bench threads --reps x
+usage_error "threads: unknown flag" bench threads --seq 1
+run "bench threads help" 0 bench threads --help && has "bench threads help" out "--size N"
+run "bench help lists threads" 0 bench --help && has "bench help lists threads" out "threads"
+
 # ---- --device cuda on this build: no device here (exit 1, one line), or a real one -----
 gpu_tiny=(bench logprob --device cuda --seq 64 --vocab 50 --reps 1 --impl fused --chunk 0
     --entropy-grad off)
