@@ -30,6 +30,7 @@
 #define LPE_DISPATCH 1
 #define LPE_T512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")))
 #define LPE_T256 __attribute__((target("avx2,fma")))
+#include <immintrin.h> /* _mm_stream_ps, _mm_sfence: SSE, every x86-64 */
 #endif
 
 
@@ -170,24 +171,52 @@ static inline __attribute__((always_inline)) row_out fwd_row_f32_impl(const floa
 
 /* ---- one row, f32, backward ----------------------------------------------- */
 
+/* Rows of at least this many entries are written with non-temporal stores
+ * (x86-64): the gradient is not read again soon, so its cache lines are not
+ * fetched before being overwritten (no read-for-ownership), and they do not
+ * evict the logits the next rows read. Measured in bench/README.md. */
+#define LPE_NT_MIN 4096
+
 static inline __attribute__((always_inline)) void
 bwd_row_f32_impl(const float *x, int64_t xs, int64_t V, float it, float M, double ls, float H,
                  float glp, float gH, float *out) {
     const float l_hi = (float)ls, l_lo = (float)(ls - (double)l_hi);
     const vf a = vsplat(-glp * it), b = vsplat(-gH * it), vM = vsplat(M), vit = vsplat(it);
     const vf vhi = vsplat(l_hi), vlo = vsplat(l_lo), vH = vsplat(H);
-    for (int64_t j = 0; j < V; j += VL) {
-        const int m = V - j < VL ? (int)(V - j) : VL;
+#ifdef LPE_DISPATCH
+    const bool nt = V >= LPE_NT_MIN;
+    /* entries before the first 64-byte boundary of out: a short first block, so
+     * that the full blocks after it are whole cache lines (the lane-wise
+     * arithmetic does not depend on where a block starts) */
+    int64_t head = nt ? (int64_t)((64 - ((uintptr_t)out & 63)) & 63) / 4 : 0;
+#else
+    const bool nt = false;
+    int64_t head = 0;
+#endif
+    for (int64_t j = 0; j < V;) {
+        const int64_t left = head ? head : V - j;
+        const int m = left < VL ? (int)left : VL;
+        head = 0;
         const vf d = ((vload(x + j * xs, xs, m, -INFINITY) - vM) * vit - vhi) - vlo; /* x - lse */
         vi keep;
         const vf p = vexp_nonpos_k(d, &keep);
         const vf g = p * (a + b * ((vf)((vi)d & keep) + vH));
-        if (m == VL) {
+        if (m == VL && nt) {
+#ifdef LPE_DISPATCH
+            __m128 q[4];
+            memcpy(q, &g, sizeof q);
+            for (int k = 0; k < 4; k++) _mm_stream_ps(out + j + 4 * k, q[k]);
+#endif
+        } else if (m == VL) {
             memcpy(out + j, &g, sizeof g);
         } else {
             for (int l = 0; l < m; l++) out[j + l] = g[l];
         }
+        j += m;
     }
+#ifdef LPE_DISPATCH
+    if (nt) _mm_sfence(); /* the row's streamed stores are visible before anyone reads them */
+#endif
 }
 
 /* Each instruction set gets its own copy of the row kernels. */
