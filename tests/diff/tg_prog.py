@@ -296,7 +296,7 @@ class Square(torch.autograd.Function):
         _ctx_fail(fail, 1)
         ctx.fail = fail
         ctx.save_for_backward(x)
-        return x * x
+        return (x * x).contiguous()  # as prog_ops.c's forward (tg_mul: contiguous)
 
     @staticmethod
     def backward(ctx, g):
@@ -310,7 +310,7 @@ class Cexp(torch.autograd.Function):
     def forward(ctx, x, fail):
         _ctx_fail(fail, 1)
         ctx.fail = fail
-        y = torch.exp(x)
+        y = torch.exp(x).contiguous()  # as prog_ops.c's forward
         ctx.save_for_backward(y)
         return y
 
@@ -329,7 +329,7 @@ class Mulsub(torch.autograd.Function):
             raise ContractError("mulsub: the inputs' shapes differ")
         ctx.fail = fail
         ctx.save_for_backward(a, b)
-        return a * b, a - b
+        return (a * b).contiguous(), (a - b).contiguous()  # as prog_ops.c's forward
 
     @staticmethod
     def backward(ctx, g0, g1):
