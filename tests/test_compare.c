@@ -13,16 +13,7 @@
 #include "tg_ops_test_util.h"
 
 /* Each test runs in a scope that owns every tensor it makes. */
-static int g_scope;
-static void setup(void) {
-    tgt_setup();
-    g_scope = tg_scope_begin();
-}
-static void teardown(void) {
-    cr_expect_eq(tg_scope_end(g_scope), TG_OK, "%s", tg_last_error());
-    tgt_teardown();
-}
-TestSuite(compare, .init = setup, .fini = teardown);
+TestSuite(compare, .init = tgt_setup_scoped, .fini = tgt_teardown_scoped);
 
 #define I64_MAX INT64_MAX
 #define I64_MIN INT64_MIN

@@ -4,16 +4,7 @@
  * paths: an index out of range is named before anything is written. */
 #include "tg_ops_test_util.h"
 
-static int g_scope;
-static void setup(void) {
-    tgt_setup();
-    g_scope = tg_scope_begin();
-}
-static void teardown(void) {
-    cr_expect_eq(tg_scope_end(g_scope), TG_OK, "%s", tg_last_error());
-    tgt_teardown();
-}
-TestSuite(indexing, .init = setup, .fini = teardown);
+TestSuite(indexing, .init = tgt_setup_scoped, .fini = tgt_teardown_scoped);
 
 static tg_tensor *leaf23(void) {
     tg_tensor *x = TGO_MAKE(TG_F64, TG_SHAPE(2, 3), 1, 2, 3, 4, 5, 6);

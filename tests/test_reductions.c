@@ -7,16 +7,7 @@
  * transposed, and the error paths. */
 #include "tg_ops_test_util.h"
 
-static int g_scope;
-static void setup(void) {
-    tgt_setup();
-    g_scope = tg_scope_begin();
-}
-static void teardown(void) {
-    cr_expect_eq(tg_scope_end(g_scope), TG_OK, "%s", tg_last_error());
-    tgt_teardown();
-}
-TestSuite(reductions, .init = setup, .fini = teardown);
+TestSuite(reductions, .init = tgt_setup_scoped, .fini = tgt_teardown_scoped);
 
 static tg_tensor *leaf(int ndim, const int64_t *shape, const double *v) {
     tg_tensor *t = tgo_make(TG_F64, ndim, shape, v);

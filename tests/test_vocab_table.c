@@ -13,16 +13,7 @@
 #include "tg_ops_test_util.h"
 #include "vocab_table.h"
 
-static int g_scope;
-static void setup(void) {
-    tgt_setup();
-    g_scope = tg_scope_begin();
-}
-static void teardown(void) {
-    cr_expect_eq(tg_scope_end(g_scope), TG_OK, "%s", tg_last_error());
-    tgt_teardown();
-}
-TestSuite(vocab_table, .init = setup, .fini = teardown);
+TestSuite(vocab_table, .init = tgt_setup_scoped, .fini = tgt_teardown_scoped);
 
 typedef struct vcase {
     char op[64], name[32];

@@ -22,6 +22,18 @@ void tgt_setup(void) {
     tg_set_grad_enabled(true);
 }
 
+static int g_test_scope;
+
+void tgt_setup_scoped(void) {
+    tgt_setup();
+    g_test_scope = tg_scope_begin();
+}
+
+void tgt_teardown_scoped(void) {
+    cr_expect_eq(tg_scope_end(g_test_scope), TG_OK, "%s", tg_last_error());
+    tgt_teardown();
+}
+
 void tgt_assert_nothing_live(void) {
     tg_live_counts c = tg_live();
     cr_assert_eq(c.tensors, 0, "%lld tensors still alive", (long long)c.tensors);

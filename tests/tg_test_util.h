@@ -13,6 +13,11 @@
  * still counted live. Use: TestSuite(name, .init = tgt_setup, .fini = tgt_teardown); */
 void tgt_setup(void);
 void tgt_teardown(void);
+/* The same fixture with a scope open around the whole test: tensors the test
+ * makes need no tg_free; teardown expects the scope to close with TG_OK.
+ * Use: TestSuite(name, .init = tgt_setup_scoped, .fini = tgt_teardown_scoped); */
+void tgt_setup_scoped(void);
+void tgt_teardown_scoped(void);
 
 /* Asserts that no tensor, storage or node is alive and no byte is counted. */
 void tgt_assert_nothing_live(void);
