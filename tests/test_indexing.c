@@ -149,6 +149,16 @@ Test(indexing, bad_inputs_are_named_before_anything_is_written) {
     tgt_assert_error(TG_ERR_DIM, "tg_flip", "twice", NULL);
     cr_assert_null(tg_flip(x, 1, NULL));
     tgt_assert_error(TG_ERR_VALUE, "tg_flip", NULL);
+    cr_assert_null(tg_flip(x, TG_MAX_DIMS + 1, (const int[TG_MAX_DIMS + 1]){0}));
+    tgt_assert_error(TG_ERR_VALUE, "tg_flip", "dims", NULL);
+    cr_assert_null(tg_flip(x, -1, (const int[]){0}));
+    tgt_assert_error(TG_ERR_VALUE, "tg_flip", NULL);
+    tg_clear_error(); /* a NULL argument keeps an earlier error (NULL propagation) */
+    cr_assert_null(tg_scatter_add(x, 1, IDX(TG_SHAPE(2, 2), 0, 0, 0, 0), NULL));
+    tgt_assert_error(TG_ERR_NULL, "tg_scatter_add", "src", NULL);
+    tg_clear_error();
+    cr_assert_null(tg_scatter_add(x, 1, NULL, src));
+    tgt_assert_error(TG_ERR_NULL, "tg_scatter_add", "index", NULL);
     tgo_assert_unchanged(&sx);
 }
 

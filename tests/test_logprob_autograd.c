@@ -186,6 +186,14 @@ Test(logprob, argument_errors) {
     tg_clear_error();
     cr_assert_eq(tg_logprob_entropy(z, y, &o, NULL, NULL), TG_ERR_NULL);
     tgt_assert_error(TG_ERR_NULL, "logprob", NULL);
+    /* tg_logprob_entropy_lse: lse is its reason to be called, so NULL is refused,
+     * and the other outputs it was given are left NULL */
+    tg_tensor *lp0 = SENTINEL, *h0 = SENTINEL;
+    tg_clear_error();
+    cr_assert_eq(tg_logprob_entropy_lse(z, y, &o, &lp0, &h0, NULL), TG_ERR_NULL);
+    tgt_assert_error(TG_ERR_NULL, "tg_logprob_entropy_lse", "lse", NULL);
+    cr_assert_null(lp0);
+    cr_assert_null(h0);
 
     /* entropy NULL is fine when not wanted */
     o.want_entropy = false;
