@@ -19,8 +19,13 @@
 
 #include "ops_internal.h"
 
-enum { P_DIM = 0, P_KEEPDIM = 1, P_SLOT_X = 2, P_SLOT_OUT = 3 }; /* iparam */
-enum { P_CORR = 0, P_P = 1 };                                    /* dparam */
+enum {
+    P_DIM = TG__LINE_DIM,
+    P_KEEPDIM = TG__LINE_KEEPDIM,
+    P_SLOT_X = TG__LINE_SLOT_X,
+    P_SLOT_OUT = TG__LINE_SLOT_OUT
+};                              /* iparam, read by tg__line_grad_open */
+enum { P_CORR = 0, P_P = 1 }; /* dparam */
 
 typedef struct geo {
     tg_tensor *w;                 /* the input, or its flattening for "all" */
@@ -85,64 +90,53 @@ static tg_tensor *centered(tg_site s, const char *who, tg_tensor *x, const bool 
 
 /* ---- backward ------------------------------------------------------------------------- */
 
-/* g viewed in the keepdim shape of the node's input (a new reference). */
-static tg_tensor *g_keep(tg__node *n, tg_tensor *g) {
-    const tg__meta *m = &n->in_meta[0];
-    if (g->ndim == m->ndim) return tg_retain(g);
-    return tg__unsqueeze(n->site, g, (int)n->iparam[P_DIM]);
-}
-
-static bool red_of(const tg__node *n, bool *red, int *kd, int64_t *kshape) {
+/* The reduced-dim flags and the keepdim shape of the node's input. */
+static void red_of(const tg__node *n, bool *red, int *kd, int64_t *kshape) {
     const tg__meta *m = &n->in_meta[0];
     *kd = m->ndim;
     for (int i = 0; i < m->ndim; i++) {
         red[i] = i == n->iparam[P_DIM];
         kshape[i] = red[i] ? 1 : m->shape[i];
     }
-    return true;
 }
 
 /* var: 2 g (x - mean) / (n - c); std: g (x - mean) / ((n - c) std), 0 where std == 0. */
 static tg_status moment_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin, bool std) {
-    const tg__meta *m = &n->in_meta[0];
+    tg__line_grad b; /* b.rk: std's saved result (var saves none) */
+    if (!tg__line_grad_open(n, gout[0], false, std, &b)) return tg_last_status();
     bool red[TG_MAX_DIMS];
     int kd;
     int64_t kshape[TG_MAX_DIMS];
     red_of(n, red, &kd, kshape);
-    int64_t cnt = m->shape[n->iparam[P_DIM]];
+    int64_t cnt = b.m->shape[b.d];
     /* n - correction as it is (PyTorch's var_backward): the forward's divisor is
      * max(0, n - correction), the gradient's is not clamped */
     double den = (double)cnt - n->dparam[P_CORR];
-    tg_tensor *x = tg__node_saved(n, (int)n->iparam[P_SLOT_X]);
-    tg_tensor *dev = x ? centered(n->site, n->name, x, red, kd, kshape, cnt) : NULL;
-    tg_tensor *gk = dev ? g_keep(n, gout[0]) : NULL;
-    tg_tensor *out = gk ? new_w(n->site, n->name, x) : NULL;
-    if (out) out = tg__k_ok(tg__k_binary(TG__BIN_MUL, out, dev, gk, 0, 0), out);
+    tg_tensor *x = b.x;
+    tg_tensor *dev = centered(n->site, n->name, x, red, kd, kshape, cnt);
+    tg_tensor *out = dev ? new_w(n->site, n->name, x) : NULL;
+    if (out) out = tg__k_ok(tg__k_binary(TG__BIN_MUL, out, dev, b.gk, 0, 0), out);
     if (out) out = tg__k_ok(tg__k_unary(TG__UN_SCALE, out, out, NULL, (std ? 1.0 : 2.0) / den, 0),
                             out);
-    tg_tensor *sd = NULL, *sk = NULL, *zero = NULL;
+    tg_tensor *zero = NULL;
     if (out && std) {
-        sd = tg__node_saved(n, (int)n->iparam[P_SLOT_OUT]);
-        sk = sd ? (sd->ndim == m->ndim ? tg_retain(sd) : tg__unsqueeze(n->site, sd,
-                                                                      (int)n->iparam[P_DIM]))
-                : NULL;
-        tg_tensor *q = sk ? new_w(n->site, n->name, x) : NULL;
-        if (q) q = tg__k_ok(tg__k_binary(TG__BIN_DIV, q, out, sk, 0, 0), q);
+        tg_tensor *q = new_w(n->site, n->name, x);
+        if (q) q = tg__k_ok(tg__k_binary(TG__BIN_DIV, q, out, b.rk, 0, 0), q);
         /* where std == 0: 0 */
         tg_tensor *z0 = q ? tg__scalar_like(n->site, x, 0.0) : NULL;
         zero = z0 ? tg__new_output_on(n->site, n->name, x->storage->device, TG_BOOL, x->ndim,
                                       x->shape)
                   : NULL;
-        if (zero) zero = tg__k_ok(tg__k_test(TG__TEST_EQ, zero, sk, z0), zero);
+        if (zero) zero = tg__k_ok(tg__k_test(TG__TEST_EQ, zero, b.rk, z0), zero);
         if (zero) q = tg__k_ok(tg__k_where(q, zero, NULL, q), q);
         if (z0) tg__tensor_release(z0);
         tg__tensor_release(out);
         out = zero ? q : NULL; /* q is NULL when where failed */
         if (!zero && q) tg__tensor_release(q);
     }
-    tg_tensor *rel[6] = {x, dev, gk, sd, sk, zero};
-    for (int i = 0; i < 6; i++)
-        if (rel[i]) tg__tensor_release(rel[i]);
+    if (dev) tg__tensor_release(dev);
+    if (zero) tg__tensor_release(zero);
+    tg__line_grad_close(&b);
     gin[0] = out;
     return out ? TG_OK : tg_last_status();
 }
@@ -156,13 +150,11 @@ static tg_status std_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
 /* norm: p = 1 g sign(x); p = 2 g x / norm (0 where norm == 0); p = inf g sign(x)
  * mask / count with mask = (|x| == norm). */
 static tg_status norm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
-    const tg__meta *m = &n->in_meta[0];
     double p = n->dparam[P_P];
-    tg_tensor *x = tg__node_saved(n, (int)n->iparam[P_SLOT_X]);
-    tg_tensor *r = x ? tg__node_saved(n, (int)n->iparam[P_SLOT_OUT]) : NULL;
-    tg_tensor *rk = r ? g_keep(n, r) : NULL;
-    tg_tensor *gk = rk ? g_keep(n, gout[0]) : NULL;
-    tg_tensor *out = gk ? new_w(n->site, n->name, x) : NULL, *mask = NULL, *z0 = NULL;
+    tg__line_grad b;
+    if (!tg__line_grad_open(n, gout[0], false, true, &b)) return tg_last_status();
+    tg_tensor *x = b.x, *rk = b.rk, *gk = b.gk;
+    tg_tensor *out = new_w(n->site, n->name, x), *mask = NULL, *z0 = NULL;
     if (out && p == 1.0) {
         out = tg__k_ok(tg__k_unary(TG__UN_SIGN, out, x, NULL, 0, 0), out);
         if (out) out = tg__k_ok(tg__k_binary(TG__BIN_MUL, out, out, gk, 0, 0), out);
@@ -210,10 +202,9 @@ static tg_status norm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **
         if (ax) tg__tensor_release(ax);
         if (cnt) tg__tensor_release(cnt);
     }
-    tg_tensor *rel[6] = {x, r, rk, gk, mask, z0};
-    for (int i = 0; i < 6; i++)
-        if (rel[i]) tg__tensor_release(rel[i]);
-    (void)m;
+    if (mask) tg__tensor_release(mask);
+    if (z0) tg__tensor_release(z0);
+    tg__line_grad_close(&b);
     gin[0] = out;
     return out ? TG_OK : tg_last_status();
 }
@@ -226,8 +217,8 @@ static const tg__op_def NORM_DEF = {"NormBackward", norm_backward, false};
 
 /* Finishes: the keepdim result k becomes the result's shape, recorded with def
  * (saving w, and the result when save_out) when w requires grad. Takes k. */
-static tg_tensor *finish(tg_site s, const char *who, geo *g, tg_tensor *k, const tg__op_def *def,
-                         bool save_out, double corr, double p) {
+static tg_tensor *finish(tg_site s, geo *g, tg_tensor *k, const tg__op_def *def, bool save_out,
+                         double corr, double p) {
     tg_tensor *out = k ? tg__reshape_own(s, k, g->ond, g->oshape) : NULL;
     if (k) tg__tensor_release(k);
     if (out && tg__needs_grad(1, &g->w)) {
@@ -246,7 +237,6 @@ static tg_tensor *finish(tg_site s, const char *who, geo *g, tg_tensor *k, const
             n->dparam[P_P] = p;
         }
     }
-    (void)who;
     tg__tensor_release(g->w);
     return out;
 }
@@ -271,7 +261,7 @@ static tg_tensor *moment(tg_site s, const char *who, tg_tensor *t, int dim, doub
         tg__tensor_release(g.w);
         return NULL;
     }
-    return finish(s, who, &g, k, std ? &STD_DEF : &VAR_DEF, std, correction, 0);
+    return finish(s, &g, k, std ? &STD_DEF : &VAR_DEF, std, correction, 0);
 }
 
 static tg_tensor *norm(tg_site s, const char *who, tg_tensor *t, double p, int dim, bool keepdim,
@@ -301,7 +291,7 @@ static tg_tensor *norm(tg_site s, const char *who, tg_tensor *t, double p, int d
         tg__tensor_release(g.w);
         return NULL;
     }
-    return finish(s, who, &g, k, &NORM_DEF, true, 0, p);
+    return finish(s, &g, k, &NORM_DEF, true, 0, p);
 }
 
 tg_tensor *tg_var_at(tg_site s, tg_tensor *t, double correction) {

@@ -144,4 +144,25 @@ void tg__copyslices_commit(tg__node *n, tg_tensor *t);
  * has overlapping elements. `who` names the op. */
 tg_status tg__check_view_inplace(const char *who, const tg_tensor *t);
 
+/* ---- backward of the line reductions (ops/reduce_line.c, ops/moments.c) ----- */
+
+/* The node parameters every line reduction records (iparam). */
+enum { TG__LINE_DIM = 0, TG__LINE_KEEPDIM = 1, TG__LINE_SLOT_X = 2, TG__LINE_SLOT_OUT = 3 };
+
+/* What a line backward reads, each a new reference: x the saved slot
+ * TG__LINE_SLOT_X (the input, or max/min's indices), viewed with the reduced
+ * dim kept when keep_x; rk the saved result with the reduced dim kept (with_r
+ * only); gk the incoming gradient with the reduced dim kept. */
+typedef struct {
+    const tg__meta *m; /* the node's input's */
+    int d;             /* the reduced dim */
+    tg_tensor *x, *rk, *gk;
+} tg__line_grad;
+
+/* Fills b from node n and incoming gradient g; false with the error set
+ * (a saved tensor freed or modified in place, or no memory) and nothing held
+ * on failure. tg__line_grad_close releases what it holds. */
+bool tg__line_grad_open(tg__node *n, tg_tensor *g, bool keep_x, bool with_r, tg__line_grad *b);
+void tg__line_grad_close(tg__line_grad *b);
+
 #endif

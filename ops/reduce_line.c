@@ -25,8 +25,12 @@
 #include "ops_internal.h"
 
 /* Node parameters. */
-enum { P_DIM = 0, P_KEEPDIM = 1, P_SLOT_X = 2, P_SLOT_OUT = 3 }; /* iparam */
-enum { P_P = 0 };                                                /* dparam: norm's p */
+enum {
+    P_DIM = TG__LINE_DIM,
+    P_KEEPDIM = TG__LINE_KEEPDIM,
+    P_SLOT_X = TG__LINE_SLOT_X,
+    P_SLOT_OUT = TG__LINE_SLOT_OUT
+}; /* iparam */
 
 /* ---- shared steps ------------------------------------------------------------------ */
 
@@ -102,79 +106,92 @@ static tg_tensor *positions(tg_site s, tg_device dev, int ndim, int d, int64_t n
 
 /* ---- backward functions ------------------------------------------------------------- */
 
+bool tg__line_grad_open(tg__node *n, tg_tensor *g, bool keep_x, bool with_r, tg__line_grad *b) {
+    const tg__meta *m = b->m = &n->in_meta[0];
+    int d = b->d = (int)n->iparam[P_DIM];
+    bool kd = n->iparam[P_KEEPDIM] != 0;
+    b->x = b->rk = b->gk = NULL;
+    tg_tensor *x = tg__node_saved(n, (int)n->iparam[P_SLOT_X]);
+    if (x && keep_x) {
+        b->x = keep(n->site, x, m->ndim, d, kd);
+        tg__tensor_release(x);
+    } else {
+        b->x = x;
+    }
+    tg_tensor *r = b->x && with_r ? tg__node_saved(n, (int)n->iparam[P_SLOT_OUT]) : NULL;
+    if (r) {
+        b->rk = keep(n->site, r, m->ndim, d, kd);
+        tg__tensor_release(r);
+    }
+    if (b->x && (b->rk || !with_r)) b->gk = keep(n->site, g, m->ndim, d, kd);
+    if (b->gk) return true;
+    drop(b->x, b->rk, NULL, NULL, NULL, NULL);
+    b->x = b->rk = NULL;
+    return false;
+}
+
+void tg__line_grad_close(tg__line_grad *b) { drop(b->x, b->rk, b->gk, NULL, NULL, NULL); }
+
 /* amax/amin: g_k * mask / count_k, mask = (x == result_k). Saves x and the result. */
 static tg_status extreme_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
-    const tg__meta *m = &n->in_meta[0];
-    int d = (int)n->iparam[P_DIM];
-    bool kd = n->iparam[P_KEEPDIM] != 0;
-    tg_tensor *x = tg__node_saved(n, (int)n->iparam[P_SLOT_X]);
-    tg_tensor *r = x ? tg__node_saved(n, (int)n->iparam[P_SLOT_OUT]) : NULL;
-    tg_tensor *rk = r ? keep(n->site, r, m->ndim, d, kd) : NULL;
-    tg_tensor *gk = rk ? keep(n->site, gout[0], m->ndim, d, kd) : NULL;
-    tg_tensor *mask = gk ? like_meta(n, m, TG_BOOL) : NULL;
-    if (mask) mask = tg__k_ok(tg__k_test(TG__TEST_EQ, mask, x, rk), mask);
+    tg__line_grad b;
+    if (!tg__line_grad_open(n, gout[0], false, true, &b)) return tg_last_status();
+    const tg__meta *m = b.m;
+    tg_tensor *mask = like_meta(n, m, TG_BOOL);
+    if (mask) mask = tg__k_ok(tg__k_test(TG__TEST_EQ, mask, b.x, b.rk), mask);
     tg_tensor *maskf = mask ? like_meta(n, m, m->dtype) : NULL;
     if (maskf) maskf = tg__k_ok(tg__k_copy(maskf, mask), maskf);
-    tg_tensor *cnt = maskf ? tg__new_output_on(n->site, n->name, m->device, m->dtype, rk->ndim,
-                                               rk->shape)
+    tg_tensor *cnt = maskf ? tg__new_output_on(n->site, n->name, m->device, m->dtype, b.rk->ndim,
+                                               b.rk->shape)
                            : NULL;
     bool red[TG_MAX_DIMS];
-    for (int i = 0; i < m->ndim; i++) red[i] = i == d;
+    for (int i = 0; i < m->ndim; i++) red[i] = i == b.d;
     if (cnt) cnt = tg__k_ok(tg__k_sum_reduce(cnt, maskf, red, 1.0), cnt);
-    if (cnt) cnt = tg__k_ok(tg__k_binary(TG__BIN_DIV, cnt, gk, cnt, 0, 0), cnt); /* g / count */
+    if (cnt) cnt = tg__k_ok(tg__k_binary(TG__BIN_DIV, cnt, b.gk, cnt, 0, 0), cnt); /* g / count */
     tg_tensor *out = cnt ? like_meta(n, m, m->dtype) : NULL;
     if (out) out = tg__k_ok(tg__k_binary(TG__BIN_MUL, out, maskf, cnt, 0, 0), out);
-    drop(x, r, rk, gk, mask, maskf);
-    if (cnt) tg__tensor_release(cnt);
+    tg__line_grad_close(&b);
+    drop(mask, maskf, cnt, NULL, NULL, NULL);
     gin[0] = out;
     return out ? TG_OK : tg_last_status();
 }
 
 /* max_dim/min_dim: g_k where the position equals the saved index. */
 static tg_status indexed_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
-    const tg__meta *m = &n->in_meta[0];
-    int d = (int)n->iparam[P_DIM];
-    bool kd = n->iparam[P_KEEPDIM] != 0;
-    tg_tensor *idx = tg__node_saved(n, (int)n->iparam[P_SLOT_X]);
-    tg_tensor *ik = idx ? keep(n->site, idx, m->ndim, d, kd) : NULL;
-    tg_tensor *gk = ik ? keep(n->site, gout[0], m->ndim, d, kd) : NULL;
-    tg_tensor *pos = gk ? positions(n->site, m->device, m->ndim, d, m->shape[d]) : NULL;
+    tg__line_grad b; /* b.x: the saved indices */
+    if (!tg__line_grad_open(n, gout[0], true, false, &b)) return tg_last_status();
+    const tg__meta *m = b.m;
+    tg_tensor *pos = positions(n->site, m->device, m->ndim, b.d, m->shape[b.d]);
     tg_tensor *mask = pos ? like_meta(n, m, TG_BOOL) : NULL;
-    if (mask) mask = tg__k_ok(tg__k_test(TG__TEST_EQ, mask, pos, ik), mask);
+    if (mask) mask = tg__k_ok(tg__k_test(TG__TEST_EQ, mask, pos, b.x), mask);
     tg_tensor *out = mask ? like_meta(n, m, m->dtype) : NULL;
-    if (out) out = tg__k_ok(tg__k_where(out, mask, gk, NULL), out);
-    drop(idx, ik, gk, pos, mask, NULL);
+    if (out) out = tg__k_ok(tg__k_where(out, mask, b.gk, NULL), out);
+    tg__line_grad_close(&b);
+    drop(pos, mask, NULL, NULL, NULL, NULL);
     gin[0] = out;
     return out ? TG_OK : tg_last_status();
 }
 
 /* logsumexp: g_k exp(x - result_k). Saves x and the result. */
 static tg_status lse_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
-    const tg__meta *m = &n->in_meta[0];
-    int d = (int)n->iparam[P_DIM];
-    bool kd = n->iparam[P_KEEPDIM] != 0;
-    tg_tensor *x = tg__node_saved(n, (int)n->iparam[P_SLOT_X]);
-    tg_tensor *r = x ? tg__node_saved(n, (int)n->iparam[P_SLOT_OUT]) : NULL;
-    tg_tensor *rk = r ? keep(n->site, r, m->ndim, d, kd) : NULL;
-    tg_tensor *gk = rk ? keep(n->site, gout[0], m->ndim, d, kd) : NULL;
-    tg_tensor *out = gk ? like_meta(n, m, m->dtype) : NULL;
-    if (out) out = tg__k_ok(tg__k_binary(TG__BIN_SUB, out, x, rk, 0, 0), out);
+    tg__line_grad b;
+    if (!tg__line_grad_open(n, gout[0], false, true, &b)) return tg_last_status();
+    tg_tensor *out = like_meta(n, b.m, b.m->dtype);
+    if (out) out = tg__k_ok(tg__k_binary(TG__BIN_SUB, out, b.x, b.rk, 0, 0), out);
     if (out) out = tg__k_ok(tg__k_unary(TG__UN_EXP, out, out, NULL, 0, 0), out);
-    if (out) out = tg__k_ok(tg__k_binary(TG__BIN_MUL, out, out, gk, 0, 0), out);
-    drop(x, r, rk, gk, NULL, NULL);
+    if (out) out = tg__k_ok(tg__k_binary(TG__BIN_MUL, out, out, b.gk, 0, 0), out);
+    tg__line_grad_close(&b);
     gin[0] = out;
     return out ? TG_OK : tg_last_status();
 }
 
 /* prod: g_k times the product of the other elements (PROD_GRAD scan). Saves x. */
 static tg_status prod_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
-    const tg__meta *m = &n->in_meta[0];
-    int d = (int)n->iparam[P_DIM];
-    tg_tensor *x = tg__node_saved(n, (int)n->iparam[P_SLOT_X]);
-    tg_tensor *gk = x ? keep(n->site, gout[0], m->ndim, d, n->iparam[P_KEEPDIM] != 0) : NULL;
-    tg_tensor *out = gk ? like_meta(n, m, m->dtype) : NULL;
-    if (out) out = tg__k_ok(tg__k_scan(TG__SCAN_PROD_GRAD, out, x, gk, d), out);
-    drop(x, gk, NULL, NULL, NULL, NULL);
+    tg__line_grad b;
+    if (!tg__line_grad_open(n, gout[0], false, false, &b)) return tg_last_status();
+    tg_tensor *out = like_meta(n, b.m, b.m->dtype);
+    if (out) out = tg__k_ok(tg__k_scan(TG__SCAN_PROD_GRAD, out, b.x, b.gk, b.d), out);
+    tg__line_grad_close(&b);
     gin[0] = out;
     return out ? TG_OK : tg_last_status();
 }
