@@ -8,7 +8,6 @@
  * raises ZeroDivisionError there). Kernels: kernels/kernel.h's TG__INT_OPS.
  * On failure nothing is leaked and NULL is returned with the error set. */
 #include <math.h>
-#include <stdlib.h>
 
 #include "ops_internal.h"
 
@@ -16,20 +15,33 @@ static bool integral(double v) {
     return isfinite(v) && v == floor(v) && fabs(v) < 9223372036854775808.0;
 }
 
-/* An index of b that holds 0, or -1 (-2 with the error set on failure). */
-static int64_t find_zero(const tg_tensor *b) {
+/* An index (C order) of b's first 0, or -1; -2 with the error set on failure.
+ * On b's device: mask = (b == 0), any(mask), and only when there is one its
+ * argmax; two one-element reads come to the host, never the divisor. */
+static int64_t find_zero(tg_site s, const char *who, tg_tensor *b) {
     int64_t n = tg__numel(b->ndim, b->shape);
     if (n == 0) return -1;
-    int64_t *v = malloc((size_t)n * sizeof *v); // (n)
-    if (!v) return tg__set_error(TG_ERR_NOMEM, "out of host memory reading the divisor"), -2;
-    if (tg_copy_out(b, TG_I64, v, (size_t)n * sizeof *v) != TG_OK) {
-        free(v);
-        return -2;
-    }
-    int64_t at = -1;
-    for (int64_t i = 0; i < n && at < 0; i++)
-        if (v[i] == 0) at = i;
-    free(v);
+    tg_device dev = b->storage->device;
+    tg_tensor *zero = tg__scalar_like(s, b, 0.0);
+    tg_tensor *mask = zero ? tg__tensor_new_on(s, who, dev, TG_BOOL, b->ndim, b->shape,
+                                               TG_MEM_WORKSPACE)
+                           : NULL;
+    if (mask) mask = tg__k_ok(tg__k_test(TG__TEST_EQ, mask, b, zero), mask);
+    tg_tensor *flat = mask ? tg__reshape(s, mask, 1, &n) : NULL; // (n)
+    tg_tensor *any = flat ? tg__tensor_new_on(s, who, dev, TG_BOOL, 0, NULL, TG_MEM_WORKSPACE)
+                          : NULL;
+    if (any) any = tg__k_ok(tg__k_reduce_dim(TG__RED_ANY, any, NULL, flat, 0), any);
+    bool found = false;
+    int64_t at = -2;
+    if (any && tg_copy_out(any, TG_BOOL, &found, sizeof found) == TG_OK) at = -1;
+    tg_tensor *idx = at == -1 && found ? tg__tensor_new_on(s, who, dev, TG_I64, 0, NULL,
+                                                            TG_MEM_WORKSPACE)
+                                       : NULL;
+    if (idx) idx = tg__k_ok(tg__k_reduce_dim(TG__RED_MAX, NULL, idx, flat, 0), idx);
+    if (at == -1 && found && !(idx && tg_copy_out(idx, TG_I64, &at, sizeof at) == TG_OK)) at = -2;
+    tg_tensor *rel[5] = {zero, mask, flat, any, idx};
+    for (int i = 0; i < 5; i++)
+        if (rel[i]) tg__tensor_release(rel[i]);
     return at;
 }
 
@@ -46,7 +58,7 @@ tg_tensor *tg__int_binary(tg_site s, const char *who, tg__intop op, tg_tensor *a
         return NULL;
     /* a zero divisor is refused where a division happens: not for an empty result */
     if ((op == TG__INT_REMAINDER || op == TG__INT_FLOOR_DIVIDE) && tg__numel(nd, shape) > 0) {
-        int64_t z = find_zero(b);
+        int64_t z = find_zero(s, who, b);
         if (z == -2) return NULL;
         if (z >= 0)
             return tg__fail(TG_ERR_VALUE, "%s: division by zero (element %lld of the divisor, in C "

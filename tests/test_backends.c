@@ -368,7 +368,7 @@ Test(backends, comparisons_logic_bool_and_integer_arithmetic) {
     /* the zero divisor is refused on the device too */
     tg_tensor *z = tg_to_device(tg_zeros(TG_I64, 1, (int64_t[]){6}), TG_CUDA);
     cr_assert_null(tg_remainder(tg_to_device(ia[0], TG_CUDA), z));
-    tgt_assert_error(TG_ERR_VALUE, "division by zero", NULL);
+    tgt_assert_error(TG_ERR_VALUE, "division by zero", "element 0 of", NULL);
     tg_clear_error();
     /* float -> bool on the device, then bool and i64 values through where */
     tg_tensor *f = with_specials(randn(TG_F32, 2, (int64_t[]){3, 4}, 7));

@@ -219,6 +219,15 @@ Test(compare, remainder_and_floor_divide_round_toward_minus_infinity) {
     tgt_assert_error(TG_ERR_VALUE, "tg_remainder", "division by zero", "element 2", NULL);
     cr_assert_null(tg_floor_divide(a, z));
     tgt_assert_error(TG_ERR_VALUE, "tg_floor_divide", "division by zero", NULL);
+    /* the first zero in C order of the divisor as seen: several zeros, a
+     * transposed view, a 0-d divisor broadcast */
+    cr_assert_null(tg_remainder(a, I64S(TG_SHAPE(4), 1, 0, 0, 4)));
+    tgt_assert_error(TG_ERR_VALUE, "element 1 of", NULL);
+    tg_tensor *zt = tg_transpose(I64S(TG_SHAPE(2, 2), 1, 0, 2, 3), 0, 1); /* [[1, 2], [0, 3]] */
+    cr_assert_null(tg_remainder(I64S(TG_SHAPE(2, 2), 5, 6, 7, 8), zt));
+    tgt_assert_error(TG_ERR_VALUE, "element 2 of", NULL);
+    cr_assert_null(tg_floor_divide(a, i64s(0, NULL, (const int64_t[]){0})));
+    tgt_assert_error(TG_ERR_VALUE, "element 0 of", NULL);
 }
 
 Test(compare, bad_inputs_are_refused_cleanly) {
