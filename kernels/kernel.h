@@ -346,14 +346,17 @@ typedef struct tg__backend {
 
     /* c[i] = a[i] @ b[i] over the nb-dim batch shape bshape, or, with
      * `reduce`, c = sum_i a[i] @ b[i] (b's gradient for a shared weight).
+     * With `accumulate` the product is added to c (BLAS's beta = 1).
      * Any strides; the backend packs what its library cannot read. */
     tg_status (*matmul)(int dtype, int nb, const int64_t *bshape, const tg__mat *a,
-                        const tg__mat *b, const tg__mat *c, bool reduce);
+                        const tg__mat *b, const tg__mat *c, bool reduce, bool accumulate);
 
     /* The fused log-prob / entropy op (ops/logprob.c has the formulas). z
      * (..., V) over its own shape, any strides; y the targets over z's
      * leading shape, contiguous i64; lp, H (may be NULL), stats (nstat doubles
-     * per row, may be NULL) contiguous. A bad row stops the forward and is
+     * per row, may be NULL) contiguous. A target outside [0, V) that is not
+     * `ignore` has no target term (lp 0, no one-hot in backward): the rows
+     * of a vocabulary block that does not hold their target. A bad row stops the forward and is
      * reported in *bad (nothing else is meaningful then). chunk: rows per
      * block on the CPU (results are bitwise the same for every chunk). */
     tg_status (*lpe_forward)(const tg__arr *z, const int64_t *y, int64_t ignore, double inv_t,

@@ -77,8 +77,10 @@ const int64_t *tg__lpe_targets_host(const char *who, const tg_tensor *yc, void *
     return p ? p + (yc->offset - lo) : NULL;
 }
 
-tg_status tg__lpe_device_bad_row(const char *who, const tg_tensor *z, int64_t row, double inv_t) {
-    const int64_t V = z->shape[z->ndim - 1];
+tg_status tg__lpe_locate_bad(const char *who, const tg_tensor *z, tg__lpe_bad *bad,
+                             double inv_t) {
+    if (bad->col != TG__LPE_COL_UNKNOWN) return TG_OK;
+    const int64_t row = bad->row, V = z->shape[z->ndim - 1];
     int64_t off = z->offset + tg__offset_of(row, z->ndim - 1, z->shape, z->strides);
     tg_tensor *view = tg__tensor_alias(TG_SITE, z->storage, z->dtype, 2, (int64_t[]){1, V},
                                     (int64_t[]){V * z->strides[z->ndim - 1],
@@ -87,16 +89,16 @@ tg_status tg__lpe_device_bad_row(const char *who, const tg_tensor *z, int64_t ro
     tg__tensor_release(view);
     if (!h) return tg_last_status();
     const int64_t y0 = 0; /* not the ignore value 1 below: the row is checked */
-    tg__lpe_bad bad;
-    tg__k_lpe_check_rows(h, &y0, 1, inv_t, &bad); /* on the host: cannot fail */
+    tg__k_lpe_check_rows(h, &y0, 1, inv_t, bad); /* on the host: cannot fail */
     tg__tensor_release(h);
-    bad.row = row;
-    return tg__lpe_bad_row_error(who, h, &bad, inv_t);
+    bad->row = row;
+    return TG_OK;
 }
 
-tg_status tg__lpe_bad_row_error(const char *who, const tg_tensor *z, const tg__lpe_bad *bad,
+tg_status tg__lpe_bad_row_error(const char *who, const tg_tensor *z, const tg__lpe_bad *bad_in,
                                 double inv_t) {
-    if (bad->col == TG__LPE_COL_UNKNOWN) return tg__lpe_device_bad_row(who, z, bad->row, inv_t);
+    tg__lpe_bad b = *bad_in, *bad = &b;
+    if (tg__lpe_locate_bad(who, z, bad, inv_t) != TG_OK) return tg_last_status();
     if (bad->col < 0)
         return tg__set_error(TG_ERR_VALUE, "%s: row %lld: every logit is -inf (the row has no "
                              "valid token; give it ignore_index)", who, (long long)bad->row);
@@ -153,10 +155,8 @@ out:
 
 static const tg__op_def lpe_def = {"LogprobEntropyBackward", lpe_backward, false};
 
-/* The row log-sum-exp of z / T from the saved statistics: M inv_t + ls (0 on
- * ignored rows, whose statistics are 0), in z's dtype and leading shape. */
-static tg_tensor *lse_of(tg_site s, const char *who, const tg_tensor *z, tg_tensor *st, int nstat,
-                         double inv_t) {
+tg_tensor *tg__lpe_lse_of(tg_site s, const char *who, const tg_tensor *z, tg_tensor *st,
+                          int nstat, double inv_t) {
     const int64_t N = st->shape[0];
     tg_tensor *m = tg__tensor_alias(s, st->storage, TG_F64, 1, &N, (int64_t[]){nstat}, st->offset);
     tg_tensor *l = m ? tg__tensor_alias(s, st->storage, TG_F64, 1, &N, (int64_t[]){nstat},
@@ -205,7 +205,7 @@ static tg_status fused(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logprob_o
         tg__lpe_bad_row_error(who, z, &bad, 1.0 / o->temperature);
         goto fail;
     }
-    if (want_lse && !(lse = lse_of(s, who, z, st, nstat, 1.0 / o->temperature))) goto fail;
+    if (want_lse && !(lse = tg__lpe_lse_of(s, who, z, st, nstat, 1.0 / o->temperature))) goto fail;
     if (record) {
         tg_tensor *in[2] = {z, yc};
         n = tg__node_new(s, &lpe_def, lpe_def.name, 2, in, 1 + grad_h + want_lse);
@@ -294,8 +294,7 @@ tg_status tg__logprob_entropy_lse(tg_site s, const char *who, tg_tensor *logits,
     return TG_OK;
 }
 
-/* Hands the outputs that were asked for to the caller (scope). */
-static tg_status hand_out(tg_tensor *lp, tg_tensor *h, tg_tensor *lse, tg_tensor **logprob,
+tg_status tg__lpe_hand_out(tg_tensor *lp, tg_tensor *h, tg_tensor *lse, tg_tensor **logprob,
                           tg_tensor **entropy, tg_tensor **lse_out) {
     *logprob = tg__ret(lp);
     if (!*logprob) {
@@ -333,7 +332,7 @@ tg_status tg_logprob_entropy_at(tg_site s, tg_tensor *logits, tg_tensor *targets
     tg_tensor *lp = NULL, *h = NULL;
     tg_status st = tg__logprob_entropy(s, who, logits, targets, &o, &lp, &h);
     if (st != TG_OK) return st;
-    return hand_out(lp, h, NULL, logprob, o.want_entropy ? entropy : NULL, NULL);
+    return tg__lpe_hand_out(lp, h, NULL, logprob, o.want_entropy ? entropy : NULL, NULL);
 }
 
 tg_status tg_logprob_entropy_lse_at(tg_site s, tg_tensor *logits, tg_tensor *targets,
@@ -351,5 +350,5 @@ tg_status tg_logprob_entropy_lse_at(tg_site s, tg_tensor *logits, tg_tensor *tar
     tg_tensor *lp = NULL, *h = NULL, *l = NULL;
     tg_status st = tg__logprob_entropy_lse(s, who, logits, targets, &o, &lp, &h, &l);
     if (st != TG_OK) return st;
-    return hand_out(lp, h, l, logprob, o.want_entropy ? entropy : NULL, lse);
+    return tg__lpe_hand_out(lp, h, l, logprob, o.want_entropy ? entropy : NULL, lse);
 }

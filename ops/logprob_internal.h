@@ -15,10 +15,22 @@ tg_tensor *tg__lpe_targets(tg_site s, const char *who, tg_tensor *y, int64_t V, 
  * the CPU, else a copy put in *owned (give it to free()). NULL with the
  * error set. */
 const int64_t *tg__lpe_targets_host(const char *who, const tg_tensor *yc, void **owned);
-/* For a device kernel that rejected row `row` of z without saying where:
- * finds the offending column and value on a host copy of that row and sets
- * the error. Returns it. */
-tg_status tg__lpe_device_bad_row(const char *who, const tg_tensor *z, int64_t row, double inv_t);
+/* For a kernel that rejected row bad->row of z without saying where
+ * (bad->col == TG__LPE_COL_UNKNOWN): finds the offending column and value on
+ * a host copy of that row and fills them in. TG_OK, or the error of the
+ * copy. */
+tg_status tg__lpe_locate_bad(const char *who, const tg_tensor *z, tg__lpe_bad *bad,
+                             double inv_t);
+/* The row log-sum-exp of z / T from saved statistics st (N, nstat) f64:
+ * M inv_t + ls (0 on ignored rows, whose statistics are 0), a new tensor of
+ * z's dtype and leading shape (z's shape without its last dim). */
+tg_tensor *tg__lpe_lse_of(tg_site s, const char *who, const tg_tensor *z, tg_tensor *st,
+                          int nstat, double inv_t);
+/* Hands the outputs that were asked for to the caller (scope): lp always,
+ * h when entropy is not NULL (else releases it), lse when lse_out is not
+ * NULL. Takes over the references. */
+tg_status tg__lpe_hand_out(tg_tensor *lp, tg_tensor *h, tg_tensor *lse, tg_tensor **logprob,
+                           tg_tensor **entropy, tg_tensor **lse_out);
 /* Sets the error for a row of z the forward kernel rejected (looking the
  * column up when the backend did not give it). Returns it. */
 tg_status tg__lpe_bad_row_error(const char *who, const tg_tensor *z, const tg__lpe_bad *bad,

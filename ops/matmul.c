@@ -114,7 +114,7 @@ tg_tensor *tg__matmul(tg_site s, tg_tensor *a, tg_tensor *b) {
         return NULL;
 
     tg__mat ma = tg__mat_of(a, false), mb = tg__mat_of(b, b_shared), mc = tg__mat_of(out, false);
-    if (tg__k_matmul(a->storage->device, "tg_matmul", a->dtype, nb, a->shape, &ma, &mb, &mc, false) != TG_OK) {
+    if (tg__k_matmul(a->storage->device, "tg_matmul", a->dtype, nb, a->shape, &ma, &mb, &mc, false, false) != TG_OK) {
         tg__tensor_release(out);
         return NULL;
     }
@@ -169,7 +169,7 @@ static tg_status mm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gi
         /* dA = dC @ B^T */
         tg__mat mg = tg__mat_of(g, false), mbt = tg__mat_t(tg__mat_of(b, b_shared));
         tg__mat mda = tg__mat_of(da, false);
-        if (tg__k_matmul(g->storage->device, "MmBackward", am->dtype, nb, am->shape, &mg, &mbt, &mda, false) != TG_OK)
+        if (tg__k_matmul(g->storage->device, "MmBackward", am->dtype, nb, am->shape, &mg, &mbt, &mda, false, false) != TG_OK)
             goto fail;
     }
     if (need_b) {
@@ -183,7 +183,7 @@ static tg_status mm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gi
         /* dB = A^T @ dC, summed over the batch when b is shared. */
         tg__mat mat = tg__mat_t(tg__mat_of(a, false)), mg = tg__mat_of(g, false);
         tg__mat mdb = tg__mat_of(db, false);
-        if (tg__k_matmul(g->storage->device, "MmBackward", bm->dtype, nb, am->shape, &mat, &mg, &mdb, b_shared) !=
+        if (tg__k_matmul(g->storage->device, "MmBackward", bm->dtype, nb, am->shape, &mat, &mg, &mdb, b_shared, false) !=
             TG_OK)
             goto fail;
     }

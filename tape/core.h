@@ -487,7 +487,8 @@ tg_status tg__k_gather_find_bad(const tg_tensor *index, int64_t V, int64_t *bad)
 tg_status tg__k_gather_forward(const tg_tensor *t, const tg_tensor *index, tg_tensor *out);
 tg_status tg__k_gather_backward(const tg_tensor *g, const tg_tensor *index, tg_tensor *dt);
 tg_status tg__k_matmul(tg_device dev, const char *who, tg_dtype dt, int nb, const int64_t *bshape,
-                       const tg__mat *a, const tg__mat *b, const tg__mat *c, bool reduce);
+                       const tg__mat *a, const tg__mat *b, const tg__mat *c, bool reduce,
+                       bool accumulate);
 /* The fused log-prob kernels (kernels/kernel.h): y contiguous i64 on z's
  * device; a rejected row is reported in *bad (its column may be
  * TG__LPE_COL_UNKNOWN: the caller looks it up). g_lp / g_H may be NULL. */

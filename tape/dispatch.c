@@ -201,8 +201,9 @@ tg_status tg__k_gather_backward(const tg_tensor *g, const tg_tensor *index, tg_t
 }
 
 tg_status tg__k_matmul(tg_device dev, const char *who, tg_dtype dt, int nb, const int64_t *bshape,
-                       const tg__mat *a, const tg__mat *b, const tg__mat *c, bool reduce) {
-    tg_status st = tg__backend_of(dev)->matmul((int)dt, nb, bshape, a, b, c, reduce);
+                       const tg__mat *a, const tg__mat *b, const tg__mat *c, bool reduce,
+                       bool accumulate) {
+    tg_status st = tg__backend_of(dev)->matmul((int)dt, nb, bshape, a, b, c, reduce, accumulate);
     if (st != TG_OK) tg__set_error(st, "%s: %s", who, tg_last_error());
     return st;
 }

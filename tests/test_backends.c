@@ -478,6 +478,39 @@ Test(backends, gather_scatter_index_select_flip) {
     }
 }
 
+/* The fused linear op (tg_linear_logprob_entropy): hidden, weight, bias,
+ * targets; logprob + entropy / 2 + lse / 4 so one comparison covers the three
+ * outputs and backward sends a gradient into each. */
+static tg_tensor *e_linear(tg_tensor *const *in, const void *a) {
+    const tg_linear_logprob_opts *o = a;
+    tg_tensor *lp, *H, *lse;
+    if (tg_linear_logprob_entropy(in[0], in[1], in[2], in[3], o, &lp, &H, &lse) != TG_OK)
+        return NULL;
+    return tg_add(tg_add(lp, tg_scale(H, 0.5)), tg_scale(lse, 0.25));
+}
+
+Test(backends, linear_logprob_entropy_chunks_and_blocks) {
+    NEED_DEVICE();
+    for (int k = 0; k < 2; k++) {
+        for (int j = 0; j < 3; j++) {
+            int t = tg_scope_begin();
+            tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
+            o.temperature = 0.8;
+            o.chunk_rows = j == 0 ? 0 : 5;
+            o.vocab_block = j == 2 ? 7 : 0;
+            o.entropy_grad = j != 1;
+            tg_tensor *in[4] = {randn(FLOATS[k], 2, (int64_t[]){17, 6}, 1),
+                                randn(FLOATS[k], 2, (int64_t[]){30, 6}, 2),
+                                randn(FLOATS[k], 1, (int64_t[]){30}, 3), tgt_targets(17, 30, 4)};
+            char what[64];
+            snprintf(what, sizeof what, "linear %s chunk %lld block %lld",
+                     tg_dtype_name(FLOATS[k]), (long long)o.chunk_rows, (long long)o.vocab_block);
+            run_both(what, 4, in, e_linear, &o, true);
+            cr_assert_eq(tg_scope_end(t), TG_OK);
+        }
+    }
+}
+
 /* Every entry of the shared vocabulary table (vocab_table.h) on every case of its
  * PyTorch fixtures (tests/vocab/fixtures): the device against the CPU, values and,
  * where the op is differentiable, gradients. */

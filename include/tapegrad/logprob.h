@@ -96,6 +96,93 @@ tg_status tg_logprob_entropy_lse_at(tg_site s, tg_tensor *logits, tg_tensor *tar
 #define tg_logprob_entropy_lse(logits, targets, opts, logprob, entropy, lse)                   \
     tg_logprob_entropy_lse_at(TG_SITE, logits, targets, opts, logprob, entropy, lse)
 
+/* ---- the logits never exist: fused linear + log-prob + entropy --------------
+ *
+ * For hidden states h (..., d) (N rows), the output layer's weight W (V, d)
+ * and bias b (V) or none, the logits z = h W^T + b are the input of
+ * tg_logprob_entropy; this op computes the same outputs without ever holding
+ * z or its gradient whole. Rows are taken `chunk_rows` at a time and the
+ * vocabulary `vocab_block` rows of W at a time: each block's logits are one
+ * GEMM into a workspace, their online statistics (max, sum-exp, sum-exp * x,
+ * the target logit) are merged across blocks, and the chunk's outputs come
+ * from the merged statistics. Ignored rows are never multiplied. Backward
+ * recomputes each block's logits, turns them into their gradient in place
+ * (the upstream gradients of logprob, entropy and lse applied there) and
+ * accumulates dh (GEMM), dW and db (GEMMs, fixed order: the same bits from
+ * run to run on the CPU). Saved: per row the max and log-sum-exp (and the
+ * entropy when its gradient is wanted), plus version-checked references to
+ * h, W, b and the targets. docs/design.md draws the loop. */
+
+typedef struct tg_linear_logprob_opts {
+    double temperature;       /* > 0 (default 1) */
+    int64_t ignore_index;     /* rows with this target: outputs 0, no gradient,
+                                 never multiplied (default -100) */
+    bool want_entropy;        /* default true */
+    bool entropy_grad;        /* default true; false: no entropy term in
+                                 backward and nothing saved for it */
+    tg_logprob_impl impl;     /* TG_LOGPROB_FUSED (default): the chunked loop;
+                                 TG_LOGPROB_COMPOSITE: tg_matmul (+ bias) then
+                                 the fused logits op, the (N, V) logits made
+                                 (the baseline the loop is measured against) */
+    size_t workspace_bytes;   /* budget for the loop's buffers, from which the
+                                 chunk and block are derived (default
+                                 TG_LINEAR_LOGPROB_WORKSPACE) */
+    int64_t chunk_rows;       /* rows per chunk, 0 = from the budget */
+    int64_t vocab_block;      /* vocabulary rows per block, 0 = from the budget */
+} tg_linear_logprob_opts;
+
+#define TG_LINEAR_LOGPROB_WORKSPACE ((size_t)256 << 20) /* 256 MiB */
+
+/* The defaults listed above. */
+tg_linear_logprob_opts tg_linear_logprob_opts_default(void);
+
+/* What the loop will use for N rows of width d, a vocabulary of V and dtype
+ * dt (f32 or f64) under opts (NULL: defaults). */
+typedef struct tg_linear_logprob_plan {
+    int64_t chunk_rows;       /* rows per chunk (>= 1) */
+    int64_t vocab_block;      /* vocabulary rows per block (1..V) */
+    int64_t n_blocks;         /* ceil(V / vocab_block) */
+    size_t forward_workspace; /* bytes of workspace forward holds at most */
+    size_t backward_workspace;/* bytes of workspace backward holds at most (its
+                                 gradients dh, dW, db not included) */
+    size_t saved_per_row;     /* bytes saved per row (16, or 24 with the
+                                 entropy's gradient) */
+} tg_linear_logprob_plan;
+
+/* Fills *plan. Errors: TG_ERR_NULL (plan); TG_ERR_DTYPE (dt not f32/f64);
+ * TG_ERR_VALUE (N < 0, d < 1, V < 1, chunk_rows or vocab_block < 0, a
+ * budget too small for one row of one vocabulary row: the message gives the
+ * smallest budget that works). */
+tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype dt, bool has_bias,
+                                     const tg_linear_logprob_opts *opts,
+                                     tg_linear_logprob_plan *plan);
+
+/* logprob, entropy and (when lse is not NULL) the row log-sum-exp of
+ * z / T for z = hidden @ weight^T + bias, as tg_logprob_entropy_lse would
+ * give for those logits.
+ * hidden: f32 or f64, shape (..., d), d >= 1 (copied once when not
+ * contiguous). weight: (V, d), V >= 1, hidden's dtype and device. bias: (V)
+ * or NULL. targets: i64, hidden's leading shape. opts: NULL for defaults.
+ * Outputs: new tensors of hidden's leading shape and dtype; *entropy when
+ * want_entropy (else NULL; entropy may be NULL then); *lse when lse is not
+ * NULL. Gradients flow to whichever of hidden, weight and bias require grad;
+ * nothing is recorded or saved under no-grad or when none does.
+ * Errors (all outputs NULL, nothing written or leaked): TG_ERR_NULL
+ * (hidden, weight, targets, logprob, entropy when wanted); TG_ERR_DTYPE;
+ * TG_ERR_DEVICE (operands on different devices); TG_ERR_SHAPE (weight not
+ * (V, d) for hidden's d, bias not (V), targets not hidden's leading shape);
+ * TG_ERR_VALUE (the options, as tg_linear_logprob_plan_for and
+ * tg_logprob_entropy; a target outside [0, V) naming its row; a kept row
+ * whose logits hold NaN or +inf, or are all -inf: the message names the row
+ * and the vocabulary entry); TG_ERR_NOMEM; TG_ERR_CUDA. */
+tg_status tg_linear_logprob_entropy_at(tg_site s, tg_tensor *hidden, tg_tensor *weight,
+                                       tg_tensor *bias, tg_tensor *targets,
+                                       const tg_linear_logprob_opts *opts, tg_tensor **logprob,
+                                       tg_tensor **entropy, tg_tensor **lse);
+#define tg_linear_logprob_entropy(hidden, weight, bias, targets, opts, logprob, entropy, lse)   \
+    tg_linear_logprob_entropy_at(TG_SITE, hidden, weight, bias, targets, opts, logprob,       \
+                                 entropy, lse)
+
 #ifdef __cplusplus
 }
 #endif

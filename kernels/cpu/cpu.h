@@ -40,7 +40,7 @@ tg_status tg__cpu_gather_forward(const tg__arr *t, const tg__arr *index, void *o
 tg_status tg__cpu_gather_backward(const tg__arr *g, const tg__arr *index, void *dt, int64_t V);
 /* matmul.c */
 tg_status tg__cpu_matmul(int dtype, int nb, const int64_t *bshape, const tg__mat *a,
-                         const tg__mat *b, const tg__mat *c, bool reduce);
+                         const tg__mat *b, const tg__mat *c, bool reduce, bool accumulate);
 /* logprob.c */
 tg_status tg__cpu_lpe_forward(const tg__arr *z, const int64_t *y, int64_t ignore, double inv_t,
                               int64_t chunk, void *lp, void *H, double *stats, int nstat,

@@ -361,14 +361,15 @@ tg_status tg__cpu_lpe_forward(const tg__arr *z, const int64_t *y, int64_t ignore
         for (int64_t i = c0; i < c1; i++) {
             row_out o = {0, 0, 0, 0};
             double zy = 0.0;
+            const bool has_y = y[i] >= 0 && y[i] < V; /* else no target term (a vocab block) */
             if (y[i] != ignore) {
                 const char *p = row_ptr(z, i);
                 if (f32) {
                     o = fwd32((const float *)p, xs, V, (float)inv_t);
-                    zy = ((const float *)p)[y[i] * xs];
+                    if (has_y) zy = ((const float *)p)[y[i] * xs];
                 } else {
                     o = fwd_row_f64((const double *)p, xs, V, inv_t);
-                    zy = ((const double *)p)[y[i] * xs];
+                    if (has_y) zy = ((const double *)p)[y[i] * xs];
                 }
                 if (o.bad) {
                     if (i < first_bad) first_bad = i;
@@ -376,7 +377,7 @@ tg_status tg__cpu_lpe_forward(const tg__arr *z, const int64_t *y, int64_t ignore
                 }
             }
             /* -inf at the target gives -inf; (z_y - M) is exact for f32 z in double */
-            const double lpi = y[i] == ignore ? 0.0 : (zy - o.M) * inv_t - o.ls;
+            const double lpi = y[i] == ignore || !has_y ? 0.0 : (zy - o.M) * inv_t - o.ls;
             if (f32) {
                 ((float *)lp)[i] = (float)lpi;
                 if (H) ((float *)H)[i] = (float)o.H;
@@ -453,10 +454,10 @@ tg_status tg__cpu_lpe_backward(const tg__arr *z, const int64_t *y, int64_t ignor
             if (f32) {
                 bwd32((const float *)p, xs, V, (float)inv_t, (float)M, ls, (float)H,
                             (float)gp, (float)gH, (float *)o);
-                ((float *)o)[y[i]] += (float)(glp * inv_t);
+                if (y[i] >= 0 && y[i] < V) ((float *)o)[y[i]] += (float)(glp * inv_t);
             } else {
                 bwd_row_f64((const double *)p, xs, V, inv_t, M, ls, H, gp, gH, (double *)o);
-                ((double *)o)[y[i]] += glp * inv_t;
+                if (y[i] >= 0 && y[i] < V) ((double *)o)[y[i]] += glp * inv_t;
             }
         }
     }

@@ -163,7 +163,7 @@ static void gemm(int dt, int64_t M, int64_t N, int64_t K, const operand *a, cons
 }
 
 tg_status tg__cpu_matmul(int dt, int nb, const int64_t *bshape, const tg__mat *a,
-                         const tg__mat *b, const tg__mat *c, bool reduce) {
+                         const tg__mat *b, const tg__mat *c, bool reduce, bool accumulate) {
     size_t es = tg_dtype_size((tg_dtype)dt);
     int64_t M = a->rows, K = a->cols, N = b->cols;
     int64_t nbatch = tg__k_numel(nb, bshape);
@@ -178,6 +178,8 @@ tg_status tg__cpu_matmul(int dt, int nb, const int64_t *bshape, const tg__mat *a
         return tg__set_error(TG_ERR_INTERNAL, "GEMM result is not row-major");
 
     if (K == 0 || nbatch == 0) {
+        if (accumulate)
+            return TG_OK; /* adds an empty sum */
         if (reduce)
             zero_rows(es, M, N, c->data, ldc);
         else
@@ -228,7 +230,7 @@ tg_status tg__cpu_matmul(int dt, int nb, const int64_t *bshape, const tg__mat *a
     if (folded) {
         const void *pa = operand_ptr(&oa, dt, a->data);
         const void *pb = operand_ptr(&ob, dt, b->data);
-        gemm(dt, fM, N, fK, &oa, pa, &ob, pb, c->data, fc_rs, 0.0);
+        gemm(dt, fM, N, fK, &oa, pa, &ob, pb, c->data, fc_rs, accumulate ? 1.0 : 0.0);
     } else {
         /* A matrix shared by every entry (a weight) is packed only once. */
         bool a_shared = batch_shared(nb, bshape, a->bs), b_shared = batch_shared(nb, bshape, b->bs);
@@ -241,7 +243,7 @@ tg_status tg__cpu_matmul(int dt, int nb, const int64_t *bshape, const tg__mat *a
                 pa = operand_ptr(&oa, dt, ai);
             if (!pb || !b_shared)
                 pb = operand_ptr(&ob, dt, bi);
-            gemm(dt, M, N, K, &oa, pa, &ob, pb, ci, ldc, reduce && i > 0 ? 1.0 : 0.0);
+            gemm(dt, M, N, K, &oa, pa, &ob, pb, ci, ldc, accumulate || (reduce && i > 0) ? 1.0 : 0.0);
         }
     }
     operand_free(&oa);

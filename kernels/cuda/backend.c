@@ -50,7 +50,7 @@ static tg_status pack(tg__mat *m, int dtype, int nb, const int64_t *bshape, void
 }
 
 static tg_status matmul(int dtype, int nb, const int64_t *bshape, const tg__mat *a,
-                        const tg__mat *b, const tg__mat *c, bool reduce) {
+                        const tg__mat *b, const tg__mat *c, bool reduce, bool accumulate) {
     tg__mat ma = *a, mb = *b, mc = *c;
     void *wa = NULL, *wb = NULL;
     size_t na = 0, nbytes = 0;
@@ -60,7 +60,7 @@ static tg_status matmul(int dtype, int nb, const int64_t *bshape, const tg__mat 
     tg__cuda_mat_normalise(&mc);
     if (!tg__cuda_mat_usable(&ma)) st = pack(&ma, dtype, nb, bshape, &wa, &na);
     if (st == TG_OK && !tg__cuda_mat_usable(&mb)) st = pack(&mb, dtype, nb, bshape, &wb, &nbytes);
-    if (st == TG_OK) st = tg__cuda_matmul(dtype, nb, bshape, &ma, &mb, &mc, reduce);
+    if (st == TG_OK) st = tg__cuda_matmul(dtype, nb, bshape, &ma, &mb, &mc, reduce, accumulate);
     if (wa) tg__free(TG_CUDA, wa, na, TG_MEM_WORKSPACE);
     if (wb) tg__free(TG_CUDA, wb, nbytes, TG_MEM_WORKSPACE);
     return st;

@@ -151,8 +151,8 @@ __global__ void __launch_bounds__(TGK_BLOCK, 8)
         }
         double M = (double)st.m, ls = log((double)st.s);
         double h = ls - (double)st.a / (double)st.s;
-        double zy = (double)x[yr * xs];
-        lp[r] = (T)((zy - M) * inv_t - ls);
+        /* a target outside [0, V): no target term (a block of the vocabulary) */
+        lp[r] = yr >= 0 && yr < V ? (T)(((double)x[yr * xs] - M) * inv_t - ls) : (T)0;
         if (H) H[r] = (T)h;
         if (stats) {
             stats[r * nstat] = M;

@@ -101,7 +101,7 @@ template <> struct blas<double> {
 
 /* One gemm c = a b (no batch). */
 template <class T>
-static tg_status gemm1(const tg__mat *a, const tg__mat *b, const tg__mat *c) {
+static tg_status gemm1(const tg__mat *a, const tg__mat *b, const tg__mat *c, bool accumulate) {
     cublasOperation_t opa, opb;
     int lda, ldb;
     as_transposed(a, &opa, &lda);
@@ -109,7 +109,8 @@ static tg_status gemm1(const tg__mat *a, const tg__mat *b, const tg__mat *c) {
     const T one = (T)1, zero = (T)0;
     return tg__cublas_check(blas<T>::gemm(g_handle, opb, opa, (int)c->cols, (int)c->rows,
                                           (int)a->cols, &one, (const T *)b->data, ldb,
-                                          (const T *)a->data, lda, &zero, (T *)c->data,
+                                          (const T *)a->data, lda, accumulate ? &one : &zero,
+                                          (T *)c->data,
                                           (int)c->rs),
                             blas<T>::gemm_name, __FILE__, __LINE__);
 }
@@ -123,7 +124,8 @@ static tg_status gemm1(const tg__mat *a, const tg__mat *b, const tg__mat *c) {
  * Returns false (nothing run) when the batch does not fold. */
 template <class T>
 static bool folded(int nb, const int64_t *bshape, int64_t nbatch, const tg__mat *a,
-                   const tg__mat *b, const tg__mat *c, bool reduce, tg_status *st) {
+                   const tg__mat *b, const tg__mat *c, bool reduce, bool accumulate,
+                   tg_status *st) {
     int64_t sa, sb, sc;
     if (nbatch < 2 || !flat_stride(a, nb, bshape, &sa) || !flat_stride(b, nb, bshape, &sb))
         return false;
@@ -144,17 +146,17 @@ static bool folded(int nb, const int64_t *bshape, int64_t nbatch, const tg__mat 
     if (fa.rows > INT32_MAX || fa.cols > INT32_MAX || !tg__cuda_mat_usable(&fa) ||
         !tg__cuda_mat_usable(&fb) || !tg__cuda_mat_usable(&fc))
         return false;
-    *st = gemm1<T>(&fa, &fb, &fc);
+    *st = gemm1<T>(&fa, &fb, &fc, accumulate);
     return true;
 }
 
 template <class T>
 static tg_status run(int nb, const int64_t *bshape, const tg__mat *a, const tg__mat *b,
-                     const tg__mat *c, bool reduce) {
+                     const tg__mat *c, bool reduce, bool accumulate) {
     int64_t nbatch = 1;
     for (int d = 0; d < nb; d++) nbatch *= bshape[d];
     tg_status fst;
-    if (folded<T>(nb, bshape, nbatch, a, b, c, reduce, &fst)) return fst;
+    if (folded<T>(nb, bshape, nbatch, a, b, c, reduce, accumulate, &fst)) return fst;
     const int M = (int)c->rows, N = (int)c->cols, K = (int)a->cols, ldc = (int)c->rs;
     cublasOperation_t opa, opb;
     int lda, ldb;
@@ -167,10 +169,11 @@ static tg_status run(int nb, const int64_t *bshape, const tg__mat *a, const tg__
     if (!reduce && nbatch > 1 && nbatch <= INT32_MAX && flat_stride(a, nb, bshape, &sa) &&
         flat_stride(b, nb, bshape, &sb) && flat_stride(c, nb, bshape, &sc))
         return tg__cublas_check(blas<T>::batched(g_handle, opb, opa, N, M, K, &one, B, ldb, sb, A,
-                                                 lda, sa, &zero, C, ldc, sc, (int)nbatch),
+                                                 lda, sa, accumulate ? &one : &zero, C, ldc, sc,
+                                                 (int)nbatch),
                                 blas<T>::batched_name, __FILE__, __LINE__);
     for (int64_t i = 0; i < nbatch; i++) {
-        const T *beta = (reduce && i > 0) ? &one : &zero;
+        const T *beta = (accumulate || (reduce && i > 0)) ? &one : &zero;
         T *Ci = reduce ? C : C + batch_off(c, nb, bshape, i);
         tg_status st = tg__cublas_check(blas<T>::gemm(g_handle, opb, opa, N, M, K, &one,
                                                       B + batch_off(b, nb, bshape, i), ldb,
@@ -184,12 +187,12 @@ static tg_status run(int nb, const int64_t *bshape, const tg__mat *a, const tg__
 
 extern "C" tg_status tg__cuda_matmul(int dtype, int nb, const int64_t *bshape,
                                      const tg__mat *a, const tg__mat *b,
-                                     const tg__mat *c, bool reduce) {
+                                     const tg__mat *c, bool reduce, bool accumulate) {
     if (c->rows == 0 || c->cols == 0) return TG_OK;
     int64_t nbatch = 1;
     for (int d = 0; d < nb; d++) nbatch *= bshape[d];
     if (a->cols == 0 || nbatch == 0) { /* empty sums: zeros */
-        if (nbatch == 0 && !reduce) return TG_OK;
+        if ((nbatch == 0 && !reduce) || accumulate) return TG_OK; /* nothing, or + 0 */
         tg__arr arr;
         arr.data = c->data;
         arr.dtype = dtype;
@@ -219,8 +222,8 @@ extern "C" tg_status tg__cuda_matmul(int dtype, int nb, const int64_t *bshape,
         if (st != TG_OK) g_handle = NULL; /* its value is unspecified then: try again next time */
     }
     if (st == TG_OK)
-        st = dtype == TG_F32 ? run<float>(nb, bshape, a, b, c, reduce)
-                             : run<double>(nb, bshape, a, b, c, reduce);
+        st = dtype == TG_F32 ? run<float>(nb, bshape, a, b, c, reduce, accumulate)
+                             : run<double>(nb, bshape, a, b, c, reduce, accumulate);
     pthread_mutex_unlock(&g_blas_lock);
     return st;
 }

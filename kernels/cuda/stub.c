@@ -73,8 +73,8 @@ static tg_status g_bwd(const tg__arr *g, const tg__arr *i, void *d, int64_t V) {
     return none();
 }
 static tg_status mm(int dt, int nb, const int64_t *bs, const tg__mat *a, const tg__mat *b,
-                    const tg__mat *c, bool r) {
-    (void)dt, (void)nb, (void)bs, (void)a, (void)b, (void)c, (void)r;
+                    const tg__mat *c, bool r, bool acc) {
+    (void)dt, (void)nb, (void)bs, (void)a, (void)b, (void)c, (void)r, (void)acc;
     return none();
 }
 static tg_status lpe_f(const tg__arr *z, const int64_t *y, int64_t ig, double it, int64_t ch,

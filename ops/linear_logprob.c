@@ -1,0 +1,761 @@
+/* ops/linear_logprob.c - tg_linear_logprob_entropy: log-prob, entropy and
+ * log-sum-exp of z = h W^T + b without z ever being whole in memory.
+ *
+ * The loop (docs/design.md draws it). Kept rows (target != ignore_index) form
+ * runs of consecutive rows; each run is cut into chunks of at most
+ * plan.chunk_rows rows, so a chunk is a plain row range of h and of every
+ * per-row tensor (views, no gathers). For each chunk, for each block of
+ * plan.vocab_block vocabulary rows:
+ *   Z = h[chunk] @ W[block]^T (+ b[block])     one GEMM into the workspace
+ *   forward:  the fused kernel's row statistics of Z (max M_b, ls_b, H_b) and
+ *             the target logit; with one block these are the answer, with
+ *             several they are merged on the host (max-rescaling, below)
+ *   backward: Z becomes dZ in place (the fused backward kernel with the saved
+ *             global statistics; a row whose target is in another block gets
+ *             no one-hot term), then dh[chunk] += dZ @ W[block],
+ *             dW[block] += dZ^T @ h[chunk], db[block] += 1^T dZ.
+ * Merging block statistics (d = (z - M) / T, S = sum exp(d), A = sum exp(d) d):
+ *   S_b = exp(ls_b), A_b = S_b (ls_b - H_b); with M' = max(M, M_b),
+ *   f = exp((M - M') / T), f_b = exp((M_b - M') / T):
+ *   A' = f (A + S (M - M') / T) + f_b (A_b + S_b (M_b - M') / T),
+ *   S' = f S + f_b S_b;  at the end ls = log S, H = ls - A / S,
+ *   logprob = (z_y - M) / T - ls.
+ * The composite impl is tg_matmul (+ bias) then the fused logits op. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "logprob_internal.h"
+
+#define WHO "tg_linear_logprob_entropy"
+#define MIN_CHUNK 128   /* rows a GEMM wants before the vocabulary is split */
+#define STAGE_COLS 5    /* merged outputs per row: logprob, entropy, M, ls, H */
+
+tg_linear_logprob_opts tg_linear_logprob_opts_default(void) {
+    tg_linear_logprob_opts o;
+    memset(&o, 0, sizeof o);
+    o.temperature = 1.0;
+    o.ignore_index = -100;
+    o.want_entropy = true;
+    o.entropy_grad = true;
+    o.impl = TG_LOGPROB_FUSED;
+    o.workspace_bytes = TG_LINEAR_LOGPROB_WORKSPACE;
+    return o;
+}
+
+/* ---- the plan ------------------------------------------------------------------ */
+
+/* Workspace bytes per chunk row besides the logits, with several blocks.
+ * Forward: the merge state (32) held throughout, and at most either the
+ * per-block buffers (local targets 8, logprob es, statistics 24, target
+ * logit es) or the staged outputs (8 * STAGE_COLS = 40 <= 32 + 2 es).
+ * Backward: the local targets (8). The bias gradient's row of ones (es)
+ * comes on top in backward. */
+static size_t fwd_extra(size_t es) { return 32 + 8 + 2 * es + 24; }
+
+static size_t per_row(int64_t vb, int64_t nb, size_t es, bool has_bias) {
+    size_t z = (size_t)vb * es;
+    size_t fwd = z + (nb > 1 ? fwd_extra(es) : 0);
+    size_t bwd = z + (nb > 1 ? 8 : 0) + (has_bias ? es : 0);
+    return fwd > bwd ? fwd : bwd;
+}
+
+static void plan_bytes(tg_linear_logprob_plan *p, size_t es, bool has_bias) {
+    const size_t c = (size_t)p->chunk_rows, z = c * (size_t)p->vocab_block * es;
+    const bool multi = p->n_blocks > 1;
+    p->forward_workspace = z + (multi ? c * fwd_extra(es) : 0);
+    p->backward_workspace = z + (multi ? c * 8 : 0) + (has_bias ? c * es : 0);
+}
+
+tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype dt, bool has_bias,
+                                     const tg_linear_logprob_opts *opts,
+                                     tg_linear_logprob_plan *plan) {
+    const char *who = "tg_linear_logprob_plan_for";
+    if (tg__null_arg(plan, who, "plan")) return tg_last_status();
+    memset(plan, 0, sizeof *plan);
+    tg_linear_logprob_opts o = opts ? *opts : tg_linear_logprob_opts_default();
+    if (dt != TG_F32 && dt != TG_F64)
+        return tg__set_error(TG_ERR_DTYPE, "%s: dtype must be f32 or f64, got %s", who,
+                             tg_dtype_name(dt));
+    if (N < 0 || d < 1 || V < 1)
+        return tg__set_error(TG_ERR_VALUE, "%s: need N >= 0, d >= 1 and V >= 1, got N %lld, "
+                             "d %lld, V %lld", who, (long long)N, (long long)d, (long long)V);
+    if (o.chunk_rows < 0 || o.vocab_block < 0)
+        return tg__set_error(TG_ERR_VALUE, "%s: chunk_rows and vocab_block must be >= 0, got "
+                             "%lld and %lld", who, (long long)o.chunk_rows,
+                             (long long)o.vocab_block);
+    const size_t es = tg_dtype_size(dt), B = o.workspace_bytes;
+    const int64_t nmax = N > 0 ? N : 1;
+    int64_t c = o.chunk_rows > 0 ? (o.chunk_rows < nmax ? o.chunk_rows : nmax) : 0;
+    int64_t vb = o.vocab_block > 0 ? (o.vocab_block < V ? o.vocab_block : V) : 0;
+    if (!c || !vb) {
+        const size_t least = per_row(1, V > 1 ? 2 : 1, es, has_bias);
+        if (B < least && (!c || !vb))
+            return tg__set_error(TG_ERR_VALUE, "%s: workspace_bytes %zu cannot hold one row of "
+                                 "one vocabulary entry (%s, d %lld): give at least %zu", who, B,
+                                 tg_dtype_name(dt), (long long)d, least);
+    }
+    if (!vb) {
+        /* the whole vocabulary when enough rows fit, else blocks of it */
+        const int64_t want = c ? c : (nmax < MIN_CHUNK ? nmax : MIN_CHUNK);
+        if ((size_t)want * per_row(V, 1, es, has_bias) <= B) {
+            vb = V;
+        } else {
+            const size_t extra = per_row(0, 2, es, has_bias);
+            int64_t rows = want;
+            while (rows > 1 && B / (size_t)rows < extra + es) rows /= 2;
+            vb = (int64_t)((B / (size_t)rows - extra) / es);
+            if (vb < 1) vb = 1;
+            if (vb >= V) vb = V > 1 ? V - 1 : 1; /* several blocks were needed */
+            if (!c) c = rows;
+        }
+    }
+    const int64_t nb = (V + vb - 1) / vb;
+    if (!c) {
+        int64_t fit = (int64_t)(B / per_row(vb, nb, es, has_bias));
+        c = fit < 1 ? 1 : (fit < nmax ? fit : nmax);
+    }
+    plan->chunk_rows = c;
+    plan->vocab_block = vb;
+    plan->n_blocks = nb;
+    plan->saved_per_row = o.want_entropy && o.entropy_grad ? 24 : 16;
+    plan_bytes(plan, es, has_bias);
+    return TG_OK;
+}
+
+/* ---- what forward and backward share ------------------------------------------- */
+
+typedef struct lin {
+    tg_site s;
+    tg_tensor *h;        /* (N, d) rows of hidden (a view of the contiguous input) */
+    tg_tensor *w;        /* (V, d) contiguous */
+    tg_tensor *b;        /* (V) contiguous, or NULL */
+    tg_tensor *y;        /* (N) contiguous targets */
+    const int64_t *yh;   /* (N) the targets on the host */
+    void *y_owned;
+    int64_t N, d, V, ignore;
+    double inv_t;
+    tg_dtype dt;
+    tg_device dev;
+    size_t es;
+    tg_linear_logprob_plan plan;
+    tg_tensor *zbuf;     /* (chunk_rows * vocab_block) the logits' workspace */
+} lin;
+
+static void rel(tg_tensor *t) {
+    if (t) tg__tensor_release(t);
+}
+
+static void lin_done(lin *L) {
+    rel(L->h);
+    rel(L->w);
+    rel(L->b);
+    rel(L->y);
+    rel(L->zbuf);
+    free(L->y_owned);
+}
+
+/* A 2-D or 1-D alias of t's storage. */
+static tg_tensor *alias2(const lin *L, const tg_tensor *t, int64_t off, int64_t rows,
+                         int64_t cols, int64_t rs) {
+    if (cols < 0)
+        return tg__tensor_alias(L->s, t->storage, t->dtype, 1, &rows, (int64_t[]){rs},
+                                t->offset + off);
+    return tg__tensor_alias(L->s, t->storage, t->dtype, 2, (int64_t[]){rows, cols},
+                            (int64_t[]){rs, 1}, t->offset + off);
+}
+
+/* A workspace tensor on dev. */
+static tg_tensor *ws_new(const lin *L, tg_device dev, tg_dtype dt, int ndim, const int64_t *shape) {
+    return tg__tensor_new_on(L->s, WHO, dev, dt, ndim, shape, TG_MEM_WORKSPACE);
+}
+
+/* t (shape (...) with N elements) as a 1-D (N) alias when its dims merge;
+ * else a contiguous copy seen so. NULL t stays NULL (*ok true). */
+static tg_tensor *flat_rows(const lin *L, tg_tensor *t, bool *ok) {
+    *ok = true;
+    if (!t) return NULL;
+    int64_t st = 1, expect = -1;
+    bool merge = true;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        if (t->shape[d] == 1) continue;
+        if (expect < 0) st = t->strides[d];
+        else if (t->strides[d] != expect) merge = false;
+        expect = t->strides[d] * t->shape[d];
+    }
+    tg_tensor *src = merge ? tg_retain(t) : tg__contiguous(L->s, t);
+    tg_tensor *f = src ? tg__tensor_alias(L->s, src->storage, src->dtype, 1, &L->N,
+                                          (int64_t[]){merge ? st : 1}, src->offset)
+                       : NULL;
+    rel(src);
+    if (!f) *ok = false;
+    return f;
+}
+
+/* Z (c, vb) = h[r0, r0 + c) @ W[v0, v0 + vb)^T (+ b[v0, v0 + vb)), as a view
+ * of the workspace; NULL with the error set. */
+static tg_tensor *block_logits(const lin *L, int64_t r0, int64_t c, int64_t v0, int64_t vb) {
+    tg_tensor *Z = tg__tensor_alias(L->s, L->zbuf->storage, L->dt, 2, (int64_t[]){c, vb},
+                                    (int64_t[]){vb, 1}, 0);
+    if (!Z) return NULL;
+    tg__mat a = {0}, bm = {0}, cm = {0};
+    a.data = (char *)tg__ptr(L->h) + (size_t)(r0 * L->d) * L->es;
+    a.rows = c, a.cols = L->d, a.rs = L->d, a.cs = 1;
+    bm.data = (char *)tg__ptr(L->w) + (size_t)(v0 * L->d) * L->es; /* W[block]^T (d, vb) */
+    bm.rows = L->d, bm.cols = vb, bm.rs = 1, bm.cs = L->d;
+    cm.data = tg__ptr(Z);
+    cm.rows = c, cm.cols = vb, cm.rs = vb, cm.cs = 1;
+    tg_status st = tg__k_matmul(L->dev, WHO, L->dt, 0, NULL, &a, &bm, &cm, false, false);
+    if (st == TG_OK && L->b) {
+        tg_tensor *bb = alias2(L, L->b, v0, vb, -1, 1);
+        st = bb ? tg__k_binary(TG__BIN_ADD, Z, Z, bb, 0, 0) : tg_last_status();
+        rel(bb);
+    }
+    return tg__k_ok(st, Z);
+}
+
+/* Local targets of rows [r0, r0 + c) for the block [v0, v0 + vb): y - v0
+ * when inside, else `outside`; a new (c) i64 tensor on L->dev. */
+static tg_tensor *local_targets(const lin *L, int64_t r0, int64_t c, int64_t v0, int64_t vb,
+                                int64_t outside) {
+    tg_tensor *hst = ws_new(L, TG_CPU, TG_I64, 1, &c);
+    if (!hst) return NULL;
+    int64_t *t = tg__ptr(hst);
+    for (int64_t i = 0; i < c; i++) {
+        const int64_t y = L->yh[r0 + i];
+        t[i] = y >= v0 && y < v0 + vb ? y - v0 : outside;
+    }
+    if (L->dev == TG_CPU) return hst;
+    tg_mem_category prev = tg__set_category_override(TG_MEM_WORKSPACE);
+    tg_tensor *dv = tg__device_copy(L->s, WHO, hst, L->dev);
+    tg__set_category_override(prev);
+    rel(hst);
+    return dv;
+}
+
+/* Calls fn(L, r0, c, arg) for each chunk of kept rows; stops at the first
+ * failure and returns it. */
+typedef tg_status (*chunk_fn)(lin *L, int64_t r0, int64_t c, void *arg);
+static tg_status for_chunks(lin *L, chunk_fn fn, void *arg) {
+    int64_t i = 0;
+    while (i < L->N) {
+        if (L->yh[i] == L->ignore) {
+            i++;
+            continue;
+        }
+        int64_t j = i;
+        while (j < L->N && L->yh[j] != L->ignore && j - i < L->plan.chunk_rows) j++;
+        tg_status st = fn(L, i, j - i, arg);
+        if (st != TG_OK) return st;
+        i = j;
+    }
+    return TG_OK;
+}
+
+/* The error for a rejected entry of Z (rows from r0, entries from v0). */
+static tg_status bad_entry(const lin *L, const tg_tensor *Z, tg__lpe_bad *bad, int64_t r0,
+                           int64_t v0, int64_t vb) {
+    if (tg__lpe_locate_bad(WHO, Z, bad, L->inv_t) != TG_OK) return tg_last_status();
+    if (bad->col < 0)
+        return tg__set_error(TG_ERR_VALUE, "%s: row %lld: every logit of vocabulary entries "
+                             "[%lld, %lld) is -inf (a row needs a finite logit; give it "
+                             "ignore_index)", WHO, (long long)(r0 + bad->row), (long long)v0,
+                             (long long)(v0 + vb));
+    return tg__set_error(TG_ERR_VALUE, "%s: row %lld: the logit of vocabulary entry %lld "
+                         "(hidden row %lld . weight row %lld%s) is %g (logits must be finite "
+                         "or -inf)", WHO, (long long)(r0 + bad->row),
+                         (long long)(v0 + bad->col), (long long)(r0 + bad->row),
+                         (long long)(v0 + bad->col), L->b ? " + bias" : "", bad->value);
+}
+
+/* ---- forward --------------------------------------------------------------------- */
+
+typedef struct fwd_out {
+    tg_tensor *lp, *H, *st; /* (N), (N) or NULL, (N, nstat) or NULL */
+    int nstat;
+} fwd_out;
+
+/* rows [r0, r0 + c) of a 1-D (or (N, k)) output */
+static tg_tensor *out_rows(const lin *L, tg_tensor *t, int64_t r0, int64_t c) {
+    if (!t) return NULL;
+    if (t->ndim == 2)
+        return alias2(L, t, r0 * t->shape[1], c, t->shape[1], t->shape[1]);
+    return alias2(L, t, r0, c, -1, 1);
+}
+
+/* One block: the outputs directly from the fused kernel. */
+static tg_status fwd_one_block(lin *L, int64_t r0, int64_t c, fwd_out *o) {
+    tg_tensor *Z = block_logits(L, r0, c, 0, L->V);
+    tg_tensor *y = Z ? alias2(L, L->y, r0, c, -1, 1) : NULL;
+    tg_tensor *lp = y ? out_rows(L, o->lp, r0, c) : NULL;
+    tg_tensor *H = lp && o->H ? out_rows(L, o->H, r0, c) : NULL;
+    tg_tensor *st = lp && o->st ? out_rows(L, o->st, r0, c) : NULL;
+    tg_status rc = TG_ERR_NOMEM;
+    if (lp && (!o->H || H) && (!o->st || st)) {
+        tg__lpe_bad bad;
+        rc = tg__k_lpe_forward(Z, y, L->ignore, L->inv_t, 0, lp, H, st, o->nstat, &bad);
+        if (rc == TG_OK && bad.row >= 0) rc = bad_entry(L, Z, &bad, r0, 0, L->V);
+    } else {
+        rc = tg_last_status();
+    }
+    tg_tensor *all[5] = {Z, y, lp, H, st};
+    for (int k = 0; k < 5; k++) rel(all[k]);
+    return rc;
+}
+
+/* Merges block statistics st_b (c, 3) and target logits zy (c) into the
+ * state (c, 4: M, S, A, z_y) on the host. */
+static void merge(const lin *L, int64_t r0, int64_t c, int64_t v0, int64_t vb, bool first,
+                  const double *st_b, const void *zy, double *state) {
+    const double it = L->inv_t;
+    for (int64_t i = 0; i < c; i++) {
+        double *m = state + 4 * i;
+        const double Mb = st_b[3 * i], lsb = st_b[3 * i + 1], Hb = st_b[3 * i + 2];
+        const double Sb = exp(lsb), Ab = Sb * (lsb - Hb);
+        if (first) {
+            m[0] = Mb, m[1] = Sb, m[2] = Ab;
+        } else {
+            const double Mn = m[0] > Mb ? m[0] : Mb, dm = (m[0] - Mn) * it, db = (Mb - Mn) * it;
+            const double f = exp(dm), fb = exp(db);
+            m[2] = f * (m[2] + m[1] * dm) + fb * (Ab + Sb * db);
+            m[1] = f * m[1] + fb * Sb;
+            m[0] = Mn;
+        }
+        const int64_t y = L->yh[r0 + i];
+        if (y >= v0 && y < v0 + vb)
+            m[3] = L->dt == TG_F32 ? (double)((const float *)zy)[i] : ((const double *)zy)[i];
+    }
+}
+
+/* Host values of a (CPU or device) workspace tensor; *owned to free(). */
+static const void *host_of(const tg_tensor *t, void **owned) {
+    int64_t lo;
+    const void *p = tg__host_elems(WHO, t, owned, &lo);
+    return p ? (const char *)p + (size_t)(t->offset - lo) * tg_dtype_size(t->dtype) : NULL;
+}
+
+/* Several blocks: statistics merged on the host, then written to the rows. */
+static tg_status fwd_blocks(lin *L, int64_t r0, int64_t c, fwd_out *o) {
+    const int64_t vbs = L->plan.vocab_block;
+    tg_tensor *state = ws_new(L, TG_CPU, TG_F64, 2, (int64_t[]){c, 4}); // (c, 4)
+    tg_tensor *lpb = state ? ws_new(L, L->dev, L->dt, 1, &c) : NULL;          // (c)
+    tg_tensor *stb = lpb ? ws_new(L, L->dev, TG_F64, 2, (int64_t[]){c, 3}) : NULL; // (c, 3)
+    tg_tensor *zyb = stb ? ws_new(L, L->dev, L->dt, 2, (int64_t[]){c, 1}) : NULL;  // (c, 1)
+    tg_status rc = zyb ? TG_OK : tg_last_status();
+    for (int64_t v0 = 0; rc == TG_OK && v0 < L->V; v0 += vbs) {
+        const int64_t vb = L->V - v0 < vbs ? L->V - v0 : vbs;
+        /* in-block targets, 0 elsewhere: the gather reads a valid entry, the
+         * statistics do not depend on the targets */
+        tg_tensor *idx = local_targets(L, r0, c, v0, vb, 0);
+        tg_tensor *Z = idx ? block_logits(L, r0, c, v0, vb) : NULL;
+        tg_tensor *idx2 = Z ? alias2(L, idx, 0, c, 1, 1) : NULL;
+        rc = idx2 ? TG_OK : tg_last_status();
+        tg__lpe_bad bad;
+        if (rc == TG_OK)
+            rc = tg__k_lpe_forward(Z, idx, INT64_MIN, L->inv_t, 0, lpb, NULL, stb, 3, &bad);
+        if (rc == TG_OK && bad.row >= 0) rc = bad_entry(L, Z, &bad, r0, v0, vb);
+        if (rc == TG_OK) rc = tg__k_gather_forward(Z, idx2, zyb);
+        void *own1 = NULL, *own2 = NULL;
+        const double *sh = rc == TG_OK ? host_of(stb, &own1) : NULL;
+        const void *zh = sh ? host_of(zyb, &own2) : NULL;
+        if (rc == TG_OK && !zh) rc = tg_last_status();
+        if (rc == TG_OK) merge(L, r0, c, v0, vb, v0 == 0, sh, zh, tg__ptr(state));
+        free(own1);
+        free(own2);
+        rel(idx2);
+        rel(Z);
+        rel(idx);
+    }
+    rel(lpb);
+    rel(stb);
+    rel(zyb);
+    /* the merged outputs, staged as (c, 5) f64 and copied into the rows */
+    tg_tensor *stage = rc == TG_OK ? ws_new(L, TG_CPU, TG_F64, 2, (int64_t[]){c, STAGE_COLS})
+                                   : NULL;
+    if (rc == TG_OK && !stage) rc = tg_last_status();
+    if (rc == TG_OK) {
+        const double *m = tg__ptr(state);
+        double *g = tg__ptr(stage);
+        for (int64_t i = 0; i < c; i++) {
+            const double ls = log(m[4 * i + 1]), H = ls - m[4 * i + 2] / m[4 * i + 1];
+            g[STAGE_COLS * i] = (m[4 * i + 3] - m[4 * i]) * L->inv_t - ls;
+            g[STAGE_COLS * i + 1] = H;
+            g[STAGE_COLS * i + 2] = m[4 * i];
+            g[STAGE_COLS * i + 3] = ls;
+            g[STAGE_COLS * i + 4] = H;
+        }
+    }
+    rel(state);
+    tg_tensor *dst = NULL;
+    if (rc == TG_OK) {
+        tg_mem_category prev = tg__set_category_override(TG_MEM_WORKSPACE);
+        dst = tg__device_copy(L->s, WHO, stage, L->dev);
+        tg__set_category_override(prev);
+        if (!dst) rc = tg_last_status();
+    }
+    rel(stage);
+    /* column k of the staged rows into an output's rows */
+    tg_tensor *outs[3] = {o->lp, o->H, o->st};
+    for (int k = 0; k < 3 && rc == TG_OK; k++) {
+        if (!outs[k]) continue;
+        const int ncol = k == 2 ? o->nstat : 1, col = k == 2 ? 2 : k;
+        tg_tensor *rows = out_rows(L, outs[k], r0, c);
+        tg_tensor *src = rows ? (ncol == 1 ? alias2(L, dst, col, c, -1, STAGE_COLS)
+                                           : alias2(L, dst, col, c, ncol, STAGE_COLS))
+                              : NULL;
+        rc = src ? tg__k_copy(rows, src) : tg_last_status();
+        rel(src);
+        rel(rows);
+    }
+    rel(dst);
+    return rc;
+}
+
+static tg_status fwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
+    return L->plan.n_blocks == 1 ? fwd_one_block(L, r0, c, arg) : fwd_blocks(L, r0, c, arg);
+}
+
+/* ---- backward ----------------------------------------------------------------------- */
+
+/* Node parameters. */
+enum { P_IGNORE = 0, P_NSTAT = 1, P_LSE_OUT = 2, P_HAS_BIAS = 3 };  /* iparam */
+enum { P_INV_T = 0, P_CHUNK = 1, P_VBLOCK = 2 };                     /* dparam */
+/* Saved slots: hidden (contiguous), weight, targets (N) contiguous, stats
+ * (N, nstat) f64, bias (when given). */
+enum { S_H = 0, S_W = 1, S_Y = 2, S_ST = 3, S_B = 4 };
+
+typedef struct bwd_ctx {
+    tg_tensor *st;               /* (N, nstat) saved statistics */
+    int nstat;
+    tg_tensor *glp, *gH, *glse;  /* (N) upstream gradients or NULL */
+    tg_tensor *dh, *dw, *db;     /* gradients being accumulated, or NULL */
+    tg_tensor *ones;             /* (c) ones for db, or NULL */
+} bwd_ctx;
+
+static tg_status gemm_acc(const lin *L, const tg__mat *a, const tg__mat *b, const tg__mat *c) {
+    return tg__k_matmul(L->dev, "LinearLogprobEntropyBackward", L->dt, 0, NULL, a, b, c, false,
+                        true);
+}
+
+static tg__mat mat(void *data, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+    tg__mat m;
+    memset(&m, 0, sizeof m);
+    m.data = data, m.rows = rows, m.cols = cols, m.rs = rs, m.cs = cs;
+    return m;
+}
+
+static tg_status bwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
+    bwd_ctx *B = arg;
+    const int64_t vbs = L->plan.vocab_block, d = L->d;
+    const size_t es = L->es;
+    tg_status rc = TG_OK;
+    tg_tensor *st = out_rows(L, B->st, r0, c);
+    tg_tensor *g[3] = {NULL, NULL, NULL}, *gsrc[3] = {B->glp, B->gH, B->glse};
+    for (int k = 0; k < 3; k++)
+        if (gsrc[k] && !(g[k] = alias2(L, gsrc[k], r0 * gsrc[k]->strides[0], c, -1,
+                                       gsrc[k]->strides[0])))
+            rc = tg_last_status();
+    if (!st) rc = tg_last_status();
+    for (int64_t v0 = 0; rc == TG_OK && v0 < L->V; v0 += vbs) {
+        const int64_t vb = L->V - v0 < vbs ? L->V - v0 : vbs;
+        tg_tensor *y = L->plan.n_blocks == 1 ? alias2(L, L->y, r0, c, -1, 1)
+                                             : local_targets(L, r0, c, v0, vb, -1);
+        tg_tensor *Z = y ? block_logits(L, r0, c, v0, vb) : NULL;
+        rc = Z ? tg__k_lpe_backward(Z, y, INT64_MIN, L->inv_t, 0, st, B->nstat, g[0], g[1],
+                                    g[2], Z)
+               : tg_last_status();
+        char *zp = Z ? tg__ptr(Z) : NULL;
+        char *hp = (char *)tg__ptr(L->h) + (size_t)(r0 * d) * es;
+        char *wp = (char *)tg__ptr(L->w) + (size_t)(v0 * d) * es;
+        if (rc == TG_OK && B->dh) { /* dh[chunk] (c, d) += dZ (c, vb) @ W[block] (vb, d) */
+            tg__mat a = mat(zp, c, vb, vb, 1), b = mat(wp, vb, d, d, 1);
+            tg__mat o = mat((char *)tg__ptr(B->dh) + (size_t)(r0 * d) * es, c, d, d, 1);
+            rc = gemm_acc(L, &a, &b, &o);
+        }
+        if (rc == TG_OK && B->dw) { /* dW[block] (vb, d) += dZ^T (vb, c) @ h[chunk] (c, d) */
+            tg__mat a = mat(zp, vb, c, 1, vb), b = mat(hp, c, d, d, 1);
+            tg__mat o = mat((char *)tg__ptr(B->dw) + (size_t)(v0 * d) * es, vb, d, d, 1);
+            rc = gemm_acc(L, &a, &b, &o);
+        }
+        if (rc == TG_OK && B->db) { /* db[block] (1, vb) += 1 (1, c) @ dZ (c, vb) */
+            tg__mat a = mat(tg__ptr(B->ones), 1, c, c, 1), b = mat(zp, c, vb, vb, 1);
+            tg__mat o = mat((char *)tg__ptr(B->db) + (size_t)v0 * es, 1, vb, vb, 1);
+            rc = gemm_acc(L, &a, &b, &o);
+        }
+        rel(Z);
+        rel(y);
+    }
+    for (int k = 0; k < 3; k++) rel(g[k]);
+    rel(st);
+    return rc;
+}
+
+/* Fills L from the saved tensors (new references) for backward. */
+static tg_status lin_from_node(tg__node *n, lin *L) {
+    memset(L, 0, sizeof *L);
+    L->s = n->site;
+    tg_tensor *h = tg__node_saved(n, S_H);
+    if (!h) return tg_last_status();
+    L->d = h->shape[h->ndim - 1];
+    L->N = tg__numel(h->ndim - 1, h->shape);
+    L->h = alias2(L, h, 0, L->N, L->d, L->d);
+    rel(h);
+    if (!L->h || !(L->w = tg__node_saved(n, S_W)) || !(L->y = tg__node_saved(n, S_Y)) ||
+        (n->iparam[P_HAS_BIAS] && !(L->b = tg__node_saved(n, S_B))))
+        return tg_last_status();
+    L->V = L->w->shape[0];
+    L->dt = L->h->dtype;
+    L->es = tg_dtype_size(L->dt);
+    L->dev = L->h->storage->device;
+    L->ignore = n->iparam[P_IGNORE];
+    L->inv_t = n->dparam[P_INV_T];
+    L->plan.chunk_rows = (int64_t)n->dparam[P_CHUNK];
+    L->plan.vocab_block = (int64_t)n->dparam[P_VBLOCK];
+    L->plan.n_blocks = (L->V + L->plan.vocab_block - 1) / L->plan.vocab_block;
+    L->yh = tg__lpe_targets_host(WHO, L->y, &L->y_owned);
+    return L->yh ? TG_OK : tg_last_status();
+}
+
+static tg_status lin_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    lin L;
+    bwd_ctx B;
+    memset(&B, 0, sizeof B);
+    tg_status rc = lin_from_node(n, &L);
+    const bool want_h = n->edge[0].kind != TG__EDGE_NONE, want_w = n->edge[1].kind != TG__EDGE_NONE;
+    const bool want_b = n->iparam[P_HAS_BIAS] && n->edge[2].kind != TG__EDGE_NONE;
+    B.nstat = (int)n->iparam[P_NSTAT];
+    bool ok1 = true, ok2 = true, ok3 = true;
+    if (rc == TG_OK && !(B.st = tg__node_saved(n, S_ST))) rc = tg_last_status();
+    if (rc == TG_OK) {
+        B.glp = flat_rows(&L, gout[0], &ok1);
+        B.gH = B.nstat == 3 ? flat_rows(&L, gout[1], &ok2) : NULL;
+        B.glse = n->iparam[P_LSE_OUT] >= 0 ? flat_rows(&L, gout[n->iparam[P_LSE_OUT]], &ok3)
+                                           : NULL;
+        if (!ok1 || !ok2 || !ok3) rc = tg_last_status();
+    }
+    const tg__meta *mh = &n->in_meta[0];
+    if (rc == TG_OK && want_h && !(B.dh = tg__zeros_on(n->site, L.dev, L.dt, mh->ndim, mh->shape)))
+        rc = tg_last_status();
+    if (rc == TG_OK && want_w &&
+        !(B.dw = tg__zeros_on(n->site, L.dev, L.dt, 2, (int64_t[]){L.V, L.d})))
+        rc = tg_last_status();
+    if (rc == TG_OK && want_b && !(B.db = tg__zeros_on(n->site, L.dev, L.dt, 1, &L.V)))
+        rc = tg_last_status();
+    if (rc == TG_OK && L.N > 0) {
+        const int64_t zn = L.plan.chunk_rows * L.plan.vocab_block;
+        if (!(L.zbuf = ws_new(&L, L.dev, L.dt, 1, &zn))) rc = tg_last_status();
+        if (rc == TG_OK && want_b) {
+            B.ones = ws_new(&L, L.dev, L.dt, 1, &L.plan.chunk_rows);
+            rc = B.ones ? tg__k_fill(B.ones, 1.0) : tg_last_status();
+        }
+        if (rc == TG_OK && (want_h || want_w || want_b)) rc = for_chunks(&L, bwd_chunk, &B);
+    }
+    tg_tensor *keep[3] = {B.dh, B.dw, B.db};
+    for (int k = 0; k < 3; k++) {
+        if (rc == TG_OK) gin[k] = keep[k];
+        else rel(keep[k]);
+    }
+    rel(B.st);
+    rel(B.glp);
+    rel(B.gH);
+    rel(B.glse);
+    rel(B.ones);
+    lin_done(&L);
+    return rc;
+}
+
+static const tg__op_def lin_def = {"LinearLogprobEntropyBackward", lin_backward, false};
+
+/* ---- checks and the public entry ---------------------------------------------------- */
+
+static tg_status check(const tg_tensor *h, const tg_tensor *w, const tg_tensor *b,
+                       const tg_tensor *y, const tg_linear_logprob_opts *o) {
+    char s1[160], s2[160];
+    if (!tg__is_float(h->dtype) || w->dtype != h->dtype || (b && b->dtype != h->dtype))
+        return tg__set_error(TG_ERR_DTYPE, "%s: hidden, weight and bias must be f32 or f64 of "
+                             "one dtype, got %s, %s and %s", WHO, tg_dtype_name(h->dtype),
+                             tg_dtype_name(w->dtype), b ? tg_dtype_name(b->dtype) : "none");
+    if (y->dtype != TG_I64)
+        return tg__set_error(TG_ERR_DTYPE, "%s: targets must be i64, got %s", WHO,
+                             tg_dtype_name(y->dtype));
+    const tg_tensor *all[4] = {h, w, y, b};
+    if (!tg__same_device(WHO, b ? 4 : 3, all)) return tg_last_status();
+    if (h->ndim < 1 || h->shape[h->ndim - 1] < 1)
+        return tg__set_error(TG_ERR_SHAPE, "%s: hidden of shape %s: need (..., d) with d >= 1",
+                             WHO, tg__shape_str(s1, sizeof s1, h->ndim, h->shape));
+    const int64_t d = h->shape[h->ndim - 1];
+    if (w->ndim != 2 || w->shape[1] != d || w->shape[0] < 1)
+        return tg__set_error(TG_ERR_SHAPE, "%s: weight of shape %s does not fit hidden of shape "
+                             "%s (need (V, %lld), V >= 1)", WHO,
+                             tg__shape_str(s1, sizeof s1, w->ndim, w->shape),
+                             tg__shape_str(s2, sizeof s2, h->ndim, h->shape), (long long)d);
+    if (b && (b->ndim != 1 || b->shape[0] != w->shape[0]))
+        return tg__set_error(TG_ERR_SHAPE, "%s: bias of shape %s does not fit weight of shape "
+                             "%s (need (%lld))", WHO, tg__shape_str(s1, sizeof s1, b->ndim, b->shape),
+                             tg__shape_str(s2, sizeof s2, w->ndim, w->shape),
+                             (long long)w->shape[0]);
+    bool same = y->ndim == h->ndim - 1;
+    for (int k = 0; same && k < y->ndim; k++) same = y->shape[k] == h->shape[k];
+    if (!same)
+        return tg__set_error(TG_ERR_SHAPE, "%s: targets of shape %s do not match hidden of shape "
+                             "%s (targets must have hidden's shape without its last dimension)",
+                             WHO, tg__shape_str(s1, sizeof s1, y->ndim, y->shape),
+                             tg__shape_str(s2, sizeof s2, h->ndim, h->shape));
+    if (!(o->temperature > 0.0) || !isfinite(o->temperature))
+        return tg__set_error(TG_ERR_VALUE, "%s: temperature must be finite and > 0, got %g", WHO,
+                             o->temperature);
+    if (o->impl != TG_LOGPROB_FUSED && o->impl != TG_LOGPROB_COMPOSITE)
+        return tg__set_error(TG_ERR_VALUE, "%s: unknown impl %d", WHO, (int)o->impl);
+    if (o->chunk_rows < 0 || o->vocab_block < 0)
+        return tg__set_error(TG_ERR_VALUE, "%s: chunk_rows and vocab_block must be >= 0, got "
+                             "%lld and %lld", WHO, (long long)o->chunk_rows,
+                             (long long)o->vocab_block);
+    return TG_OK;
+}
+
+/* The baseline: logits = hidden @ weight^T (+ bias), then the fused logits op. */
+static tg_status composite(tg_site s, tg_tensor *h, tg_tensor *w, tg_tensor *b, tg_tensor *y,
+                           const tg_linear_logprob_opts *o, tg_tensor **lp, tg_tensor **H,
+                           tg_tensor **lse) {
+    tg_tensor *wt = tg__transpose(s, w, 0, 1);
+    tg_tensor *z = wt ? tg__matmul(s, h, wt) : NULL;
+    tg_tensor *zb = z && b ? tg__add(s, z, b) : (z ? tg_retain(z) : NULL);
+    rel(wt);
+    rel(z);
+    if (!zb) return tg_last_status();
+    tg_logprob_opts lo = tg_logprob_opts_default();
+    lo.temperature = o->temperature;
+    lo.ignore_index = o->ignore_index;
+    lo.want_entropy = o->want_entropy;
+    lo.entropy_grad = o->entropy_grad;
+    tg_set_name(zb, "logits");
+    tg_status st = lse ? tg__logprob_entropy_lse(s, WHO, zb, y, &lo, lp, H, lse)
+                       : tg__logprob_entropy(s, WHO, zb, y, &lo, lp, H);
+    rel(zb);
+    return st;
+}
+
+static tg_status fused(tg_site s, tg_tensor *hidden, tg_tensor *w, tg_tensor *b, tg_tensor *y,
+                       const tg_linear_logprob_opts *o, tg_tensor **lp_out, tg_tensor **h_out,
+                       tg_tensor **lse_out) {
+    lin L;
+    memset(&L, 0, sizeof L);
+    L.s = s;
+    L.dt = hidden->dtype;
+    L.es = tg_dtype_size(L.dt);
+    L.dev = hidden->storage->device;
+    L.d = hidden->shape[hidden->ndim - 1];
+    L.V = w->shape[0];
+    L.N = tg__numel(hidden->ndim - 1, hidden->shape);
+    L.ignore = o->ignore_index;
+    L.inv_t = 1.0 / o->temperature;
+    tg_tensor *hc = NULL, *lse = NULL;
+    tg__node *n = NULL;
+    fwd_out F = {NULL, NULL, NULL, 2};
+    tg_status rc = tg_linear_logprob_plan_for(L.N, L.d, L.V, L.dt, b != NULL, o, &L.plan);
+    if (rc != TG_OK) return rc;
+    const int lead = hidden->ndim - 1;
+    if (!(hc = tg__contiguous(s, hidden)) || !(L.w = tg__contiguous(s, w)) ||
+        (b && !(L.b = tg__contiguous(s, b))) ||
+        !(L.y = tg__lpe_targets(s, WHO, y, L.V, L.ignore)) ||
+        !(L.h = alias2(&L, hc, 0, L.N, L.d, L.d)))
+        goto fail;
+    tg_tensor *yflat = alias2(&L, L.y, 0, L.N, -1, 1);
+    if (!yflat) goto fail;
+    rel(L.y);
+    L.y = yflat;
+    if (!(L.yh = tg__lpe_targets_host(WHO, L.y, &L.y_owned))) goto fail;
+    tg_tensor *ins[3] = {hc, L.w, L.b};
+    const bool record = tg__needs_grad(b ? 3 : 2, ins);
+    const bool grad_h = record && o->want_entropy && o->entropy_grad;
+    F.nstat = grad_h ? 3 : 2;
+    F.lp = tg__zeros_on(s, L.dev, L.dt, 1, &L.N);
+    F.H = F.lp && o->want_entropy ? tg__zeros_on(s, L.dev, L.dt, 1, &L.N) : NULL;
+    F.st = F.lp && (record || lse_out)
+               ? tg__zeros_on(s, L.dev, TG_F64, 2, (int64_t[]){L.N, F.nstat})
+               : NULL;
+    if (!F.lp || (o->want_entropy && !F.H) || ((record || lse_out) && !F.st)) goto fail;
+    if (L.N > 0) {
+        const int64_t zn = L.plan.chunk_rows * L.plan.vocab_block;
+        if (!(L.zbuf = ws_new(&L, L.dev, L.dt, 1, &zn))) goto fail;
+        if (for_chunks(&L, fwd_chunk, &F) != TG_OK) goto fail;
+        rel(L.zbuf);
+        L.zbuf = NULL;
+    }
+    /* the outputs in hidden's leading shape */
+    tg_tensor *shaped[2] = {NULL, NULL}, *flat[2] = {F.lp, F.H};
+    int64_t cst[TG_MAX_DIMS], acc = 1;
+    for (int k = lead - 1; k >= 0; k--) {
+        cst[k] = acc;
+        acc *= hidden->shape[k];
+    }
+    for (int k = 0; k < 2; k++)
+        if (flat[k])
+            shaped[k] = tg__tensor_alias(s, flat[k]->storage, L.dt, lead, hidden->shape, cst, 0);
+    rel(F.lp);
+    rel(F.H);
+    F.lp = shaped[0];
+    F.H = shaped[1];
+    if (!F.lp || (o->want_entropy && !F.H)) goto fail;
+    if (lse_out && !(lse = tg__lpe_lse_of(s, WHO, hidden, F.st, F.nstat, L.inv_t))) goto fail;
+    if (record) {
+        n = tg__node_new(s, &lin_def, lin_def.name, b ? 3 : 2, ins, 1 + grad_h + (lse_out != NULL));
+        if (!n) goto fail;
+        n->dparam[P_INV_T] = L.inv_t;
+        n->dparam[P_CHUNK] = (double)L.plan.chunk_rows;
+        n->dparam[P_VBLOCK] = (double)L.plan.vocab_block;
+        n->iparam[P_IGNORE] = L.ignore;
+        n->iparam[P_NSTAT] = F.nstat;
+        n->iparam[P_LSE_OUT] = lse_out ? 1 + grad_h : -1;
+        n->iparam[P_HAS_BIAS] = b != NULL;
+        tg_set_name(F.st, "row max/logsumexp/entropy");
+        if (tg__node_save(n, hc, false, 0) < 0 || tg__node_save(n, L.w, false, 1) < 0 ||
+            tg__node_save(n, L.y, false, -1) < 0 || tg__node_save(n, F.st, false, -1) < 0 ||
+            (b && tg__node_save(n, L.b, false, 2) < 0))
+            goto fail;
+        tg__node_set_output(n, 0, F.lp);
+        if (grad_h) tg__node_set_output(n, 1, F.H);
+        if (lse_out) tg__node_set_output(n, 1 + grad_h, lse);
+        tg__node_release(n);
+        n = NULL;
+    }
+    rel(F.st);
+    rel(hc);
+    lin_done(&L);
+    *lp_out = F.lp;
+    *h_out = F.H;
+    if (lse_out) *lse_out = lse;
+    return TG_OK;
+fail:
+    rc = tg_last_status();
+    tg__node_release(n);
+    rel(lse);
+    rel(F.lp);
+    rel(F.H);
+    rel(F.st);
+    rel(hc);
+    lin_done(&L);
+    return rc;
+}
+
+tg_status tg_linear_logprob_entropy_at(tg_site s, tg_tensor *hidden, tg_tensor *weight,
+                                       tg_tensor *bias, tg_tensor *targets,
+                                       const tg_linear_logprob_opts *opts, tg_tensor **logprob,
+                                       tg_tensor **entropy, tg_tensor **lse) {
+    tg_linear_logprob_opts o = opts ? *opts : tg_linear_logprob_opts_default();
+    if (logprob) *logprob = NULL;
+    if (entropy) *entropy = NULL;
+    if (lse) *lse = NULL;
+    if (tg__null_arg(hidden, WHO, "hidden") || tg__null_arg(weight, WHO, "weight") ||
+        tg__null_arg(targets, WHO, "targets") || tg__null_arg(logprob, WHO, "logprob") ||
+        (o.want_entropy && tg__null_arg(entropy, WHO, "entropy")))
+        return tg_last_status();
+    tg_status st = check(hidden, weight, bias, targets, &o);
+    if (st != TG_OK) return st;
+    tg_tensor *lp = NULL, *h = NULL, *l = NULL;
+    st = o.impl == TG_LOGPROB_FUSED
+             ? fused(s, hidden, weight, bias, targets, &o, &lp, &h, lse ? &l : NULL)
+             : composite(s, hidden, weight, bias, targets, &o, &lp, &h, lse ? &l : NULL);
+    if (st != TG_OK) return st;
+    return tg__lpe_hand_out(lp, h, l, logprob, o.want_entropy ? entropy : NULL, lse);
+}

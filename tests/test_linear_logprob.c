@@ -1,0 +1,446 @@
+/* tests/test_linear_logprob.c - tg_linear_logprob_entropy: the chunked loop
+ * against matmul + the fused logits op (its composite impl, a separate
+ * path), for every chunk and vocabulary block size, every option, ignored
+ * rows anywhere; gradcheck in f64; the exact memory of forward and
+ * backward; nothing saved without grad; in-place edits caught; bad inputs;
+ * an allocation-failure sweep. */
+#include <math.h>
+
+#include "tg_test_util.h"
+
+TestSuite(linear_logprob, .init = tgt_setup_scoped, .fini = tgt_teardown_scoped);
+
+typedef struct lcase {
+    tg_dtype dt;
+    int64_t N, d, V;
+    int64_t chunk, vblock;
+    bool bias, entropy, entropy_grad, lse, ignore_some;
+    double T;
+    bool req_h, req_w, req_b;
+} lcase;
+
+typedef struct lres {
+    tg_tensor *lp, *H, *lse;   /* outputs */
+    tg_tensor *gh, *gw, *gb;   /* gradients (NULL when not required) */
+} lres;
+
+/* Inputs of case c (fresh leaves; same values for the same case). */
+static void make_inputs(const lcase *c, tg_tensor **h, tg_tensor **w, tg_tensor **b,
+                        tg_tensor **y) {
+    *h = tg_randn(c->dt, 2, (int64_t[]){c->N, c->d}, 11, 0.0, 1.0);
+    *w = tg_randn(c->dt, 2, (int64_t[]){c->V, c->d}, 12, 0.0, 1.5);
+    *b = c->bias ? tg_randn(c->dt, 1, (int64_t[]){c->V}, 13, 0.0, 1.0) : NULL;
+    *y = c->ignore_some ? tgt_targets(c->N, c->V, 14)
+                        : tg_randint(1, (int64_t[]){c->N}, 14, 0, c->V);
+    if (c->ignore_some && c->N > 1) { /* a run of ignored rows at the start as well */
+        int64_t *yy = tg_data(*y);
+        yy[0] = yy[1] = -100;
+    }
+    tg_set_requires_grad(*h, c->req_h);
+    tg_set_requires_grad(*w, c->req_w);
+    if (*b) tg_set_requires_grad(*b, c->req_b);
+}
+
+/* Runs the op with impl, backward of sum(lp * a) + sum(H * e) + sum(lse * l)
+ * with fixed distinct upstream weights a, e, l. */
+static lres run(const lcase *c, tg_logprob_impl impl) {
+    tg_tensor *h, *w, *b, *y;
+    make_inputs(c, &h, &w, &b, &y);
+    tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
+    o.impl = impl;
+    o.temperature = c->T;
+    o.want_entropy = c->entropy;
+    o.entropy_grad = c->entropy_grad;
+    o.chunk_rows = c->chunk;
+    o.vocab_block = c->vblock;
+    lres r = {0};
+    cr_assert_eq(tg_linear_logprob_entropy(h, w, b, y, &o, &r.lp, &r.H, c->lse ? &r.lse : NULL),
+                 TG_OK, "%s", tg_last_error());
+    tg_tensor *loss = tg_sum(tg_mul(r.lp, tg_randn(c->dt, 1, (int64_t[]){c->N}, 21, 0.5, 1.0)));
+    if (c->entropy && c->entropy_grad)
+        loss = tg_add(loss, tg_sum(tg_mul(r.H, tg_randn(c->dt, 1, (int64_t[]){c->N}, 22, 0.0, 1.0))));
+    if (c->lse)
+        loss = tg_add(loss, tg_sum(tg_mul(r.lse, tg_randn(c->dt, 1, (int64_t[]){c->N}, 23, 0.0, 1.0))));
+    if (c->req_h || c->req_w || (c->bias && c->req_b))
+        cr_assert_eq(tg_backward(loss, NULL, false), TG_OK, "%s", tg_last_error());
+    r.gh = c->req_h ? tg_grad(h) : NULL;
+    r.gw = c->req_w ? tg_grad(w) : NULL;
+    r.gb = c->bias && c->req_b ? tg_grad(b) : NULL;
+    return r;
+}
+
+static double max_rel(const tg_tensor *a, const tg_tensor *b) {
+    cr_assert(a && b);
+    int64_t n = tg_numel(a);
+    cr_assert_eq(n, tg_numel(b));
+    double scale = 0, worst = 0;
+    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(tgt_at(b, i)));
+    for (int64_t i = 0; i < n; i++) {
+        double x = tgt_at(a, i), e = tgt_at(b, i);
+        if (isnan(x) || isnan(e)) return INFINITY;
+        worst = fmax(worst, fabs(x - e) / (scale > 0 ? scale : 1));
+    }
+    return worst;
+}
+
+/* The loop against the composite path: every output and gradient within tol
+ * (relative to the largest entry of each). */
+static void check_case(const lcase *c, double tol) {
+    lres f = run(c, TG_LOGPROB_FUSED), m = run(c, TG_LOGPROB_COMPOSITE);
+    const char *what[6] = {"logprob", "entropy", "lse", "d hidden", "d weight", "d bias"};
+    tg_tensor *fs[6] = {f.lp, f.H, f.lse, f.gh, f.gw, f.gb};
+    tg_tensor *ms[6] = {m.lp, m.H, m.lse, m.gh, m.gw, m.gb};
+    for (int k = 0; k < 6; k++) {
+        cr_assert_eq(fs[k] == NULL, ms[k] == NULL, "%s present in one path only", what[k]);
+        if (!fs[k]) continue;
+        double e = max_rel(fs[k], ms[k]);
+        cr_assert(e <= tol, "%s: relative difference %.3g > %.3g (N %lld d %lld V %lld chunk "
+                  "%lld block %lld %s)", what[k], e, tol, (long long)c->N, (long long)c->d,
+                  (long long)c->V, (long long)c->chunk, (long long)c->vblock,
+                  tg_dtype_name(c->dt));
+    }
+}
+
+static lcase base(tg_dtype dt) {
+    lcase c = {dt, 13, 7, 37, 0, 0, true, true, true, true, true, 0.7, true, true, true};
+    return c;
+}
+
+Test(linear_logprob, f64_every_chunk_and_block_size) {
+    const int64_t chunks[] = {0, 1, 2, 5, 13, 100}, blocks[] = {0, 1, 3, 8, 36, 37, 50};
+    for (size_t i = 0; i < sizeof chunks / sizeof *chunks; i++)
+        for (size_t j = 0; j < sizeof blocks / sizeof *blocks; j++) {
+            int t = tg_scope_begin();
+            lcase c = base(TG_F64);
+            c.chunk = chunks[i];
+            c.vblock = blocks[j];
+            check_case(&c, 1e-12);
+            cr_assert_eq(tg_scope_end(t), TG_OK);
+        }
+}
+
+Test(linear_logprob, f64_every_option) {
+    for (int mask = 0; mask < 64; mask++) {
+        int t = tg_scope_begin();
+        lcase c = base(TG_F64);
+        c.bias = mask & 1;
+        c.entropy = mask & 2;
+        c.entropy_grad = mask & 4;
+        c.lse = mask & 8;
+        c.ignore_some = mask & 16;
+        c.vblock = mask & 32 ? 10 : 0;
+        c.T = mask & 4 ? 1.0 : 1.9;
+        c.req_h = (mask % 3) != 0;
+        c.req_w = (mask % 3) != 1;
+        check_case(&c, 1e-12);
+        cr_assert_eq(tg_scope_end(t), TG_OK);
+    }
+}
+
+Test(linear_logprob, f32_matches_within_f32_accuracy) {
+    /* PyTorch's own f32 (matmul then log_softmax) differs from its f64 by ~1e-6
+     * relative on such a case; the loop and the composite path are both f32 */
+    const int64_t blocks[] = {0, 5, 64};
+    for (size_t j = 0; j < 3; j++) {
+        int t = tg_scope_begin();
+        lcase c = base(TG_F32);
+        c.N = 40, c.d = 33, c.V = 300, c.chunk = 7, c.vblock = blocks[j];
+        check_case(&c, 2e-5);
+        cr_assert_eq(tg_scope_end(t), TG_OK);
+    }
+}
+
+Test(linear_logprob, leading_shape_and_strided_hidden) {
+    /* hidden (2, 3, d) taken as a transposed view: copied once, same answer */
+    tg_tensor *raw = tg_randn(TG_F64, 3, (int64_t[]){3, 2, 5}, 3, 0.0, 1.0);
+    tg_set_requires_grad(raw, true);
+    tg_tensor *h = tg_transpose(raw, 0, 1); // (2, 3, 5)
+    tg_tensor *w = tg_randn(TG_F64, 2, (int64_t[]){9, 5}, 4, 0.0, 1.0);
+    tg_tensor *y = tg_from_data(TG_I64, 2, (int64_t[]){2, 3}, (int64_t[]){1, -100, 8, 0, 3, 3});
+    tg_tensor *lp, *H;
+    tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
+    o.vocab_block = 4;
+    cr_assert_eq(tg_linear_logprob_entropy(h, w, NULL, y, &o, &lp, &H, NULL), TG_OK, "%s",
+                 tg_last_error());
+    cr_assert_eq(tg_ndim(lp), 2);
+    cr_assert_eq(tg_shape(lp)[0], 2);
+    cr_assert_eq(tg_shape(lp)[1], 3);
+    tg_tensor *z = tg_matmul(h, tg_transpose(w, 0, 1));
+    tg_tensor *lp2, *H2;
+    cr_assert_eq(tg_logprob_entropy(z, y, NULL, &lp2, &H2), TG_OK);
+    cr_assert(max_rel(lp, lp2) < 1e-13);
+    cr_assert(max_rel(H, H2) < 1e-13);
+    cr_assert_eq(tgt_at(lp, 1), 0.0); /* ignored row */
+    cr_assert_eq(tg_backward(tg_sum(lp), NULL, false), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_shape(tg_grad(raw))[0], 3);
+}
+
+/* sum(lp) + 0.3 sum(H) + 0.2 sum(lse) of the loop, for gradcheck */
+static tg_tensor *gc_fn(tg_tensor *const *in, void *user) {
+    const tg_linear_logprob_opts *o = user;
+    int t = tg_scope_begin();
+    tg_tensor *y = tg_from_data(TG_I64, 1, (int64_t[]){5}, (int64_t[]){2, -100, 0, 6, 6});
+    tg_tensor *lp, *H, *lse, *l = NULL;
+    if (tg_linear_logprob_entropy(in[0], in[1], in[2], y, o, &lp, &H, &lse) == TG_OK)
+        l = tg_retain(tg_add(tg_add(tg_sum(lp), tg_scale(tg_sum(H), 0.3)),
+                             tg_scale(tg_sum(lse), 0.2)));
+    tg_scope_end(t);
+    return l;
+}
+
+Test(linear_logprob, gradcheck_f64) {
+    tg_tensor *in[3] = {tg_randn(TG_F64, 2, (int64_t[]){5, 4}, 1, 0.0, 1.0),
+                        tg_randn(TG_F64, 2, (int64_t[]){7, 4}, 2, 0.0, 1.0),
+                        tg_randn(TG_F64, 1, (int64_t[]){7}, 3, 0.0, 1.0)};
+    for (int k = 0; k < 3; k++) tg_set_requires_grad(in[k], true);
+    const int64_t blocks[] = {0, 3};
+    for (int j = 0; j < 2; j++) {
+        tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
+        o.temperature = 0.8;
+        o.chunk_rows = 2;
+        o.vocab_block = blocks[j];
+        cr_assert_eq(tg_gradcheck(gc_fn, &o, 3, in, NULL), TG_OK, "%s", tg_last_error());
+    }
+}
+
+/* ---- memory ---------------------------------------------------------------------- */
+
+static size_t peak_total(void) {
+    tg_mem_stats m;
+    tg_mem_get(TG_CPU, &m);
+    return m.peak_total;
+}
+static size_t live_total(void) {
+    tg_mem_stats m;
+    tg_mem_get(TG_CPU, &m);
+    return m.live_total;
+}
+
+Test(linear_logprob, exact_memory_no_logits) {
+    /* forward: outputs + statistics + the plan's workspace, nothing (N, V);
+     * backward: the gradients + its workspace */
+    const int64_t N = 64, d = 16, V = 1000;
+    for (int multi = 0; multi < 2; multi++) {
+        int t = tg_scope_begin();
+        tg_tensor *h = tg_randn(TG_F32, 2, (int64_t[]){N, d}, 1, 0.0, 1.0);
+        tg_tensor *w = tg_randn(TG_F32, 2, (int64_t[]){V, d}, 2, 0.0, 1.0);
+        tg_tensor *b = tg_randn(TG_F32, 1, (int64_t[]){V}, 3, 0.0, 1.0);
+        tg_tensor *y = tg_randint(1, (int64_t[]){N}, 4, 0, V);
+        tg_set_requires_grad(h, true);
+        tg_set_requires_grad(w, true);
+        tg_set_requires_grad(b, true);
+        tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
+        if (multi) o.workspace_bytes = 20000; /* 20 KB: blocks of the vocabulary */
+        else o.chunk_rows = 16;               /* 16 rows of the whole vocabulary */
+        tg_linear_logprob_plan p;
+        cr_assert_eq(tg_linear_logprob_plan_for(N, d, V, TG_F32, true, &o, &p), TG_OK);
+        cr_assert_eq(p.n_blocks > 1, multi == 1, "blocks %lld", (long long)p.n_blocks);
+        cr_assert(p.forward_workspace <= o.workspace_bytes);
+        cr_assert(p.backward_workspace <= o.workspace_bytes);
+        const size_t before = live_total();
+        tg_mem_reset_peak(TG_CPU);
+        tg_tensor *lp, *H;
+        cr_assert_eq(tg_linear_logprob_entropy(h, w, b, y, &o, &lp, &H, NULL), TG_OK);
+        const size_t outs = 2 * N * 4 + N * 3 * 8; /* logprob, entropy, statistics (saved) */
+        cr_assert_eq(peak_total() - before, outs + p.forward_workspace,
+                     "forward peak %zu, expected %zu", peak_total() - before,
+                     outs + p.forward_workspace);
+        cr_assert_eq(live_total() - before, outs);
+        tg_mem_stats ms;
+        tg_mem_get(TG_CPU, &ms);
+        tg_tensor *loss = tg_add(tg_sum(lp), tg_sum(H));
+        const size_t before_bwd = live_total();
+        tg_mem_reset_peak(TG_CPU);
+        cr_assert_eq(tg_backward(loss, NULL, false), TG_OK, "%s", tg_last_error());
+        const size_t grads = (N * d + V * d + V) * 4;
+        /* the two upstream gradients (N) each, made by the sums' backward */
+        const size_t ups = 2 * N * 4;
+        cr_assert(peak_total() - before_bwd <= grads + p.backward_workspace + ups,
+                  "backward peak %zu > gradients %zu + workspace %zu + upstream %zu",
+                  peak_total() - before_bwd, grads, p.backward_workspace, ups);
+        cr_assert(peak_total() - before_bwd >= grads + p.backward_workspace);
+        cr_assert(peak_total() - before < (size_t)N * V * 4, "an (N, V) buffer was made");
+        cr_assert_eq(tg_scope_end(t), TG_OK);
+    }
+}
+
+Test(linear_logprob, nothing_saved_without_grad) {
+    tg_tensor *h = tg_randn(TG_F64, 2, (int64_t[]){6, 3}, 1, 0.0, 1.0);
+    tg_tensor *w = tg_randn(TG_F64, 2, (int64_t[]){11, 3}, 2, 0.0, 1.0);
+    tg_tensor *y = tg_randint(1, (int64_t[]){6}, 3, 0, 11);
+    tg_mem_stats m0, m1;
+    tg_mem_get(TG_CPU, &m0);
+    tg_tensor *lp, *H;
+    cr_assert_eq(tg_linear_logprob_entropy(h, w, NULL, y, NULL, &lp, &H, NULL), TG_OK);
+    tg_mem_get(TG_CPU, &m1);
+    cr_assert_eq(m1.saved, m0.saved);
+    cr_assert(!tg_requires_grad(lp));
+    /* with grad: the statistics (2 or 3 doubles per row) and the inputs by reference */
+    tg_set_requires_grad(w, true);
+    tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
+    o.entropy_grad = false;
+    cr_assert_eq(tg_linear_logprob_entropy(h, w, NULL, y, &o, &lp, &H, NULL), TG_OK);
+    tg_mem_get(TG_CPU, &m1);
+    const size_t inputs = (6 * 3 + 11 * 3) * 8 + 6 * 8;
+    cr_assert_eq(m1.saved - m0.saved, inputs + 6 * 16, "saved %zu", m1.saved - m0.saved);
+    cr_assert(!tg_requires_grad(H), "entropy_grad off: the entropy is a constant");
+}
+
+Test(linear_logprob, entropy_grad_off_has_no_entropy_term) {
+    lcase c = base(TG_F64);
+    c.entropy_grad = false;
+    lres a = run(&c, TG_LOGPROB_FUSED);
+    c.entropy = false;
+    lres b = run(&c, TG_LOGPROB_FUSED);
+    cr_assert_eq(max_rel(a.gw, b.gw), 0.0);
+    cr_assert_eq(max_rel(a.gh, b.gh), 0.0);
+}
+
+Test(linear_logprob, inplace_edit_after_forward_is_caught) {
+    tg_tensor *h = tg_randn(TG_F64, 2, (int64_t[]){4, 3}, 1, 0.0, 1.0);
+    tg_tensor *w = tg_randn(TG_F64, 2, (int64_t[]){5, 3}, 2, 0.0, 1.0);
+    tg_tensor *y = tg_randint(1, (int64_t[]){4}, 3, 0, 5);
+    tg_set_requires_grad(w, true);
+    tg_tensor *hh = tg_scale(h, 1.0); /* not a leaf: may be edited in place */
+    tg_tensor *lp, *H;
+    cr_assert_eq(tg_linear_logprob_entropy(hh, w, NULL, y, NULL, &lp, &H, NULL), TG_OK);
+    cr_assert_eq(tg_scale_(hh, 2.0), TG_OK);
+    cr_assert_eq(tg_backward(tg_sum(lp), NULL, false), TG_ERR_INPLACE);
+    tgt_assert_error(TG_ERR_INPLACE, "LinearLogprobEntropyBackward", "scale_", NULL);
+}
+
+Test(linear_logprob, run_to_run_bitwise) {
+    lcase c = base(TG_F32);
+    c.N = 50, c.d = 20, c.V = 200, c.chunk = 16, c.vblock = 64;
+    lres a = run(&c, TG_LOGPROB_FUSED), b = run(&c, TG_LOGPROB_FUSED);
+    cr_assert_eq(max_rel(a.gw, b.gw), 0.0);
+    cr_assert_eq(max_rel(a.gh, b.gh), 0.0);
+    cr_assert_eq(max_rel(a.gb, b.gb), 0.0);
+    cr_assert_eq(max_rel(a.lp, b.lp), 0.0);
+}
+
+Test(linear_logprob, all_rows_ignored_and_empty) {
+    tg_tensor *h = tg_randn(TG_F64, 2, (int64_t[]){3, 2}, 1, 0.0, 1.0);
+    tg_tensor *w = tg_randn(TG_F64, 2, (int64_t[]){4, 2}, 2, 0.0, 1.0);
+    tg_set_requires_grad(h, true);
+    tg_set_requires_grad(w, true);
+    tg_tensor *y = tg_full(TG_I64, 1, (int64_t[]){3}, -100);
+    tg_tensor *lp, *H;
+    cr_assert_eq(tg_linear_logprob_entropy(h, w, NULL, y, NULL, &lp, &H, NULL), TG_OK);
+    cr_assert_eq(tg_backward(tg_sum(lp), NULL, false), TG_OK);
+    for (int i = 0; i < 3; i++) cr_assert_eq(tgt_at(lp, i), 0.0);
+    for (int i = 0; i < 8; i++) cr_assert_eq(tgt_at(tg_grad(w), i), 0.0);
+    tg_tensor *h0 = tg_zeros(TG_F64, 2, (int64_t[]){0, 2});
+    tg_tensor *y0 = tg_zeros(TG_I64, 1, (int64_t[]){0});
+    cr_assert_eq(tg_linear_logprob_entropy(h0, w, NULL, y0, NULL, &lp, &H, NULL), TG_OK);
+    cr_assert_eq(tg_numel(lp), 0);
+}
+
+/* ---- bad inputs ------------------------------------------------------------------- */
+
+Test(linear_logprob, bad_inputs) {
+    tg_tensor *h = tg_randn(TG_F64, 2, (int64_t[]){4, 3}, 1, 0.0, 1.0);
+    tg_tensor *w = tg_randn(TG_F64, 2, (int64_t[]){5, 3}, 2, 0.0, 1.0);
+    tg_tensor *b = tg_randn(TG_F64, 1, (int64_t[]){5}, 2, 0.0, 1.0);
+    tg_tensor *y = tg_randint(1, (int64_t[]){4}, 3, 0, 5);
+    tg_tensor *lp = (tg_tensor *)1, *H = (tg_tensor *)1, *L = (tg_tensor *)1;
+    tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
+#define BAD(st, call, ...)                                                                   \
+    do {                                                                                     \
+        tg_clear_error();                                                                    \
+        cr_assert_eq(call, st);                                                              \
+        tgt_assert_error(st, __VA_ARGS__, NULL);                                             \
+        cr_assert_null(lp);                                                                  \
+    } while (0)
+    BAD(TG_ERR_NULL, tg_linear_logprob_entropy(NULL, w, b, y, &o, &lp, &H, &L), "hidden");
+    BAD(TG_ERR_NULL, tg_linear_logprob_entropy(h, NULL, b, y, &o, &lp, &H, &L), "weight");
+    BAD(TG_ERR_NULL, tg_linear_logprob_entropy(h, w, b, NULL, &o, &lp, &H, &L), "targets");
+    BAD(TG_ERR_NULL, tg_linear_logprob_entropy(h, w, b, y, &o, &lp, NULL, &L), "entropy");
+    tg_clear_error();
+    cr_assert_eq(tg_linear_logprob_entropy(h, w, b, y, &o, NULL, &H, &L), TG_ERR_NULL);
+    tg_tensor *wf = tg_to_dtype(w, TG_F32), *bf = tg_to_dtype(b, TG_F32);
+    BAD(TG_ERR_DTYPE, tg_linear_logprob_entropy(h, wf, b, y, &o, &lp, &H, &L), "one dtype");
+    BAD(TG_ERR_DTYPE, tg_linear_logprob_entropy(h, w, bf, y, &o, &lp, &H, &L), "one dtype");
+    BAD(TG_ERR_DTYPE, tg_linear_logprob_entropy(h, w, b, h, &o, &lp, &H, &L), "i64");
+    tg_tensor *w4 = tg_randn(TG_F64, 2, (int64_t[]){5, 4}, 2, 0.0, 1.0);
+    BAD(TG_ERR_SHAPE, tg_linear_logprob_entropy(h, w4, b, y, &o, &lp, &H, &L), "[5, 4]",
+        "(V, 3)");
+    tg_tensor *b6 = tg_zeros(TG_F64, 1, (int64_t[]){6});
+    BAD(TG_ERR_SHAPE, tg_linear_logprob_entropy(h, w, b6, y, &o, &lp, &H, &L), "bias", "[6]");
+    tg_tensor *y3 = tg_randint(1, (int64_t[]){3}, 3, 0, 5);
+    BAD(TG_ERR_SHAPE, tg_linear_logprob_entropy(h, w, b, y3, &o, &lp, &H, &L), "targets",
+        "[3]");
+    tg_tensor *w0 = tg_zeros(TG_F64, 2, (int64_t[]){0, 3});
+    BAD(TG_ERR_SHAPE, tg_linear_logprob_entropy(h, w0, NULL, y, &o, &lp, &H, &L), "V >= 1");
+    tg_tensor *yb = tg_from_data(TG_I64, 1, (int64_t[]){4}, (int64_t[]){0, 1, 5, 2});
+    BAD(TG_ERR_VALUE, tg_linear_logprob_entropy(h, w, b, yb, &o, &lp, &H, &L), "row 2",
+        "target 5");
+    o.temperature = 0;
+    BAD(TG_ERR_VALUE, tg_linear_logprob_entropy(h, w, b, y, &o, &lp, &H, &L), "temperature");
+    o = tg_linear_logprob_opts_default();
+    o.chunk_rows = -1;
+    BAD(TG_ERR_VALUE, tg_linear_logprob_entropy(h, w, b, y, &o, &lp, &H, &L), "chunk_rows");
+    o = tg_linear_logprob_opts_default();
+    o.workspace_bytes = 10;
+    BAD(TG_ERR_VALUE, tg_linear_logprob_entropy(h, w, b, y, &o, &lp, &H, &L), "workspace_bytes",
+        "at least");
+    o = tg_linear_logprob_opts_default();
+    o.impl = (tg_logprob_impl)7;
+    BAD(TG_ERR_VALUE, tg_linear_logprob_entropy(h, w, b, y, &o, &lp, &H, &L), "impl");
+    /* a NaN in hidden: the row and the vocabulary entry are named, for one and several blocks */
+    o = tg_linear_logprob_opts_default();
+    tg_tensor *hn = tg_clone(h);
+    ((double *)tg_data(hn))[2 * 3 + 1] = NAN;
+    for (int j = 0; j < 2; j++) {
+        o.vocab_block = j ? 2 : 0;
+        BAD(TG_ERR_VALUE, tg_linear_logprob_entropy(hn, w, b, y, &o, &lp, &H, &L), "row 2",
+            "vocabulary entry 0", "nan");
+    }
+    tg_linear_logprob_plan p;
+    tg_clear_error();
+    cr_assert_eq(tg_linear_logprob_plan_for(4, 3, 5, TG_I64, false, NULL, &p), TG_ERR_DTYPE);
+    cr_assert_eq(tg_linear_logprob_plan_for(4, 0, 5, TG_F32, false, NULL, &p), TG_ERR_VALUE);
+    tg_clear_error();
+    cr_assert_eq(tg_linear_logprob_plan_for(4, 3, 5, TG_F32, false, NULL, NULL), TG_ERR_NULL);
+    cr_assert_eq(tg_live().nodes, 0);
+#undef BAD
+}
+
+/* ---- allocation failures ------------------------------------------------------------ */
+
+Test(linear_logprob, allocation_failure_sweep) {
+    /* every allocation of forward and backward in turn fails: a clean error,
+     * nothing leaked (the fixture checks at the end), then a clean run works */
+    for (int multi = 0; multi < 2; multi++) {
+        for (uint64_t k = 1;; k++) {
+            int t = tg_scope_begin();
+            tg_tensor *h = tg_randn(TG_F64, 2, (int64_t[]){6, 3}, 1, 0.0, 1.0);
+            tg_tensor *w = tg_randn(TG_F64, 2, (int64_t[]){7, 3}, 2, 0.0, 1.0);
+            tg_tensor *b = tg_randn(TG_F64, 1, (int64_t[]){7}, 3, 0.0, 1.0);
+            tg_tensor *y = tgt_targets(6, 7, 4);
+            tg_set_requires_grad(h, true);
+            tg_set_requires_grad(w, true);
+            tg_set_requires_grad(b, true);
+            tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
+            o.chunk_rows = 2;
+            o.vocab_block = multi ? 3 : 0;
+            tg_fault_inject(k, false);
+            tg_tensor *lp = NULL, *H = NULL, *L = NULL;
+            tg_status st = tg_linear_logprob_entropy(h, w, b, y, &o, &lp, &H, &L);
+            if (st == TG_OK) {
+                tg_tensor *loss = tg_add(tg_add(tg_sum(lp), tg_sum(H)), tg_sum(L));
+                st = loss ? tg_backward(loss, NULL, false) : tg_last_status();
+            }
+            uint64_t fired = tg_fault_inject(0, false);
+            cr_assert(st == TG_OK || st == TG_ERR_NOMEM, "k %llu: %s", (unsigned long long)k,
+                      tg_last_error());
+            tg_scope_end(t);
+            tg_clear_error();
+            if (!fired) {
+                cr_assert_eq(st, TG_OK);
+                break;
+            }
+        }
+        cr_assert_eq(tg_live().tensors, 0);
+    }
+}
