@@ -5,6 +5,7 @@
  *                                       with --help after an unknown name)
  *   tapegrad bench logprob [options]    see cli/bench_logprob.c
  *   tapegrad bench threads [options]    see cli/bench_threads.c
+ *   tapegrad bench linear-logprob [...] see cli/bench_linear.c
  *   tapegrad bench                      one line on stderr, exit 2
  *   tapegrad bench NOSUCH               one line on stderr, exit 2
  * Each benchmark parses its own options and owns its output.
@@ -27,13 +28,15 @@ static const bench_entry BENCHES[] = {
      cli_bench_logprob},
     {"threads", "does a GEMM-heavy step oversubscribe the cores (OpenMP vs BLAS threads)",
      cli_bench_threads},
+    {"linear-logprob", "log-prob/entropy from hidden states: logits made vs never made",
+     cli_bench_linear},
 };
 #define BENCH_N ((int)(sizeof BENCHES / sizeof BENCHES[0]))
 
 void cli_bench_help(void) {
     printf("Usage: tapegrad bench NAME [options]\n\nBenchmarks:\n");
     for (int i = 0; i < BENCH_N; i++)
-        printf("  %-10s %s\n", BENCHES[i].name, BENCHES[i].what);
+        printf("  %-15s %s\n", BENCHES[i].name, BENCHES[i].what);
     printf("\n'tapegrad bench NAME --help' lists a benchmark's options.\n");
     printf("Exit status: 0 success, 1 a configuration failed, 2 bad usage.\n");
 }

@@ -32,4 +32,9 @@ void cli_bench_logprob_help(FILE *f);
 int cli_bench_threads(int argc, char **argv);
 void cli_bench_threads_help(FILE *f);
 
+/* `tapegrad bench linear-logprob [options]` (cli/bench_linear.c): the logits
+ * made against the fused linear op that never makes them. */
+int cli_bench_linear(int argc, char **argv);
+void cli_bench_linear_help(FILE *f);
+
 #endif

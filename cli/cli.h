@@ -155,6 +155,31 @@ int cli_chunk_run(cli_chunk_opts *opts);
 /* Prints the help of `tapegrad demo chunk` to stdout. */
 void cli_chunk_help(void);
 
+/* ---- demo linear (cli/demo_linear.c) -------------------------------------- */
+
+typedef struct cli_linear_opts {
+    int64_t seq, hidden, vocab; /* hidden (seq, hidden), weight (vocab, hidden), f32 */
+    int64_t workspace_mib;      /* the fused op's workspace budget */
+    int64_t reps;               /* steps per configuration, 1..100 */
+    uint64_t seed;
+    bool json;                  /* one JSON object per configuration per line */
+    cli_outputs out;            /* --trace, --plot, --dot */
+} cli_linear_opts;
+
+/* The defaults: seq 2048, hidden 512, vocab 32000, workspace 64 MiB, 1 step,
+ * seed 13, text output. */
+cli_linear_opts cli_linear_defaults(void);
+
+/* Parses the options of `demo linear` (also --opt=value). Returns
+ * CLI_EXIT_OK, or CLI_EXIT_USAGE after printing a one-line error. */
+int cli_linear_parse(int argc, char **argv, cli_linear_opts *opts);
+
+/* Runs the demo; returns CLI_EXIT_OK or CLI_EXIT_FAIL. */
+int cli_linear_run(cli_linear_opts *opts);
+
+/* Prints the help of `tapegrad demo linear` to stdout. */
+void cli_linear_help(void);
+
 /* ---- tour (cli/tour.c) ------------------------------------------------------ */
 
 /* `tapegrad tour [--quick] [--list | SECTION]` with argv[0..argc-1] after

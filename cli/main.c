@@ -13,6 +13,7 @@
  *   tapegrad demo entropy [options]  one demo (see cli_entropy_help)
  *   tapegrad demo chunk [options]    one demo (see cli_chunk_help)
  *   tapegrad demo leak [options]     one demo (see cli_leak_help)
+ *   tapegrad demo linear [options]   one demo (see cli_linear_help)
  *   tapegrad logprob [options]       .npy in, .npy out (see cli/cmd_logprob.c)
  *   tapegrad bench NAME [options]    a benchmark (see cli/bench.c); exit 0, 1
  *                                    when a configuration fails, 2 on misuse
@@ -63,8 +64,12 @@ void cli_print_usage(FILE *f) {
             "                                 vs fused, seq x chunk\n"
             "  tapegrad demo leak [opts]      losses kept for logging keep their graphs\n"
             "                                 alive; the leak checker names them\n"
+            "  tapegrad demo linear [opts]    log-probs from hidden states without the\n"
+            "                                 logits ever existing, vs materialized\n"
             "  tapegrad bench logprob [opts]  fused vs composite log-prob/entropy: time,\n"
             "                                 exact memory, bandwidth roofline\n"
+            "  tapegrad bench linear-logprob [opts]  logits made vs never made: time,\n"
+            "                                 exact memory, RSS\n"
             "  tapegrad logprob [opts]        log-probs, entropies and their gradient\n"
             "                                 for .npy logits, written as .npy files\n"
             "  tapegrad version               library version and compiled backends\n"
@@ -89,6 +94,10 @@ void cli_print_usage(FILE *f) {
             "  --detach           keep tg_detach(loss): the fix\n"
             "  --log-entropy-with-grad   also keep an entropy recorded with its gradient\n"
             "  --json             one JSON object per microbatch, then the report\n"
+            "\n"
+            "Options of 'demo linear' (see 'tapegrad demo linear --help'):\n"
+            "  --seq N --hidden D --vocab V   (default 2048 x 512 x 32000, f32)\n"
+            "  --workspace-mib M --reps R --seed S --json\n"
             "\n"
             "Options of 'bench logprob' (see 'tapegrad bench logprob --help'):\n"
             "  --seq N,... --vocab V,... --chunk C,... --impl fused,composite\n"
@@ -162,6 +171,7 @@ DEMO_MAIN(inplace)
 DEMO_MAIN(entropy)
 DEMO_MAIN(chunk)
 DEMO_MAIN(leak)
+DEMO_MAIN(linear)
 
 static const demo_entry DEMOS[] = {
     {"inplace", "an in-place edit of a saved tensor makes backward fail, and the fix",
@@ -171,6 +181,8 @@ static const demo_entry DEMOS[] = {
     {"chunk", "chunked log-probs: time vs memory, composite vs fused", cli_chunk_help,
      demo_chunk},
     {"leak", "losses kept for logging keep their graphs alive", cli_leak_help, demo_leak},
+    {"linear", "the logits never exist: log-prob from hidden states, fused", cli_linear_help,
+     demo_linear},
 };
 #define DEMO_N ((int)(sizeof DEMOS / sizeof DEMOS[0]))
 
@@ -192,7 +204,8 @@ static const demo_entry *find_demo(const char *name) {
 
 static int cmd_demo(int argc, char **argv) {
     if (argc == 0)
-        return cli_usage_error("'demo' needs a name: tapegrad demo inplace|entropy|chunk|leak "
+        return cli_usage_error("'demo' needs a name: tapegrad demo "
+                               "inplace|entropy|chunk|leak|linear "
                                "(try 'tapegrad demo --help')");
     const demo_entry *d = find_demo(argv[0]);
     if (!d && cli_wants_help(argc, argv)) {

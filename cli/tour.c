@@ -3,7 +3,8 @@
  *
  * Contract:
  *   tapegrad tour               every section in order: 1 inplace, 2 entropy,
- *                               3 chunk, 4 leak; exit 0 when all pass, else 1
+ *                               3 chunk, 4 leak, 5 linear; exit 0 when all
+ *                               pass, else 1
  *   tapegrad tour --list        the sections, exit 0
  *   tapegrad tour NAME          one section (same heading and text), exit 0/1
  *   tapegrad tour --quick [NAME]  the same at tiny sizes (for tests, and
@@ -17,7 +18,7 @@
  *  - The sizes are chosen so that the whole tour finishes in well under a
  *    minute on 2 cores; each section says which `tapegrad demo` command runs
  *    it at other sizes.
- *  - Output is plain text on stdout. Progress ("tour 3/4 chunk: [5/12] ...")
+ *  - Output is plain text on stdout. Progress ("tour 3/5 chunk: [5/12] ...")
  *    goes to stderr only when stderr is a terminal.
  *  - Before each section the library's block cache is emptied and the
  *    process's peak RSS reset (Linux, where allowed), so that the figures a
@@ -116,6 +117,26 @@ static int tour_leak(void) {
     return rc == CLI_EXIT_OK && rc2 == CLI_EXIT_OK ? CLI_EXIT_OK : CLI_EXIT_FAIL;
 }
 
+/* ---- 5. linear ------------------------------------------------------------------------ */
+
+static int tour_linear(void) {
+    printf("Story: even fused and chunked, the log-prob op starts from the logits, and\n"
+           "the logits and their gradient are two [tokens, vocab] buffers: 32 GiB each\n"
+           "in f32 at 65k tokens x 128k vocabulary. Computing them block by block from\n"
+           "the last hidden states and the output layer's weight, and turning each block\n"
+           "into its gradient in place, they never exist whole. The same step both ways\n"
+           "('tapegrad demo linear --seq N --hidden D --vocab V' for other sizes,\n"
+           "'tapegrad bench linear-logprob' for the timings at trainer sizes).\n\n");
+    cli_linear_opts o = cli_linear_defaults();
+    if (g_quick) {
+        o.seq = 64;
+        o.hidden = 32;
+        o.vocab = 2048;
+        o.workspace_mib = 1;
+    }
+    return cli_linear_run(&o);
+}
+
 static const tour_section TOUR[] = {
     {"inplace", "An in-place edit of a saved tensor breaks backward (and the fix)",
      tour_inplace},
@@ -123,6 +144,7 @@ static const tour_section TOUR[] = {
      tour_entropy},
     {"chunk", "Chunking the log-prob: memory vs time, composite vs fused", tour_chunk},
     {"leak", "Losses kept for logging keep their graphs alive (and the fix)", tour_leak},
+    {"linear", "The logits never exist: log-probs from the hidden states", tour_linear},
 };
 #define TOUR_N ((int)(sizeof TOUR / sizeof TOUR[0]))
 

@@ -154,6 +154,42 @@ usage_error "threads: unknown flag" bench threads --seq 1
 run "bench threads help" 0 bench threads --help && has "bench threads help" out "--size N"
 run "bench help lists threads" 0 bench --help && has "bench help lists threads" out "threads"
 
+# ---- bench linear-logprob: three modes side by side, JSON keys, the targets script ----------
+lin=(bench linear-logprob --shapes 40x8x300,33x5x70 --reps 1 --workspace-mib 1)
+if run "linear json" 0 "${lin[@]}" --json; then
+    no_stderr "linear json"
+    if [[ "$(wc -l <"$tmp/out")" == 6 ]]; then ok; else bad "linear json: expected 6 lines"; fi
+    if python3 - "$tmp/out" <<'PY'; then ok; else bad "linear json: structure"; fi
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+need = {"bench", "device", "dtype", "mode", "seq", "hidden", "vocab", "chunk", "skipped",
+        "median_ms", "fwd_ms", "bwd_ms", "peak_bytes", "saved_bytes", "grad_bytes",
+        "logits_bytes", "rss_peak_growth_bytes"}
+for r in rows:
+    assert need <= set(r), need - set(r)
+    assert r["bench"] == "linear-logprob" and not r["skipped"], r
+    if r["mode"] != "materialized":
+        assert r["chunk_rows"] >= 1 and r["vocab_block"] >= 1 and r["workspace_bytes"] > 0, r
+assert [r["mode"] for r in rows[:3]] == ["materialized", "fused", "fused-no-entropy-grad"]
+PY
+    if python3 "$(dirname "$0")/../../bench/linear_targets.py" "$tmp/out" >"$tmp/targets"; then
+        ok
+    else
+        # the time target is timing at a tiny size; the memory targets must hold
+        if grep -q "peak.*MISSES" "$tmp/targets"; then
+            bad "linear targets: a memory target missed"
+            cat "$tmp/targets"
+        else ok; fi
+    fi
+fi
+run "linear table" 0 "${lin[@]}" --mode fused && has "linear table" out "N 40, D 8, V 300" &&
+    has "linear table" out "fused"
+usage_error "linear bad shapes" bench linear-logprob --shapes 4x4
+usage_error "linear bad mode" bench linear-logprob --mode nope
+usage_error "linear bad dtype" bench linear-logprob --dtype bf17
+usage_error "linear zero reps" bench linear-logprob --reps 0
+run "bench help lists linear" 0 bench --help && has "bench help lists linear" out "linear-logprob"
+
 # ---- --device cuda on this build: no device here (exit 1, one line), or a real one -----
 gpu_tiny=(bench logprob --device cuda --seq 64 --vocab 50 --reps 1 --impl fused --chunk 0
     --entropy-grad off)

@@ -225,14 +225,14 @@ run "help lists demos" 0 --help && has "help lists demos" out "demo entropy" &&
     has "help lists demos" out "demo chunk" && has "help lists demos" out "--plot FILE.svg"
 if run "tour --list" 0 tour --list; then
     order="$(sed -n 's/^  [0-9]\. \([a-z]*\) .*/\1/p' "$tmp/out" | tr '\n' ' ')"
-    if [[ "$order" == "inplace entropy chunk leak " ]]; then ok; else
-        bad "tour --list: sections are '$order', expected 'inplace entropy chunk leak '"
+    if [[ "$order" == "inplace entropy chunk leak linear " ]]; then ok; else
+        bad "tour --list: sections are '$order', expected 'inplace entropy chunk leak linear '"
     fi
 fi
 
 if run "tour --quick chunk" 0 tour --quick chunk; then
     has "tour --quick chunk" out "quick: tiny sizes"
-    has "tour --quick chunk" out "Section 3/4"
+    has "tour --quick chunk" out "Section 3/5"
     has "tour --quick chunk" out "all sections passed"
 fi
 one_line_error "tour two sections" 2 tour entropy chunk
@@ -303,11 +303,35 @@ if run "bench files" 0 bench logprob --seq 16 --vocab 64 --reps 1 --bandwidth-mi
     check_files "bench files" bench
     if [[ "$(wc -l <"$tmp/out")" == 1 ]]; then ok; else bad "bench files: stdout is not 1 JSON line"; fi
 fi
+# shellcheck disable=SC2046
+if run "linear files" 0 demo linear --seq 48 --hidden 16 --vocab 300 --workspace-mib 1 \
+    $(files linear); then
+    check_files "linear files" linear
+    has "linear files" linear.dot "LinearLogprobEntropyBackward"
+    has "linear files" out "(b) fused linear op"
+    has "linear files" out "At a trainer's size"
+fi
+if run "linear json" 0 demo linear --seq 48 --hidden 16 --vocab 300 --json; then
+    if [[ "$(wc -l <"$tmp/out")" == 3 ]]; then ok; else bad "linear json: stdout is not 3 lines"; fi
+    if ((have_python)); then
+        py "linear json" '
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert [r["config"] for r in rows] == ["a", "b", "c"], rows
+assert rows[1]["peak_bytes"] < rows[0]["peak_bytes"], rows
+assert abs(rows[1]["loss"] - rows[0]["loss"]) <= 1e-4 * abs(rows[0]["loss"]), rows
+for r in rows[1:]:
+    assert r["chunk_rows"] >= 1 and r["vocab_block"] >= 1 and r["workspace_bytes"] > 0, r
+' "$tmp/out"
+    fi
+fi
+one_line_error "linear too large" 2 demo linear --seq 4000000 --vocab 4000000
+one_line_error "linear hidden 0" 2 demo linear --hidden 0
 run "trace only" 0 demo entropy --seq 8 --vocab 16 --reps 1 --json --trace="$tmp/only.json" &&
     if [[ -s "$tmp/only.json" && ! -e "$tmp/only.svg" ]]; then ok; else bad "trace only: files"; fi
 
 # ---- errors -------------------------------------------------------------------------------------
-for d in inplace entropy chunk leak; do
+for d in inplace entropy chunk leak linear; do
     one_line_error "$d --trace without value" 2 demo "$d" --trace
     one_line_error "$d --plot empty" 2 demo "$d" --plot=
     one_line_error "$d same file twice" 2 demo "$d" --trace "$tmp/x" --dot "$tmp/x"

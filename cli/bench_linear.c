@@ -1,0 +1,400 @@
+/* cli/bench_linear.c - `tapegrad bench linear-logprob`: the output layer's
+ * log-prob and entropy from hidden states, the logits made (matmul then the
+ * fused logits op) against the fused linear op that never makes them.
+ *
+ * Contract:
+ *   tapegrad bench linear-logprob [--device cpu|cuda] [--seq N,...]
+ *       [--hidden D,...] [--vocab V,...] [--shapes NxDxV,...] [--chunk C,...]
+ *       [--mode materialized,fused,fused-no-entropy-grad] [--workspace-mib M]
+ *       [--dtype f32|f64] [--reps R] [--seed S] [--threads T] [--json]
+ *   (also --opt=value). Shapes: every seq x hidden x vocab, or the --shapes
+ *   list. CPU defaults: seq 4096,8192, hidden 1024, vocab 32000,128256.
+ *   CUDA defaults: shapes 8192x4096x128256 (a 8B-class output layer) and
+ *   262144x4096x62080 (262144 tokens on one rank holding 62080 vocabulary
+ *   rows). chunk 0 (from the budget), all three modes, workspace 256 MiB,
+ *   f32, reps 3, seed 1, threads omp_get_max_threads().
+ *  - Inputs per shape (cli/linstep.h): hidden (N, D) and weight (V, D), both
+ *    requiring grad, targets with 1% ignored; made once per shape.
+ *  - Each repetition is one step of cli_lin_step (forward, loss -mean(logprob)
+ *    - 0.01 mean(entropy) when the entropy has a gradient, backward, both
+ *    gradients dropped). Reported per configuration (medians over reps):
+ *    median_ms, fwd_ms, bwd_ms; peak_bytes (the library's exact peak during a
+ *    step beyond the inputs, the largest over reps); saved_bytes;
+ *    grad_bytes (dh + dW); logits_bytes (N V elements, for scale);
+ *    workspace_bytes, chunk_rows, vocab_block (fused: the plan); and the
+ *    host's rss_peak_growth_bytes (VmHWM at the end minus at the start; VmHWM
+ *    reset at each start where the kernel allows).
+ *  - A configuration whose estimate passes 80% of the RAM (cpu) or 90% of the
+ *    device's memory (cuda), or that runs out of device memory, is reported
+ *    as skipped with the reason (JSON: "skipped":true, "reason").
+ *  - Output: a table, with per shape the ratios fused / materialized of
+ *    time and peak; or with --json one object per configuration per line.
+ *    bench/linear_targets.py checks the targets from the JSON lines.
+ *  - Exit: 0; 1 a configuration failed; 2 bad usage (one line on stderr);
+ *    1 with one line when --device cuda has no device.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <tapegrad.h>
+
+#include "bench.h"
+#include "cli.h"
+#include "common.h"
+#include "linstep.h"
+
+#define MAXL 16
+#define MIB (1024.0 * 1024.0)
+
+typedef struct shape3 {
+    int64_t n, d, v;
+} shape3;
+
+typedef struct lb_opts {
+    tg_device device;
+    shape3 shapes[MAXL * MAXL];
+    int nshapes;
+    int64_t chunks[MAXL];
+    int nchunks;
+    int modes[3]; /* 0 materialized, 1 fused, 2 fused-no-entropy-grad */
+    int nmodes;
+    int64_t ws_mib, reps, threads;
+    uint64_t seed;
+    tg_dtype dt;
+    bool json;
+} lb_opts;
+
+static const char *const MODE_NAMES[3] = {"materialized", "fused", "fused-no-entropy-grad"};
+
+void cli_bench_linear_help(FILE *f) {
+    fprintf(f,
+            "Usage: tapegrad bench linear-logprob [options]\n\n"
+            "The output layer's log-prob and entropy from hidden states, three ways, side\n"
+            "by side: materialized (logits = hidden @ weight^T, then the fused logits op),\n"
+            "fused (tg_linear_logprob_entropy: the logits never exist) and fused with the\n"
+            "entropy's gradient off. Time (medians), the library's exact peak memory,\n"
+            "saved bytes, RSS growth.\n\n"
+            "Options:\n"
+            "  --device cpu|cuda     where to run (default cpu)\n"
+            "  --seq N,...           rows (cpu default 4096,8192)\n"
+            "  --hidden D,...        hidden size (cpu default 1024)\n"
+            "  --vocab V,...         vocabulary (cpu default 32000,128256)\n"
+            "  --shapes NxDxV,...    explicit shapes instead (cuda default\n"
+            "                        8192x4096x128256,262144x4096x62080)\n"
+            "  --chunk C,...         fused: rows per chunk, 0 = from the budget (default 0)\n"
+            "  --mode M,...          materialized,fused,fused-no-entropy-grad (default all)\n"
+            "  --workspace-mib M     fused: workspace budget (default 256)\n"
+            "  --dtype f32|f64       (default f32)\n"
+            "  --reps R              repetitions, medians kept (default 3)\n"
+            "  --seed S              (default 1)\n"
+            "  --threads T           OpenMP threads (default %d here)\n"
+            "  --json                one JSON object per configuration per line\n"
+            "Options are --name value or --name=value; given twice, the last one counts.\n\n"
+            "Exit status: 0 success, 1 a configuration failed, 2 bad usage.\n",
+            omp_get_max_threads());
+}
+
+static bool parse_shapes(const char *val, lb_opts *o) {
+    o->nshapes = 0;
+    const char *p = val;
+    while (*p) {
+        long long n, d, v;
+        int used = 0;
+        if (sscanf(p, "%lldx%lldx%lld%n", &n, &d, &v, &used) != 3 || n < 1 || d < 1 || v < 1 ||
+            o->nshapes >= MAXL * MAXL || (p[used] != ',' && p[used] != '\0')) {
+            cli_usage_error("bench linear-logprob: --shapes: '%s' is not a list of NxDxV "
+                            "(positive sizes)", val);
+            return false;
+        }
+        o->shapes[o->nshapes++] = (shape3){n, d, v};
+        p += used + (p[used] == ',');
+    }
+    return o->nshapes > 0;
+}
+
+static int parse(int argc, char **argv, lb_opts *o) {
+    static const char *const VALUED[] = {"--device", "--seq", "--hidden", "--vocab", "--shapes",
+                                         "--chunk", "--mode", "--workspace-mib", "--dtype",
+                                         "--reps", "--seed", "--threads", NULL};
+    const cli_optspec spec = {"bench linear-logprob", VALUED, NULL, NULL, &o->json, false};
+    int64_t seq[MAXL] = {4096, 8192}, hid[MAXL] = {1024}, voc[MAXL] = {32000, 128256};
+    int nseq = 2, nhid = 1, nvoc = 2;
+    bool lists = false, shapes = false;
+    memset(o, 0, sizeof *o);
+    o->device = TG_CPU;
+    o->chunks[0] = 0;
+    o->nchunks = 1;
+    o->nmodes = 3;
+    for (int k = 0; k < 3; k++) o->modes[k] = k;
+    o->ws_mib = 256;
+    o->reps = 3;
+    o->seed = 1;
+    o->threads = omp_get_max_threads();
+    o->dt = TG_F32;
+    for (int i = 0; i < argc; i++) {
+        char name[32];
+        const char *val;
+        int r = cli_next_opt(&spec, argc, argv, &i, name, sizeof name, &val);
+        if (r == CLI_EXIT_USAGE) return r;
+        if (r == CLI_OPT_TAKEN) continue;
+        bool ok = true;
+        if (!strcmp(name, "--device")) {
+            if (!strcmp(val, "cpu")) o->device = TG_CPU;
+            else if (!strcmp(val, "cuda")) o->device = TG_CUDA;
+            else return cli_usage_error("bench linear-logprob: --device must be cpu or cuda, "
+                                        "got '%s'", val);
+        } else if (!strcmp(name, "--seq")) {
+            ok = cli_parse_i64_list(name, val, 1, (int64_t)1 << 24, seq, MAXL, &nseq);
+            lists = true;
+        } else if (!strcmp(name, "--hidden")) {
+            ok = cli_parse_i64_list(name, val, 1, 65536, hid, MAXL, &nhid);
+            lists = true;
+        } else if (!strcmp(name, "--vocab")) {
+            ok = cli_parse_i64_list(name, val, 1, (int64_t)1 << 22, voc, MAXL, &nvoc);
+            lists = true;
+        } else if (!strcmp(name, "--shapes")) {
+            ok = parse_shapes(val, o);
+            shapes = true;
+        } else if (!strcmp(name, "--chunk")) {
+            ok = cli_parse_i64_list(name, val, 0, (int64_t)1 << 24, o->chunks, MAXL, &o->nchunks);
+        } else if (!strcmp(name, "--mode")) {
+            o->nmodes = 0;
+            char buf[128];
+            snprintf(buf, sizeof buf, "%s", val);
+            for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+                int k = 0;
+                while (k < 3 && strcmp(t, MODE_NAMES[k])) k++;
+                if (k == 3 || o->nmodes == 3)
+                    return cli_usage_error("bench linear-logprob: --mode: '%s' is not one of "
+                                           "materialized, fused, fused-no-entropy-grad", t);
+                o->modes[o->nmodes++] = k;
+            }
+            if (!o->nmodes)
+                return cli_usage_error("bench linear-logprob: --mode needs a mode");
+        } else if (!strcmp(name, "--workspace-mib")) {
+            ok = cli_parse_i64(name, val, 1, (int64_t)1 << 20, &o->ws_mib);
+        } else if (!strcmp(name, "--dtype")) {
+            if (!strcmp(val, "f32")) o->dt = TG_F32;
+            else if (!strcmp(val, "f64")) o->dt = TG_F64;
+            else return cli_usage_error("bench linear-logprob: --dtype must be f32 or f64, "
+                                        "got '%s'", val);
+        } else if (!strcmp(name, "--reps")) {
+            ok = cli_parse_i64(name, val, 1, 1000, &o->reps);
+        } else if (!strcmp(name, "--seed")) {
+            ok = cli_parse_u64(name, val, &o->seed);
+        } else {
+            ok = cli_parse_i64(name, val, 1, 4096, &o->threads);
+        }
+        if (!ok) return CLI_EXIT_USAGE;
+    }
+    if (!shapes) {
+        if (o->device == TG_CUDA && !lists) {
+            o->shapes[0] = (shape3){8192, 4096, 128256};
+            o->shapes[1] = (shape3){262144, 4096, 62080};
+            o->nshapes = 2;
+        } else {
+            for (int a = 0; a < nseq; a++)
+                for (int b = 0; b < nhid; b++)
+                    for (int c = 0; c < nvoc; c++)
+                        o->shapes[o->nshapes++] = (shape3){seq[a], hid[b], voc[c]};
+        }
+    }
+    return CLI_EXIT_OK;
+}
+
+static bool reset_peak_rss(void) {
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return false;
+    bool ok = fputs("5", f) >= 0;
+    return fclose(f) == 0 && ok;
+}
+
+/* Bytes a configuration needs beyond its inputs, roughly (for skipping). */
+static double estimate(const shape3 *s, int mode, size_t es, size_t ws) {
+    const double nv = (double)s->n * (double)s->v * (double)es;
+    const double grads = ((double)s->n + (double)s->v) * (double)s->d * (double)es;
+    return mode == 0 ? 2.0 * nv + grads : grads + (double)ws;
+}
+
+typedef struct result {
+    bool skipped;
+    char reason[160];
+    cli_lin_measure m; /* medians for the times, largest bytes */
+    double total_ms;
+    size_t rss_growth;
+    tg_linear_logprob_plan plan;
+} result;
+
+static int run_config(const lb_opts *o, const shape3 *s, int mode, int64_t chunk, tg_tensor *h,
+                      tg_tensor *w, tg_tensor *y, result *r) {
+    memset(r, 0, sizeof *r);
+    cli_lin_config c = {mode == 0 ? CLI_LIN_MATERIALIZED : CLI_LIN_FUSED, mode != 2, chunk,
+                        (size_t)o->ws_mib << 20, o->device};
+    tg_linear_logprob_opts lo = tg_linear_logprob_opts_default();
+    lo.chunk_rows = chunk;
+    lo.workspace_bytes = c.workspace_bytes;
+    lo.entropy_grad = mode != 2;
+    if (tg_linear_logprob_plan_for(s->n, s->d, s->v, o->dt, false, &lo, &r->plan) != TG_OK)
+        return cli_fail("bench linear-logprob", "%s", tg_last_error());
+    double *t = calloc((size_t)o->reps * 3, sizeof *t);
+    if (!t) return cli_fail("bench linear-logprob", "out of memory");
+    char who[160];
+    snprintf(who, sizeof who, "bench linear-logprob: %s N=%" PRId64 " D=%" PRId64 " V=%" PRId64,
+             MODE_NAMES[mode], s->n, s->d, s->v);
+    tg_peak_rss_bytes();
+    reset_peak_rss();
+    const size_t rss0 = tg_peak_rss_bytes();
+    int rc = CLI_EXIT_OK;
+    for (int64_t k = 0; k < o->reps; k++) {
+        cli_progress("%s: rep %" PRId64 "/%" PRId64, who + 22, k + 1, o->reps);
+        cli_lin_measure m;
+        rc = cli_lin_step(who, h, w, y, &c, &m, NULL, NULL);
+        if (rc == CLI_LIN_NOMEM) {
+            r->skipped = true;
+            snprintf(r->reason, sizeof r->reason, "out of device memory");
+            tg_cuda_empty_cache();
+            rc = CLI_EXIT_OK;
+            break;
+        }
+        if (rc != CLI_EXIT_OK) break;
+        t[k] = m.fwd_ms;
+        t[o->reps + k] = m.bwd_ms;
+        t[2 * o->reps + k] = m.fwd_ms + m.bwd_ms;
+        if (m.peak_bytes > r->m.peak_bytes) r->m.peak_bytes = m.peak_bytes;
+        if (m.saved_bytes > r->m.saved_bytes) r->m.saved_bytes = m.saved_bytes;
+        r->m.grad_bytes = m.grad_bytes;
+    }
+    cli_progress_clear();
+    if (rc == CLI_EXIT_OK && !r->skipped) {
+        r->m.fwd_ms = cli_median(t, (int)o->reps);
+        r->m.bwd_ms = cli_median(t + o->reps, (int)o->reps);
+        r->total_ms = cli_median(t + 2 * o->reps, (int)o->reps);
+        size_t rss1 = tg_peak_rss_bytes();
+        r->rss_growth = rss1 > rss0 ? rss1 - rss0 : 0;
+    }
+    free(t);
+    return rc;
+}
+
+static void print_json(const lb_opts *o, const shape3 *s, int mode, int64_t chunk,
+                       const result *r, const char *devname) {
+    const size_t es = tg_dtype_size(o->dt);
+    printf("{\"bench\":\"linear-logprob\",\"device\":\"%s\",\"device_name\":\"%s\","
+           "\"dtype\":\"%s\",\"mode\":\"%s\",\"seq\":%" PRId64 ",\"hidden\":%" PRId64
+           ",\"vocab\":%" PRId64 ",\"chunk\":%" PRId64 ",\"threads\":%" PRId64,
+           o->device == TG_CUDA ? "cuda" : "cpu", devname, tg_dtype_name(o->dt), MODE_NAMES[mode],
+           s->n, s->d, s->v, chunk, o->threads);
+    printf(",\"logits_bytes\":%.0f", (double)s->n * (double)s->v * (double)es);
+    if (mode != 0)
+        printf(",\"chunk_rows\":%" PRId64 ",\"vocab_block\":%" PRId64 ",\"workspace_bytes\":%zu",
+               r->plan.chunk_rows, r->plan.vocab_block,
+               r->plan.forward_workspace > r->plan.backward_workspace
+                   ? r->plan.forward_workspace
+                   : r->plan.backward_workspace);
+    if (r->skipped) {
+        printf(",\"skipped\":true,\"reason\":\"%s\"}\n", r->reason);
+        return;
+    }
+    printf(",\"skipped\":false,\"reps\":%" PRId64 ",\"median_ms\":%.3f,\"fwd_ms\":%.3f,"
+           "\"bwd_ms\":%.3f,\"peak_bytes\":%zu,\"saved_bytes\":%zu,\"grad_bytes\":%zu,"
+           "\"rss_peak_growth_bytes\":%zu}\n",
+           o->reps, r->total_ms, r->m.fwd_ms, r->m.bwd_ms, r->m.peak_bytes, r->m.saved_bytes,
+           r->m.grad_bytes, r->rss_growth);
+}
+
+static void print_row(int mode, int64_t chunk, const result *r) {
+    char ck[48] = "";
+    if (mode != 0)
+        snprintf(ck, sizeof ck, "%" PRId64 "x%" PRId64 "%s", r->plan.chunk_rows,
+                 r->plan.vocab_block, chunk ? "" : " (budget)");
+    if (r->skipped) {
+        printf("  %-22s %-18s skipped: %s\n", MODE_NAMES[mode], ck, r->reason);
+        return;
+    }
+    printf("  %-22s %-18s %9.1f %9.1f %9.1f %10.1f %9.2f %9.1f %9.1f\n", MODE_NAMES[mode], ck,
+           r->m.fwd_ms, r->m.bwd_ms, r->total_ms, r->m.peak_bytes / MIB, r->m.saved_bytes / MIB,
+           r->m.grad_bytes / MIB, r->rss_growth / MIB);
+}
+
+int cli_bench_linear(int argc, char **argv) {
+    if (cli_wants_help(argc, argv)) {
+        cli_bench_linear_help(stdout);
+        return CLI_EXIT_OK;
+    }
+    lb_opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc != CLI_EXIT_OK) return rc;
+    omp_set_num_threads((int)o.threads);
+    char devname[128] = "cpu";
+    size_t dev_total = 0;
+    if (o.device == TG_CUDA) {
+        if (tg_cuda_device_count() == 0) {
+            fprintf(stderr, "tapegrad: bench linear-logprob: no CUDA device: %s\n",
+                    tg_cuda_unavailable_reason());
+            return CLI_EXIT_FAIL;
+        }
+        tg_cuda_props p;
+        if (tg_cuda_get_props(&p) == TG_OK) {
+            snprintf(devname, sizeof devname, "%s", p.name);
+            dev_total = p.total_bytes;
+        }
+    }
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    const double ram = pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
+    const size_t es = tg_dtype_size(o.dt);
+    if (!o.json)
+        printf("tapegrad bench linear-logprob: %s (%s), %s, %" PRId64 " threads, %" PRId64
+               " reps (medians), workspace budget %" PRId64 " MiB\n"
+               "  %-22s %-18s %9s %9s %9s %10s %9s %9s %9s\n",
+               o.device == TG_CUDA ? "cuda" : "cpu", devname, tg_dtype_name(o.dt), o.threads,
+               o.reps, o.ws_mib, "mode", "chunk x block", "fwd ms", "bwd ms", "total ms",
+               "peak MiB", "saved MiB", "grads MiB", "RSS+ MiB");
+    for (int si = 0; si < o.nshapes && rc == CLI_EXIT_OK; si++) {
+        const shape3 *s = &o.shapes[si];
+        if (!o.json)
+            printf("N %" PRId64 ", D %" PRId64 ", V %" PRId64 " (logits %.0f MiB)\n", s->n, s->d,
+                   s->v, (double)s->n * (double)s->v * (double)es / MIB);
+        tg_tensor *h = NULL, *w = NULL, *y = NULL;
+        double t_mat = 0, t_fused = 0, p_mat = 0, p_fused = 0;
+        for (int mi = 0; mi < o.nmodes && rc == CLI_EXIT_OK; mi++) {
+            const int mode = o.modes[mi];
+            for (int ci = 0; ci < (mode == 0 ? 1 : o.nchunks) && rc == CLI_EXIT_OK; ci++) {
+                const int64_t chunk = mode == 0 ? 0 : o.chunks[ci];
+                result r;
+                memset(&r, 0, sizeof r);
+                const double need = estimate(s, mode, es, (size_t)o.ws_mib << 20);
+                const double inputs = ((double)s->n + (double)s->v) * (double)s->d * (double)es;
+                const double cap = o.device == TG_CUDA ? 0.9 * (double)dev_total : 0.8 * ram;
+                if (cap > 0 && need + inputs > cap) {
+                    r.skipped = true;
+                    snprintf(r.reason, sizeof r.reason, "needs ~%.1f GiB of %.1f GiB",
+                             (need + inputs) / (MIB * 1024), cap / (MIB * 1024));
+                } else {
+                    if (!h && (rc = cli_lin_inputs("bench linear-logprob", s->n, s->d, s->v, o.dt,
+                                                   o.device, o.seed, &h, &w, &y)) != CLI_EXIT_OK)
+                        break;
+                    rc = run_config(&o, s, mode, chunk, h, w, y, &r);
+                    if (rc != CLI_EXIT_OK) break;
+                }
+                if (!r.skipped && mode == 0) t_mat = r.total_ms, p_mat = (double)r.m.peak_bytes;
+                if (!r.skipped && mode == 1 && !t_fused)
+                    t_fused = r.total_ms, p_fused = (double)r.m.peak_bytes;
+                if (o.json) print_json(&o, s, mode, chunk, &r, devname);
+                else print_row(mode, chunk, &r);
+                fflush(stdout);
+            }
+        }
+        if (!o.json && t_mat > 0 && t_fused > 0)
+            printf("  fused / materialized: time %.2fx, peak memory %.2fx (%.1fx less)\n",
+                   t_fused / t_mat, p_fused / p_mat, p_mat / p_fused);
+        tg_release(h);
+        tg_release(w);
+        tg_release(y);
+    }
+    return rc;
+}

@@ -1,0 +1,298 @@
+/* cli/demo_linear.c - `tapegrad demo linear`: the logits never exist. The
+ * output layer's log-prob and entropy computed from the hidden states, once
+ * with the logits made (matmul, then the fused logits op) and once with the
+ * fused linear op, which holds at most one chunk x block of them.
+ *
+ * Contract:
+ *  - Uses only the public API (<tapegrad.h>) and cli/linstep.h.
+ *  - Inputs (cli_lin_inputs): hidden (seq, hidden) and weight (vocab,
+ *    hidden) f32 requiring grad, targets with 1% ignored. Three
+ *    configurations, in order: (a) materialized, (b) fused, (c) fused with
+ *    entropy_grad off. Each runs `reps` steps of cli_lin_step; reported: the
+ *    exact peak bytes above the inputs (largest over the steps), bytes saved
+ *    after forward, the two gradients' bytes, forward / backward / total
+ *    time (medians), the loss; for (b) and (c) the plan (chunk rows,
+ *    vocabulary block, workspace).
+ *  - Then, computed from the same accounting (tg_linear_logprob_plan_for,
+ *    not run): the peak of both ways at a trainer's size, 65536 tokens x
+ *    hidden 4096 x vocabulary 128256, f32.
+ *  - Checks (exit 1 naming the failed one): loss(b) within 1e-4 relative of
+ *    loss(a) (loss(c) has no entropy term); peak(b) < peak(a); peak(b) <= gradients +
+ *    workspace + 64 bytes per row (outputs, statistics, upstream gradients).
+ *  - --json: one JSON object per configuration per line, nothing else on
+ *    stdout. --trace/--plot/--dot (cli/common.h): the timeline of the three
+ *    configurations with a step mark after each; the graph of (b)'s loss.
+ *  - Releases everything; fails if library objects stay alive.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <tapegrad.h>
+
+#include "cli.h"
+#include "common.h"
+#include "linstep.h"
+
+#define MIB (1024.0 * 1024.0)
+#define GIB (1024.0 * MIB)
+
+cli_linear_opts cli_linear_defaults(void) {
+    cli_linear_opts o;
+    memset(&o, 0, sizeof o);
+    o.seq = 2048;
+    o.hidden = 512;
+    o.vocab = 32000;
+    o.workspace_mib = 64;
+    o.reps = 1;
+    o.seed = 13;
+    return o;
+}
+
+void cli_linear_help(void) {
+    printf("Usage: tapegrad demo linear [options]\n"
+           "\n"
+           "The logits never exist: log-prob and entropy from the hidden states,\n"
+           "(a) with the logits made (hidden @ weight^T, then the fused logits op),\n"
+           "(b) with tg_linear_logprob_entropy (one chunk x block of logits at a time),\n"
+           "(c) the same with the entropy's gradient off. The exact peak of each, the\n"
+           "bytes saved, the time; then the same accounting at a trainer's size.\n"
+           "\n"
+           "  --seq N            rows (tokens) (default 2048)\n"
+           "  --hidden D         hidden size (default 512)\n"
+           "  --vocab V          vocabulary size, 2.. (default 32000)\n"
+           "  --workspace-mib M  the fused op's workspace budget (default 64)\n"
+           "  --reps R           steps per configuration, median time kept (default 1)\n"
+           "  --seed S           seed of the inputs (default 13)\n"
+           "  --json             one JSON object per configuration per line\n" CLI_OUTPUTS_HELP
+           "                     (--dot: (b)'s loss just before backward)\n"
+           CLI_OPTIONS_RULE_HELP
+           "\n"
+           "Exit status: 0 the demo showed what it says, 1 a check or the library failed,\n"
+           "2 bad usage.\n");
+}
+
+int cli_linear_parse(int argc, char **argv, cli_linear_opts *o) {
+    static const char *const VALUED[] = {"--seq", "--hidden", "--vocab", "--workspace-mib",
+                                         "--reps", "--seed", NULL};
+    const cli_optspec spec = {"demo linear", VALUED, NULL, &o->out, &o->json, false};
+    for (int i = 0; i < argc; i++) {
+        char name[32];
+        const char *val;
+        int r = cli_next_opt(&spec, argc, argv, &i, name, sizeof name, &val);
+        if (r == CLI_EXIT_USAGE) return r;
+        if (r == CLI_OPT_TAKEN) continue;
+        bool ok = !strcmp(name, "--seq")      ? cli_parse_i64(name, val, 1, 1 << 22, &o->seq)
+                  : !strcmp(name, "--hidden") ? cli_parse_i64(name, val, 1, 65536, &o->hidden)
+                  : !strcmp(name, "--vocab")  ? cli_parse_i64(name, val, 2, 1 << 22, &o->vocab)
+                  : !strcmp(name, "--workspace-mib")
+                      ? cli_parse_i64(name, val, 1, 1 << 20, &o->workspace_mib)
+                  : !strcmp(name, "--reps") ? cli_parse_i64(name, val, 1, 100, &o->reps)
+                                            : cli_parse_u64(name, val, &o->seed);
+        if (!ok) return CLI_EXIT_USAGE;
+    }
+    int rc = cli_outputs_check(&o->out);
+    if (rc != CLI_EXIT_OK) return rc;
+    /* the materialized way needs the logits and their gradient */
+    if ((double)o->seq * (double)o->vocab * 8.0 > 8.0 * GIB)
+        return cli_usage_error("demo linear: seq %" PRId64 " x vocab %" PRId64 " needs %.1f GiB "
+                               "for the materialized logits and their gradient (at most 8 GiB "
+                               "here; 'tapegrad bench linear-logprob' runs bigger ones)",
+                               o->seq, o->vocab, (double)o->seq * (double)o->vocab * 8.0 / GIB);
+    return CLI_EXIT_OK;
+}
+
+typedef struct lin_result {
+    cli_lin_measure m;
+    double total_ms;
+} lin_result;
+
+typedef struct dot_user {
+    const cli_outputs *out;
+    bool done;
+} dot_user;
+
+static int dot_hook(tg_tensor *loss, void *user) {
+    dot_user *u = user;
+    if (u->done) return CLI_EXIT_OK;
+    u->done = true;
+    const char *names[1] = {"loss (b): fused linear log-prob"};
+    return cli_outputs_dot(u->out, &loss, 1, names, NULL);
+}
+
+static int run_conf(const cli_linear_opts *o, const cli_lin_config *c, tg_tensor *h,
+                    tg_tensor *w, tg_tensor *y, dot_user *du, lin_result *r) {
+    double t[100];
+    memset(r, 0, sizeof *r);
+    for (int64_t k = 0; k < o->reps; k++) {
+        cli_progress("%s: step %" PRId64 "/%" PRId64, cli_lin_mode_name(c), k + 1, o->reps);
+        cli_lin_measure m;
+        int rc = cli_lin_step("demo linear", h, w, y, c, &m,
+                              c->mode == CLI_LIN_FUSED && c->entropy_grad && du->out->dot
+                                  ? dot_hook
+                                  : NULL,
+                              du);
+        if (rc != CLI_EXIT_OK) return CLI_EXIT_FAIL;
+        t[k] = m.fwd_ms + m.bwd_ms;
+        if (k == 0 || m.fwd_ms < r->m.fwd_ms) r->m.fwd_ms = m.fwd_ms;
+        if (k == 0 || m.bwd_ms < r->m.bwd_ms) r->m.bwd_ms = m.bwd_ms;
+        if (m.peak_bytes > r->m.peak_bytes) r->m.peak_bytes = m.peak_bytes;
+        if (m.saved_bytes > r->m.saved_bytes) r->m.saved_bytes = m.saved_bytes;
+        r->m.grad_bytes = m.grad_bytes;
+        r->m.loss = m.loss;
+    }
+    r->total_ms = cli_median(t, (int)o->reps);
+    return CLI_EXIT_OK;
+}
+
+/* The fused op's peak at (n, d, v), f32, from its plan: gradients + workspace
+ * + 64 bytes per row; the materialized way's: the logits and their gradient +
+ * the gradients. */
+static void trainer_sizes(void) {
+    const int64_t n = 65536, d = 4096, v = 128256;
+    tg_linear_logprob_plan p;
+    if (tg_linear_logprob_plan_for(n, d, v, TG_F32, false, NULL, &p) != TG_OK) return;
+    const double grads = (double)(n + v) * (double)d * 4.0;
+    const double ws = (double)(p.forward_workspace > p.backward_workspace ? p.forward_workspace
+                                                                          : p.backward_workspace);
+    const double fused = grads + ws + 64.0 * (double)n, logits = (double)n * (double)v * 4.0;
+    printf("\nAt a trainer's size (65536 tokens, hidden 4096, vocabulary 128256, f32), from\n"
+           "the same accounting (not run here): the logits are %.1f GiB and their gradient\n"
+           "as much again, so the materialized step needs %.1f GiB beyond its inputs; the\n"
+           "fused op needs the gradients of hidden and weight (%.1f GiB) plus its %.0f MiB\n"
+           "workspace (%" PRId64 " rows x %" PRId64 " vocabulary entries at a time): %.1f GiB, "
+           "%.0fx less.\n",
+           logits / GIB, (2.0 * logits + grads) / GIB, grads / GIB, ws / MIB, p.chunk_rows,
+           p.vocab_block, fused / GIB, (2.0 * logits + grads) / fused);
+}
+
+int cli_linear_run(cli_linear_opts *o) {
+    FILE *note = o->json ? stderr : stdout;
+    const char *tags[3] = {"a", "b", "c"};
+    const char *what[3] = {"materialized: matmul, then the fused logits op",
+                           "fused linear op", "fused linear op, entropy_grad off"};
+    cli_lin_config cf[3] = {
+        {CLI_LIN_MATERIALIZED, true, 0, 0, TG_CPU},
+        {CLI_LIN_FUSED, true, 0, (size_t)o->workspace_mib << 20, TG_CPU},
+        {CLI_LIN_FUSED, false, 0, (size_t)o->workspace_mib << 20, TG_CPU},
+    };
+    lin_result res[3];
+    tg_linear_logprob_plan plan[3];
+    tg_tensor *h = NULL, *w = NULL, *y = NULL;
+    dot_user du = {&o->out, false};
+    int rc = cli_outputs_begin(&o->out);
+    if (rc != CLI_EXIT_OK) return rc;
+    rc = CLI_EXIT_FAIL;
+    for (int k = 1; k < 3; k++) {
+        tg_linear_logprob_opts lo = tg_linear_logprob_opts_default();
+        lo.workspace_bytes = cf[k].workspace_bytes;
+        lo.entropy_grad = cf[k].entropy_grad;
+        if (tg_linear_logprob_plan_for(o->seq, o->hidden, o->vocab, TG_F32, false, &lo,
+                                       &plan[k]) != TG_OK) {
+            cli_fail("demo linear", "%s", tg_last_error());
+            goto out;
+        }
+    }
+    if (!o->json) {
+        printf("An LM or RL loss needs the log-probability of each target token, and often\n"
+               "the entropy, from the last hidden states h [%" PRId64 ", %" PRId64 "] and the "
+               "output\nlayer's weight W [%" PRId64 ", %" PRId64 "], f32, both requiring grad. "
+               "The logits h W^T would be\n[%" PRId64 ", %" PRId64 "]: %.1f MiB, and their "
+               "gradient as much again.\n\n",
+               o->seq, o->hidden, o->vocab, o->hidden, o->seq, o->vocab,
+               (double)o->seq * (double)o->vocab * 4.0 / MIB);
+        for (int k = 0; k < 3; k++) printf("  (%s) %s\n", tags[k], what[k]);
+        printf("\nThe fused op takes %" PRId64 " rows x %" PRId64 " vocabulary entries at a time "
+               "(its %" PRId64 " MiB budget):\none GEMM into the workspace, the row statistics "
+               "merged across blocks; backward\nrecomputes each block and turns it into its "
+               "gradient in place.\n"
+               "peak: the library's exact peak above the inputs during forward + backward.\n\n",
+               plan[1].chunk_rows, plan[1].vocab_block, o->workspace_mib);
+        fflush(stdout);
+    }
+    cli_progress("making the inputs");
+    if (cli_lin_inputs("demo linear", o->seq, o->hidden, o->vocab, TG_F32, TG_CPU, o->seed, &h,
+                       &w, &y) != CLI_EXIT_OK)
+        goto out;
+    for (int k = 0; k < 3; k++) {
+        if (run_conf(o, &cf[k], h, w, y, &du, &res[k]) != CLI_EXIT_OK) goto out;
+        char label[8];
+        snprintf(label, sizeof label, "(%s)", tags[k]);
+        cli_outputs_mark(&o->out, label);
+    }
+    cli_progress_clear();
+    if (o->json) {
+        for (int k = 0; k < 3; k++) {
+            printf("{\"demo\":\"linear\",\"config\":\"%s\",\"mode\":\"%s\",\"seq\":%" PRId64
+                   ",\"hidden\":%" PRId64 ",\"vocab\":%" PRId64 ",\"peak_bytes\":%zu,"
+                   "\"saved_bytes\":%zu,\"grad_bytes\":%zu,\"fwd_ms\":%.3f,\"bwd_ms\":%.3f,"
+                   "\"total_ms\":%.3f,\"loss\":%.9g",
+                   tags[k], cli_lin_mode_name(&cf[k]), o->seq, o->hidden, o->vocab,
+                   res[k].m.peak_bytes, res[k].m.saved_bytes, res[k].m.grad_bytes,
+                   res[k].m.fwd_ms, res[k].m.bwd_ms, res[k].total_ms, res[k].m.loss);
+            if (k > 0)
+                printf(",\"chunk_rows\":%" PRId64 ",\"vocab_block\":%" PRId64
+                       ",\"workspace_bytes\":%zu",
+                       plan[k].chunk_rows, plan[k].vocab_block,
+                       plan[k].forward_workspace > plan[k].backward_workspace
+                           ? plan[k].forward_workspace
+                           : plan[k].backward_workspace);
+            printf("}\n");
+        }
+    } else {
+        printf("  %-52s %9s %9s %9s %8s %8s\n", "", "peak MiB", "saved MiB", "grads MiB",
+               "fwd ms", "bwd ms");
+        for (int k = 0; k < 3; k++)
+            printf("  (%s) %-48s %9.1f %9.1f %9.1f %8.1f %8.1f\n", tags[k], what[k],
+                   res[k].m.peak_bytes / MIB, res[k].m.saved_bytes / MIB,
+                   res[k].m.grad_bytes / MIB, res[k].m.fwd_ms, res[k].m.bwd_ms);
+        printf("\n(b) needs %.1fx less memory than (a) and takes %.2fx its time: it computes\n"
+               "the logits twice (once more in backward), but holds at most %" PRId64 " x %" PRId64
+               " of them\nat a time, which become their own gradient in place. Losses: (a) "
+               "%.7f,\n(b) %.7f (the same step); (c) %.7f (-mean(logprob) alone: its entropy\n"
+               "is computed but not differentiated).\n",
+               (double)res[0].m.peak_bytes / (double)res[1].m.peak_bytes,
+               res[1].total_ms / res[0].total_ms, plan[1].chunk_rows, plan[1].vocab_block,
+               res[0].m.loss, res[1].m.loss, res[2].m.loss);
+        trainer_sizes();
+    }
+    fflush(stdout);
+    const double l0 = res[0].m.loss;
+    const size_t ws = plan[1].forward_workspace > plan[1].backward_workspace
+                          ? plan[1].forward_workspace
+                          : plan[1].backward_workspace;
+    const char *bad = NULL;
+    if (fabs(res[1].m.loss - l0) > 1e-4 * fabs(l0))
+        bad = "the fused loss differs from the materialized one by more than 1e-4";
+    else if (res[1].m.peak_bytes >= res[0].m.peak_bytes)
+        bad = "the fused peak is not below the materialized one";
+    else if ((double)res[1].m.peak_bytes >
+             (double)res[1].m.grad_bytes + (double)ws + 64.0 * (double)o->seq)
+        bad = "the fused peak is above gradients + workspace + 64 bytes per row";
+    if (bad) {
+        cli_fail("demo linear", "FAILED: %s", bad);
+        goto out;
+    }
+    rc = CLI_EXIT_OK;
+out:
+    if (du.done && rc == CLI_EXIT_OK) {
+        if (!o->json) putchar('\n');
+        cli_outputs_dot_note(&o->out, note);
+    }
+    tg_release(h);
+    tg_release(w);
+    tg_release(y);
+    char title[160];
+    snprintf(title, sizeof title, "tapegrad demo linear [%" PRId64 " x %" PRId64 " x %" PRId64
+             "]: (a) materialized, (b) fused, (c) fused, entropy grad off",
+             o->seq, o->hidden, o->vocab);
+    if (cli_outputs_end(&o->out, title, rc == CLI_EXIT_OK, note) != CLI_EXIT_OK) rc = CLI_EXIT_FAIL;
+    cli_progress_clear();
+    tg_live_counts live = tg_live();
+    if (live.tensors || live.storages || live.nodes)
+        rc = cli_fail("demo linear", "LEAK: %" PRId64 " tensors, %" PRId64 " storages, %" PRId64
+                      " nodes still alive after the demo",
+                      live.tensors, live.storages, live.nodes);
+    return rc;
+}

@@ -1,0 +1,70 @@
+/* cli/linstep.h - one measured training step of the output layer's log-prob
+ * and entropy from hidden states, shared by `tapegrad bench linear-logprob`,
+ * `tapegrad demo linear` and the tour's fifth section.
+ *
+ * Contract:
+ *  - cli_lin_inputs() makes seeded inputs on `device`: hidden "hidden"
+ *    (seq, d) normal(0, 1) and weight "weight" (vocab, d) normal(0,
+ *    2 / sqrt(d)) (logits of std about 2, as cli_lp_inputs's), both
+ *    requiring grad, in dtype f32 or f64; targets "targets" (seq) uniform in
+ *    [0, vocab) with 1% of the rows -100 (ignored). The same numbers for the
+ *    same (seed, seq, d, vocab). On TG_CUDA they are made on the host and
+ *    copied.
+ *  - cli_lin_step() runs one step:
+ *      forward   CLI_LIN_MATERIALIZED: logits = hidden @ weight^T (tg_matmul),
+ *                then tg_logprob_entropy on them (the fused logits op);
+ *                CLI_LIN_FUSED: tg_linear_logprob_entropy with the
+ *                configuration's chunk rows and workspace budget;
+ *      loss      -mean(logprob) - 0.01 * mean(entropy) when entropy_grad,
+ *                else -mean(logprob) (the entropy made, not differentiated);
+ *      hook      called with the loss just before backward, if given;
+ *      backward  tg_backward(loss);
+ *    then releases everything it made and both inputs' gradients. Measured
+ *    with the library's exact accounting on the inputs' device: fwd_ms (the
+ *    forward ops), bwd_ms (loss + backward), peak_bytes (peak_total during
+ *    the step minus the bytes live before it), saved_bytes (saved right after
+ *    the forward), grad_bytes (the two gradients' bytes). On TG_CUDA the
+ *    clock is read after tg_cuda_synchronize().
+ *  - Failures: one line "tapegrad: <who>: <what> failed: STATUS: message"
+ *    on stderr and CLI_EXIT_FAIL; with TG_CUDA a TG_ERR_NOMEM prints nothing
+ *    and returns CLI_LIN_NOMEM. A step that leaves library bytes live fails.
+ */
+#ifndef TAPEGRAD_CLI_LINSTEP_H
+#define TAPEGRAD_CLI_LINSTEP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tapegrad.h>
+
+#define CLI_LIN_NOMEM (-1)
+
+typedef enum cli_lin_mode { CLI_LIN_MATERIALIZED = 0, CLI_LIN_FUSED = 1 } cli_lin_mode;
+
+typedef struct cli_lin_config {
+    cli_lin_mode mode;
+    bool entropy_grad;
+    int64_t chunk_rows;      /* fused: rows per chunk, 0 = from the budget */
+    size_t workspace_bytes;  /* fused: the budget */
+    tg_device device;
+} cli_lin_config;
+
+typedef struct cli_lin_measure {
+    double fwd_ms, bwd_ms;
+    size_t peak_bytes, saved_bytes, grad_bytes;
+    double loss;
+} cli_lin_measure;
+
+typedef int (*cli_lin_hook)(tg_tensor *loss, void *user);
+
+int cli_lin_inputs(const char *who, int64_t seq, int64_t d, int64_t vocab, tg_dtype dt,
+                   tg_device device, uint64_t seed, tg_tensor **hidden, tg_tensor **weight,
+                   tg_tensor **targets);
+int cli_lin_step(const char *who, tg_tensor *hidden, tg_tensor *weight, tg_tensor *targets,
+                 const cli_lin_config *c, cli_lin_measure *m, cli_lin_hook hook, void *user);
+/* The name of a mode: "materialized", "fused" (with entropy_grad false:
+ * "fused-no-entropy-grad"). */
+const char *cli_lin_mode_name(const cli_lin_config *c);
+
+#endif
