@@ -244,9 +244,12 @@ static bool map_descr(parser *p, npy_header *h) {
     } else if (!strcmp(c, "b1")) {
         h->dtype = TG_BOOL;
         h->file_isz = 1;
+    } else if (!strcmp(c, "V2")) { /* bfloat16: what NumPy writes for ml_dtypes.bfloat16 */
+        h->dtype = TG_BF16;
+        h->file_isz = 2;
     } else {
-        return perr(p, "unsupported dtype '%s' (supported: '<f4', '<f8', '<i8', '<i4', '|b1')",
-                    h->descr);
+        return perr(p, "unsupported dtype '%s' (supported: '<f4', '<f8', '<i8', '<i4', '|b1', "
+                    "'<V2' as bf16)", h->descr);
     }
     return true;
 }
@@ -635,7 +638,7 @@ static tg_status save_prepare(const char *path, const tg_tensor *t, unsigned cha
         return npy_fail(TG_ERR_IO, path, ".npy files are supported on little-endian machines only");
     tg_dtype dt = tg_get_dtype(t);
     const char *descr = dt == TG_F32 ? "<f4" : dt == TG_F64 ? "<f8" : dt == TG_I64 ? "<i8"
-                        : dt == TG_BOOL ? "|b1" : NULL;
+                        : dt == TG_BOOL ? "|b1" : dt == TG_BF16 ? "<V2" : NULL;
     if (!descr)
         return npy_fail(TG_ERR_DTYPE, path, "cannot save a tensor of dtype %d", (int)dt);
     *isz = tg_dtype_size(dt);

@@ -8,7 +8,9 @@
  *  - Reads format versions 1.0, 2.0 and 3.0 (3.0: UTF-8 header). Dtypes:
  *      '<f4' -> TG_F32, '<f8' -> TG_F64, '<i8' -> TG_I64,
  *      '<i4' -> TG_I64 (widened: int32 targets are common), '|b1' -> TG_BOOL
- *      (a byte other than 0 and 1 is read as true).
+ *      (a byte other than 0 and 1 is read as true), '<V2' -> TG_BF16 (the
+ *      convention for bfloat16, which NumPy itself lacks: the descr NumPy
+ *      writes for ml_dtypes.bfloat16 arrays; raw 2-byte patterns).
  *    '|' and '=' (and no byte-order character) mean the machine's order,
  *    which is little-endian on every supported machine. Big-endian ('>')
  *    and every other dtype are refused with TG_ERR_IO.
@@ -46,7 +48,7 @@
  * what is wrong), TG_ERR_NOMEM. */
 tg_status tgcli_npy_load(const char *path, tg_tensor **out);
 
-/* Writes t (f32, f64 or i64, any strides and offset) to path as a .npy file
+/* Writes t (f32, f64, i64, bool or bf16 as '<V2', any strides and offset) to path as a .npy file
  * in C order, replacing the file if it exists. The file is written to a
  * temporary name in path's directory and renamed onto path only when every
  * write and the close succeeded (cli_file_* in cli/common.h): on failure

@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "tapegrad/memory.h"
 #include "tapegrad/status.h"
@@ -426,6 +427,22 @@ static inline int64_t tg__to_i64(double v) {
     if (v >= 9223372036854775807.0) return INT64_MAX;
     if (v <= -9223372036854775808.0) return INT64_MIN;
     return (int64_t)v;
+}
+
+/* bfloat16 <-> f32: round to nearest even, NaN kept quiet with its sign;
+ * back exactly. From double: through f32 (as PyTorch). */
+static inline uint16_t tg__f32_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+static inline float tg__bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
 }
 
 /* Threads are used above this many elements. */

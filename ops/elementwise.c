@@ -26,8 +26,7 @@ static bool check_device(const char *who, const tg_tensor *t) {
 static bool check_float(const char *who, const tg_tensor *t) {
     if (!check_device(who, t)) return false;
     if (tg__is_float(t->dtype)) return true;
-    tg__set_error(TG_ERR_DTYPE, "%s: dtype %s is not supported (f32 or f64 required)", who,
-                  tg_dtype_name(t->dtype));
+    tg__dtype_unsupported(who, t->dtype);
     return false;
 }
 
@@ -390,8 +389,9 @@ static tg_status where_backward(tg__node *n, tg_tensor *const *gout, tg_tensor *
 static tg_status to_dtype_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 static const tg__op_def TO_DTYPE_DEF = {"ToDtypeBackward", to_dtype_backward, false};
 
-/* f32 <-> f64 is differentiable; to or from i64 or bool is allowed but
- * records nothing (the result never requires grad). */
+/* Between f32, f64 and bf16 it is differentiable (the gradient converted
+ * back); to or from i64 or bool is allowed but records nothing (the result
+ * never requires grad). */
 tg_tensor *tg__to_dtype(tg_site s, tg_tensor *t, tg_dtype dt) {
     const char *who = "tg_to_dtype";
     if (tg__null_arg(t, who, "t")) return NULL;
@@ -400,7 +400,7 @@ tg_tensor *tg__to_dtype(tg_site s, tg_tensor *t, tg_dtype dt) {
     if (dt == t->dtype) return tg_retain(t);
     tg_tensor *out = tg__new_output_on(s, who, t->storage->device, dt, t->ndim, t->shape);
     if (!out || !(out = tg__k_ok(tg__k_copy(out, t), out))) return NULL;
-    if (tg__is_float(dt) && tg__is_float(t->dtype) && tg__needs_grad(1, &t) &&
+    if (tg__is_floating(dt) && tg__is_floating(t->dtype) && tg__needs_grad(1, &t) &&
         !tg__record(s, &TO_DTYPE_DEF, 1, &t, out)) {
         tg__tensor_release(out);
         return NULL;

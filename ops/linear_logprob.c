@@ -53,18 +53,23 @@ tg_linear_logprob_opts tg_linear_logprob_opts_default(void) {
  * comes on top in backward. */
 static size_t fwd_extra(size_t es) { return 32 + 8 + 2 * es + 24; }
 
-static size_t per_row(int64_t vb, int64_t nb, size_t es, bool has_bias) {
+/* With bf16 inputs (es = 4, the f32 compute size) each chunk row also has
+ * its f32 copy (d * 4: `conv_row`), and each block its f32 weight rows and
+ * bias ((d + 1) * 4 per vocabulary row: `conv_vocab`). */
+static size_t per_row(int64_t vb, int64_t nb, size_t es, bool has_bias, size_t conv_row) {
     size_t z = (size_t)vb * es;
     size_t fwd = z + (nb > 1 ? fwd_extra(es) : 0);
     size_t bwd = z + (nb > 1 ? 8 : 0) + (has_bias ? es : 0);
-    return fwd > bwd ? fwd : bwd;
+    return (fwd > bwd ? fwd : bwd) + conv_row;
 }
 
-static void plan_bytes(tg_linear_logprob_plan *p, size_t es, bool has_bias) {
+static void plan_bytes(tg_linear_logprob_plan *p, size_t es, bool has_bias, size_t conv_row,
+                       size_t conv_vocab) {
     const size_t c = (size_t)p->chunk_rows, z = c * (size_t)p->vocab_block * es;
+    const size_t conv = c * conv_row + (size_t)p->vocab_block * conv_vocab;
     const bool multi = p->n_blocks > 1;
-    p->forward_workspace = z + (multi ? c * fwd_extra(es) : 0);
-    p->backward_workspace = z + (multi ? c * 8 : 0) + (has_bias ? c * es : 0);
+    p->forward_workspace = z + (multi ? c * fwd_extra(es) : 0) + conv;
+    p->backward_workspace = z + (multi ? c * 8 : 0) + (has_bias ? c * es : 0) + conv;
 }
 
 tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype dt, bool has_bias,
@@ -74,8 +79,8 @@ tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype d
     if (tg__null_arg(plan, who, "plan")) return tg_last_status();
     memset(plan, 0, sizeof *plan);
     tg_linear_logprob_opts o = opts ? *opts : tg_linear_logprob_opts_default();
-    if (dt != TG_F32 && dt != TG_F64)
-        return tg__set_error(TG_ERR_DTYPE, "%s: dtype must be f32 or f64, got %s", who,
+    if (dt != TG_F32 && dt != TG_F64 && dt != TG_BF16)
+        return tg__set_error(TG_ERR_DTYPE, "%s: dtype must be f32, f64 or bf16, got %s", who,
                              tg_dtype_name(dt));
     if (N < 0 || d < 1 || V < 1)
         return tg__set_error(TG_ERR_VALUE, "%s: need N >= 0, d >= 1 and V >= 1, got N %lld, "
@@ -84,12 +89,14 @@ tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype d
         return tg__set_error(TG_ERR_VALUE, "%s: chunk_rows and vocab_block must be >= 0, got "
                              "%lld and %lld", who, (long long)o.chunk_rows,
                              (long long)o.vocab_block);
-    const size_t es = tg_dtype_size(dt), B = o.workspace_bytes;
+    const bool bf = dt == TG_BF16;
+    const size_t es = bf ? 4 : tg_dtype_size(dt), B = o.workspace_bytes;
+    const size_t crow = bf ? (size_t)d * 4 : 0, cvoc = bf ? (size_t)(d + 1) * 4 : 0;
     const int64_t nmax = N > 0 ? N : 1;
     int64_t c = o.chunk_rows > 0 ? (o.chunk_rows < nmax ? o.chunk_rows : nmax) : 0;
     int64_t vb = o.vocab_block > 0 ? (o.vocab_block < V ? o.vocab_block : V) : 0;
     if (!c || !vb) {
-        const size_t least = per_row(1, V > 1 ? 2 : 1, es, has_bias);
+        const size_t least = per_row(1, V > 1 ? 2 : 1, es, has_bias, crow) + cvoc;
         if (B < least && (!c || !vb))
             return tg__set_error(TG_ERR_VALUE, "%s: workspace_bytes %zu cannot hold one row of "
                                  "one vocabulary entry (%s, d %lld): give at least %zu", who, B,
@@ -98,13 +105,16 @@ tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype d
     if (!vb) {
         /* the whole vocabulary when enough rows fit, else blocks of it */
         const int64_t want = c ? c : (nmax < MIN_CHUNK ? nmax : MIN_CHUNK);
-        if ((size_t)want * per_row(V, 1, es, has_bias) <= B) {
+        if ((size_t)want * per_row(V, 1, es, has_bias, crow) + (size_t)V * cvoc <= B) {
             vb = V;
         } else {
-            const size_t extra = per_row(0, 2, es, has_bias);
+            /* rows * (vb es + extra) + vb cvoc <= B */
+            const size_t extra = per_row(0, 2, es, has_bias, crow);
             int64_t rows = want;
-            while (rows > 1 && B / (size_t)rows < extra + es) rows /= 2;
-            vb = (int64_t)((B / (size_t)rows - extra) / es);
+            while (rows > 1 && B < (size_t)rows * (extra + es) + cvoc) rows /= 2;
+            vb = B > (size_t)rows * extra
+                     ? (int64_t)((B - (size_t)rows * extra) / ((size_t)rows * es + cvoc))
+                     : 0;
             if (vb < 1) vb = 1;
             if (vb >= V) vb = V > 1 ? V - 1 : 1; /* several blocks were needed */
             if (!c) c = rows;
@@ -112,14 +122,15 @@ tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype d
     }
     const int64_t nb = (V + vb - 1) / vb;
     if (!c) {
-        int64_t fit = (int64_t)(B / per_row(vb, nb, es, has_bias));
+        const size_t fixed = (size_t)vb * cvoc;
+        int64_t fit = B > fixed ? (int64_t)((B - fixed) / per_row(vb, nb, es, has_bias, crow)) : 0;
         c = fit < 1 ? 1 : (fit < nmax ? fit : nmax);
     }
     plan->chunk_rows = c;
     plan->vocab_block = vb;
     plan->n_blocks = nb;
     plan->saved_per_row = o.want_entropy && o.entropy_grad ? 24 : 16;
-    plan_bytes(plan, es, has_bias);
+    plan_bytes(plan, es, has_bias, crow, cvoc);
     return TG_OK;
 }
 
@@ -135,11 +146,20 @@ typedef struct lin {
     void *y_owned;
     int64_t N, d, V, ignore;
     double inv_t;
-    tg_dtype dt;
+    tg_dtype dt;         /* the compute dtype: the inputs', f32 for bf16 inputs */
+    tg_dtype in_dt;      /* the inputs' dtype */
     tg_device dev;
-    size_t es;
+    size_t es;           /* dt's size */
     tg_linear_logprob_plan plan;
     tg_tensor *zbuf;     /* (chunk_rows * vocab_block) the logits' workspace */
+    /* bf16 inputs: f32 copies of the current chunk's rows and block's weight
+     * rows and bias (workspace); NULL otherwise */
+    tg_tensor *hbuf;     /* (chunk_rows * d) */
+    tg_tensor *wbuf;     /* (vocab_block * d) */
+    tg_tensor *bbuf;     /* (vocab_block) */
+    char *hp;            /* the current chunk's rows (c, d), dt: in h or hbuf */
+    char *wp;            /* the current block's weight rows (vb, d), dt: in w or wbuf */
+    tg_tensor *bcur;     /* the current block's bias (vb), dt, or NULL */
 } lin;
 
 static void rel(tg_tensor *t) {
@@ -152,6 +172,10 @@ static void lin_done(lin *L) {
     rel(L->b);
     rel(L->y);
     rel(L->zbuf);
+    rel(L->hbuf);
+    rel(L->wbuf);
+    rel(L->bbuf);
+    rel(L->bcur);
     free(L->y_owned);
 }
 
@@ -192,26 +216,75 @@ static tg_tensor *flat_rows(const lin *L, tg_tensor *t, bool *ok) {
     return f;
 }
 
-/* Z (c, vb) = h[r0, r0 + c) @ W[v0, v0 + vb)^T (+ b[v0, v0 + vb)), as a view
- * of the workspace; NULL with the error set. */
-static tg_tensor *block_logits(const lin *L, int64_t r0, int64_t c, int64_t v0, int64_t vb) {
+/* rows [r0, r0 + c) of src (a 2-D (n, k) contiguous tensor, or 1-D) copied
+ * (converted) into the front of buf; returns buf's data. NULL on failure. */
+static char *convert_rows(const lin *L, tg_tensor *buf, const tg_tensor *src, int64_t r0,
+                          int64_t c) {
+    const int64_t k = src->ndim == 2 ? src->shape[1] : -1;
+    tg_tensor *from = alias2(L, src, r0 * (k > 0 ? k : 1), c, k, k > 0 ? k : 1);
+    tg_tensor *to = from ? alias2(L, buf, 0, c, k, k > 0 ? k : 1) : NULL;
+    tg_status st = to ? tg__k_copy(to, from) : tg_last_status();
+    rel(from);
+    rel(to);
+    return st == TG_OK ? tg__ptr(buf) : NULL;
+}
+
+/* Makes the chunk's rows [r0, r0 + c) current (L->hp), converting bf16. */
+static tg_status load_chunk(lin *L, int64_t r0, int64_t c) {
+    if (!L->hbuf) {
+        L->hp = (char *)tg__ptr(L->h) + (size_t)(r0 * L->d) * L->es;
+        return TG_OK;
+    }
+    L->hp = convert_rows(L, L->hbuf, L->h, r0, c);
+    return L->hp ? TG_OK : tg_last_status();
+}
+
+/* Makes the block [v0, v0 + vb) of W (and b) current, converting bf16. */
+static tg_status load_block(lin *L, int64_t v0, int64_t vb) {
+    rel(L->bcur);
+    L->bcur = NULL;
+    if (!L->wbuf) {
+        L->wp = (char *)tg__ptr(L->w) + (size_t)(v0 * L->d) * L->es;
+        if (L->b && !(L->bcur = alias2(L, L->b, v0, vb, -1, 1))) return tg_last_status();
+        return TG_OK;
+    }
+    if (!(L->wp = convert_rows(L, L->wbuf, L->w, v0, vb))) return tg_last_status();
+    if (L->b) {
+        if (!convert_rows(L, L->bbuf, L->b, v0, vb) ||
+            !(L->bcur = alias2(L, L->bbuf, 0, vb, -1, 1)))
+            return tg_last_status();
+    }
+    return TG_OK;
+}
+
+/* Z (c, vb) = h[chunk] @ W[block]^T (+ b[block]) for the current chunk and
+ * block (load_chunk, load_block), as a view of the workspace; NULL with the
+ * error set. */
+static tg_tensor *block_logits(const lin *L, int64_t c, int64_t vb) {
     tg_tensor *Z = tg__tensor_alias(L->s, L->zbuf->storage, L->dt, 2, (int64_t[]){c, vb},
                                     (int64_t[]){vb, 1}, 0);
     if (!Z) return NULL;
     tg__mat a = {0}, bm = {0}, cm = {0};
-    a.data = (char *)tg__ptr(L->h) + (size_t)(r0 * L->d) * L->es;
+    a.data = L->hp;
     a.rows = c, a.cols = L->d, a.rs = L->d, a.cs = 1;
-    bm.data = (char *)tg__ptr(L->w) + (size_t)(v0 * L->d) * L->es; /* W[block]^T (d, vb) */
+    bm.data = L->wp; /* W[block]^T (d, vb) */
     bm.rows = L->d, bm.cols = vb, bm.rs = 1, bm.cs = L->d;
     cm.data = tg__ptr(Z);
     cm.rows = c, cm.cols = vb, cm.rs = vb, cm.cs = 1;
     tg_status st = tg__k_matmul(L->dev, WHO, L->dt, 0, NULL, &a, &bm, &cm, false, false);
-    if (st == TG_OK && L->b) {
-        tg_tensor *bb = alias2(L, L->b, v0, vb, -1, 1);
-        st = bb ? tg__k_binary(TG__BIN_ADD, Z, Z, bb, 0, 0) : tg_last_status();
-        rel(bb);
-    }
+    if (st == TG_OK && L->bcur) st = tg__k_binary(TG__BIN_ADD, Z, Z, L->bcur, 0, 0);
     return tg__k_ok(st, Z);
+}
+
+/* The f32 conversion buffers for bf16 inputs (no-op otherwise). */
+static tg_status conv_buffers(lin *L) {
+    if (L->in_dt != TG_BF16) return TG_OK;
+    const int64_t hn = L->plan.chunk_rows * L->d, wn = L->plan.vocab_block * L->d;
+    if (!(L->hbuf = ws_new(L, L->dev, TG_F32, 1, &hn)) ||
+        !(L->wbuf = ws_new(L, L->dev, TG_F32, 1, &wn)) ||
+        (L->b && !(L->bbuf = ws_new(L, L->dev, TG_F32, 1, &L->plan.vocab_block))))
+        return tg_last_status();
+    return TG_OK;
 }
 
 /* Local targets of rows [r0, r0 + c) for the block [v0, v0 + vb): y - v0
@@ -285,7 +358,7 @@ static tg_tensor *out_rows(const lin *L, tg_tensor *t, int64_t r0, int64_t c) {
 
 /* One block: the outputs directly from the fused kernel. */
 static tg_status fwd_one_block(lin *L, int64_t r0, int64_t c, fwd_out *o) {
-    tg_tensor *Z = block_logits(L, r0, c, 0, L->V);
+    tg_tensor *Z = load_block(L, 0, L->V) == TG_OK ? block_logits(L, c, L->V) : NULL;
     tg_tensor *y = Z ? alias2(L, L->y, r0, c, -1, 1) : NULL;
     tg_tensor *lp = y ? out_rows(L, o->lp, r0, c) : NULL;
     tg_tensor *H = lp && o->H ? out_rows(L, o->H, r0, c) : NULL;
@@ -347,7 +420,7 @@ static tg_status fwd_blocks(lin *L, int64_t r0, int64_t c, fwd_out *o) {
         /* in-block targets, 0 elsewhere: the gather reads a valid entry, the
          * statistics do not depend on the targets */
         tg_tensor *idx = local_targets(L, r0, c, v0, vb, 0);
-        tg_tensor *Z = idx ? block_logits(L, r0, c, v0, vb) : NULL;
+        tg_tensor *Z = idx && load_block(L, v0, vb) == TG_OK ? block_logits(L, c, vb) : NULL;
         tg_tensor *idx2 = Z ? alias2(L, idx, 0, c, 1, 1) : NULL;
         rc = idx2 ? TG_OK : tg_last_status();
         tg__lpe_bad bad;
@@ -412,6 +485,8 @@ static tg_status fwd_blocks(lin *L, int64_t r0, int64_t c, fwd_out *o) {
 }
 
 static tg_status fwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
+    tg_status st = load_chunk(L, r0, c);
+    if (st != TG_OK) return st;
     return L->plan.n_blocks == 1 ? fwd_one_block(L, r0, c, arg) : fwd_blocks(L, r0, c, arg);
 }
 
@@ -419,7 +494,7 @@ static tg_status fwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
 
 /* Node parameters. */
 enum { P_IGNORE = 0, P_NSTAT = 1, P_LSE_OUT = 2, P_HAS_BIAS = 3 };  /* iparam */
-enum { P_INV_T = 0, P_CHUNK = 1, P_VBLOCK = 2 };                     /* dparam */
+enum { P_INV_T = 0, P_CHUNK = 1, P_VBLOCK = 2, P_GRAD_F32 = 3 };   /* dparam */
 /* Saved slots: hidden (contiguous), weight, targets (N) contiguous, stats
  * (N, nstat) f64, bias (when given). */
 enum { S_H = 0, S_W = 1, S_Y = 2, S_ST = 3, S_B = 4 };
@@ -456,17 +531,17 @@ static tg_status bwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
                                        gsrc[k]->strides[0])))
             rc = tg_last_status();
     if (!st) rc = tg_last_status();
+    if (rc == TG_OK) rc = load_chunk(L, r0, c);
     for (int64_t v0 = 0; rc == TG_OK && v0 < L->V; v0 += vbs) {
         const int64_t vb = L->V - v0 < vbs ? L->V - v0 : vbs;
         tg_tensor *y = L->plan.n_blocks == 1 ? alias2(L, L->y, r0, c, -1, 1)
                                              : local_targets(L, r0, c, v0, vb, -1);
-        tg_tensor *Z = y ? block_logits(L, r0, c, v0, vb) : NULL;
+        tg_tensor *Z = y && load_block(L, v0, vb) == TG_OK ? block_logits(L, c, vb) : NULL;
         rc = Z ? tg__k_lpe_backward(Z, y, INT64_MIN, L->inv_t, 0, st, B->nstat, g[0], g[1],
                                     g[2], Z)
                : tg_last_status();
         char *zp = Z ? tg__ptr(Z) : NULL;
-        char *hp = (char *)tg__ptr(L->h) + (size_t)(r0 * d) * es;
-        char *wp = (char *)tg__ptr(L->w) + (size_t)(v0 * d) * es;
+        char *hp = L->hp, *wp = L->wp;
         if (rc == TG_OK && B->dh) { /* dh[chunk] (c, d) += dZ (c, vb) @ W[block] (vb, d) */
             tg__mat a = mat(zp, c, vb, vb, 1), b = mat(wp, vb, d, d, 1);
             tg__mat o = mat((char *)tg__ptr(B->dh) + (size_t)(r0 * d) * es, c, d, d, 1);
@@ -504,7 +579,8 @@ static tg_status lin_from_node(tg__node *n, lin *L) {
         (n->iparam[P_HAS_BIAS] && !(L->b = tg__node_saved(n, S_B))))
         return tg_last_status();
     L->V = L->w->shape[0];
-    L->dt = L->h->dtype;
+    L->in_dt = L->h->dtype;
+    L->dt = L->in_dt == TG_BF16 ? TG_F32 : L->in_dt;
     L->es = tg_dtype_size(L->dt);
     L->dev = L->h->storage->device;
     L->ignore = n->iparam[P_IGNORE];
@@ -513,8 +589,11 @@ static tg_status lin_from_node(tg__node *n, lin *L) {
     L->plan.vocab_block = (int64_t)n->dparam[P_VBLOCK];
     L->plan.n_blocks = (L->V + L->plan.vocab_block - 1) / L->plan.vocab_block;
     L->yh = tg__lpe_targets_host(WHO, L->y, &L->y_owned);
-    return L->yh ? TG_OK : tg_last_status();
+    if (!L->yh) return tg_last_status();
+    return L->N > 0 ? conv_buffers(L) : TG_OK;
 }
+
+static const char *const lin_name = "LinearLogprobEntropyBackward";
 
 static tg_status lin_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
     lin L;
@@ -551,6 +630,17 @@ static tg_status lin_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
         if (rc == TG_OK && (want_h || want_w || want_b)) rc = for_chunks(&L, bwd_chunk, &B);
     }
     tg_tensor *keep[3] = {B.dh, B.dw, B.db};
+    /* bf16 inputs: the f32 accumulators become bf16 gradients, unless asked
+     * for in f32 */
+    for (int k = 0; k < 3 && rc == TG_OK; k++) {
+        if (!keep[k] || L.in_dt != TG_BF16 || n->dparam[P_GRAD_F32] != 0) continue;
+        tg_tensor *g16 = tg__new_output_on(n->site, lin_name, L.dev, TG_BF16, keep[k]->ndim,
+                                           keep[k]->shape);
+        if (g16) g16 = tg__k_ok(tg__k_copy(g16, keep[k]), g16);
+        rel(keep[k]);
+        keep[k] = g16;
+        if (!g16) rc = tg_last_status();
+    }
     for (int k = 0; k < 3; k++) {
         if (rc == TG_OK) gin[k] = keep[k];
         else rel(keep[k]);
@@ -571,9 +661,9 @@ static const tg__op_def lin_def = {"LinearLogprobEntropyBackward", lin_backward,
 static tg_status check(const tg_tensor *h, const tg_tensor *w, const tg_tensor *b,
                        const tg_tensor *y, const tg_linear_logprob_opts *o) {
     char s1[160], s2[160];
-    if (!tg__is_float(h->dtype) || w->dtype != h->dtype || (b && b->dtype != h->dtype))
-        return tg__set_error(TG_ERR_DTYPE, "%s: hidden, weight and bias must be f32 or f64 of "
-                             "one dtype, got %s, %s and %s", WHO, tg_dtype_name(h->dtype),
+    if (!tg__is_floating(h->dtype) || w->dtype != h->dtype || (b && b->dtype != h->dtype))
+        return tg__set_error(TG_ERR_DTYPE, "%s: hidden, weight and bias must be f32, f64 or "
+                             "bf16 of one dtype, got %s, %s and %s", WHO, tg_dtype_name(h->dtype),
                              tg_dtype_name(w->dtype), b ? tg_dtype_name(b->dtype) : "none");
     if (y->dtype != TG_I64)
         return tg__set_error(TG_ERR_DTYPE, "%s: targets must be i64, got %s", WHO,
@@ -618,10 +708,12 @@ static tg_status composite(tg_site s, tg_tensor *h, tg_tensor *w, tg_tensor *b, 
                            const tg_linear_logprob_opts *o, tg_tensor **lp, tg_tensor **H,
                            tg_tensor **lse) {
     tg_tensor *wt = tg__transpose(s, w, 0, 1);
-    tg_tensor *z = wt ? tg__matmul(s, h, wt) : NULL;
-    tg_tensor *zb = z && b ? tg__add(s, z, b) : (z ? tg_retain(z) : NULL);
+    tg_tensor *z = wt ? tg__matmul(s, h, wt) : NULL; /* f32 for bf16 operands */
+    tg_tensor *b32 = z && b ? tg__to_dtype(s, b, z->dtype) : NULL;
+    tg_tensor *zb = b32 ? tg__add(s, z, b32) : (z && !b ? tg_retain(z) : NULL);
     rel(wt);
     rel(z);
+    rel(b32);
     if (!zb) return tg_last_status();
     tg_logprob_opts lo = tg_logprob_opts_default();
     lo.temperature = o->temperature;
@@ -641,7 +733,8 @@ static tg_status fused(tg_site s, tg_tensor *hidden, tg_tensor *w, tg_tensor *b,
     lin L;
     memset(&L, 0, sizeof L);
     L.s = s;
-    L.dt = hidden->dtype;
+    L.in_dt = hidden->dtype;
+    L.dt = L.in_dt == TG_BF16 ? TG_F32 : L.in_dt;
     L.es = tg_dtype_size(L.dt);
     L.dev = hidden->storage->device;
     L.d = hidden->shape[hidden->ndim - 1];
@@ -652,7 +745,7 @@ static tg_status fused(tg_site s, tg_tensor *hidden, tg_tensor *w, tg_tensor *b,
     tg_tensor *hc = NULL, *lse = NULL;
     tg__node *n = NULL;
     fwd_out F = {NULL, NULL, NULL, 2};
-    tg_status rc = tg_linear_logprob_plan_for(L.N, L.d, L.V, L.dt, b != NULL, o, &L.plan);
+    tg_status rc = tg_linear_logprob_plan_for(L.N, L.d, L.V, L.in_dt, b != NULL, o, &L.plan);
     if (rc != TG_OK) return rc;
     const int lead = hidden->ndim - 1;
     if (!(hc = tg__contiguous(s, hidden)) || !(L.w = tg__contiguous(s, w)) ||
@@ -677,10 +770,11 @@ static tg_status fused(tg_site s, tg_tensor *hidden, tg_tensor *w, tg_tensor *b,
     if (!F.lp || (o->want_entropy && !F.H) || ((record || lse_out) && !F.st)) goto fail;
     if (L.N > 0) {
         const int64_t zn = L.plan.chunk_rows * L.plan.vocab_block;
-        if (!(L.zbuf = ws_new(&L, L.dev, L.dt, 1, &zn))) goto fail;
+        if (!(L.zbuf = ws_new(&L, L.dev, L.dt, 1, &zn)) || conv_buffers(&L) != TG_OK) goto fail;
         if (for_chunks(&L, fwd_chunk, &F) != TG_OK) goto fail;
-        rel(L.zbuf);
-        L.zbuf = NULL;
+        tg_tensor *ws[5] = {L.zbuf, L.hbuf, L.wbuf, L.bbuf, L.bcur};
+        for (int k = 0; k < 5; k++) rel(ws[k]);
+        L.zbuf = L.hbuf = L.wbuf = L.bbuf = L.bcur = NULL;
     }
     /* the outputs in hidden's leading shape */
     tg_tensor *shaped[2] = {NULL, NULL}, *flat[2] = {F.lp, F.H};
@@ -704,6 +798,7 @@ static tg_status fused(tg_site s, tg_tensor *hidden, tg_tensor *w, tg_tensor *b,
         n->dparam[P_INV_T] = L.inv_t;
         n->dparam[P_CHUNK] = (double)L.plan.chunk_rows;
         n->dparam[P_VBLOCK] = (double)L.plan.vocab_block;
+        n->dparam[P_GRAD_F32] = o->grad_f32 ? 1.0 : 0.0;
         n->iparam[P_IGNORE] = L.ignore;
         n->iparam[P_NSTAT] = F.nstat;
         n->iparam[P_LSE_OUT] = lse_out ? 1 + grad_h : -1;

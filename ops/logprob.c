@@ -18,8 +18,8 @@ tg_logprob_opts tg_logprob_opts_default(void) {
 tg_status tg__lpe_check(const char *who, const tg_tensor *z, const tg_tensor *y,
                         const tg_logprob_opts *o) {
     char a[160], b[160];
-    if (!tg__is_float(z->dtype))
-        return tg__set_error(TG_ERR_DTYPE, "%s: logits must be f32 or f64, got %s", who,
+    if (!tg__is_floating(z->dtype))
+        return tg__set_error(TG_ERR_DTYPE, "%s: logits must be f32, f64 or bf16, got %s", who,
                              tg_dtype_name(z->dtype));
     if (y->dtype != TG_I64)
         return tg__set_error(TG_ERR_DTYPE, "%s: targets must be i64, got %s", who,
@@ -106,6 +106,164 @@ tg_status tg__lpe_bad_row_error(const char *who, const tg_tensor *z, const tg__l
                          "or -inf)", who, (long long)bad->row, (long long)bad->col, bad->value);
 }
 
+tg_dtype tg__lpe_out_dtype(const tg_tensor *z) {
+    return z->dtype == TG_BF16 ? TG_F32 : z->dtype;
+}
+
+/* ---- bf16 logits: the f32 kernels on f32 copies of a chunk of rows ---------------
+ * The rows are converted BF16_CHUNK_BYTES of f32 at a time into a workspace,
+ * the f32 kernels run on them, and backward converts each chunk's gradient
+ * back into the bf16 gradient: bf16 in, every sum in f32, f32 outputs. */
+#define BF16_CHUNK_BYTES ((size_t)64 << 20)
+
+static int64_t bf16_chunk(int64_t V) {
+    const int64_t c = (int64_t)(BF16_CHUNK_BYTES / ((size_t)V * 4));
+    return c < 1 ? 1 : c;
+}
+
+/* t's elements (N rows of its last dim) as a 2-D (N, V) alias when the
+ * leading dims merge; else NULL (the caller copies t first). */
+static tg_tensor *rows_view(tg_site s, const tg_tensor *t, int64_t N, int64_t V) {
+    const int lead = t->ndim - 1;
+    int64_t st = V * t->strides[t->ndim - 1], expect = -1;
+    for (int d = lead - 1; d >= 0; d--) {
+        if (t->shape[d] == 1) continue;
+        if (expect < 0) st = t->strides[d];
+        else if (t->strides[d] != expect) return NULL;
+        expect = t->strides[d] * t->shape[d];
+    }
+    return tg__tensor_alias(s, t->storage, t->dtype, 2, (int64_t[]){N, V},
+                            (int64_t[]){st, t->strides[t->ndim - 1]}, t->offset);
+}
+
+/* A (N, V) alias of z's rows: z itself, or a contiguous copy of it. */
+static tg_tensor *rows_of(tg_site s, tg_tensor *z, int64_t N, int64_t V) {
+    tg_tensor *r = rows_view(s, z, N, V);
+    if (r) return r;
+    tg_tensor *c = tg__contiguous(s, z);
+    r = c ? rows_view(s, c, N, V) : NULL;
+    if (c) tg__tensor_release(c);
+    return r;
+}
+
+/* rows [r0, r0 + c) of a contiguous (N) or (N, k) tensor, 1-D or 2-D */
+static tg_tensor *rows_at(tg_site s, const tg_tensor *t, int64_t r0, int64_t c) {
+    if (!t) return NULL;
+    if (t->ndim == 2)
+        return tg__tensor_alias(s, t->storage, t->dtype, 2, (int64_t[]){c, t->shape[1]},
+                                t->strides, t->offset + r0 * t->strides[0]);
+    return tg__tensor_alias(s, t->storage, t->dtype, 1, &c, t->strides, t->offset + r0 * t->strides[0]);
+}
+
+/* A flat (N) alias of a leading-shape tensor (an upstream gradient) when its
+ * dims merge, else of a contiguous copy; NULL t gives NULL with *ok true. */
+static tg_tensor *flat_of(tg_site s, tg_tensor *t, int64_t N, bool *ok) {
+    *ok = true;
+    if (!t) return NULL;
+    int64_t st = 1, expect = -1;
+    bool merge = true;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        if (t->shape[d] == 1) continue;
+        if (expect < 0) st = t->strides[d];
+        else if (t->strides[d] != expect) merge = false;
+        expect = t->strides[d] * t->shape[d];
+    }
+    tg_tensor *src = merge ? tg_retain(t) : tg__contiguous(s, t);
+    tg_tensor *f = src ? tg__tensor_alias(s, src->storage, src->dtype, 1, &N,
+                                          (int64_t[]){merge ? st : 1}, src->offset)
+                       : NULL;
+    if (src) tg__tensor_release(src);
+    if (!f) *ok = false;
+    return f;
+}
+
+/* The f32 copy of rows [r0, r0 + c) of z2 (N, V) in the workspace buffer. */
+static tg_tensor *bf16_rows_f32(tg_site s, tg_tensor *buf, const tg_tensor *z2, int64_t r0,
+                                int64_t c) {
+    const int64_t V = z2->shape[1];
+    tg_tensor *zc = tg__tensor_alias(s, buf->storage, TG_F32, 2, (int64_t[]){c, V},
+                                     (int64_t[]){V, 1}, 0);
+    tg_tensor *src = zc ? rows_at(s, z2, r0, c) : NULL;
+    tg_status st = src ? tg__k_copy(zc, src) : tg_last_status();
+    if (src) tg__tensor_release(src);
+    return tg__k_ok(st, zc);
+}
+
+/* Forward on bf16 logits z (lp, H, stats: contiguous f32 / f64 outputs). */
+static tg_status bf16_forward(tg_site s, const char *who, tg_tensor *z, tg_tensor *yc,
+                              int64_t ignore, double inv_t, tg_tensor *lp, tg_tensor *H,
+                              tg_tensor *stats, int nstat, tg__lpe_bad *bad) {
+    const int64_t V = z->shape[z->ndim - 1], N = tg__numel(z->ndim - 1, z->shape);
+    const int64_t cc = bf16_chunk(V);
+    bad->row = -1;
+    if (N == 0) return TG_OK;
+    tg_tensor *z2 = rows_of(s, z, N, V);
+    const int64_t bn = (N < cc ? N : cc) * V;
+    tg_tensor *buf = z2 ? tg__tensor_new_on(s, who, z->storage->device, TG_F32, 1, &bn,
+                                            TG_MEM_WORKSPACE)
+                        : NULL;
+    tg_status st = buf ? TG_OK : tg_last_status();
+    for (int64_t r0 = 0; st == TG_OK && r0 < N; r0 += cc) {
+        const int64_t c = N - r0 < cc ? N - r0 : cc;
+        tg_tensor *zc = bf16_rows_f32(s, buf, z2, r0, c);
+        tg_tensor *v[4] = {rows_at(s, yc, r0, c), rows_at(s, lp, r0, c), rows_at(s, H, r0, c),
+                           rows_at(s, stats, r0, c)};
+        st = zc && v[0] && v[1] && (!H || v[2]) && (!stats || v[3]) ? TG_OK : tg_last_status();
+        if (st == TG_OK)
+            st = tg__k_lpe_forward(zc, v[0], ignore, inv_t, 0, v[1], v[2], v[3], nstat, bad);
+        if (st == TG_OK && bad->row >= 0) { /* where, in the f32 copy; then the global row */
+            st = tg__lpe_locate_bad(who, zc, bad, inv_t);
+            bad->row += r0;
+        }
+        for (int k = 0; k < 4; k++)
+            if (v[k]) tg__tensor_release(v[k]);
+        if (zc) tg__tensor_release(zc);
+        if (bad->row >= 0) break;
+    }
+    if (buf) tg__tensor_release(buf);
+    if (z2) tg__tensor_release(z2);
+    return st;
+}
+
+/* Backward on bf16 logits: dz (z's shape, bf16, contiguous) gets the
+ * gradient, computed in f32 a chunk at a time. */
+static tg_status bf16_backward(tg_site s, tg_tensor *z, tg_tensor *yc, int64_t ignore,
+                               double inv_t, tg_tensor *stats, int nstat, tg_tensor *g_lp,
+                               tg_tensor *g_H, tg_tensor *g_lse, tg_tensor *dz) {
+    const int64_t V = z->shape[z->ndim - 1], N = tg__numel(z->ndim - 1, z->shape);
+    const int64_t cc = bf16_chunk(V);
+    if (N == 0) return TG_OK;
+    bool ok[3];
+    tg_tensor *g[3] = {flat_of(s, g_lp, N, &ok[0]), flat_of(s, g_H, N, &ok[1]),
+                       flat_of(s, g_lse, N, &ok[2])};
+    tg_tensor *z2 = ok[0] && ok[1] && ok[2] ? rows_of(s, z, N, V) : NULL;
+    tg_tensor *d2 = z2 ? rows_view(s, dz, N, V) : NULL;
+    const int64_t bn = (N < cc ? N : cc) * V;
+    tg_tensor *buf = d2 ? tg__tensor_new_on(s, "LogprobEntropyBackward", z->storage->device,
+                                            TG_F32, 1, &bn, TG_MEM_WORKSPACE)
+                        : NULL;
+    tg_status st = buf ? TG_OK : tg_last_status();
+    for (int64_t r0 = 0; st == TG_OK && r0 < N; r0 += cc) {
+        const int64_t c = N - r0 < cc ? N - r0 : cc;
+        tg_tensor *zc = bf16_rows_f32(s, buf, z2, r0, c);
+        tg_tensor *v[6] = {rows_at(s, yc, r0, c), rows_at(s, stats, r0, c), rows_at(s, g[0], r0, c),
+                           rows_at(s, g[1], r0, c), rows_at(s, g[2], r0, c), rows_at(s, d2, r0, c)};
+        st = zc && v[0] && v[1] && v[5] && (!g[0] || v[2]) && (!g[1] || v[3]) && (!g[2] || v[4])
+                 ? TG_OK
+                 : tg_last_status();
+        if (st == TG_OK)
+            st = tg__k_lpe_backward(zc, v[0], ignore, inv_t, 0, v[1], nstat, v[2], v[3], v[4], zc);
+        if (st == TG_OK) st = tg__k_copy(v[5], zc); /* to bf16 */
+        for (int k = 0; k < 6; k++)
+            if (v[k]) tg__tensor_release(v[k]);
+        if (zc) tg__tensor_release(zc);
+    }
+    tg_tensor *rel[6] = {buf, d2, z2, g[0], g[1], g[2]};
+    for (int k = 0; k < 6; k++)
+        if (rel[k]) tg__tensor_release(rel[k]);
+    return st;
+}
+
 /* Node parameters of the fused node. */
 enum { P_IGNORE = 0, P_CHUNK = 1, P_NSTAT = 2, P_LSE_OUT = 3 }; /* iparam (P_LSE_OUT: -1 none) */
 enum { P_INV_T = 0, P_INTO = 1 };                 /* dparam (P_INTO: 1 = grad_into_logits) */
@@ -135,11 +293,15 @@ static tg_status lpe_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
                                z->ndim, z->shape);
     }
     if (!dz) goto out;
-    if (tg__k_lpe_backward(z, y, n->iparam[P_IGNORE], n->dparam[P_INV_T], n->iparam[P_CHUNK], st,
-                           (int)n->iparam[P_NSTAT],
-                           gout[0], n->iparam[P_NSTAT] == 3 ? gout[1] : NULL,
-                           n->iparam[P_LSE_OUT] >= 0 ? gout[n->iparam[P_LSE_OUT]] : NULL,
-                           dz) != TG_OK) {
+    tg_tensor *g_h = n->iparam[P_NSTAT] == 3 ? gout[1] : NULL;
+    tg_tensor *g_l = n->iparam[P_LSE_OUT] >= 0 ? gout[n->iparam[P_LSE_OUT]] : NULL;
+    tg_status kst = z->dtype == TG_BF16
+                        ? bf16_backward(n->site, z, y, n->iparam[P_IGNORE], n->dparam[P_INV_T],
+                                        st, (int)n->iparam[P_NSTAT], gout[0], g_h, g_l, dz)
+                        : tg__k_lpe_backward(z, y, n->iparam[P_IGNORE], n->dparam[P_INV_T],
+                                             n->iparam[P_CHUNK], st, (int)n->iparam[P_NSTAT],
+                                             gout[0], g_h, g_l, dz);
+    if (kst != TG_OK) {
         tg__tensor_release(dz);
         goto out;
     }
@@ -165,8 +327,8 @@ tg_tensor *tg__lpe_lse_of(tg_site s, const char *who, const tg_tensor *z, tg_ten
     tg_tensor *r = l ? tg__new_output_on(s, who, z->storage->device, TG_F64, 1, &N) : NULL;
     if (r) r = tg__k_ok(tg__k_unary(TG__UN_SCALE, r, m, NULL, inv_t, 0), r);
     if (r) r = tg__k_ok(tg__k_binary(TG__BIN_ADD, r, r, l, 0, 0), r);
-    tg_tensor *out = r ? tg__new_output_on(s, who, z->storage->device, z->dtype, z->ndim - 1,
-                                           z->shape)
+    tg_tensor *out = r ? tg__new_output_on(s, who, z->storage->device, tg__lpe_out_dtype(z),
+                                           z->ndim - 1, z->shape)
                        : NULL;
     if (out) out = tg__k_ok(tg__k_copy(out, r), out); /* (N) into the leading shape: same order */
     tg__tensor_release(m);
@@ -187,9 +349,9 @@ static tg_status fused(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logprob_o
     const int nstat = grad_h ? 3 : 2;
     const int64_t N = tg__numel(lead, z->shape);
     const tg_device dev = z->storage->device;
-    tg_tensor *lp = tg__new_output_on(s, who, dev, z->dtype, lead, z->shape); // (N)
-    tg_tensor *h = o->want_entropy ? tg__new_output_on(s, who, dev, z->dtype, lead, z->shape)
-                                   : NULL;
+    const tg_dtype odt = tg__lpe_out_dtype(z);
+    tg_tensor *lp = tg__new_output_on(s, who, dev, odt, lead, z->shape); // (N)
+    tg_tensor *h = o->want_entropy ? tg__new_output_on(s, who, dev, odt, lead, z->shape) : NULL;
     const bool want_lse = lse_out != NULL;
     tg_tensor *st = record || want_lse
                         ? tg__new_output_on(s, who, dev, TG_F64, 2, (int64_t[]){N, nstat})
@@ -198,8 +360,11 @@ static tg_status fused(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logprob_o
     tg__node *n = NULL;
     if (!lp || (o->want_entropy && !h) || ((record || want_lse) && !st)) goto fail;
     tg__lpe_bad bad;
-    if (tg__k_lpe_forward(z, yc, o->ignore_index, 1.0 / o->temperature, o->chunk_size, lp, h, st,
-                          nstat, &bad) != TG_OK)
+    if ((z->dtype == TG_BF16
+             ? bf16_forward(s, who, z, yc, o->ignore_index, 1.0 / o->temperature, lp, h, st,
+                            nstat, &bad)
+             : tg__k_lpe_forward(z, yc, o->ignore_index, 1.0 / o->temperature, o->chunk_size,
+                                 lp, h, st, nstat, &bad)) != TG_OK)
         goto fail;
     if (bad.row >= 0) {
         tg__lpe_bad_row_error(who, z, &bad, 1.0 / o->temperature);
@@ -258,6 +423,10 @@ tg_status tg__logprob_entropy_lse(tg_site s, const char *who, tg_tensor *logits,
     if (st != TG_OK) return st;
     if (o.grad_into_logits && tg__needs_grad(1, &logits)) {
         char b[160];
+        if (logits->dtype == TG_BF16)
+            return tg__set_error(TG_ERR_VALUE, "%s: grad_into_logits needs f32 or f64 logits "
+                                 "(bf16 logits get a bf16 gradient: no room for an f32 one)",
+                                 who);
         if (o.impl != TG_LOGPROB_FUSED)
             return tg__set_error(TG_ERR_VALUE, "%s: grad_into_logits needs impl "
                                  "TG_LOGPROB_FUSED", who);
@@ -272,6 +441,13 @@ tg_status tg__logprob_entropy_lse(tg_site s, const char *who, tg_tensor *logits,
                                  tg__shape_str(b, sizeof b, logits->ndim, logits->shape));
     }
     if (o.impl == TG_LOGPROB_FUSED) return fused(s, logits, targets, &o, lp, h, lse);
+    if (logits->dtype == TG_BF16) { /* the generic ops compute in f32: convert first */
+        tg_tensor *z32 = tg__to_dtype(s, logits, TG_F32);
+        if (!z32) return tg_last_status();
+        st = tg__logprob_entropy_lse(s, who, z32, targets, &o, lp, h, lse);
+        tg__tensor_release(z32);
+        return st;
+    }
     st = tg__lpe_composite(s, logits, targets, &o, lp, h);
     if (st != TG_OK || !lse) return st;
     /* the composite log-sum-exp: logsumexp(z / T) over the vocabulary, 0 on ignored rows */

@@ -21,9 +21,11 @@ const int64_t *tg__lpe_targets_host(const char *who, const tg_tensor *yc, void *
  * copy. */
 tg_status tg__lpe_locate_bad(const char *who, const tg_tensor *z, tg__lpe_bad *bad,
                              double inv_t);
+/* The dtype of the outputs for logits z: z's, or f32 for bf16 logits. */
+tg_dtype tg__lpe_out_dtype(const tg_tensor *z);
 /* The row log-sum-exp of z / T from saved statistics st (N, nstat) f64:
  * M inv_t + ls (0 on ignored rows, whose statistics are 0), a new tensor of
- * z's dtype and leading shape (z's shape without its last dim). */
+ * tg__lpe_out_dtype(z) and z's leading shape (its shape without the last dim). */
 tg_tensor *tg__lpe_lse_of(tg_site s, const char *who, const tg_tensor *z, tg_tensor *st,
                           int nstat, double inv_t);
 /* Hands the outputs that were asked for to the caller (scope): lp always,

@@ -34,7 +34,7 @@ static bool mm_check(const tg_tensor *a, const tg_tensor *b, bool *b_shared) {
         return false;
     if (!tg__is_float(a->dtype) || a->dtype != b->dtype) {
         tg__set_error(TG_ERR_DTYPE,
-                      "tg_matmul: operands must be f32 or f64 of one dtype, got %s and %s",
+                      "tg_matmul: operands must be f32, f64 or bf16 of one dtype, got %s and %s",
                       tg_dtype_name(a->dtype), tg_dtype_name(b->dtype));
         return false;
     }
@@ -98,9 +98,27 @@ static tg_tensor *a_to_save(tg_site s, tg_tensor *a, bool b_shared) {
     return c;
 }
 
+/* bf16 operands (both): each converted to f32 (a differentiable
+ * conversion: its gradient goes back as bf16), then the f32 product, so the
+ * result is f32 and every sum is accumulated in f32. The conversions are
+ * what the graph saves (f32 copies of the operands). */
+static tg_tensor *matmul_bf16(tg_site s, tg_tensor *a, tg_tensor *b) {
+    tg_tensor *a32 = tg__to_dtype(s, a, TG_F32);
+    tg_tensor *b32 = a32 ? tg__to_dtype(s, b, TG_F32) : NULL;
+    tg_tensor *r = b32 ? tg__matmul(s, a32, b32) : NULL;
+    rel(a32);
+    rel(b32);
+    return r;
+}
+
 tg_tensor *tg__matmul(tg_site s, tg_tensor *a, tg_tensor *b) {
     if (tg__null_arg(a, "tg_matmul", "a") || tg__null_arg(b, "tg_matmul", "b"))
         return NULL;
+    if (a->dtype == TG_BF16 && b->dtype == TG_BF16) {
+        const tg_tensor *ab[2] = {a, b};
+        if (!tg__same_device("tg_matmul", 2, ab)) return NULL;
+        return matmul_bf16(s, a, b);
+    }
     bool b_shared = false;
     if (!mm_check(a, b, &b_shared))
         return NULL;

@@ -44,8 +44,7 @@ static bool setup(tg_site s, const char *who, tg_tensor *t, int dim, bool keepdi
     if (tg__null_arg(t, who, "t") || !tg__same_device(who, 1, (const tg_tensor *const *)&t))
         return false;
     if (!tg__is_float(t->dtype))
-        return tg__set_error(TG_ERR_DTYPE, "%s: dtype %s is not supported (f32 or f64 required)",
-                             who, tg_dtype_name(t->dtype)), false;
+        return tg__dtype_unsupported(who, t->dtype), false;
     int d = 0;
     if (all || t->ndim == 0) {
         if (!all && tg__wrap_dim(who, dim, 0) < 0) return false;

@@ -75,8 +75,7 @@ static const tg__op_def SUM_TO_DEF = {"SumToBackward", expand_backward, false};
 static bool check_input(const char *who, const tg_tensor *t) {
     if (!tg__same_device(who, 1, &t)) return false;
     if (!tg__is_float(t->dtype)) {
-        tg__set_error(TG_ERR_DTYPE, "%s: dtype %s is not supported (f32 or f64 required)", who,
-                      tg_dtype_name(t->dtype));
+        tg__dtype_unsupported(who, t->dtype);
         return false;
     }
     return true;

@@ -37,8 +37,7 @@ enum {
 static bool check_dtype(const char *who, const tg_tensor *t, bool any_dtype) {
     if (!tg__same_device(who, 1, &t)) return false;
     if (any_dtype || tg__is_float(t->dtype)) return true;
-    tg__set_error(TG_ERR_DTYPE, "%s: dtype %s is not supported (f32 or f64 required)", who,
-                  tg_dtype_name(t->dtype));
+    tg__dtype_unsupported(who, t->dtype);
     return false;
 }
 

@@ -141,8 +141,7 @@ tg_tensor *tg__unary(tg_site s, tg__unop code, tg_tensor *t, double p0, double p
     if (!tg__same_device(who, 1, (const tg_tensor *const *)&t)) return NULL;
     if (t->dtype == TG_I64) return tg__int_unary(s, who, code, t, p0, p1);
     if (!tg__is_float(t->dtype))
-        return tg__fail(TG_ERR_DTYPE, "%s: dtype %s is not supported (f32 or f64 required)", who,
-                        tg_dtype_name(t->dtype));
+        return tg__dtype_unsupported_null(who, t->dtype);
     tg_tensor *out = tg__new_output_on(s, who, t->storage->device, t->dtype, t->ndim, t->shape);
     if (!out || !(out = tg__k_ok(tg__k_unary(code, out, t, NULL, p0, p1), out))) return NULL;
     if (!tg__needs_grad(1, &t)) return out;

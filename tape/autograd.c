@@ -20,9 +20,9 @@ tg_status tg_set_requires_grad(tg_tensor *t, bool requires_grad) {
         t->requires_grad = false;
         return TG_OK;
     }
-    if (requires_grad && !tg__is_float(t->dtype))
-        return tg__set_error(TG_ERR_DTYPE, "tg_set_requires_grad: only f32/f64 tensors can "
-                                           "require grad (%s is %s)",
+    if (requires_grad && !tg__is_floating(t->dtype))
+        return tg__set_error(TG_ERR_DTYPE, "tg_set_requires_grad: only f32/f64/bf16 tensors "
+                                           "can require grad (%s is %s)",
                              TG__LABEL(t), tg_dtype_name(t->dtype));
     if (tg__has_grad_fn(t)) {
         tg__node *fn;

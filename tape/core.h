@@ -218,6 +218,12 @@ static inline void *tg__ptr(const tg_tensor *t) {
  * message naming `who`) if out of range. */
 int tg__wrap_dim(const char *who, int dim, int ndim);
 bool tg__is_float(tg_dtype dt);
+/* f32, f64 or bf16: the dtypes that may require grad. */
+bool tg__is_floating(tg_dtype dt);
+/* TG_ERR_DTYPE "who: dtype X is not supported (f32 or f64 required)", with
+ * how to convert a bf16 tensor; returns the status (the _null form NULL). */
+tg_status tg__dtype_unsupported(const char *who, tg_dtype dt);
+void *tg__dtype_unsupported_null(const char *who, tg_dtype dt);
 
 /* ---- shapes and strided iteration (tape/shape.c) ------------------------------ */
 

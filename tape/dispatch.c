@@ -95,50 +95,77 @@ tg__mat tg__mat_t(tg__mat m) {
 
 /* ---- entries ---------------------------------------------------------------- */
 
+/* bf16 is a storage dtype: only copy, fill, accumulate and the fused ops'
+ * own paths take it. Every other kernel refuses it here, whatever op called
+ * it (the ops that check dtypes name themselves first). */
+static tg_status refuse_bf16(int n, const tg_tensor *const *ts) {
+    for (int i = 0; i < n; i++)
+        if (ts[i] && ts[i]->dtype == TG_BF16)
+            return tg__set_error(TG_ERR_DTYPE, "bf16 is a storage dtype: this op computes in "
+                                 "f32 or f64 (convert with tg_to_dtype(t, TG_F32) first; the "
+                                 "ops that take bf16 are tg_to_dtype, tg_matmul, "
+                                 "tg_logprob_entropy and tg_linear_logprob_entropy)");
+    return TG_OK;
+}
+#define REFUSE_BF16(...)                                                                  \
+    do {                                                                                  \
+        const tg_tensor *ts_[] = {__VA_ARGS__};                                           \
+        tg_status rs_ = refuse_bf16((int)(sizeof ts_ / sizeof ts_[0]), ts_);              \
+        if (rs_ != TG_OK) return rs_;                                                     \
+    } while (0)
+
 tg_status tg__k_unary(tg__unop op, tg_tensor *out, const tg_tensor *x, const int64_t *xs,
                       double p0, double p1) {
+    REFUSE_BF16(out, x);
     tg__arr o = tg__arr_of(out), a = tg__arr_over(x, out, xs);
     return be(out)->unary((int)op, &o, &a, p0, p1);
 }
 
 tg_status tg__k_unary_grad(tg__unop op, tg_tensor *out, const tg_tensor *g, const tg_tensor *s,
                            double p0, double p1) {
+    REFUSE_BF16(out, g, s);
     tg__arr o = tg__arr_of(out), a = tg__arr_over(g, out, NULL), b = tg__arr_over(s, out, NULL);
     return be(out)->unary_grad((int)op, &o, &a, &b, p0, p1);
 }
 
 tg_status tg__k_binary(tg__binop op, tg_tensor *out, const tg_tensor *a, const tg_tensor *b,
                        double p0, double p1) {
+    REFUSE_BF16(out, a, b);
     tg__arr o = tg__arr_of(out), x = tg__arr_over(a, out, NULL), y = tg__arr_over(b, out, NULL);
     return be(out)->binary((int)op, &o, &x, &y, p0, p1);
 }
 
 tg_status tg__k_ternary(tg__terop op, tg_tensor *out, const tg_tensor *g, const tg_tensor *a,
                         const tg_tensor *b) {
+    REFUSE_BF16(out, g, a, b);
     tg__arr o = tg__arr_of(out), x = tg__arr_over(g, out, NULL), y = tg__arr_over(a, out, NULL),
             z = tg__arr_over(b, out, NULL);
     return be(out)->ternary((int)op, &o, &x, &y, &z);
 }
 
 tg_status tg__k_where(tg_tensor *out, const tg_tensor *c, const tg_tensor *a, const tg_tensor *b) {
+    REFUSE_BF16(out, c, a, b);
     tg__arr o = tg__arr_of(out), x = tg__arr_over(c, out, NULL), y = tg__arr_over(a, out, NULL),
             z = tg__arr_over(b, out, NULL);
     return be(out)->where(&o, &x, &y, &z);
 }
 
 tg_status tg__k_test(tg__testop op, tg_tensor *out, const tg_tensor *a, const tg_tensor *b) {
+    REFUSE_BF16(out, a, b);
     tg__arr o = tg__arr_of(out), x = tg__arr_over(a, out, NULL), y = tg__arr_over(b, out, NULL);
     return be(out)->test((int)op, &o, &x, &y);
 }
 
 tg_status tg__k_int_op(tg__intop op, tg_tensor *out, const tg_tensor *a, const tg_tensor *b,
                        int64_t p0, int64_t p1) {
+    REFUSE_BF16(out, a, b);
     tg__arr o = tg__arr_of(out), x = tg__arr_over(a, out, NULL), y = tg__arr_over(b, out, NULL);
     return be(out)->int_op((int)op, &o, &x, &y, p0, p1);
 }
 
 tg_status tg__k_reduce_dim(tg__redop op, tg_tensor *out, tg_tensor *idx, const tg_tensor *x,
                            int dim) {
+    REFUSE_BF16(out, idx, x);
     tg__arr o = tg__arr_of(out ? out : idx), i = tg__arr_of(idx ? idx : out), a = tg__arr_of(x);
     if (!out) o.data = NULL;
     if (!idx) i.data = NULL;
@@ -147,6 +174,7 @@ tg_status tg__k_reduce_dim(tg__redop op, tg_tensor *out, tg_tensor *idx, const t
 
 tg_status tg__k_scan(tg__scanop op, tg_tensor *out, const tg_tensor *x, const tg_tensor *g,
                      int dim) {
+    REFUSE_BF16(out, x, g);
     tg__arr o = tg__arr_of(out), a = tg__arr_of(x), b = tg__arr_over(g, x, NULL);
     return be(x)->scan((int)op, &o, &a, &b, dim);
 }
@@ -169,17 +197,20 @@ tg_status tg__k_fill(tg_tensor *t, double v) {
 }
 
 tg_status tg__k_sum_reduce(tg_tensor *out, const tg_tensor *x, const bool *red, double scale) {
+    REFUSE_BF16(out, x);
     tg__arr o = tg__arr_of(out), a = tg__arr_of(x);
     return be(out)->sum_reduce(&o, &a, red, scale);
 }
 
 tg_status tg__k_softmax_forward(const tg_tensor *x, tg_tensor *y, bool is_log) {
+    REFUSE_BF16(x, y);
     tg__arr a = tg__arr_of(x);
     return be(x)->softmax_forward(&a, tg__ptr(y), is_log);
 }
 
 tg_status tg__k_softmax_backward(const tg_tensor *y, const tg_tensor *g, tg_tensor *dx,
                                  bool is_log) {
+    REFUSE_BF16(y, g, dx);
     tg__arr a = tg__arr_of(y), b = tg__arr_of(g);
     return be(y)->softmax_backward(&a, &b, tg__ptr(dx), is_log);
 }
@@ -190,11 +221,13 @@ tg_status tg__k_gather_find_bad(const tg_tensor *index, int64_t V, int64_t *bad)
 }
 
 tg_status tg__k_gather_forward(const tg_tensor *t, const tg_tensor *index, tg_tensor *out) {
+    REFUSE_BF16(t, out);
     tg__arr a = tg__arr_of(t), b = tg__arr_of(index);
     return be(t)->gather_forward(&a, &b, tg__ptr(out));
 }
 
 tg_status tg__k_gather_backward(const tg_tensor *g, const tg_tensor *index, tg_tensor *dt) {
+    REFUSE_BF16(g, dt);
     tg__arr a = tg__arr_of(g), b = tg__arr_of(index);
     int64_t V = dt->ndim > 0 ? dt->shape[dt->ndim - 1] : 1;
     return be(g)->gather_backward(&a, &b, tg__ptr(dt), V);
@@ -218,6 +251,7 @@ static tg__arr rows_arr(const tg_tensor *z) {
 tg_status tg__k_lpe_forward(const tg_tensor *z, const tg_tensor *y, int64_t ignore, double inv_t,
                             int64_t chunk, tg_tensor *lp, tg_tensor *H, tg_tensor *stats,
                             int nstat, tg__lpe_bad *bad) {
+    REFUSE_BF16(z, lp, H);
     tg__arr a = rows_arr(z);
     return be(z)->lpe_forward(&a, tg__ptr(y), ignore, inv_t, chunk, tg__ptr(lp),
                               H ? tg__ptr(H) : NULL, stats ? tg__ptr(stats) : NULL, nstat, bad);
@@ -225,6 +259,7 @@ tg_status tg__k_lpe_forward(const tg_tensor *z, const tg_tensor *y, int64_t igno
 
 tg_status tg__k_lpe_check_rows(const tg_tensor *z, const int64_t *y, int64_t ignore,
                                double inv_t, tg__lpe_bad *bad) {
+    REFUSE_BF16(z);
     tg__arr a = rows_arr(z);
     return be(z)->lpe_check_rows(&a, y, ignore, inv_t, bad);
 }
@@ -233,6 +268,7 @@ tg_status tg__k_lpe_backward(const tg_tensor *z, const tg_tensor *y, int64_t ign
                              double inv_t, int64_t chunk, const tg_tensor *stats, int nstat,
                              const tg_tensor *g_lp, const tg_tensor *g_H,
                              const tg_tensor *g_lse, tg_tensor *dz) {
+    REFUSE_BF16(z, g_lp, g_H, g_lse, dz);
     tg__arr a = rows_arr(z), gl, gh, gs;
     memset(&gl, 0, sizeof gl);
     memset(&gh, 0, sizeof gh);

@@ -68,8 +68,11 @@ static int by_id_desc(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
+/* t fits m: same shape and dtype; an f32 gradient also fits a bf16 input
+ * (the fused ops' gradients in f32 for bf16 parameters, by option). */
 static bool same_meta(const tg_tensor *t, const tg__meta *m) {
-    if (t->dtype != m->dtype || t->ndim != m->ndim) return false;
+    const bool dt_ok = t->dtype == m->dtype || (m->dtype == TG_BF16 && t->dtype == TG_F32);
+    if (!dt_ok || t->ndim != m->ndim) return false;
     for (int d = 0; d < m->ndim; d++)
         if (t->shape[d] != m->shape[d]) return false;
     return true;
@@ -81,11 +84,17 @@ static bool exclusive(const tg_tensor *t) {
            t->storage->saved_refs == 0;
 }
 
-/* a + b (same shape, dtype and device) in a new tensor; nothing is recorded. */
+/* a + b (same shape and device) in a new tensor; nothing is recorded. Of
+ * one dtype, or bf16 and f32 (an f32 gradient of a bf16 input): the sum is
+ * then f32. bf16 has no elementwise kernel: a copy, then accumulate. */
 static tg_tensor *grad_sum(tg_site s, const tg_tensor *a, const tg_tensor *b) {
-    tg_tensor *r = tg__new_output_on(s, "tg_backward", a->storage->device, a->dtype, a->ndim,
+    const tg_dtype dt = a->dtype == b->dtype ? a->dtype : TG_F32;
+    tg_tensor *r = tg__new_output_on(s, "tg_backward", a->storage->device, dt, a->ndim,
                                      a->shape);
-    return r ? tg__k_ok(tg__k_binary(TG__BIN_ADD, r, a, b, 0.0, 0.0), r) : NULL;
+    if (r && tg__is_float(dt) && a->dtype == b->dtype)
+        return tg__k_ok(tg__k_binary(TG__BIN_ADD, r, a, b, 0.0, 0.0), r);
+    if (r) r = tg__k_ok(tg__k_copy(r, a), r);
+    return r ? tg__k_ok(tg__k_accumulate(r, b), r) : NULL;
 }
 
 /* A contiguous copy of g of its own. */
@@ -101,7 +110,8 @@ static tg_status accumulate(tg_site s, tg_tensor **slot, tg_tensor *g) {
         *slot = g;
         return TG_OK;
     }
-    if (exclusive(*slot) && (*slot)->storage->device == g->storage->device) {
+    if (exclusive(*slot) && (*slot)->storage->device == g->storage->device &&
+        ((*slot)->dtype == g->dtype || (*slot)->dtype == TG_F32)) {
         tg_status st = tg__k_accumulate(*slot, g); /* on a failed device kernel: the error */
         tg__tensor_release(g);
         return st;
@@ -148,12 +158,20 @@ static tg_status check_root(tg_tensor *root, tg_tensor *grad) {
 
 /* Commit, phase A (may fail, changes no .grad): turns the leaf's pending
  * gradient into the tensor that phase B will install or add. */
+/* Whether phase B adds g into the leaf's .grad in place: .grad exclusive,
+ * both on the CPU (adding there cannot fail), and .grad of g's dtype or f32
+ * (a bf16 .grad gaining an f32 gradient is replaced by the f32 sum). */
+static bool add_in_place(const tg_tensor *leaf, const tg_tensor *g) {
+    return leaf->grad && exclusive(leaf->grad) && leaf->grad->storage->device == TG_CPU &&
+           g->storage->device == TG_CPU &&
+           (leaf->grad->dtype == g->dtype || leaf->grad->dtype == TG_F32);
+}
+
 static tg_status prepare_leaf(tg_tensor *leaf) {
     tg_tensor *g = leaf->pending;
     /* Adding in place (phase B) must not fail, so it is done only on the CPU:
      * on a device, add out of place here (a kernel failure is reported now). */
-    bool host = g->storage->device == TG_CPU && (!leaf->grad || leaf->grad->storage->device == TG_CPU);
-    if (leaf->grad && (!exclusive(leaf->grad) || !host)) {
+    if (leaf->grad && !add_in_place(leaf, g)) {
         /* .grad is shared (the user holds it): replace it with a new sum */
         tg_tensor *sum = grad_sum(leaf->site, leaf->grad, g);
         if (!sum) return tg_last_status();
@@ -172,8 +190,7 @@ static tg_status prepare_leaf(tg_tensor *leaf) {
 static void install_leaf(tg_tensor *leaf) {
     tg_tensor *g = leaf->pending;
     leaf->pending = NULL;
-    if (leaf->grad && exclusive(leaf->grad) && leaf->grad->storage->device == TG_CPU &&
-        g->storage->device == TG_CPU) { /* as prepare_leaf decided */
+    if (add_in_place(leaf, g)) { /* as prepare_leaf decided */
         (void)tg__k_accumulate(leaf->grad, g); /* cannot fail on the host */
         tg__tensor_release(g);
     } else {

@@ -12,6 +12,7 @@ size_t tg_dtype_size(tg_dtype dt) {
     case TG_F64: return 8;
     case TG_I64: return 8;
     case TG_BOOL: return 1;
+    case TG_BF16: return 2;
     }
     return 0;
 }
@@ -22,11 +23,29 @@ const char *tg_dtype_name(tg_dtype dt) {
     case TG_F64: return "f64";
     case TG_I64: return "i64";
     case TG_BOOL: return "bool";
+    case TG_BF16: return "bf16";
     }
     return "?";
 }
 
 bool tg__is_float(tg_dtype dt) { return dt == TG_F32 || dt == TG_F64; }
+bool tg__is_floating(tg_dtype dt) { return tg__is_float(dt) || dt == TG_BF16; }
+
+tg_status tg__dtype_unsupported(const char *who, tg_dtype dt) {
+    return tg__set_error(TG_ERR_DTYPE, "%s: dtype %s is not supported (f32 or f64 required%s)",
+                         who, tg_dtype_name(dt),
+                         dt == TG_BF16 ? "; bf16 is a storage dtype: convert with "
+                                         "tg_to_dtype(t, TG_F32) first"
+                                       : "");
+}
+
+void *tg__dtype_unsupported_null(const char *who, tg_dtype dt) {
+    tg__dtype_unsupported(who, dt);
+    return NULL;
+}
+
+uint16_t tg_bf16_from_f32(float f) { return tg__f32_to_bf16(f); }
+float tg_bf16_to_f32(uint16_t h) { return tg__bf16_to_f32(h); }
 
 int64_t tg__numel(int ndim, const int64_t *shape) {
     int64_t n = 1;
@@ -195,6 +214,9 @@ static void fill_value(tg_tensor *t, double v) {
         for (int64_t i = 0; i < n; i++) x[i] = v;
     } else if (t->dtype == TG_BOOL) {
         memset(p, v != 0, (size_t)n); /* NaN is true */
+    } else if (t->dtype == TG_BF16) {
+        uint16_t *x = p, b = tg__f32_to_bf16((float)v); // (n)
+        for (int64_t i = 0; i < n; i++) x[i] = b;
     } else {
         int64_t *x = p; // (n)
         for (int64_t i = 0; i < n; i++) x[i] = tg__to_i64(v);
@@ -241,6 +263,7 @@ tg_tensor *tg_arange_at(tg_site s, tg_dtype dt, double start, double end, double
         if (dt == TG_F32) ((float *)t->storage->data)[i] = (float)v;
         else if (dt == TG_F64) ((double *)t->storage->data)[i] = v;
         else if (dt == TG_BOOL) ((uint8_t *)t->storage->data)[i] = v != 0;
+        else if (dt == TG_BF16) ((uint16_t *)t->storage->data)[i] = tg__f32_to_bf16((float)v);
         else ((int64_t *)t->storage->data)[i] = tg__to_i64(v);
     }
     return tg__ret(t);
@@ -297,6 +320,7 @@ static double read_elem(const void *base, tg_dtype dt, int64_t off) {
     case TG_F64: return ((const double *)base)[off];
     case TG_I64: return (double)((const int64_t *)base)[off];
     case TG_BOOL: return ((const uint8_t *)base)[off];
+    case TG_BF16: return tg__bf16_to_f32(((const uint16_t *)base)[off]);
     }
     return NAN;
 }
@@ -328,6 +352,10 @@ tg_status tg_copy_out(const tg_tensor *t, tg_dtype dst_dt, void *dst, size_t dst
             ((uint8_t *)dst)[i] = read_elem(base, t->dtype, off) != 0; /* NaN: true */
         else if (dst_dt == TG_F32)
             ((float *)dst)[i] = (float)read_elem(base, t->dtype, off);
+        else if (dst_dt == TG_BF16 && t->dtype == TG_BF16)
+            ((uint16_t *)dst)[i] = ((const uint16_t *)base)[off];
+        else if (dst_dt == TG_BF16)
+            ((uint16_t *)dst)[i] = tg__f32_to_bf16((float)read_elem(base, t->dtype, off));
         else
             ((double *)dst)[i] = read_elem(base, t->dtype, off);
     }

@@ -64,7 +64,12 @@ static void expect_close(const char *what, const tg_tensor *cpu, const tg_tensor
     int64_t n = tg_numel(cpu);
     double *a = host_values(cpu), *b = host_values(dev);
     double *r = ref && tg_get_dtype(cpu) == TG_F32 && tg_numel(ref) == n ? host_values(ref) : NULL;
-    double rtol = tg_get_dtype(cpu) == TG_F64 ? 1e-12 : tg_get_dtype(cpu) == TG_F32 ? 1e-5 : 0.0;
+    /* bf16: one unit in the last place (an f32 result a hair apart on the two
+     * devices may round to neighbouring bf16 values) */
+    double rtol = tg_get_dtype(cpu) == TG_F64    ? 1e-12
+                  : tg_get_dtype(cpu) == TG_F32  ? 1e-5
+                  : tg_get_dtype(cpu) == TG_BF16 ? 0x1p-7
+                                                 : 0.0;
     double big = 0.0;
     for (int64_t i = 0; i < n; i++)
         if (isfinite(a[i]) && fabs(a[i]) > big) big = fabs(a[i]);
@@ -109,7 +114,8 @@ static void run_both(const char *what, int nin, tg_tensor *const *in, expr_fn f,
     cr_assert(nin <= 8);
     bool f32 = false;
     for (int i = 0; i < nin; i++) {
-        bool fl = tg_get_dtype(in[i]) == TG_F32 || tg_get_dtype(in[i]) == TG_F64;
+        bool fl = tg_get_dtype(in[i]) == TG_F32 || tg_get_dtype(in[i]) == TG_F64 ||
+                  tg_get_dtype(in[i]) == TG_BF16;
         f32 |= tg_get_dtype(in[i]) == TG_F32;
         cin[i] = tg_clone(tg_detach(in[i]));
         gin[i] = tg_to_device(tg_detach(in[i]), TG_CUDA);
@@ -487,6 +493,43 @@ static tg_tensor *e_linear(tg_tensor *const *in, const void *a) {
     if (tg_linear_logprob_entropy(in[0], in[1], in[2], in[3], o, &lp, &H, &lse) != TG_OK)
         return NULL;
     return tg_add(tg_add(lp, tg_scale(H, 0.5)), tg_scale(lse, 0.25));
+}
+
+/* bf16 on the device: conversions both ways (specials, rounding to even),
+ * the fused logits op and the fused linear op reading bf16 */
+static tg_tensor *e_bf16_round_trip(tg_tensor *const *in, const void *a) {
+    (void)a;
+    return tg_to_dtype(tg_to_dtype(in[0], TG_BF16), TG_F32);
+}
+static tg_tensor *e_logprob_bf16(tg_tensor *const *in, const void *a) {
+    (void)a;
+    tg_tensor *lp, *H, *lse;
+    if (tg_logprob_entropy_lse(in[0], in[1], NULL, &lp, &H, &lse) != TG_OK) return NULL;
+    return tg_add(tg_add(lp, tg_scale(H, 0.5)), tg_scale(lse, 0.25));
+}
+
+Test(backends, bf16_conversions_and_fused_ops) {
+    NEED_DEVICE();
+    int sc = tg_scope_begin();
+    tg_tensor *x = with_specials(randn(TG_F32, 2, (int64_t[]){9, 33}, 41));
+    ((float *)tg_data(x))[5] = 1.0f + 0x1p-8f; /* a tie: to even */
+    ((float *)tg_data(x))[6] = 3.4028235e38f;  /* rounds to infinity */
+    run_both("bf16 round trip", 1, &x, e_bf16_round_trip, NULL, false);
+    tg_tensor *z = tg_to_dtype(randn(TG_F32, 2, (int64_t[]){13, 700}, 42), TG_BF16);
+    tg_tensor *in[2] = {z, tgt_targets(13, 700, 43)};
+    run_both("bf16 logits op", 2, in, e_logprob_bf16, NULL, true);
+    for (int j = 0; j < 2; j++) {
+        tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
+        o.vocab_block = j ? 7 : 0;
+        o.chunk_rows = j ? 5 : 0;
+        o.grad_f32 = j == 1;
+        tg_tensor *li[4] = {tg_to_dtype(randn(TG_F32, 2, (int64_t[]){17, 6}, 44), TG_BF16),
+                            tg_to_dtype(randn(TG_F32, 2, (int64_t[]){30, 6}, 45), TG_BF16),
+                            tg_to_dtype(randn(TG_F32, 1, (int64_t[]){30}, 46), TG_BF16),
+                            tgt_targets(17, 30, 47)};
+        run_both(j ? "bf16 linear, blocks, f32 grads" : "bf16 linear", 4, li, e_linear, &o, true);
+    }
+    cr_assert_eq(tg_scope_end(sc), TG_OK);
 }
 
 Test(backends, linear_logprob_entropy_chunks_and_blocks) {

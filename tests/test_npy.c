@@ -381,10 +381,12 @@ Test(npy, round_trip_every_dtype) {
     const float f[8] = {0.0f, -1.5f, 3.25f, INFINITY, -INFINITY, NAN, 1e-40f, 3.4028235e38f};
     const double d[8] = {0.0, -0.0, 1.0 / 3.0, INFINITY, -INFINITY, NAN, 4.9e-324, -1e308};
     const int64_t i[5] = {INT64_MIN, -1, 0, 42, INT64_MAX};
-    tg_tensor *ts[3] = {tg_from_data(TG_F32, TG_SHAPE(2, 4), f),
+    const uint16_t h[6] = {0x3f80, 0xbfc0, 0x7f80, 0xff80, 0x7fc1, 0x0001}; /* bf16 bits */
+    tg_tensor *ts[4] = {tg_from_data(TG_F32, TG_SHAPE(2, 4), f),
                         tg_from_data(TG_F64, TG_SHAPE(8), d),
-                        tg_from_data(TG_I64, TG_SHAPE(5, 1), i)};
-    for (int k = 0; k < 3; k++) {
+                        tg_from_data(TG_I64, TG_SHAPE(5, 1), i),
+                        tg_from_data(TG_BF16, TG_SHAPE(3, 2), h)};
+    for (int k = 0; k < 4; k++) {
         cr_assert_not_null(ts[k]);
         tg_tensor *back = round_trip(ts[k], NULL, 0, NULL);
         assert_same(ts[k], back);
@@ -565,7 +567,8 @@ Test(npy, bad_dtype) {
                "big-endian dtype '>f8' is not supported");
     bad_header("{'descr': '>i4', 'fortran_order': False, 'shape': (2,)}", 8, "big-endian");
     bad_header("{'descr': '<c16', 'fortran_order': False, 'shape': (2,)}", 32,
-               "unsupported dtype '<c16' (supported: '<f4', '<f8', '<i8', '<i4', '|b1')");
+               "unsupported dtype '<c16' (supported: '<f4', '<f8', '<i8', '<i4', '|b1', "
+               "'<V2' as bf16)");
     bad_header("{'descr': '<f2', 'fortran_order': False, 'shape': (2,)}", 4,
                "unsupported dtype '<f2'");
     bad_header("{'descr': '<u8', 'fortran_order': False, 'shape': (2,)}", 16,

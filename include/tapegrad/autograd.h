@@ -56,7 +56,7 @@ static inline void tg__no_grad_exit(tg_no_grad_state *s) { tg_set_grad_enabled(s
  * PyTorch, asking a non-leaf for what it already has (requires_grad true) is
  * a no-op, and any leaf may be told not to require grad. A gradient that
  * reaches a leaf after it stopped requiring grad is not added to its .grad.
- * Errors: TG_ERR_NULL; TG_ERR_DTYPE (only f32/f64 can require grad);
+ * Errors: TG_ERR_NULL; TG_ERR_DTYPE (only f32/f64/bf16 can require grad);
  * TG_ERR_AUTOGRAD (false for a non-leaf). */
 tg_status tg_set_requires_grad(tg_tensor *t, bool requires_grad);
 /* A leaf marked so, any tensor with a grad_fn, or a view whose base requires

@@ -62,7 +62,9 @@ typedef struct tg_logprob_opts {
 tg_logprob_opts tg_logprob_opts_default(void);
 
 /* Computes logprob (and entropy) of logits at targets.
- * logits: f32 or f64, ndim >= 1, shape (..., V) with V >= 1, any strides.
+ * logits: f32, f64 or bf16 (read in chunks of rows converted to f32: the
+ * outputs are then f32 and the gradient bf16), ndim >= 1, shape (..., V) with
+ * V >= 1, any strides.
  * targets: i64 with shape (...) (logits' shape without its last dim).
  * opts: NULL for the defaults.
  * *logprob receives a new tensor of shape (...) and logits' dtype; *entropy
@@ -70,7 +72,7 @@ tg_logprob_opts tg_logprob_opts_default(void);
  * NULL then). Under no-grad, or when logits do not require grad, nothing is
  * recorded or saved.
  * Errors (outputs set to NULL, nothing written, nothing leaked):
- * TG_ERR_NULL; TG_ERR_DTYPE (logits not f32/f64, targets not i64);
+ * TG_ERR_NULL; TG_ERR_DTYPE (logits not f32/f64/bf16, targets not i64);
  * TG_ERR_SHAPE (targets' shape is not logits' leading shape, V == 0);
  * TG_ERR_VALUE (temperature not finite and > 0, chunk_size < 0, impl unknown;
  * a non-ignored target outside [0, V): the message names the row and value;
@@ -129,6 +131,9 @@ typedef struct tg_linear_logprob_opts {
                                  TG_LINEAR_LOGPROB_WORKSPACE) */
     int64_t chunk_rows;       /* rows per chunk, 0 = from the budget */
     int64_t vocab_block;      /* vocabulary rows per block, 0 = from the budget */
+    bool grad_f32;            /* bf16 inputs: their gradients in f32 (the f32
+                                 accumulators as they are) instead of bf16,
+                                 the inputs' dtype (default false, as PyTorch) */
 } tg_linear_logprob_opts;
 
 #define TG_LINEAR_LOGPROB_WORKSPACE ((size_t)256 << 20) /* 256 MiB */
@@ -137,7 +142,9 @@ typedef struct tg_linear_logprob_opts {
 tg_linear_logprob_opts tg_linear_logprob_opts_default(void);
 
 /* What the loop will use for N rows of width d, a vocabulary of V and dtype
- * dt (f32 or f64) under opts (NULL: defaults). */
+ * dt (f32, f64 or bf16: then the logits, statistics and gradients are f32,
+ * and the workspace also holds the chunk's rows and the block's weight rows
+ * converted to f32) under opts (NULL: defaults). */
 typedef struct tg_linear_logprob_plan {
     int64_t chunk_rows;       /* rows per chunk (>= 1) */
     int64_t vocab_block;      /* vocabulary rows per block (1..V) */
@@ -149,7 +156,7 @@ typedef struct tg_linear_logprob_plan {
                                  entropy's gradient) */
 } tg_linear_logprob_plan;
 
-/* Fills *plan. Errors: TG_ERR_NULL (plan); TG_ERR_DTYPE (dt not f32/f64);
+/* Fills *plan. Errors: TG_ERR_NULL (plan); TG_ERR_DTYPE (dt not f32/f64/bf16);
  * TG_ERR_VALUE (N < 0, d < 1, V < 1, chunk_rows or vocab_block < 0, a
  * budget too small for one row of one vocabulary row: the message gives the
  * smallest budget that works). */
@@ -160,10 +167,11 @@ tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype d
 /* logprob, entropy and (when lse is not NULL) the row log-sum-exp of
  * z / T for z = hidden @ weight^T + bias, as tg_logprob_entropy_lse would
  * give for those logits.
- * hidden: f32 or f64, shape (..., d), d >= 1 (copied once when not
+ * hidden: f32, f64 or bf16, shape (..., d), d >= 1 (copied once when not
  * contiguous). weight: (V, d), V >= 1, hidden's dtype and device. bias: (V)
  * or NULL. targets: i64, hidden's leading shape. opts: NULL for defaults.
- * Outputs: new tensors of hidden's leading shape and dtype; *entropy when
+ * Outputs: new tensors of hidden's leading shape and dtype (f32 for bf16
+ * inputs: bf16 is read, every sum is f32); *entropy when
  * want_entropy (else NULL; entropy may be NULL then); *lse when lse is not
  * NULL. Gradients flow to whichever of hidden, weight and bias require grad;
  * nothing is recorded or saved under no-grad or when none does.

@@ -421,7 +421,10 @@ tg_tensor *tg_norm_dim_at(tg_site s, tg_tensor *t, double p, int dim, bool keepd
 /* ---- linear algebra ----------------------------------------------------- */
 /* a (..., M, K) @ b (..., K, N) -> (..., M, N) through CBLAS. Both 2-D, or
  * batched with equal leading dims, or a batched and b 2-D (shared weight).
- * Errors: TG_ERR_SHAPE (inner sizes or batch dims differ, ndim < 2). */
+ * f32 or f64 of one dtype, or two bf16 operands: then both are converted to
+ * f32 (what backward saves) and the result is f32.
+ * Errors: TG_ERR_DTYPE; TG_ERR_SHAPE (inner sizes or batch dims differ,
+ * ndim < 2). */
 tg_tensor *tg_matmul_at(tg_site s, tg_tensor *a, tg_tensor *b);
 #define tg_matmul(a, b) tg_matmul_at(TG_SITE, a, b)
 

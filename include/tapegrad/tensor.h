@@ -36,8 +36,15 @@ extern "C" {
 /* Element types. TG_BOOL is one byte, 0 or 1 (masks: the comparison and
  * logic ops return it; tg_where, tg_masked_fill and the masked losses take
  * it). Converting to bool gives true for every non-zero value, NaN included;
- * from bool, 0 or 1. */
-typedef enum tg_dtype { TG_F32 = 0, TG_F64 = 1, TG_I64 = 2, TG_BOOL = 3 } tg_dtype;
+ * from bool, 0 or 1.
+ * TG_BF16 (bfloat16: 1 sign, 8 exponent, 7 mantissa bits, 2 bytes) is a
+ * storage type: tensors of it are made, viewed, copied, converted to and from
+ * every dtype (to bf16 through f32, rounding to nearest even, NaN kept, as
+ * PyTorch), printed, saved as .npy, and may require grad; the ops that take
+ * it are tg_to_dtype, tg_matmul, tg_logprob_entropy and
+ * tg_linear_logprob_entropy (every accumulation in f32; docs/api.md). Other
+ * ops refuse it with TG_ERR_DTYPE: convert with tg_to_dtype first. */
+typedef enum tg_dtype { TG_F32 = 0, TG_F64 = 1, TG_I64 = 2, TG_BOOL = 3, TG_BF16 = 4 } tg_dtype;
 typedef enum tg_device { TG_CPU = 0, TG_CUDA = 1 } tg_device;
 
 typedef struct tg_tensor tg_tensor;
@@ -48,6 +55,11 @@ typedef struct tg_tensor tg_tensor;
     (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),                 \
         ((const int64_t[]){__VA_ARGS__})
 #define TG_SCALAR 0, ((const int64_t *)0)
+
+/* The bfloat16 bit pattern of f, rounded to nearest even (NaN stays a quiet
+ * NaN with f's sign; overflow gives infinity), and back (exact). */
+uint16_t tg_bf16_from_f32(float f);
+float tg_bf16_to_f32(uint16_t h);
 
 /* ---- reference counting and names ------------------------------------- */
 
@@ -94,8 +106,8 @@ tg_tensor *tg_arange_at(tg_site s, tg_dtype dt, double start, double end, double
 
 /* A new contiguous tensor holding a copy of data (C order, dtype dt; for
  * TG_BOOL one byte per element, any non-zero byte read as true and stored
- * as 1). Errors: TG_ERR_NULL (data NULL with a non-empty shape), as
- * tg_empty. */
+ * as 1; for TG_BF16 the uint16_t bit patterns, see tg_bf16_from_f32).
+ * Errors: TG_ERR_NULL (data NULL with a non-empty shape), as tg_empty. */
 tg_tensor *tg_from_data_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shape,
                            const void *data);
 #define tg_from_data(dt, ...) tg_from_data_at(TG_SITE, dt, __VA_ARGS__)
@@ -197,9 +209,10 @@ tg_tensor *tg_contiguous_at(tg_site s, tg_tensor *t);
 tg_tensor *tg_clone_at(tg_site s, tg_tensor *t);
 #define tg_clone(t) tg_clone_at(TG_SITE, t)
 
-/* A copy converted to dtype dt (f32 <-> f64 differentiable; i64 and bool
- * <-> any dtype allowed, not differentiable; to bool: != 0, NaN is true). Returns a new reference to t if t already has
- * dtype dt. */
+/* A copy converted to dtype dt (between f32, f64 and bf16 differentiable;
+ * i64 and bool <-> any dtype allowed, not differentiable; to bool: != 0, NaN
+ * is true; to bf16: through f32, to nearest even). Returns a new reference to
+ * t if t already has dtype dt. */
 tg_tensor *tg_to_dtype_at(tg_site s, tg_tensor *t, tg_dtype dt);
 #define tg_to_dtype(t, dt) tg_to_dtype_at(TG_SITE, t, dt)
 

@@ -1,6 +1,7 @@
 /* kernels/cpu/copy.c - strided copy with dtype conversion (f32, f64, i64,
- * bool), fill, and the
- * gradient accumulation kernel (dst += src). Descriptors as in
+ * bool, bf16), fill, and the gradient accumulation kernel (dst += src; bf16
+ * operands are added in double and rounded once; dst f32 with a bf16 src
+ * too). Descriptors as in
  * kernels/kernel.h: src described over dst's shape. */
 #include <math.h>
 #include <stdint.h>
@@ -15,6 +16,7 @@ static inline double rd(const void *base, int dt, int64_t off) {
     case TG_F32: return ((const float *)base)[off];
     case TG_F64: return ((const double *)base)[off];
     case TG_BOOL: return ((const uint8_t *)base)[off];
+    case TG_BF16: return tg__bf16_to_f32(((const uint16_t *)base)[off]);
     default: return (double)((const int64_t *)base)[off];
     }
 }
@@ -23,6 +25,7 @@ static inline void wr(void *base, int dt, int64_t off, double v) {
     case TG_F32: ((float *)base)[off] = (float)v; break;
     case TG_F64: ((double *)base)[off] = v; break;
     case TG_BOOL: ((uint8_t *)base)[off] = v != 0; break; /* NaN: true */
+    case TG_BF16: ((uint16_t *)base)[off] = tg__f32_to_bf16((float)v); break;
     default: ((int64_t *)base)[off] = tg__to_i64(v); break;
     }
 }
@@ -75,6 +78,9 @@ tg_status tg__cpu_fill(const tg__arr *dst, double v) {
             for (int64_t i = 0; i < n; i++) x[i] = v;
         } else if (dst->dtype == TG_BOOL) {
             memset(dst->data, v != 0, (size_t)n);
+        } else if (dst->dtype == TG_BF16) {
+            uint16_t *x = dst->data, b = tg__f32_to_bf16((float)v); // (n)
+            for (int64_t i = 0; i < n; i++) x[i] = b;
         } else {
             int64_t *x = dst->data, iv = tg__to_i64(v); // (n)
             for (int64_t i = 0; i < n; i++) x[i] = iv;
@@ -96,7 +102,8 @@ tg_status tg__cpu_accumulate(const tg__arr *dst, const tg__arr *src) {
     const int nd = dst->ndim;
     const int64_t n = tg__k_numel(nd, dst->shape);
     if (n == 0) return TG_OK;
-    bool flat = src->dtype == dst->dtype && tg__k_contiguous(dst) && tg__k_contiguous(src);
+    bool flat = src->dtype == dst->dtype && (dst->dtype == TG_F32 || dst->dtype == TG_F64) &&
+                tg__k_contiguous(dst) && tg__k_contiguous(src);
     for (int d = 0; flat && d < nd; d++) flat = src->shape[d] == 1 || src->strides[d] != 0;
     if (flat) {
         if (dst->dtype == TG_F32) {

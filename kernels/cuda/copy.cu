@@ -11,6 +11,8 @@ __device__ __forceinline__ void tgk_write(void *p, int dt, int64_t off, double v
         ((double *)p)[off] = v;
     } else if (dt == TG_BOOL) {
         ((uint8_t *)p)[off] = v != 0.0; /* NaN: true */
+    } else if (dt == TG_BF16) { /* through f32, to nearest even */
+        ((uint16_t *)p)[off] = tgk_f32_to_bf16((float)v);
     } else {
         int64_t r;
         if (v != v) r = 0;
@@ -31,6 +33,15 @@ __global__ void k_copy(tgk_iter it, void *o, int odt, const void *s, int sdt) {
             ((uint8_t *)o)[off[0]] = ((const int64_t *)s)[off[1]] != 0;
         else
             tgk_write(o, odt, off[0], tgk_read(s, sdt, off[1]));
+    }
+}
+
+/* Any other pair (bf16): read as double, add, write back converted. */
+__global__ void k_accumulate_any(tgk_iter it, void *o, int odt, const void *s, int sdt) {
+    TGK_FOR_EACH(it.n, i) {
+        int64_t off[2];
+        tgk_offsets<2>(it, i, off);
+        tgk_write(o, odt, off[0], tgk_read(o, odt, off[0]) + tgk_read(s, sdt, off[1]));
     }
 }
 
@@ -63,6 +74,9 @@ extern "C" tg_status tg__cuda_accumulate(const tg__arr *out, const tg__arr *src)
     tgk_iter it = tgk_iter_make(2, ops);
     if (it.n == 0) return TG_OK;
     unsigned g = tgk_grid(it.n, TGK_BLOCK);
+    if (out->dtype != src->dtype || (out->dtype != TG_F32 && out->dtype != TG_F64))
+        return TGK_LAUNCH(k_accumulate_any, g, TGK_BLOCK, it, out->data, out->dtype,
+                          (const void *)src->data, src->dtype);
     if (out->dtype == TG_F32) {
         auto k = k_accumulate<float>;
         return TGK_LAUNCH(k, g, TGK_BLOCK, it, (float *)out->data, (const float *)src->data);

@@ -120,11 +120,26 @@ __device__ __forceinline__ int64_t tgk_row_offset(const tg__arr &a, int64_t r) {
 
 __device__ __forceinline__ bool tgk_isnan(double x) { return x != x; }
 
+/* bfloat16 <-> f32, the rules of kernels/kernel.h. */
+__device__ __forceinline__ float tgk_bf16_to_f32(uint16_t h) {
+    union { unsigned u; float f; } c;
+    c.u = (unsigned)h << 16;
+    return c.f;
+}
+__device__ __forceinline__ uint16_t tgk_f32_to_bf16(float f) {
+    union { float f; unsigned u; } c;
+    c.f = f;
+    const unsigned u = c.u;
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
 /* Reads element off of a (any dtype) as double. */
 __device__ __forceinline__ double tgk_read(const void *p, int dt, int64_t off) {
     if (dt == TG_F32) return (double)((const float *)p)[off];
     if (dt == TG_F64) return ((const double *)p)[off];
     if (dt == TG_BOOL) return (double)((const uint8_t *)p)[off];
+    if (dt == TG_BF16) return (double)tgk_bf16_to_f32(((const uint16_t *)p)[off]);
     return (double)((const int64_t *)p)[off];
 }
 
