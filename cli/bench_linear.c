@@ -6,13 +6,16 @@
  *   tapegrad bench linear-logprob [--device cpu|cuda] [--seq N,...]
  *       [--hidden D,...] [--vocab V,...] [--shapes NxDxV,...] [--chunk C,...]
  *       [--mode materialized,fused,fused-no-entropy-grad] [--workspace-mib M]
- *       [--dtype f32|f64] [--reps R] [--seed S] [--threads T] [--json]
+ *       [--dtype f32,bf16,f64] [--reps R] [--seed S] [--threads T] [--json]
  *   (also --opt=value). Shapes: every seq x hidden x vocab, or the --shapes
  *   list. CPU defaults: seq 4096,8192, hidden 1024, vocab 32000,128256.
  *   CUDA defaults: shapes 8192x4096x128256 (a 8B-class output layer) and
  *   262144x4096x62080 (262144 tokens on one rank holding 62080 vocabulary
  *   rows). chunk 0 (from the budget), all three modes, workspace 256 MiB,
- *   f32, reps 3, seed 1, threads omp_get_max_threads().
+ *   dtypes f32,bf16 (cuda: bf16), reps 3, seed 1, threads omp_get_max_threads().
+ *   bf16: hidden and weight in bf16; materialized is tg_matmul of the two
+ *   (f32 logits, from f32 copies of both) then the fused logits op; fused
+ *   converts a chunk and a block at a time.
  *  - Inputs per shape (cli/linstep.h): hidden (N, D) and weight (V, D), both
  *    requiring grad, targets with 1% ignored; made once per shape.
  *  - Each repetition is one step of cli_lin_step (forward, loss -mean(logprob)
@@ -65,7 +68,8 @@ typedef struct lb_opts {
     int nmodes;
     int64_t ws_mib, reps, threads;
     uint64_t seed;
-    tg_dtype dt;
+    tg_dtype dts[3];
+    int ndts;
     bool json;
 } lb_opts;
 
@@ -89,7 +93,7 @@ void cli_bench_linear_help(FILE *f) {
             "  --chunk C,...         fused: rows per chunk, 0 = from the budget (default 0)\n"
             "  --mode M,...          materialized,fused,fused-no-entropy-grad (default all)\n"
             "  --workspace-mib M     fused: workspace budget (default 256)\n"
-            "  --dtype f32|f64       (default f32)\n"
+            "  --dtype D,...         f32, bf16, f64 (default f32,bf16; cuda: bf16)\n"
             "  --reps R              repetitions, medians kept (default 3)\n"
             "  --seed S              (default 1)\n"
             "  --threads T           OpenMP threads (default %d here)\n"
@@ -135,7 +139,10 @@ static int parse(int argc, char **argv, lb_opts *o) {
     o->reps = 3;
     o->seed = 1;
     o->threads = omp_get_max_threads();
-    o->dt = TG_F32;
+    o->dts[0] = TG_F32;
+    o->dts[1] = TG_BF16;
+    o->ndts = 2;
+    bool dtypes = false;
     for (int i = 0; i < argc; i++) {
         char name[32];
         const char *val;
@@ -179,10 +186,20 @@ static int parse(int argc, char **argv, lb_opts *o) {
         } else if (!strcmp(name, "--workspace-mib")) {
             ok = cli_parse_i64(name, val, 1, (int64_t)1 << 20, &o->ws_mib);
         } else if (!strcmp(name, "--dtype")) {
-            if (!strcmp(val, "f32")) o->dt = TG_F32;
-            else if (!strcmp(val, "f64")) o->dt = TG_F64;
-            else return cli_usage_error("bench linear-logprob: --dtype must be f32 or f64, "
-                                        "got '%s'", val);
+            char buf[64];
+            snprintf(buf, sizeof buf, "%s", val);
+            o->ndts = 0;
+            dtypes = true;
+            for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+                tg_dtype dt = !strcmp(t, "f32") ? TG_F32 : !strcmp(t, "f64") ? TG_F64
+                              : !strcmp(t, "bf16") ? TG_BF16 : TG_I64;
+                if (dt == TG_I64 || o->ndts == 3)
+                    return cli_usage_error("bench linear-logprob: --dtype: '%s' is not a list of "
+                                           "f32, bf16, f64", val);
+                o->dts[o->ndts++] = dt;
+            }
+            if (!o->ndts)
+                return cli_usage_error("bench linear-logprob: --dtype needs a dtype");
         } else if (!strcmp(name, "--reps")) {
             ok = cli_parse_i64(name, val, 1, 1000, &o->reps);
         } else if (!strcmp(name, "--seed")) {
@@ -191,6 +208,10 @@ static int parse(int argc, char **argv, lb_opts *o) {
             ok = cli_parse_i64(name, val, 1, 4096, &o->threads);
         }
         if (!ok) return CLI_EXIT_USAGE;
+    }
+    if (o->device == TG_CUDA && !dtypes) {
+        o->dts[0] = TG_BF16;
+        o->ndts = 1;
     }
     if (!shapes) {
         if (o->device == TG_CUDA && !lists) {
@@ -214,11 +235,16 @@ static bool reset_peak_rss(void) {
     return fclose(f) == 0 && ok;
 }
 
-/* Bytes a configuration needs beyond its inputs, roughly (for skipping). */
-static double estimate(const shape3 *s, int mode, size_t es, size_t ws) {
-    const double nv = (double)s->n * (double)s->v * (double)es;
-    const double grads = ((double)s->n + (double)s->v) * (double)s->d * (double)es;
-    return mode == 0 ? 2.0 * nv + grads : grads + (double)ws;
+/* Bytes a configuration needs beyond its inputs, roughly (for skipping).
+ * bf16: f32 logits; materialized also holds f32 copies of both inputs and
+ * f32 gradients before they are rounded; fused its f32 accumulators. */
+static double estimate(const shape3 *s, int mode, tg_dtype dt, size_t ws) {
+    const bool bf = dt == TG_BF16;
+    const double es = (double)tg_dtype_size(dt), les = bf ? 4.0 : es;
+    const double nv = (double)s->n * (double)s->v * les;
+    const double rows = ((double)s->n + (double)s->v) * (double)s->d;
+    return mode == 0 ? 2.0 * nv + rows * (es + (bf ? 8.0 : 0.0))
+                     : rows * (es + (bf ? 4.0 : 0.0)) + (double)ws;
 }
 
 typedef struct result {
@@ -230,8 +256,8 @@ typedef struct result {
     tg_linear_logprob_plan plan;
 } result;
 
-static int run_config(const lb_opts *o, const shape3 *s, int mode, int64_t chunk, tg_tensor *h,
-                      tg_tensor *w, tg_tensor *y, result *r) {
+static int run_config(const lb_opts *o, const shape3 *s, tg_dtype dt, int mode, int64_t chunk,
+                      tg_tensor *h, tg_tensor *w, tg_tensor *y, result *r) {
     memset(r, 0, sizeof *r);
     cli_lin_config c = {mode == 0 ? CLI_LIN_MATERIALIZED : CLI_LIN_FUSED, mode != 2, chunk,
                         (size_t)o->ws_mib << 20, o->device};
@@ -239,13 +265,13 @@ static int run_config(const lb_opts *o, const shape3 *s, int mode, int64_t chunk
     lo.chunk_rows = chunk;
     lo.workspace_bytes = c.workspace_bytes;
     lo.entropy_grad = mode != 2;
-    if (tg_linear_logprob_plan_for(s->n, s->d, s->v, o->dt, false, &lo, &r->plan) != TG_OK)
+    if (tg_linear_logprob_plan_for(s->n, s->d, s->v, dt, false, &lo, &r->plan) != TG_OK)
         return cli_fail("bench linear-logprob", "%s", tg_last_error());
     double *t = calloc((size_t)o->reps * 3, sizeof *t);
     if (!t) return cli_fail("bench linear-logprob", "out of memory");
     char who[160];
-    snprintf(who, sizeof who, "bench linear-logprob: %s N=%" PRId64 " D=%" PRId64 " V=%" PRId64,
-             MODE_NAMES[mode], s->n, s->d, s->v);
+    snprintf(who, sizeof who, "bench linear-logprob: %s %s N=%" PRId64 " D=%" PRId64
+             " V=%" PRId64, MODE_NAMES[mode], tg_dtype_name(dt), s->n, s->d, s->v);
     tg_peak_rss_bytes();
     reset_peak_rss();
     const size_t rss0 = tg_peak_rss_bytes();
@@ -281,13 +307,13 @@ static int run_config(const lb_opts *o, const shape3 *s, int mode, int64_t chunk
     return rc;
 }
 
-static void print_json(const lb_opts *o, const shape3 *s, int mode, int64_t chunk,
+static void print_json(const lb_opts *o, const shape3 *s, tg_dtype dt, int mode, int64_t chunk,
                        const result *r, const char *devname) {
-    const size_t es = tg_dtype_size(o->dt);
+    const size_t es = dt == TG_BF16 ? 4 : tg_dtype_size(dt); /* the logits' */
     printf("{\"bench\":\"linear-logprob\",\"device\":\"%s\",\"device_name\":\"%s\","
            "\"dtype\":\"%s\",\"mode\":\"%s\",\"seq\":%" PRId64 ",\"hidden\":%" PRId64
            ",\"vocab\":%" PRId64 ",\"chunk\":%" PRId64 ",\"threads\":%" PRId64,
-           o->device == TG_CUDA ? "cuda" : "cpu", devname, tg_dtype_name(o->dt), MODE_NAMES[mode],
+           o->device == TG_CUDA ? "cuda" : "cpu", devname, tg_dtype_name(dt), MODE_NAMES[mode],
            s->n, s->d, s->v, chunk, o->threads);
     printf(",\"logits_bytes\":%.0f", (double)s->n * (double)s->v * (double)es);
     if (mode != 0)
@@ -346,19 +372,20 @@ int cli_bench_linear(int argc, char **argv) {
     }
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     const double ram = pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
-    const size_t es = tg_dtype_size(o.dt);
     if (!o.json)
-        printf("tapegrad bench linear-logprob: %s (%s), %s, %" PRId64 " threads, %" PRId64
+        printf("tapegrad bench linear-logprob: %s (%s), %" PRId64 " threads, %" PRId64
                " reps (medians), workspace budget %" PRId64 " MiB\n"
                "  %-22s %-18s %9s %9s %9s %10s %9s %9s %9s\n",
-               o.device == TG_CUDA ? "cuda" : "cpu", devname, tg_dtype_name(o.dt), o.threads,
-               o.reps, o.ws_mib, "mode", "chunk x block", "fwd ms", "bwd ms", "total ms",
-               "peak MiB", "saved MiB", "grads MiB", "RSS+ MiB");
-    for (int si = 0; si < o.nshapes && rc == CLI_EXIT_OK; si++) {
-        const shape3 *s = &o.shapes[si];
+               o.device == TG_CUDA ? "cuda" : "cpu", devname, o.threads, o.reps, o.ws_mib, "mode",
+               "chunk x block", "fwd ms", "bwd ms", "total ms", "peak MiB", "saved MiB",
+               "grads MiB", "RSS+ MiB");
+    for (int si = 0; si < o.nshapes * o.ndts && rc == CLI_EXIT_OK; si++) {
+        const shape3 *s = &o.shapes[si / o.ndts];
+        const tg_dtype dt = o.dts[si % o.ndts];
+        const size_t es = dt == TG_BF16 ? 4 : tg_dtype_size(dt); /* the logits' */
         if (!o.json)
-            printf("N %" PRId64 ", D %" PRId64 ", V %" PRId64 " (logits %.0f MiB)\n", s->n, s->d,
-                   s->v, (double)s->n * (double)s->v * (double)es / MIB);
+            printf("N %" PRId64 ", D %" PRId64 ", V %" PRId64 ", %s (logits %.0f MiB)\n", s->n,
+                   s->d, s->v, tg_dtype_name(dt), (double)s->n * (double)s->v * (double)es / MIB);
         tg_tensor *h = NULL, *w = NULL, *y = NULL;
         double t_mat = 0, t_fused = 0, p_mat = 0, p_fused = 0;
         for (int mi = 0; mi < o.nmodes && rc == CLI_EXIT_OK; mi++) {
@@ -367,24 +394,25 @@ int cli_bench_linear(int argc, char **argv) {
                 const int64_t chunk = mode == 0 ? 0 : o.chunks[ci];
                 result r;
                 memset(&r, 0, sizeof r);
-                const double need = estimate(s, mode, es, (size_t)o.ws_mib << 20);
-                const double inputs = ((double)s->n + (double)s->v) * (double)s->d * (double)es;
+                const double need = estimate(s, mode, dt, (size_t)o.ws_mib << 20);
+                const double inputs =
+                    ((double)s->n + (double)s->v) * (double)s->d * (double)tg_dtype_size(dt);
                 const double cap = o.device == TG_CUDA ? 0.9 * (double)dev_total : 0.8 * ram;
                 if (cap > 0 && need + inputs > cap) {
                     r.skipped = true;
                     snprintf(r.reason, sizeof r.reason, "needs ~%.1f GiB of %.1f GiB",
                              (need + inputs) / (MIB * 1024), cap / (MIB * 1024));
                 } else {
-                    if (!h && (rc = cli_lin_inputs("bench linear-logprob", s->n, s->d, s->v, o.dt,
+                    if (!h && (rc = cli_lin_inputs("bench linear-logprob", s->n, s->d, s->v, dt,
                                                    o.device, o.seed, &h, &w, &y)) != CLI_EXIT_OK)
                         break;
-                    rc = run_config(&o, s, mode, chunk, h, w, y, &r);
+                    rc = run_config(&o, s, dt, mode, chunk, h, w, y, &r);
                     if (rc != CLI_EXIT_OK) break;
                 }
                 if (!r.skipped && mode == 0) t_mat = r.total_ms, p_mat = (double)r.m.peak_bytes;
                 if (!r.skipped && mode == 1 && !t_fused)
                     t_fused = r.total_ms, p_fused = (double)r.m.peak_bytes;
-                if (o.json) print_json(&o, s, mode, chunk, &r, devname);
+                if (o.json) print_json(&o, s, dt, mode, chunk, &r, devname);
                 else print_row(mode, chunk, &r);
                 fflush(stdout);
             }

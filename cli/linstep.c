@@ -23,6 +23,14 @@ const char *cli_lin_mode_name(const cli_lin_config *c) {
     return c->entropy_grad ? "fused" : "fused-no-entropy-grad";
 }
 
+/* t converted to dt (t itself when it has it); releases t. */
+static tg_tensor *as_dtype(tg_tensor *t, tg_dtype dt) {
+    if (!t || tg_get_dtype(t) == dt) return t;
+    tg_tensor *r = tg_to_dtype(t, dt);
+    tg_release(t);
+    return r;
+}
+
 /* t on dev as a named leaf requiring grad (when grad); releases t. */
 static tg_tensor *place(tg_tensor *t, tg_device dev, const char *name, bool grad) {
     if (!t) return NULL;
@@ -43,8 +51,12 @@ int cli_lin_inputs(const char *who, int64_t seq, int64_t d, int64_t vocab, tg_dt
                    tg_tensor **targets) {
     const uint64_t s = cli_seed_mix(seed, seq, vocab) ^ (uint64_t)d * 0x9E3779B97F4A7C15ull;
     tg_clear_error();
-    *hidden = place(tg_randn(dt, TG_SHAPE(seq, d), s, 0.0, 1.0), device, "hidden", true);
-    *weight = *hidden ? place(tg_randn(dt, TG_SHAPE(vocab, d), s + 1, 0.0, 2.0 / sqrt((double)d)),
+    const tg_dtype gen = dt == TG_BF16 ? TG_F32 : dt; /* bf16: drawn in f32, rounded */
+    *hidden = place(as_dtype(tg_randn(gen, TG_SHAPE(seq, d), s, 0.0, 1.0), dt), device, "hidden",
+                    true);
+    *weight = *hidden ? place(as_dtype(tg_randn(gen, TG_SHAPE(vocab, d), s + 1, 0.0,
+                                                2.0 / sqrt((double)d)),
+                                       dt),
                               device, "weight", true)
                       : NULL;
     tg_tensor *y = *weight ? tg_randint(TG_SHAPE(seq), s + 2, 0, vocab) : NULL;
@@ -144,7 +156,11 @@ int cli_lin_step(const char *who, tg_tensor *h, tg_tensor *w, tg_tensor *y,
     m->bwd_ms = ((t2 - t1) + (t4 - t3)) * 1e3;
     m->peak_bytes = m2.peak_total > m0.live_total ? m2.peak_total - m0.live_total : 0;
     m->saved_bytes = m1.saved > m0.saved ? m1.saved - m0.saved : 0;
-    m->grad_bytes = (size_t)(tg_numel(h) + tg_numel(w)) * tg_dtype_size(tg_get_dtype(h));
+    /* bf16: the gradients are made in f32 and rounded to bf16 at the end of
+     * backward, when both exist */
+    const tg_dtype gdt = tg_get_dtype(h);
+    m->grad_bytes = (size_t)(tg_numel(h) + tg_numel(w)) *
+                    (tg_dtype_size(gdt) + (gdt == TG_BF16 ? 4 : 0));
 done:
     tg_scope_end(scope);
     tg_zero_grad(h);

@@ -6,7 +6,8 @@
  *  - cli_lin_inputs() makes seeded inputs on `device`: hidden "hidden"
  *    (seq, d) normal(0, 1) and weight "weight" (vocab, d) normal(0,
  *    2 / sqrt(d)) (logits of std about 2, as cli_lp_inputs's), both
- *    requiring grad, in dtype f32 or f64; targets "targets" (seq) uniform in
+ *    requiring grad, in dtype f32, f64 or bf16 (drawn in f32 and rounded);
+ *    targets "targets" (seq) uniform in
  *    [0, vocab) with 1% of the rows -100 (ignored). The same numbers for the
  *    same (seed, seq, d, vocab). On TG_CUDA they are made on the host and
  *    copied.
@@ -23,7 +24,8 @@
  *    with the library's exact accounting on the inputs' device: fwd_ms (the
  *    forward ops), bwd_ms (loss + backward), peak_bytes (peak_total during
  *    the step minus the bytes live before it), saved_bytes (saved right after
- *    the forward), grad_bytes (the two gradients' bytes). On TG_CUDA the
+ *    the forward), grad_bytes (the two gradients' bytes; for bf16 inputs
+ *    also their f32 accumulators, which exist with them at the end). On TG_CUDA the
  *    clock is read after tg_cuda_synchronize().
  *  - Failures: one line "tapegrad: <who>: <what> failed: STATUS: message"
  *    on stderr and CLI_EXIT_FAIL; with TG_CUDA a TG_ERR_NOMEM prints nothing

@@ -158,7 +158,8 @@ run "bench help lists threads" 0 bench --help && has "bench help lists threads" 
 lin=(bench linear-logprob --shapes 40x8x300,33x5x70 --reps 1 --workspace-mib 1)
 if run "linear json" 0 "${lin[@]}" --json; then
     no_stderr "linear json"
-    if [[ "$(wc -l <"$tmp/out")" == 6 ]]; then ok; else bad "linear json: expected 6 lines"; fi
+    # 2 shapes x 2 dtypes (f32, bf16) x 3 modes
+    if [[ "$(wc -l <"$tmp/out")" == 12 ]]; then ok; else bad "linear json: expected 12 lines"; fi
     if python3 - "$tmp/out" <<'PY'; then ok; else bad "linear json: structure"; fi
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
@@ -171,6 +172,7 @@ for r in rows:
     if r["mode"] != "materialized":
         assert r["chunk_rows"] >= 1 and r["vocab_block"] >= 1 and r["workspace_bytes"] > 0, r
 assert [r["mode"] for r in rows[:3]] == ["materialized", "fused", "fused-no-entropy-grad"]
+assert [r["dtype"] for r in rows[:6]] == ["f32"] * 3 + ["bf16"] * 3, rows
 PY
     if python3 "$(dirname "$0")/../../bench/linear_targets.py" "$tmp/out" >"$tmp/targets"; then
         ok
@@ -182,7 +184,8 @@ PY
         else ok; fi
     fi
 fi
-run "linear table" 0 "${lin[@]}" --mode fused && has "linear table" out "N 40, D 8, V 300" &&
+run "linear table" 0 "${lin[@]}" --mode fused --dtype bf16 &&
+    has "linear table" out "N 40, D 8, V 300, bf16" &&
     has "linear table" out "fused"
 usage_error "linear bad shapes" bench linear-logprob --shapes 4x4
 usage_error "linear bad mode" bench linear-logprob --mode nope
