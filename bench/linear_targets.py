@@ -27,6 +27,8 @@ input. Standard library only.
 import json
 import sys
 
+from checks import Tally
+
 MIB = 1024.0 * 1024.0
 FUSED_MODES = ("fused", "fused-no-entropy-grad")
 TIME_RATIO = 1.4     # (b): fused / materialized median time, at most
@@ -96,17 +98,8 @@ def main(argv):
     except (OSError, BadInput) as e:
         print("linear_targets.py: %s" % e, file=sys.stderr)
         return 2
-    missed = 0
-
-    def verdict(ok):
-        nonlocal missed
-        missed += not ok
-        return "meets" if ok else "MISSES"
-
-    def section(title, lines, none):
-        print("\n" + title)
-        for l in lines or ["not measured: " + none]:
-            print("  " + l)
+    tally = Tally("not measured: %s")
+    verdict, section = tally.verdict, tally.section
 
     # (a) the fused modes' exact peak holds no (seq, vocab) buffer
     out = []
@@ -177,7 +170,7 @@ def main(argv):
     section("(c) seq %d vocab %d f32 cpu: torch-naive peak RSS growth >= %g x fused peak_bytes"
             % (BIG_SEQ, BIG_VOCAB, RSS_FACTOR), out,
             "no tapegrad fused line or torch-naive line at seq %d vocab %d" % (BIG_SEQ, BIG_VOCAB))
-    return 1 if missed else 0
+    return 1 if tally.missed else 0
 
 
 if __name__ == "__main__":

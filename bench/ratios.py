@@ -13,6 +13,8 @@ Standard library only.
 import json
 import sys
 
+from checks import Tally
+
 MIB = 1024.0 * 1024.0
 ELEM = {"f32": 4, "f64": 8}
 
@@ -61,19 +63,8 @@ def main(argv):
         print("ratios.py: %s" % e, file=sys.stderr)
         return 2
     by = {key(r): r for r in rows}
-    missed = 0
-
-    def verdict(ok):
-        nonlocal missed
-        missed += not ok
-        return "meets" if ok else "MISSES"
-
-    def section(title, lines, need):
-        print("\n" + title)
-        for l in lines:
-            print("  " + l)
-        if not lines:
-            print("  (needs %s)" % need)
+    tally = Tally("(needs %s)")
+    verdict, section = tally.verdict, tally.section
 
     out = []
     for f in rows:
@@ -144,7 +135,7 @@ def main(argv):
                                          verdict(q <= 1.3)))
     section("time per element across seq [max / min <= 1.3]", out,
             "two seq values or more of one configuration")
-    return 1 if missed else 0
+    return 1 if tally.missed else 0
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "common.h"
 #include "linstep.h"
+#include "lpstep.h"
 
 static int lib_fail(const char *who, const char *what) {
     cli_progress_clear();
@@ -75,14 +76,11 @@ int cli_lin_inputs(const char *who, int64_t seq, int64_t d, int64_t vocab, tg_dt
 }
 
 static int step_fail(const char *who, const cli_lin_config *c, tg_status st, const char *what) {
-    if (c->device == TG_CUDA && st == TG_ERR_NOMEM) return CLI_LIN_NOMEM;
-    return lib_fail(who, what);
+    return cli_step_fail(who, c->device, st, what);
 }
 
 static tg_status clock_at(const cli_lin_config *c, double *t) {
-    tg_status st = c->device == TG_CUDA ? tg_cuda_synchronize() : TG_OK;
-    *t = cli_now_s();
-    return st;
+    return cli_step_clock(c->device, t);
 }
 
 /* The forward of the configuration's mode: new references in *lp, *ent. */
@@ -115,7 +113,7 @@ int cli_lin_step(const char *who, tg_tensor *h, tg_tensor *w, tg_tensor *y,
     const int scope = tg_scope_begin(); /* everything the step makes */
     tg_tensor *lp = NULL, *ent = NULL, *mlp = NULL, *mh = NULL, *sh = NULL, *loss = NULL;
     int rc = CLI_EXIT_OK;
-    double t0, t1, t2, t3, t4;
+    double t0, t1;
     tg_status st = clock_at(c, &t0);
     if (st == TG_OK) st = forward(h, w, y, c, &lp, &ent);
     tg_status sync = clock_at(c, &t1);
@@ -136,24 +134,11 @@ int cli_lin_step(const char *who, tg_tensor *h, tg_tensor *w, tg_tensor *y,
         rc = step_fail(who, c, tg_last_status(), "building the loss");
         goto done;
     }
-    if ((st = clock_at(c, &t2)) != TG_OK) {
-        rc = step_fail(who, c, st, "building the loss");
+    double bwd = t1; /* from the end of forward: the loss, then backward */
+    if ((rc = cli_step_backward(who, c->device, loss, hook, user, &bwd, &m2)) != CLI_EXIT_OK)
         goto done;
-    }
-    if (hook && (rc = hook(loss, user)) != CLI_EXIT_OK) goto done;
-    if ((st = clock_at(c, &t3)) != TG_OK) {
-        rc = step_fail(who, c, st, "waiting for the device");
-        goto done;
-    }
-    st = tg_backward(loss, NULL, false);
-    sync = clock_at(c, &t4);
-    tg_mem_get(c->device, &m2);
-    if (st != TG_OK || sync != TG_OK) {
-        rc = step_fail(who, c, st != TG_OK ? st : sync, "backward");
-        goto done;
-    }
     m->fwd_ms = (t1 - t0) * 1e3;
-    m->bwd_ms = ((t2 - t1) + (t4 - t3)) * 1e3;
+    m->bwd_ms = bwd;
     m->peak_bytes = m2.peak_total > m0.live_total ? m2.peak_total - m0.live_total : 0;
     m->saved_bytes = m1.saved > m0.saved ? m1.saved - m0.saved : 0;
     /* bf16: the gradients are made in f32 and rounded to bf16 at the end of
@@ -165,17 +150,6 @@ done:
     tg_scope_end(scope);
     tg_zero_grad(h);
     tg_zero_grad(w);
-    if (rc == CLI_EXIT_OK) {
-        tg_mem_stats m3, h3;
-        tg_mem_get(c->device, &m3);
-        tg_mem_get(TG_CPU, &h3);
-        if (m3.live_total != m0.live_total || m3.saved != m0.saved ||
-            (c->device != TG_CPU && (h3.live_total != h0.live_total || h3.saved != h0.saved))) {
-            cli_progress_clear();
-            fprintf(stderr, "tapegrad: %s: library bytes left live after a step (%zu, %zu before)\n",
-                    who, m3.live_total, m0.live_total);
-            rc = CLI_EXIT_FAIL;
-        }
-    }
+    if (rc == CLI_EXIT_OK) rc = cli_step_check_left(who, c->device, &m0, &h0);
     return rc;
 }

@@ -40,7 +40,9 @@
 
 #include <tapegrad.h>
 
-#define CLI_LIN_NOMEM (-1)
+#include "lpstep.h"
+
+#define CLI_LIN_NOMEM CLI_LP_NOMEM
 
 typedef enum cli_lin_mode { CLI_LIN_MATERIALIZED = 0, CLI_LIN_FUSED = 1 } cli_lin_mode;
 
@@ -58,7 +60,7 @@ typedef struct cli_lin_measure {
     double loss;
 } cli_lin_measure;
 
-typedef int (*cli_lin_hook)(tg_tensor *loss, void *user);
+typedef cli_lp_hook cli_lin_hook;
 
 int cli_lin_inputs(const char *who, int64_t seq, int64_t d, int64_t vocab, tg_dtype dt,
                    tg_device device, uint64_t seed, tg_tensor **hidden, tg_tensor **weight,

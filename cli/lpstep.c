@@ -48,19 +48,63 @@ int cli_lp_inputs(const char *who, int64_t seq, int64_t vocab, uint64_t seed,
 /* A library failure inside a step: CLI_LP_NOMEM, silently, when the device
  * ran out of memory (the caller reports the configuration as skipped), else
  * the usual one-line message. */
-static int step_fail(const char *who, const cli_lp_config *c, tg_status st, const char *what) {
-    if (c->device == TG_CUDA && st == TG_ERR_NOMEM)
+int cli_step_fail(const char *who, tg_device dev, tg_status st, const char *what) {
+    if (dev == TG_CUDA && st == TG_ERR_NOMEM)
         return CLI_LP_NOMEM;
     return lib_fail(who, what);
+}
+
+static int step_fail(const char *who, const cli_lp_config *c, tg_status st, const char *what) {
+    return cli_step_fail(who, c->device, st, what);
 }
 
 /* The clock, once the GPU work queued so far has finished: CUDA kernels are
  * asynchronous, so without the wait a time would cover only their launches.
  * On the CPU, the clock alone (no call into the CUDA runtime). */
-static tg_status step_clock(const cli_lp_config *c, double *t) {
-    tg_status st = c->device == TG_CUDA ? tg_cuda_synchronize() : TG_OK;
+tg_status cli_step_clock(tg_device dev, double *t) {
+    tg_status st = dev == TG_CUDA ? tg_cuda_synchronize() : TG_OK;
     *t = cli_now_s();
     return st;
+}
+
+static tg_status step_clock(const cli_lp_config *c, double *t) {
+    return cli_step_clock(c->device, t);
+}
+
+int cli_step_backward(const char *who, tg_device dev, tg_tensor *loss, cli_lp_hook hook,
+                      void *user, double *bwd_ms, tg_mem_stats *after) {
+    double t2, t3, t4;
+    tg_status st = cli_step_clock(dev, &t2);
+    if (st != TG_OK) return cli_step_fail(who, dev, st, "building the loss");
+    int rc = hook ? hook(loss, user) : CLI_EXIT_OK;
+    if (rc != CLI_EXIT_OK) return rc;
+    if ((st = cli_step_clock(dev, &t3)) != TG_OK)
+        return cli_step_fail(who, dev, st, "waiting for the device");
+    st = tg_backward(loss, NULL, false);
+    tg_status sync = cli_step_clock(dev, &t4);
+    tg_mem_get(dev, after);
+    if (st != TG_OK || sync != TG_OK)
+        return cli_step_fail(who, dev, st != TG_OK ? st : sync, "backward");
+    *bwd_ms = (t2 - *bwd_ms + (t4 - t3)) * 1e3;
+    return CLI_EXIT_OK;
+}
+
+int cli_step_check_left(const char *who, tg_device dev, const tg_mem_stats *m0,
+                        const tg_mem_stats *h0) {
+    tg_mem_stats m3, h3, a = *m0;
+    tg_mem_get(dev, &m3);
+    tg_mem_get(TG_CPU, &h3);
+    const char *where = dev == TG_CUDA ? " on the device" : "";
+    if (dev == TG_CUDA && (h3.live_total != h0->live_total || h3.saved != h0->saved)) {
+        m3 = h3;
+        a = *h0;
+        where = " on the host";
+    }
+    if (m3.live_total == a.live_total && m3.saved == a.saved) return CLI_EXIT_OK;
+    cli_progress_clear();
+    fprintf(stderr, "tapegrad: %s: %zu library bytes (%zu saved) live%s after a step, %zu (%zu) "
+            "before\n", who, m3.live_total, m3.saved, where, a.live_total, a.saved);
+    return CLI_EXIT_FAIL;
 }
 
 /* Copies the sampled rows of the logits' gradient to gsample: directly on
@@ -111,7 +155,7 @@ int cli_lp_step(const char *who, tg_tensor *logits, tg_tensor *targets, const cl
     tg_tensor *lp = NULL, *ent = NULL, *mlp = NULL, *nlp = NULL, *mh = NULL, *sh = NULL,
               *loss = NULL;
     int rc = CLI_EXIT_OK;
-    double t0, t1, t2, t3, t4;
+    double t0, t1;
     tg_status st = step_clock(c, &t0); /* the inputs' own kernels are not the step's */
     if (st != TG_OK) {
         rc = step_fail(who, c, st, "waiting for the device");
@@ -137,25 +181,11 @@ int cli_lp_step(const char *who, tg_tensor *logits, tg_tensor *targets, const cl
         rc = step_fail(who, c, tg_last_status(), "building the loss");
         goto done;
     }
-    if ((st = step_clock(c, &t2)) != TG_OK) {
-        rc = step_fail(who, c, st, "building the loss");
+    double bwd = t1; /* from the end of forward: the loss, then backward */
+    if ((rc = cli_step_backward(who, c->device, loss, hook, user, &bwd, &m2)) != CLI_EXIT_OK)
         goto done;
-    }
-    if (hook && (rc = hook(loss, user)) != CLI_EXIT_OK)
-        goto done;
-    if ((st = step_clock(c, &t3)) != TG_OK) {
-        rc = step_fail(who, c, st, "waiting for the device");
-        goto done;
-    }
-    st = tg_backward(loss, NULL, false);
-    sync = step_clock(c, &t4);
-    tg_mem_get(c->device, &m2);
-    if (st != TG_OK || sync != TG_OK) {
-        rc = step_fail(who, c, st != TG_OK ? st : sync, "backward");
-        goto done;
-    }
     m->fwd_ms = (t1 - t0) * 1e3;
-    m->bwd_ms = ((t2 - t1) + (t4 - t3)) * 1e3;
+    m->bwd_ms = bwd;
     m->peak_bytes = m2.peak_total > m0.live_total ? m2.peak_total - m0.live_total : 0;
     m->saved_bytes = m1.saved > m0.saved ? m1.saved - m0.saved : 0;
     m->held_bytes = m1.live_total > m0.live_total ? m1.live_total - m0.live_total : 0;
@@ -170,25 +200,7 @@ done:
     tg_release(ent);
     tg_release(lp);
     tg_zero_grad(logits);
-    if (rc == CLI_EXIT_OK) {
-        tg_mem_stats m3, h3;
-        tg_mem_get(c->device, &m3);
-        tg_mem_get(TG_CPU, &h3);
-        const char *where = c->device == TG_CUDA ? " on the device" : "";
-        if (c->device == TG_CUDA && (h3.live_total != h0.live_total || h3.saved != h0.saved)) {
-            m3 = h3;
-            m0 = h0;
-            where = " on the host";
-        }
-        if (m3.live_total != m0.live_total || m3.saved != m0.saved) {
-            cli_progress_clear();
-            fprintf(stderr,
-                    "tapegrad: %s: %zu library bytes (%zu saved) live%s after a step, "
-                    "%zu (%zu) before\n",
-                    who, m3.live_total, m3.saved, where, m0.live_total, m0.saved);
-            rc = CLI_EXIT_FAIL;
-        }
-    }
+    if (rc == CLI_EXIT_OK) rc = cli_step_check_left(who, c->device, &m0, &h0);
     return rc;
 }
 

@@ -95,6 +95,23 @@ int cli_lp_steps(const char *who, const char *label, tg_tensor *logits, tg_tenso
                  int *steps, cli_lp_hook hook, void *user, float *gsample, const int64_t *rows,
                  int nrows);
 
+/* Pieces of a measured step, shared with cli/linstep.c. */
+/* The clock in seconds, once the device's queued work is done (TG_CUDA). */
+tg_status cli_step_clock(tg_device dev, double *t);
+/* A library failure in a step: CLI_LP_NOMEM (nothing printed) for a device
+ * out of memory, else the one-line message and CLI_EXIT_FAIL. */
+int cli_step_fail(const char *who, tg_device dev, tg_status st, const char *what);
+/* After the loss is built: the hook (untimed, if given), then backward. On
+ * entry *bwd_ms holds the clock (s) at the end of forward; on success it
+ * receives the milliseconds from then to the end of backward without the
+ * hook's, and *after the device's figures after backward. */
+int cli_step_backward(const char *who, tg_device dev, tg_tensor *loss, cli_lp_hook hook,
+                      void *user, double *bwd_ms, tg_mem_stats *after);
+/* CLI_EXIT_OK when the step left no library bytes live or saved beyond m0
+ * (dev) and h0 (the host); else one line on stderr and CLI_EXIT_FAIL. */
+int cli_step_check_left(const char *who, tg_device dev, const tg_mem_stats *m0,
+                        const tg_mem_stats *h0);
+
 /* Checks seq and vocab (and the composite path's memory, about 8 x seq x
  * vocab x 4 bytes, when composite). Returns CLI_EXIT_OK or CLI_EXIT_USAGE. */
 int cli_lp_check_size(int64_t seq, int64_t vocab, bool composite);

@@ -194,28 +194,6 @@ static tg_tensor *ws_new(const lin *L, tg_device dev, tg_dtype dt, int ndim, con
     return tg__tensor_new_on(L->s, WHO, dev, dt, ndim, shape, TG_MEM_WORKSPACE);
 }
 
-/* t (shape (...) with N elements) as a 1-D (N) alias when its dims merge;
- * else a contiguous copy seen so. NULL t stays NULL (*ok true). */
-static tg_tensor *flat_rows(const lin *L, tg_tensor *t, bool *ok) {
-    *ok = true;
-    if (!t) return NULL;
-    int64_t st = 1, expect = -1;
-    bool merge = true;
-    for (int d = t->ndim - 1; d >= 0; d--) {
-        if (t->shape[d] == 1) continue;
-        if (expect < 0) st = t->strides[d];
-        else if (t->strides[d] != expect) merge = false;
-        expect = t->strides[d] * t->shape[d];
-    }
-    tg_tensor *src = merge ? tg_retain(t) : tg__contiguous(L->s, t);
-    tg_tensor *f = src ? tg__tensor_alias(L->s, src->storage, src->dtype, 1, &L->N,
-                                          (int64_t[]){merge ? st : 1}, src->offset)
-                       : NULL;
-    rel(src);
-    if (!f) *ok = false;
-    return f;
-}
-
 /* rows [r0, r0 + c) of src (a 2-D (n, k) contiguous tensor, or 1-D) copied
  * (converted) into the front of buf; returns buf's data. NULL on failure. */
 static char *convert_rows(const lin *L, tg_tensor *buf, const tg_tensor *src, int64_t r0,
@@ -606,10 +584,11 @@ static tg_status lin_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
     bool ok1 = true, ok2 = true, ok3 = true;
     if (rc == TG_OK && !(B.st = tg__node_saved(n, S_ST))) rc = tg_last_status();
     if (rc == TG_OK) {
-        B.glp = flat_rows(&L, gout[0], &ok1);
-        B.gH = B.nstat == 3 ? flat_rows(&L, gout[1], &ok2) : NULL;
-        B.glse = n->iparam[P_LSE_OUT] >= 0 ? flat_rows(&L, gout[n->iparam[P_LSE_OUT]], &ok3)
-                                           : NULL;
+        B.glp = tg__lpe_flat(L.s, gout[0], L.N, &ok1);
+        B.gH = B.nstat == 3 ? tg__lpe_flat(L.s, gout[1], L.N, &ok2) : NULL;
+        B.glse = n->iparam[P_LSE_OUT] >= 0
+                     ? tg__lpe_flat(L.s, gout[n->iparam[P_LSE_OUT]], L.N, &ok3)
+                     : NULL;
         if (!ok1 || !ok2 || !ok3) rc = tg_last_status();
     }
     const tg__meta *mh = &n->in_meta[0];

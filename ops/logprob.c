@@ -155,9 +155,7 @@ static tg_tensor *rows_at(tg_site s, const tg_tensor *t, int64_t r0, int64_t c) 
     return tg__tensor_alias(s, t->storage, t->dtype, 1, &c, t->strides, t->offset + r0 * t->strides[0]);
 }
 
-/* A flat (N) alias of a leading-shape tensor (an upstream gradient) when its
- * dims merge, else of a contiguous copy; NULL t gives NULL with *ok true. */
-static tg_tensor *flat_of(tg_site s, tg_tensor *t, int64_t N, bool *ok) {
+tg_tensor *tg__lpe_flat(tg_site s, tg_tensor *t, int64_t N, bool *ok) {
     *ok = true;
     if (!t) return NULL;
     int64_t st = 1, expect = -1;
@@ -234,8 +232,8 @@ static tg_status bf16_backward(tg_site s, tg_tensor *z, tg_tensor *yc, int64_t i
     const int64_t cc = bf16_chunk(V);
     if (N == 0) return TG_OK;
     bool ok[3];
-    tg_tensor *g[3] = {flat_of(s, g_lp, N, &ok[0]), flat_of(s, g_H, N, &ok[1]),
-                       flat_of(s, g_lse, N, &ok[2])};
+    tg_tensor *g[3] = {tg__lpe_flat(s, g_lp, N, &ok[0]), tg__lpe_flat(s, g_H, N, &ok[1]),
+                       tg__lpe_flat(s, g_lse, N, &ok[2])};
     tg_tensor *z2 = ok[0] && ok[1] && ok[2] ? rows_of(s, z, N, V) : NULL;
     tg_tensor *d2 = z2 ? rows_view(s, dz, N, V) : NULL;
     const int64_t bn = (N < cc ? N : cc) * V;

@@ -21,6 +21,10 @@ const int64_t *tg__lpe_targets_host(const char *who, const tg_tensor *yc, void *
  * copy. */
 tg_status tg__lpe_locate_bad(const char *who, const tg_tensor *z, tg__lpe_bad *bad,
                              double inv_t);
+/* A flat (N) alias of a tensor of N elements (an upstream gradient of the
+ * leading shape) when its dims merge, else of a contiguous copy of it. A
+ * NULL t gives NULL with *ok true; a failure NULL with *ok false. */
+tg_tensor *tg__lpe_flat(tg_site s, tg_tensor *t, int64_t N, bool *ok);
 /* The dtype of the outputs for logits z: z's, or f32 for bf16 logits. */
 tg_dtype tg__lpe_out_dtype(const tg_tensor *z);
 /* The row log-sum-exp of z / T from saved statistics st (N, nstat) f64:

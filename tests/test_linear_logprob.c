@@ -416,14 +416,17 @@ Test(linear_logprob, bad_inputs) {
 
 Test(linear_logprob, allocation_failure_sweep) {
     /* every allocation of forward and backward in turn fails: a clean error,
-     * nothing leaked (the fixture checks at the end), then a clean run works */
-    for (int multi = 0; multi < 2; multi++) {
+     * nothing leaked (the fixture checks at the end), then a clean run works;
+     * one block and several, f64 and bf16 (its conversion buffers) */
+    for (int variant = 0; variant < 4; variant++) {
+        const int multi = variant & 1;
+        const tg_dtype dt = variant & 2 ? TG_BF16 : TG_F64;
         uint64_t k;
         for (k = 1;; k++) {
             int t = tg_scope_begin();
-            tg_tensor *h = tg_randn(TG_F64, 2, (int64_t[]){6, 3}, 1, 0.0, 1.0);
-            tg_tensor *w = tg_randn(TG_F64, 2, (int64_t[]){7, 3}, 2, 0.0, 1.0);
-            tg_tensor *b = tg_randn(TG_F64, 1, (int64_t[]){7}, 3, 0.0, 1.0);
+            tg_tensor *h = tg_to_dtype(tg_randn(TG_F64, 2, (int64_t[]){6, 3}, 1, 0.0, 1.0), dt);
+            tg_tensor *w = tg_to_dtype(tg_randn(TG_F64, 2, (int64_t[]){7, 3}, 2, 0.0, 1.0), dt);
+            tg_tensor *b = tg_to_dtype(tg_randn(TG_F64, 1, (int64_t[]){7}, 3, 0.0, 1.0), dt);
             tg_tensor *y = tgt_targets(6, 7, 4);
             tg_set_requires_grad(h, true);
             tg_set_requires_grad(w, true);
