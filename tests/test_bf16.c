@@ -222,18 +222,21 @@ static tg_tensor *fixture(const char *name) {
     return t;
 }
 
-static double autocast_err(const char *name) {
+/* PyTorch's error on quantity `name` from file (autocast.txt, torch_f32.txt). */
+static double torch_err(const char *file, const char *name) {
     char path[512], key[16];
-    snprintf(path, sizeof path, "%s/autocast.txt", TGB_FIXTURES);
+    snprintf(path, sizeof path, "%s/%s", TGB_FIXTURES, file);
     FILE *f = fopen(path, "r");
     cr_assert_not_null(f, "%s", path);
     double v, found = -1;
     while (fscanf(f, "%15s %lf", key, &v) == 2)
         if (!strcmp(key, name)) found = v;
     fclose(f);
-    cr_assert(found >= 0, "%s not in autocast.txt", name);
+    cr_assert(found >= 0, "%s not in %s", name, file);
     return found;
 }
+
+static double autocast_err(const char *name) { return torch_err("autocast.txt", name); }
 
 static void linear_case(bool grad_f32, int64_t vblock) {
     tg_tensor *h = tg_to_dtype(fixture("hidden.npy"), TG_BF16);
@@ -317,4 +320,34 @@ Test(bf16, linear_op_exact_memory_and_grads_mixed) {
     double m = 0;
     for (int64_t i = 0; i < V * d; i++) m = fmax(m, fabs(tgt_at(only, i)));
     cr_assert(m > 0);
+}
+
+Test(bf16, f32_linear_op_as_accurate_as_pytorch_f32) {
+    /* the same case in f32: within 4x of PyTorch's own f32 error (other
+     * summation orders), for one block and several */
+    const char *names[5] = {"lp", "h", "lse", "dh", "dw"};
+    for (int j = 0; j < 2; j++) {
+        int t = tg_scope_begin();
+        tg_tensor *h = fixture("hidden.npy"), *w = fixture("weight.npy"), *y = fixture("targets.npy");
+        tg_set_requires_grad(h, true);
+        tg_set_requires_grad(w, true);
+        tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
+        o.vocab_block = j ? 64 : 0;
+        tg_tensor *lp, *H, *L;
+        cr_assert_eq(tg_linear_logprob_entropy(h, w, NULL, y, &o, &lp, &H, &L), TG_OK);
+        tg_tensor *loss = tg_add(tg_sum(tg_mul(lp, tg_to_dtype(fixture("g_lp.npy"), TG_F32))),
+                                 tg_sum(tg_mul(H, tg_to_dtype(fixture("g_h.npy"), TG_F32))));
+        cr_assert_eq(tg_backward(loss, NULL, false), TG_OK, "%s", tg_last_error());
+        tg_tensor *ours[5] = {lp, H, L, tg_grad(h), tg_grad(w)};
+        for (int k = 0; k < 5; k++) {
+            char file[32];
+            snprintf(file, sizeof file, "ref_%s.npy", names[k]);
+            const double e = max_rel(ours[k], fixture(file)), pt = torch_err("torch_f32.txt", names[k]);
+            if (getenv("TG_BF16_REPORT"))
+                printf("f32 linear %-3s (block %d): tapegrad %.2e, PyTorch f32 %.2e\n", names[k],
+                       j ? 64 : 0, e, pt);
+            cr_assert(e <= 4 * pt, "%s: %.3g, PyTorch's f32 %.3g", names[k], e, pt);
+        }
+        cr_assert_eq(tg_scope_end(t), TG_OK);
+    }
 }

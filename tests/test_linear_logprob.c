@@ -259,12 +259,11 @@ Test(linear_logprob, exact_memory_no_logits) {
         tg_mem_reset_peak(TG_CPU);
         cr_assert_eq(tg_backward(loss, NULL, false), TG_OK, "%s", tg_last_error());
         const size_t grads = (N * d + V * d + V) * 4;
-        /* the two upstream gradients (N) each, made by the sums' backward */
+        /* and the two upstream gradients, (N) each, that the sums' backward makes */
         const size_t ups = 2 * N * 4;
-        cr_assert(peak_total() - before_bwd <= grads + p.backward_workspace + ups,
-                  "backward peak %zu > gradients %zu + workspace %zu + upstream %zu",
-                  peak_total() - before_bwd, grads, p.backward_workspace, ups);
-        cr_assert(peak_total() - before_bwd >= grads + p.backward_workspace);
+        cr_assert_eq(peak_total() - before_bwd, grads + p.backward_workspace + ups,
+                     "backward peak %zu, expected gradients %zu + workspace %zu + upstream %zu",
+                     peak_total() - before_bwd, grads, p.backward_workspace, ups);
         cr_assert(peak_total() - before < (size_t)N * V * 4, "an (N, V) buffer was made");
         cr_assert_eq(tg_scope_end(t), TG_OK);
     }

@@ -17,7 +17,9 @@ Writes (NumPy .npy, read by the test through cli/npy.c):
   autocast.txt: one line per quantity, "name max_rel_error", for the same
       step under torch.autocast("cpu", dtype=torch.bfloat16): the logits
       h @ W^T in bf16, log_softmax / softmax as autocast runs them. Each error
-      is max |x - ref| / max |ref|, the measure the test uses.
+      is max |x - ref| / max |ref|, the measure the test uses;
+  torch_f32.txt: the same for PyTorch's plain f32 step on the same inputs
+      (what the f32 fused op is held to).
 Deterministic (fixed seed); the committed files are what this script writes.
 """
 import os
@@ -62,6 +64,7 @@ def main():
     g_h = torch.randn(N, generator=g, dtype=torch.float64)
     ref = step(h.double(), w.double(), y, g_lp, g_h, False)
     ac = step(h.bfloat16(), w.bfloat16(), y, g_lp.float(), g_h.float(), True)
+    f32 = step(h, w, y, g_lp.float(), g_h.float(), False)
     np.save(os.path.join(out, "hidden.npy"), h.numpy())
     np.save(os.path.join(out, "weight.npy"), w.numpy())
     np.save(os.path.join(out, "targets.npy"), y.numpy().astype(np.int64))
@@ -70,10 +73,11 @@ def main():
     names = ["lp", "h", "lse", "dh", "dw"]
     for n, r in zip(names, ref):
         np.save(os.path.join(out, "ref_%s.npy" % n), r.numpy())
-    with open(os.path.join(out, "autocast.txt"), "w") as f:
-        for n, r, a in zip(names, ref, ac):
-            err = (a - r).abs().max().item() / r.abs().max().item()
-            f.write("%s %.6e\n" % (n, err))
+    for fname, got in (("autocast.txt", ac), ("torch_f32.txt", f32)):
+        with open(os.path.join(out, fname), "w") as f:
+            for n, r, a in zip(names, ref, got):
+                err = (a - r).abs().max().item() / r.abs().max().item()
+                f.write("%s %.6e\n" % (n, err))
 
 
 if __name__ == "__main__":
