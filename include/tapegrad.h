@@ -7,6 +7,7 @@
  *   tapegrad/autograd.h   grad mode, backward, custom functions, scopes
  *   tapegrad/memory.h     memory accounting, live counts, fault injection
  *   tapegrad/gradcheck.h  finite-difference gradient checker
+ *   tapegrad/comm.h       communicators (MPI, NCCL) for the vocab-parallel ops
  *   tapegrad/logprob.h    fused, chunked log-prob and entropy ops
  *   tapegrad/leakcheck.h  graphs kept alive, cycles, per-step growth
  *   tapegrad/timeline.h   memory timeline: Chrome trace JSON, SVG plot
@@ -22,6 +23,7 @@
 #include "tapegrad/autograd.h"
 #include "tapegrad/memory.h"
 #include "tapegrad/gradcheck.h"
+#include "tapegrad/comm.h"
 #include "tapegrad/logprob.h"
 #include "tapegrad/leakcheck.h"
 #include "tapegrad/timeline.h"

@@ -377,6 +377,32 @@ typedef struct tg__backend {
 extern const tg__backend tg__cpu_backend;
 extern const tg__backend tg__cuda_backend; /* the stub without the CUDA backend */
 
+/* ---- collectives -------------------------------------------------------------
+ * One table per kind of communicator: MPI (kernels/cpu/comm_mpi.c, host
+ * buffers) and NCCL (kernels/cuda/comm_nccl.c, device buffers). A build
+ * without the library has the same table with compiled_in false, whose
+ * entries answer TG_ERR_COMM. Each entry returns TG_OK or TG_ERR_COMM with a
+ * message naming the failing call. Collective entries must be called by
+ * every rank with the same sizes. */
+typedef struct tg__comm_impl {
+    const char *name;  /* "MPI", "NCCL" */
+    bool compiled_in;
+    int device;        /* the tg_device its buffers live on */
+    /* MPI: arg0 points to an MPI_Comm (duplicated: collective); NCCL: arg0 is
+     * an ncclComm_t, arg1 a cudaStream_t */
+    tg_status (*create)(const void *arg0, void *arg1, void **handle, int *rank, int *size);
+    tg_status (*destroy)(void *handle);
+    /* every rank's `bytes` bytes of send, in rank order, into recv
+     * (size x bytes) */
+    tg_status (*allgather)(void *handle, const void *send, void *recv, size_t bytes);
+    /* buf (count elements, f32 or f64) summed over the ranks, in place, the
+     * same bits on every rank */
+    tg_status (*allreduce_sum)(void *handle, void *buf, size_t count, int dtype);
+} tg__comm_impl;
+
+extern const tg__comm_impl tg__comm_mpi;
+extern const tg__comm_impl tg__comm_nccl;
+
 /* ---- what a backend asks of the core (tape/) -------------------------------- */
 
 /* Records st and the formatted message as this thread's error; returns st. */

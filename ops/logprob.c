@@ -9,7 +9,7 @@
 #include "logprob_internal.h"
 
 tg_logprob_opts tg_logprob_opts_default(void) {
-    tg_logprob_opts o = {1.0, -100, 0, true, true, TG_LOGPROB_FUSED, false};
+    tg_logprob_opts o = {1.0, -100, 0, true, true, TG_LOGPROB_FUSED, false, NULL, 0};
     return o;
 }
 
@@ -104,6 +104,67 @@ tg_status tg__lpe_bad_row_error(const char *who, const tg_tensor *z, const tg__l
                              "valid token; give it ignore_index)", who, (long long)bad->row);
     return tg__set_error(TG_ERR_VALUE, "%s: row %lld: logit %lld is %g (logits must be finite "
                          "or -inf)", who, (long long)bad->row, (long long)bad->col, bad->value);
+}
+
+/* ---- statistics merged across parts of the vocabulary -------------------------- */
+
+tg__lpe_acc tg__lpe_acc_of(double M, double ls, double H) {
+    const double S = exp(ls);
+    tg__lpe_acc a = {M, S, S * (ls - H), 0.0};
+    return a;
+}
+
+void tg__lpe_acc_add(tg__lpe_acc *a, const tg__lpe_acc *b, double inv_t) {
+    if (b->S == 0.0) return;
+    if (a->S == 0.0) {
+        const double zy = a->zy;
+        *a = *b;
+        a->zy = zy;
+        return;
+    }
+    const double Mn = a->M > b->M ? a->M : b->M;
+    const double da = (a->M - Mn) * inv_t, db = (b->M - Mn) * inv_t;
+    const double fa = exp(da), fb = exp(db);
+    a->A = fa * (a->A + a->S * da) + fb * (b->A + b->S * db);
+    a->S = fa * a->S + fb * b->S;
+    a->M = Mn;
+}
+
+void tg__lpe_acc_finish(const tg__lpe_acc *a, double inv_t, double *lp, double *H, double *ls) {
+    *ls = log(a->S);
+    *H = *ls - a->A / a->S;
+    *lp = (a->zy - a->M) * inv_t - *ls;
+}
+
+tg_status tg__lpe_put_rows(tg_site s, const char *who, tg_tensor *stage, int64_t r0,
+                           tg_tensor *lp, tg_tensor *H, tg_tensor *st, int nstat) {
+    const int64_t n = stage->shape[0];
+    const tg_device dev = lp->storage->device;
+    tg_mem_category prev = tg__set_category_override(TG_MEM_WORKSPACE);
+    tg_tensor *dst = tg__device_copy(s, who, stage, dev);
+    tg__set_category_override(prev);
+    tg_status rc = dst ? TG_OK : tg_last_status();
+    tg_tensor *outs[3] = {lp, H, st};
+    for (int k = 0; k < 3 && rc == TG_OK; k++) {
+        if (!outs[k]) continue;
+        const int ncol = k == 2 ? nstat : 1;
+        const int64_t col = k == 2 ? 2 : k;
+        tg_tensor *t = outs[k];
+        tg_tensor *rows = t->ndim == 2
+                              ? tg__tensor_alias(s, t->storage, t->dtype, 2, (int64_t[]){n, ncol},
+                                                 t->strides, t->offset + r0 * t->strides[0])
+                              : tg__tensor_alias(s, t->storage, t->dtype, 1, &n, t->strides,
+                                                 t->offset + r0 * t->strides[0]);
+        tg_tensor *src = rows ? tg__tensor_alias(s, dst->storage, TG_F64, ncol == 1 ? 1 : 2,
+                                                 (int64_t[]){n, ncol}, (int64_t[]){5, 1},
+                                                 dst->offset + col)
+                              : NULL;
+        rc = src ? tg__k_copy(rows, src) : tg_last_status();
+        if (src) tg__tensor_release(src);
+        if (rows) tg__tensor_release(rows);
+    }
+    if (dst) tg__tensor_release(dst);
+    return rc;
 }
 
 tg_dtype tg__lpe_out_dtype(const tg_tensor *z) {
@@ -335,6 +396,31 @@ tg_tensor *tg__lpe_lse_of(tg_site s, const char *who, const tg_tensor *z, tg_ten
     return out;
 }
 
+tg_status tg__lpe_record(tg_site s, tg_tensor *z, tg_tensor *yc, tg_tensor *st, int nstat,
+                         const tg_logprob_opts *o, tg_tensor *lp, tg_tensor *h, tg_tensor *lse) {
+    const bool grad_h = nstat == 3;
+    tg_tensor *in[2] = {z, yc};
+    tg__node *n = tg__node_new(s, &lpe_def, lpe_def.name, 2, in, 1 + grad_h + (lse != NULL));
+    if (!n) return tg_last_status();
+    n->dparam[P_INV_T] = 1.0 / o->temperature;
+    n->dparam[P_INTO] = o->grad_into_logits ? 1.0 : 0.0;
+    n->iparam[P_IGNORE] = o->ignore_index;
+    n->iparam[P_CHUNK] = o->chunk_size;
+    n->iparam[P_NSTAT] = nstat;
+    n->iparam[P_LSE_OUT] = lse ? 1 + grad_h : -1;
+    tg_set_name(st, "row max/logsumexp/entropy");
+    if (tg__node_save(n, z, false, 0) < 0 || tg__node_save(n, yc, false, 1) < 0 ||
+        tg__node_save(n, st, false, -1) < 0) {
+        tg__node_release(n);
+        return tg_last_status();
+    }
+    tg__node_set_output(n, 0, lp);
+    if (grad_h) tg__node_set_output(n, 1, h);
+    if (lse) tg__node_set_output(n, 1 + grad_h, lse);
+    tg__node_release(n); /* the outputs own it */
+    return TG_OK;
+}
+
 static tg_status fused(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logprob_opts *o,
                        tg_tensor **lp_out, tg_tensor **h_out, tg_tensor **lse_out) {
     const char *who = "tg_logprob_entropy";
@@ -355,7 +441,6 @@ static tg_status fused(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logprob_o
                         ? tg__new_output_on(s, who, dev, TG_F64, 2, (int64_t[]){N, nstat})
                         : NULL; // (N, nstat)
     tg_tensor *lse = NULL;
-    tg__node *n = NULL;
     if (!lp || (o->want_entropy && !h) || ((record || want_lse) && !st)) goto fail;
     tg__lpe_bad bad;
     if ((z->dtype == TG_BF16
@@ -369,25 +454,7 @@ static tg_status fused(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logprob_o
         goto fail;
     }
     if (want_lse && !(lse = tg__lpe_lse_of(s, who, z, st, nstat, 1.0 / o->temperature))) goto fail;
-    if (record) {
-        tg_tensor *in[2] = {z, yc};
-        n = tg__node_new(s, &lpe_def, lpe_def.name, 2, in, 1 + grad_h + want_lse);
-        if (!n) goto fail;
-        n->dparam[P_INV_T] = 1.0 / o->temperature;
-        n->dparam[P_INTO] = o->grad_into_logits ? 1.0 : 0.0;
-        n->iparam[P_IGNORE] = o->ignore_index;
-        n->iparam[P_CHUNK] = o->chunk_size;
-        n->iparam[P_NSTAT] = nstat;
-        n->iparam[P_LSE_OUT] = want_lse ? 1 + grad_h : -1;
-        tg_set_name(st, "row max/logsumexp/entropy");
-        if (tg__node_save(n, z, false, 0) < 0 || tg__node_save(n, yc, false, 1) < 0 ||
-            tg__node_save(n, st, false, -1) < 0)
-            goto fail;
-        tg__node_set_output(n, 0, lp);
-        if (grad_h) tg__node_set_output(n, 1, h);
-        if (want_lse) tg__node_set_output(n, 1 + grad_h, lse);
-        tg__node_release(n); /* the outputs own it */
-    }
+    if (record && tg__lpe_record(s, z, yc, st, nstat, o, lp, h, lse) != TG_OK) goto fail;
     tg__tensor_release(st);
     tg__tensor_release(yc);
     *lp_out = lp;
@@ -395,7 +462,6 @@ static tg_status fused(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logprob_o
     if (lse_out) *lse_out = lse;
     return TG_OK;
 fail:
-    tg__node_release(n);
     tg__tensor_release(lse);
     tg__tensor_release(st);
     tg__tensor_release(h);
@@ -499,10 +565,14 @@ tg_status tg_logprob_entropy_at(tg_site s, tg_tensor *logits, tg_tensor *targets
     tg_logprob_opts o = opts ? *opts : tg_logprob_opts_default();
     if (logprob) *logprob = NULL;
     if (entropy) *entropy = NULL;
-    if (tg__null_arg(logits, who, "logits") || tg__null_arg(targets, who, "targets") ||
-        tg__null_arg(logprob, who, "logprob") ||
-        (o.want_entropy && tg__null_arg(entropy, who, "entropy")))
-        return tg_last_status();
+    const bool bad_arg = tg__null_arg(logits, who, "logits") ||
+                         tg__null_arg(targets, who, "targets") ||
+                         tg__null_arg(logprob, who, "logprob") ||
+                         (o.want_entropy && tg__null_arg(entropy, who, "entropy"));
+    if (o.comm) /* every rank takes part, whatever its arguments */
+        return tg__vp_logprob(s, who, bad_arg ? tg_last_status() : TG_OK, logits, targets, &o,
+                              logprob, o.want_entropy ? entropy : NULL, NULL);
+    if (bad_arg) return tg_last_status();
     tg_tensor *lp = NULL, *h = NULL;
     tg_status st = tg__logprob_entropy(s, who, logits, targets, &o, &lp, &h);
     if (st != TG_OK) return st;
@@ -517,10 +587,15 @@ tg_status tg_logprob_entropy_lse_at(tg_site s, tg_tensor *logits, tg_tensor *tar
     if (logprob) *logprob = NULL;
     if (entropy) *entropy = NULL;
     if (lse) *lse = NULL;
-    if (tg__null_arg(logits, who, "logits") || tg__null_arg(targets, who, "targets") ||
-        tg__null_arg(logprob, who, "logprob") ||
-        (o.want_entropy && tg__null_arg(entropy, who, "entropy")) || tg__null_arg(lse, who, "lse"))
-        return tg_last_status();
+    const bool bad_arg = tg__null_arg(logits, who, "logits") ||
+                         tg__null_arg(targets, who, "targets") ||
+                         tg__null_arg(logprob, who, "logprob") ||
+                         (o.want_entropy && tg__null_arg(entropy, who, "entropy")) ||
+                         tg__null_arg(lse, who, "lse");
+    if (o.comm)
+        return tg__vp_logprob(s, who, bad_arg ? tg_last_status() : TG_OK, logits, targets, &o,
+                              logprob, o.want_entropy ? entropy : NULL, lse);
+    if (bad_arg) return tg_last_status();
     tg_tensor *lp = NULL, *h = NULL, *l = NULL;
     tg_status st = tg__logprob_entropy_lse(s, who, logits, targets, &o, &lp, &h, &l);
     if (st != TG_OK) return st;

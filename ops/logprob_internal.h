@@ -41,6 +41,85 @@ tg_status tg__lpe_hand_out(tg_tensor *lp, tg_tensor *h, tg_tensor *lse, tg_tenso
  * column up when the backend did not give it). Returns it. */
 tg_status tg__lpe_bad_row_error(const char *who, const tg_tensor *z, const tg__lpe_bad *bad,
                                 double inv_t);
+/* ---- row statistics merged across parts of the vocabulary ---------------------
+ * (blocks of the fused linear op, ranks of the vocab-parallel ops). With
+ * d = (z - M) / T over a part: S = sum exp(d), A = sum exp(d) d; two parts
+ * combine by max-rescaling, M' = max(M_a, M_b), f = exp((M - M') / T):
+ *   A' = f_a (A_a + S_a (M_a - M') / T) + f_b (A_b + S_b (M_b - M') / T),
+ *   S' = f_a S_a + f_b S_b.
+ * The combination is symmetric (the same bits whichever part comes first). */
+typedef struct tg__lpe_acc {
+    double M, S, A; /* as above; S == 0: nothing yet */
+    double zy;      /* the target's logit, from the part that holds it */
+} tg__lpe_acc;
+/* A part's statistics as the fused kernels write them (row max M, ls =
+ * log S, H = ls - A / S) as an accumulator (zy 0). */
+tg__lpe_acc tg__lpe_acc_of(double M, double ls, double H);
+/* a += b. */
+void tg__lpe_acc_add(tg__lpe_acc *a, const tg__lpe_acc *b, double inv_t);
+/* The merged row's logprob, entropy and ls = log S (lse = M / T + ls). */
+void tg__lpe_acc_finish(const tg__lpe_acc *a, double inv_t, double *lp, double *H, double *ls);
+/* Writes rows [r0, r0 + n) of the outputs from stage, a CPU (n, 5) f64
+ * tensor of logprob, entropy, M, ls, H per row (copied to the outputs'
+ * device first): lp, H (may be NULL) 1-D; st (may be NULL) (N, nstat) with
+ * nstat 2 or 3. */
+tg_status tg__lpe_put_rows(tg_site s, const char *who, tg_tensor *stage, int64_t r0,
+                           tg_tensor *lp, tg_tensor *H, tg_tensor *st, int nstat);
+
+/* ---- vocab-parallel (ops/vocab_parallel.c) ------------------------------------ */
+
+/* What every rank brings to the agreement step. */
+typedef struct tg__vp_sig {
+    int64_t N, V, start;  /* rows, this rank's vocabulary rows and first row */
+    int64_t dtype;
+    double temperature;
+    int64_t ignore;
+    int64_t flags;        /* options that must agree (op-specific bits) */
+    const int64_t *y;     /* (N) targets on the host (checksummed) */
+    int64_t chunk;        /* the fused linear op's rows per chunk (0 otherwise) */
+    int64_t d;            /* hidden size (0 for the logits op) */
+} tg__vp_sig;
+
+/* What the agreement established, the same on every rank. */
+typedef struct tg__vp {
+    int P, rank;
+    int64_t V;            /* the whole vocabulary */
+    int64_t *start, *len; /* [P] each rank's slice */
+    int64_t chunk;        /* the least rows per chunk over the ranks */
+} tg__vp;
+
+/* The agreement step (ops/vocab_parallel.c has the protocol): local is this
+ * rank's status so far (its message is this thread's last error), sig its
+ * numbers (used only when local is TG_OK). On TG_OK *vp is filled (free it
+ * with tg__vp_free); otherwise every rank returns the same error. */
+tg_status tg__vp_agree(tg_comm *c, const char *who, tg_status local, const tg__vp_sig *sig,
+                       tg__vp *vp);
+void tg__vp_free(tg__vp *vp);
+/* The target index within this rank's slice: y - start when inside, ignore
+ * for an ignored row, else a value that is neither (no target term). */
+int64_t tg__vp_local_target(const tg__vp *vp, int64_t y, int64_t ignore);
+/* Every rank's n row accumulators into all (P x n, rank-major), with the
+ * local status carried along: when a rank failed, every rank returns its
+ * error. One collective. */
+tg_status tg__vp_exchange(tg_comm *c, const char *who, tg_status local, const tg__lpe_acc *mine,
+                          int64_t n, tg__lpe_acc *all);
+/* Merges the P parts of each row in rank order into stage (n, 5): logprob,
+ * entropy, M, ls, H (zeros for ignored rows); y the rows' global targets. */
+void tg__vp_merge(const tg__vp *vp, const int64_t *y, int64_t ignore, const tg__lpe_acc *all,
+                  int64_t n, double inv_t, double *stage);
+
+/* Records the fused op's node for outputs lp, h (used when nstat is 3) and
+ * lse (may be NULL), saving z, the targets yc (as the kernels read them)
+ * and the statistics st. TG_OK or the error (nothing recorded then). */
+tg_status tg__lpe_record(tg_site s, tg_tensor *z, tg_tensor *yc, tg_tensor *st, int nstat,
+                         const tg_logprob_opts *o, tg_tensor *lp, tg_tensor *h, tg_tensor *lse);
+/* The vocab-parallel tg_logprob_entropy(_lse) (ops/vocab_parallel.c):
+ * pre is this rank's status from the argument checks already made. Hands
+ * the outputs to the caller's scope like the public entries. */
+tg_status tg__vp_logprob(tg_site s, const char *who, tg_status pre, tg_tensor *z, tg_tensor *y,
+                         const tg_logprob_opts *o, tg_tensor **logprob, tg_tensor **entropy,
+                         tg_tensor **lse);
+
 /* The composite implementation; outputs are new references (not in scopes). */
 tg_status tg__lpe_composite(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logprob_opts *o,
                             tg_tensor **lp, tg_tensor **h);

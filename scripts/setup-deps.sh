@@ -13,7 +13,10 @@
 #     clang with libFuzzer and OpenMP (clang, libclang-rt-dev, libomp-dev:
 #     the fuzzers of tests/fuzz, skipped without them), and OpenBLAS's OpenMP
 #     build (libopenblas-openmp-dev: its GEMMs then share the kernels' OpenMP
-#     threads; CMake prefers it where installed). The CUDA toolkit is
+#     threads; CMake prefers it where installed), and Open MPI (libopenmpi-dev,
+#     openmpi-bin: the vocab-parallel ops over MPI and their tests under
+#     mpirun; a build without it builds and tests everything else). The CUDA
+#     toolkit (with NCCL) is
 #     optional and is only detected by CMake; this script never installs it.
 #   - Everything present: prints nothing (unless -v) and exits 0 quickly.
 #   - Something missing and running as root: installs the missing Debian
@@ -92,6 +95,7 @@ check_all() {
     have_numpy || optional+=(python3-numpy)
     have_torch || optional+=(python3-torch)
     have_libfuzzer || optional+=(clang libclang-rt-dev libomp-dev)
+    { have_cmd mpicc && have_cmd mpirun; } || optional+=(libopenmpi-dev openmpi-bin)
     # OpenBLAS's OpenMP build: its GEMMs share the kernels' OpenMP threads
     # (without it, the pthread build works but two thread pools compete)
     [[ -e /usr/lib/$(gcc -print-multiarch 2>/dev/null)/openblas-openmp/libopenblas.so ]] ||
@@ -135,7 +139,8 @@ fi
 if ((${#missing[@]} == 0)); then
     echo "setup-deps: optional: 'sudo apt-get install -y ${optional[*]}' (ninja: faster" \
         "builds; numpy: the reference comparison of the logprob CLI test; torch: the" \
-        "differential test against PyTorch; clang: the fuzzers)" >&2
+        "differential test against PyTorch; clang: the fuzzers; Open MPI: the" \
+        "vocab-parallel ops and their tests)" >&2
     exit 0
 fi
 

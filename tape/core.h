@@ -381,7 +381,7 @@ struct tg__node {
     tg__saved *saved;           /* [n_saved] */
     bool freed;                 /* saved tensors released by backward */
     double dparam[4];           /* op parameters (scale factor, bounds...) */
-    int64_t iparam[4];          /* op parameters (dim, keepdim, ...) */
+    int64_t iparam[6];          /* op parameters (dim, keepdim, ...) */
     void *state;                /* custom function state (owned) */
     size_t state_bytes;
     const tg_function *fn;      /* custom function, or NULL */
@@ -530,6 +530,38 @@ tg_tensor *tg__device_copy(tg_site s, const char *who, tg_tensor *t, tg_device d
 tg_status tg__check_device_usable(const char *who, tg_device dev);
 /* "cpu", "cuda" or "an unknown device". */
 const char *tg__device_name(tg_device dev);
+
+/* ---- communicators (tape/comm.c) --------------------------------------------
+ * The exchanges the vocab-parallel ops make. Every rank must make the same
+ * calls with the same sizes; a failed collective is TG_ERR_COMM naming the
+ * rank and the call. */
+
+/* What a rank brings to the agreement step of a collective call: its local
+ * status (and message), and numbers the call compares across ranks. */
+#define TG__AGREE_SIG 12
+typedef struct tg__agree {
+    int32_t status;              /* TG_OK, or what this rank's checks found */
+    int32_t pad;
+    int64_t sig[TG__AGREE_SIG];  /* shapes, options, target checksums... */
+    char msg[224];               /* this rank's message when status != TG_OK */
+} tg__agree;
+
+/* bytes of send (host memory) from every rank, in rank order, into recv
+ * (host, size x bytes); staged through device buffers for NCCL. Counts one
+ * collective. */
+tg_status tg__comm_allgather_host(tg_comm *c, const char *who, const void *send, void *recv,
+                                  size_t bytes);
+/* t (contiguous f32/f64, on the communicator's device) summed over the ranks
+ * in place. Counts one collective. */
+tg_status tg__comm_allreduce_sum(tg_comm *c, const char *who, tg_tensor *t);
+/* The agreement step: one fixed-size all-gather of every rank's entry into
+ * all[size] (so it cannot deadlock on a shape mismatch). When some rank's
+ * status is not TG_OK, every rank sets the error of the lowest such rank,
+ * "who: rank r: its message", with its status, and returns it. */
+tg_status tg__comm_agree(tg_comm *c, const char *who, tg__agree *mine, tg__agree *all);
+/* Fills a's status and message from this thread's last error (without a
+ * leading "who: "). */
+void tg__agree_fail(tg__agree *a, const char *who, tg_status st);
 
 /* ---- memory timeline (tape/timeline.c) ------------------------------------- */
 

@@ -20,6 +20,7 @@
 #ifndef TAPEGRAD_LOGPROB_H
 #define TAPEGRAD_LOGPROB_H
 
+#include "comm.h"
 #include "tensor.h"
 
 #ifdef __cplusplus
@@ -56,6 +57,16 @@ typedef struct tg_logprob_opts {
                                op (not a leaf: its .grad would share the
                                logits' memory); TG_ERR_VALUE otherwise.
                                Default false. */
+    tg_comm *comm;          /* vocab-parallel (tapegrad/comm.h): the logits are
+                               this rank's slice of the vocabulary, rows
+                               [vocab_start, vocab_start + V) of it; targets
+                               are global ids; the outputs are the global
+                               values, the same on every rank. Every rank of
+                               comm makes the call. Needs the fused impl, f32
+                               or f64 logits, no grad_into_logits; backward
+                               needs no collective. The communicator must
+                               outlive the graph. Default NULL: one process. */
+    int64_t vocab_start;    /* with comm: this rank's first vocabulary row */
 } tg_logprob_opts;
 
 /* The defaults listed above. */

@@ -44,6 +44,27 @@ tg_status tg__cpu_copy(const tg__arr *dst, const tg__arr *src) {
     }
     const char *sb = src->data;
     char *db = dst->data;
+    /* bf16 <-> f32, both contiguous: the fused ops' conversions of a chunk */
+    if (tg__k_contiguous(dst) && tg__k_contiguous(src) &&
+        ((src->dtype == TG_BF16 && dst->dtype == TG_F32) ||
+         (src->dtype == TG_F32 && dst->dtype == TG_BF16))) {
+        bool broadcast = false;
+        for (int d = 0; d < nd; d++) broadcast |= src->shape[d] != 1 && src->strides[d] == 0;
+        if (!broadcast) {
+            if (src->dtype == TG_BF16) {
+                const uint16_t *s = src->data; // (n)
+                float *o = dst->data;          // (n)
+                #pragma omp parallel for simd if (n >= TG__PAR_MIN)
+                for (int64_t i = 0; i < n; i++) o[i] = tg__bf16_to_f32(s[i]);
+            } else {
+                const float *s = src->data; // (n)
+                uint16_t *o = dst->data;    // (n)
+                #pragma omp parallel for simd if (n >= TG__PAR_MIN)
+                for (int64_t i = 0; i < n; i++) o[i] = tg__f32_to_bf16(s[i]);
+            }
+            return TG_OK;
+        }
+    }
     if (src->dtype == TG_I64 && dst->dtype == TG_BOOL) { /* exact: not through double */
         #pragma omp parallel for if (n >= TG__PAR_MIN)
         for (int64_t i = 0; i < n; i++)

@@ -1,0 +1,396 @@
+/* ops/vocab_parallel.c - what the vocab-parallel forms of tg_logprob_entropy
+ * and tg_linear_logprob_entropy share: the agreement step, the exchange of
+ * each rank's row statistics and their merge.
+ *
+ * A call on P ranks, each holding the vocabulary slice [start_r, start_r +
+ * V_r), makes exactly these collectives:
+ *  1. agreement: one all-gather of a fixed-size entry per rank (its local
+ *     status and message, shapes, options, a checksum of the targets); a
+ *     rank whose checks failed still takes part, so every rank fails with
+ *     the same status and a message naming the rank; and since the entry's
+ *     size never depends on the inputs, a shape mismatch cannot deadlock;
+ *  2. statistics: one all-gather per call (per chunk of rows for the fused
+ *     linear op) of each row's (max, sum-exp, sum-exp * x, target logit),
+ *     with a header carrying a failure found while computing them (a NaN
+ *     logit); every rank merges the P parts in rank order (max-rescaling,
+ *     tg__lpe_acc_add), so every rank gets the same bits, run after run,
+ *     whatever algorithm the library picks for the collective.
+ * Why an all-gather and not a user-defined reduction: a reduction's
+ * combination order is the library's choice (and may differ between ranks
+ * and runs); merging all P parts locally in rank order makes the result
+ * bitwise the same everywhere, and is the same code on MPI and NCCL (NCCL
+ * has no user-defined reductions). It receives P x 32 bytes per row where a
+ * reduction would receive 32: at 65536 rows and P = 8, 16 MiB. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "logprob_internal.h"
+
+/* Entries of the agreement's signature. */
+enum {
+    SIG_N = 0,       /* rows */
+    SIG_V = 1,       /* this rank's vocabulary rows */
+    SIG_START = 2,   /* this rank's first vocabulary row */
+    SIG_DTYPE = 3,
+    SIG_TBITS = 4,   /* the temperature's bits */
+    SIG_IGNORE = 5,
+    SIG_FLAGS = 6,   /* op-specific options that must agree */
+    SIG_YSUM = 7,    /* checksum of the targets */
+    SIG_CHUNK = 8,   /* the fused linear op's rows per chunk (the least is used) */
+    SIG_D = 9        /* hidden size (fused linear op) */
+};
+
+/* FNV-1a over the targets: ranks holding different targets are found. */
+static int64_t checksum(const int64_t *y, int64_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t v = (uint64_t)y[i];
+        for (int b = 0; b < 8; b++) {
+            h ^= (v >> (8 * b)) & 0xff;
+            h *= 1099511628211ull;
+        }
+    }
+    return (int64_t)h;
+}
+
+void tg__vp_free(tg__vp *vp) {
+    free(vp->start);
+    free(vp->len);
+    memset(vp, 0, sizeof *vp);
+}
+
+/* The lowest rank whose signature entry k differs from rank 0's, or -1. */
+static int differs(const tg__agree *all, int P, int k) {
+    for (int r = 1; r < P; r++)
+        if (all[r].sig[k] != all[0].sig[k]) return r;
+    return -1;
+}
+
+tg_status tg__vp_agree(tg_comm *c, const char *who, tg_status local, const tg__vp_sig *sig,
+                       tg__vp *vp) {
+    memset(vp, 0, sizeof *vp);
+    const int P = tg_comm_size(c);
+    tg__agree mine, *all = calloc((size_t)P, sizeof *all);
+    memset(&mine, 0, sizeof mine);
+    if (!all) return tg__set_error(TG_ERR_NOMEM, "%s: out of memory for %d ranks", who, P);
+    if (local != TG_OK) {
+        tg__agree_fail(&mine, who, local);
+    } else {
+        const int64_t s[] = {sig->N, sig->V, sig->start, sig->dtype, 0, sig->ignore, sig->flags,
+                             checksum(sig->y, sig->N), sig->chunk, sig->d};
+        memcpy(mine.sig, s, sizeof s);
+        memcpy(&mine.sig[SIG_TBITS], &sig->temperature, sizeof(double));
+    }
+    tg_status st = tg__comm_agree(c, who, &mine, all);
+    if (st != TG_OK) {
+        free(all);
+        return st;
+    }
+    /* every rank sees the same entries: the same decisions follow */
+    static const char *const what[] = {"rows", NULL, NULL, "dtype", "temperature",
+                                       "ignore_index", "options", "targets", NULL, "hidden size"};
+    for (int k = 0; k < (int)(sizeof what / sizeof what[0]); k++) {
+        int r = what[k] ? differs(all, P, k) : -1;
+        if (r < 0) continue;
+        const long long mine_k = (long long)all[r].sig[k], first = (long long)all[0].sig[k];
+        free(all);
+        if (k == SIG_N)
+            return tg__set_error(TG_ERR_SHAPE, "%s: rank %d has %lld rows, rank 0 %lld (every "
+                                 "rank holds the same rows)", who, r, mine_k, first);
+        if (k == SIG_D)
+            return tg__set_error(TG_ERR_SHAPE, "%s: rank %d's hidden size is %lld, rank 0's "
+                                 "%lld", who, r, mine_k, first);
+        return tg__set_error(k == SIG_DTYPE ? TG_ERR_DTYPE : TG_ERR_VALUE, "%s: rank %d's %s "
+                             "differ%s from rank 0's (every rank makes the same call on its own "
+                             "vocabulary slice)", who, r, what[k], k == SIG_TBITS ? "s" : "");
+    }
+    vp->P = P;
+    vp->rank = tg_comm_rank(c);
+    vp->start = malloc((size_t)P * sizeof *vp->start);
+    vp->len = malloc((size_t)P * sizeof *vp->len);
+    if (!vp->start || !vp->len) {
+        free(all);
+        tg__vp_free(vp);
+        return tg__set_error(TG_ERR_NOMEM, "%s: out of memory for %d ranks", who, P);
+    }
+    vp->chunk = all[0].sig[SIG_CHUNK];
+    for (int r = 0; r < P; r++) {
+        vp->start[r] = all[r].sig[SIG_START];
+        vp->len[r] = all[r].sig[SIG_V];
+        vp->V += vp->len[r];
+        if (all[r].sig[SIG_CHUNK] < vp->chunk) vp->chunk = all[r].sig[SIG_CHUNK];
+    }
+    free(all);
+    /* the slices tile [0, V): no two overlap and none goes past V (their
+     * sizes add up to V, so together they cover it) */
+    for (int r = 0; r < P; r++) {
+        const long long a = (long long)vp->start[r], b = (long long)(vp->start[r] + vp->len[r]);
+        for (int q = r + 1; q < P; q++) {
+            const long long qa = (long long)vp->start[q], qb = qa + (long long)vp->len[q];
+            if (qb <= a || b <= qa) continue;
+            tg__vp_free(vp);
+            return tg__set_error(TG_ERR_VALUE, "%s: rank %d's vocabulary slice [%lld, %lld) "
+                                 "overlaps rank %d's [%lld, %lld) (the slices must tile the "
+                                 "vocabulary: each rank's vocab_start is where another's slice "
+                                 "ends, one starts at 0)", who, r, a, b, q, qa, qb);
+        }
+        if (a < 0 || b > (long long)vp->V) {
+            const long long V = (long long)vp->V;
+            tg__vp_free(vp);
+            return tg__set_error(TG_ERR_VALUE, "%s: rank %d's vocabulary slice [%lld, %lld) "
+                                 "goes past [0, %lld), the vocabulary the %d slices make (they "
+                                 "must tile it, one starting at 0)", who, r, a, b, V, P);
+        }
+    }
+    /* the targets (the same on every rank) against the whole vocabulary */
+    for (int64_t i = 0; i < sig->N; i++) {
+        const int64_t t = sig->y[i];
+        if (t != sig->ignore && (t < 0 || t >= vp->V)) {
+            const long long V = (long long)vp->V;
+            tg__vp_free(vp);
+            return tg__set_error(TG_ERR_VALUE, "%s: row %lld: target %lld is outside [0, %lld), "
+                                 "the vocabulary of the %d ranks (and is not ignore_index "
+                                 "%lld)", who, (long long)i, (long long)t, V, P,
+                                 (long long)sig->ignore);
+        }
+    }
+    return TG_OK;
+}
+
+int64_t tg__vp_local_target(const tg__vp *vp, int64_t y, int64_t ignore) {
+    if (y == ignore) return ignore;
+    const int64_t a = vp->start[vp->rank];
+    if (y >= a && y < a + vp->len[vp->rank]) return y - a;
+    return ignore == -1 ? -2 : -1; /* neither ignored nor in the slice: no target term */
+}
+
+tg_status tg__vp_exchange(tg_comm *c, const char *who, tg_status local, const tg__lpe_acc *mine,
+                          int64_t n, tg__lpe_acc *all) {
+    const int P = tg_comm_size(c);
+    const size_t hdr = sizeof(tg__agree), row = sizeof(tg__lpe_acc);
+    const size_t bytes = hdr + (size_t)n * row;
+    char *send = calloc(1, bytes), *recv = malloc(bytes * (size_t)P);
+    if (!send || !recv) {
+        free(send);
+        free(recv);
+        return tg__set_error(TG_ERR_NOMEM, "%s: out of memory for the statistics exchange", who);
+    }
+    tg__agree *h = (tg__agree *)send;
+    if (local != TG_OK) tg__agree_fail(h, who, local);
+    else if (n > 0) memcpy(send + hdr, mine, (size_t)n * row);
+    tg_status st = tg__comm_allgather_host(c, who, send, recv, bytes);
+    for (int r = 0; st == TG_OK && r < P; r++) {
+        tg__agree *e = (tg__agree *)(recv + (size_t)r * bytes);
+        if (e->status != TG_OK) {
+            e->msg[sizeof e->msg - 1] = '\0';
+            st = tg__set_error((tg_status)e->status, "%s: rank %d: %s", who, r, e->msg);
+            break;
+        }
+        if (n > 0) memcpy(all + (size_t)r * (size_t)n, recv + (size_t)r * bytes + hdr, (size_t)n * row);
+    }
+    free(send);
+    free(recv);
+    return st;
+}
+
+void tg__vp_merge(const tg__vp *vp, const int64_t *y, int64_t ignore, const tg__lpe_acc *all,
+                  int64_t n, double inv_t, double *stage) {
+    for (int64_t i = 0; i < n; i++) {
+        double *g = stage + 5 * i;
+        if (y[i] == ignore) {
+            memset(g, 0, 5 * sizeof *g);
+            continue;
+        }
+        tg__lpe_acc a = {0, 0, 0, 0};
+        for (int r = 0; r < vp->P; r++) {
+            const tg__lpe_acc *p = &all[(size_t)r * (size_t)n + (size_t)i];
+            tg__lpe_acc_add(&a, p, inv_t);
+            if (y[i] >= vp->start[r] && y[i] < vp->start[r] + vp->len[r]) a.zy = p->zy;
+        }
+        double lp, H, ls;
+        tg__lpe_acc_finish(&a, inv_t, &lp, &H, &ls);
+        g[0] = lp;
+        g[1] = H;
+        g[2] = a.M;
+        g[3] = ls;
+        g[4] = H;
+    }
+}
+
+/* ---- tg_logprob_entropy on a vocabulary slice ------------------------------------------ */
+
+/* This rank's checks (the fused op's, and what vocab-parallel needs). */
+static tg_status vp_local_checks(const char *who, tg_status pre, const tg_tensor *z,
+                                 const tg_tensor *y, const tg_logprob_opts *o) {
+    if (pre != TG_OK) return pre;
+    tg_status st = tg__lpe_check(who, z, y, o);
+    if (st != TG_OK) return st;
+    if (!tg__is_float(z->dtype))
+        return tg__set_error(TG_ERR_DTYPE, "%s: vocab-parallel logits must be f32 or f64, got "
+                             "%s", who, tg_dtype_name(z->dtype));
+    if (o->impl != TG_LOGPROB_FUSED || o->grad_into_logits)
+        return tg__set_error(TG_ERR_VALUE, "%s: vocab-parallel needs impl TG_LOGPROB_FUSED and "
+                             "no grad_into_logits", who);
+    if (o->vocab_start < 0)
+        return tg__set_error(TG_ERR_VALUE, "%s: vocab_start must be >= 0, got %lld", who,
+                             (long long)o->vocab_start);
+    if (z->storage->device != tg_comm_device(o->comm))
+        return tg__set_error(TG_ERR_DEVICE, "%s: the logits are on %s but the communicator "
+                             "serves %s tensors", who, tg__device_name(z->storage->device),
+                             tg__device_name(tg_comm_device(o->comm)));
+    return TG_OK;
+}
+
+/* This rank's part of each row: the fused kernel's statistics of its slice
+ * and the target's logit where the slice holds it. yl: the local targets
+ * (a new (leading shape) i64 tensor on z's device, for backward too). */
+static tg_status vp_local_stats(tg_site s, const char *who, tg_tensor *z, const tg__vp *vp,
+                                const int64_t *yh, const tg_logprob_opts *o, tg_tensor **yl,
+                                tg__lpe_acc *mine) {
+    const int lead = z->ndim - 1;
+    const int64_t N = tg__numel(lead, z->shape);
+    const double it = 1.0 / o->temperature;
+    const tg_device dev = z->storage->device;
+    int64_t ishape[TG_MAX_DIMS];
+    memcpy(ishape, z->shape, sizeof(int64_t) * (size_t)lead);
+    ishape[lead] = 1;
+    /* local targets, and a gather index that is always inside the slice */
+    tg_tensor *hy = tg__tensor_new_on(s, who, TG_CPU, TG_I64, lead, z->shape, TG_MEM_WORKSPACE);
+    tg_tensor *hi = hy ? tg__tensor_new_on(s, who, TG_CPU, TG_I64, lead + 1, ishape,
+                                           TG_MEM_WORKSPACE)
+                       : NULL;
+    tg_status st = hi ? TG_OK : tg_last_status();
+    if (st == TG_OK) {
+        int64_t *t = tg__ptr(hy), *g = tg__ptr(hi);
+        for (int64_t i = 0; i < N; i++) {
+            t[i] = tg__vp_local_target(vp, yh[i], o->ignore_index);
+            g[i] = t[i] >= 0 && t[i] < z->shape[lead] ? t[i] : 0;
+        }
+    }
+    tg_tensor *idx = NULL;
+    if (st == TG_OK) {
+        tg_mem_category prev = tg__set_category_override(TG_MEM_WORKSPACE);
+        *yl = tg__device_copy(s, who, hy, dev);
+        idx = *yl ? tg__device_copy(s, who, hi, dev) : NULL;
+        tg__set_category_override(prev);
+        if (!idx) st = tg_last_status();
+    }
+    tg_tensor *lpb = st == TG_OK ? tg__tensor_new_on(s, who, dev, z->dtype, lead, z->shape,
+                                                     TG_MEM_WORKSPACE)
+                                 : NULL;
+    tg_tensor *stb = lpb ? tg__tensor_new_on(s, who, dev, TG_F64, 2, (int64_t[]){N, 3},
+                                             TG_MEM_WORKSPACE)
+                         : NULL;
+    tg_tensor *zy = stb ? tg__tensor_new_on(s, who, dev, z->dtype, lead + 1, ishape,
+                                            TG_MEM_WORKSPACE)
+                        : NULL;
+    if (st == TG_OK && !zy) st = tg_last_status();
+    tg__lpe_bad bad = {-1, -1, 0.0};
+    if (st == TG_OK) st = tg__k_lpe_forward(z, *yl, o->ignore_index, it, o->chunk_size, lpb, NULL,
+                                            stb, 3, &bad);
+    if (st == TG_OK && bad.row >= 0) { /* the entry named in the whole vocabulary */
+        st = tg__lpe_locate_bad(who, z, &bad, it);
+        if (st == TG_OK && bad.col >= 0) bad.col += vp->start[vp->rank];
+        if (st == TG_OK) st = tg__lpe_bad_row_error(who, z, &bad, it);
+    }
+    if (st == TG_OK) st = tg__k_gather_forward(z, idx, zy);
+    void *own1 = NULL, *own2 = NULL;
+    int64_t lo1 = 0, lo2 = 0;
+    const double *sh = st == TG_OK ? tg__host_elems(who, stb, &own1, &lo1) : NULL;
+    const void *zh = sh ? tg__host_elems(who, zy, &own2, &lo2) : NULL;
+    if (st == TG_OK && !zh) st = tg_last_status();
+    for (int64_t i = 0; st == TG_OK && i < N; i++) {
+        const int64_t t = ((const int64_t *)tg__ptr(hy))[i];
+        if (t == o->ignore_index) {
+            memset(&mine[i], 0, sizeof mine[i]);
+            continue;
+        }
+        mine[i] = tg__lpe_acc_of(sh[3 * i], sh[3 * i + 1], sh[3 * i + 2]);
+        if (t >= 0 && t < z->shape[lead])
+            mine[i].zy = z->dtype == TG_F32 ? (double)((const float *)zh)[i]
+                                            : ((const double *)zh)[i];
+    }
+    free(own1);
+    free(own2);
+    tg_tensor *rel[6] = {hy, hi, idx, lpb, stb, zy};
+    for (int k = 0; k < 6; k++)
+        if (rel[k]) tg__tensor_release(rel[k]);
+    return st;
+}
+
+tg_status tg__vp_logprob(tg_site s, const char *who, tg_status pre, tg_tensor *z, tg_tensor *y,
+                         const tg_logprob_opts *o, tg_tensor **logprob, tg_tensor **entropy,
+                         tg_tensor **lse_out) {
+    tg_comm *c = o->comm;
+    tg_status local = vp_local_checks(who, pre, z, y, o);
+    tg_tensor *yc = NULL, *yl = NULL, *lp = NULL, *h = NULL, *st = NULL, *lse = NULL;
+    tg_tensor *stage = NULL;
+    void *yown = NULL;
+    const int64_t *yh = NULL;
+    tg__lpe_acc *mine = NULL, *all = NULL;
+    tg__vp vp;
+    memset(&vp, 0, sizeof vp);
+    int64_t N = 0;
+    if (local == TG_OK) {
+        N = tg__numel(z->ndim - 1, z->shape);
+        yc = tg__contiguous(s, y);
+        yh = yc ? tg__lpe_targets_host(who, yc, &yown) : NULL;
+        if (!yh) local = tg_last_status();
+    }
+    tg__vp_sig sig = {N, local == TG_OK ? z->shape[z->ndim - 1] : 0, o->vocab_start,
+                      local == TG_OK ? z->dtype : 0, o->temperature, o->ignore_index,
+                      (int64_t)o->want_entropy | (int64_t)o->entropy_grad << 1 |
+                          (int64_t)(lse_out != NULL) << 2,
+                      yh, 0, 0};
+    tg_status rc = tg__vp_agree(c, who, local, &sig, &vp);
+    if (rc != TG_OK) goto out;
+    /* every rank's part of every row, one exchange, the same merge everywhere */
+    mine = calloc((size_t)(N > 0 ? N : 1), sizeof *mine);
+    all = calloc((size_t)(N > 0 ? N : 1) * (size_t)vp.P, sizeof *all);
+    local = mine && all ? vp_local_stats(s, who, z, &vp, yh, o, &yl, mine)
+                        : tg__set_error(TG_ERR_NOMEM, "%s: out of memory", who);
+    if ((rc = tg__vp_exchange(c, who, local, mine, N, all)) != TG_OK) goto out;
+    const bool record = tg__needs_grad(1, &z);
+    const int nstat = record && o->want_entropy && o->entropy_grad ? 3 : 2;
+    const tg_device dev = z->storage->device;
+    if (!(stage = tg__tensor_new_on(s, who, TG_CPU, TG_F64, 2, (int64_t[]){N, 5},
+                                    TG_MEM_WORKSPACE)))
+        goto fail;
+    tg__vp_merge(&vp, yh, o->ignore_index, all, N, 1.0 / o->temperature, tg__ptr(stage));
+    const int lead = z->ndim - 1;
+    if (!(lp = tg__new_output_on(s, who, dev, z->dtype, lead, z->shape)) ||
+        (o->want_entropy && !(h = tg__new_output_on(s, who, dev, z->dtype, lead, z->shape))) ||
+        ((record || lse_out) &&
+         !(st = tg__new_output_on(s, who, dev, TG_F64, 2, (int64_t[]){N, nstat}))))
+        goto fail;
+    /* flat (N) views of the outputs for the row writer */
+    tg_tensor *flp = tg__tensor_alias(s, lp->storage, lp->dtype, 1, &N, (int64_t[]){1}, 0);
+    tg_tensor *fh = h && flp ? tg__tensor_alias(s, h->storage, h->dtype, 1, &N, (int64_t[]){1}, 0)
+                             : NULL;
+    rc = flp && (!h || fh) ? tg__lpe_put_rows(s, who, stage, 0, flp, fh, st, nstat)
+                           : tg_last_status();
+    if (flp) tg__tensor_release(flp);
+    if (fh) tg__tensor_release(fh);
+    if (rc != TG_OK) goto fail;
+    if (lse_out && !(lse = tg__lpe_lse_of(s, who, z, st, nstat, 1.0 / o->temperature))) goto fail;
+    /* backward is the fused op's own, on this rank's slice: the saved
+     * statistics are the global ones and the saved targets the local ones */
+    if (record && tg__lpe_record(s, z, yl, st, nstat, o, lp, h, lse) != TG_OK) goto fail;
+    if (st) tg__tensor_release(st);
+    st = NULL;
+    rc = tg__lpe_hand_out(lp, h, lse, logprob, entropy, lse_out);
+    lp = h = lse = NULL;
+    goto out;
+fail:
+    rc = tg_last_status();
+out:;
+    tg_tensor *rel[7] = {yc, yl, lp, h, st, lse, stage};
+    for (int k = 0; k < 7; k++)
+        if (rel[k]) tg__tensor_release(rel[k]);
+    free(yown);
+    free(mine);
+    free(all);
+    tg__vp_free(&vp);
+    return rc;
+}

@@ -1,0 +1,310 @@
+/* tests/mpi/test_mpi.c - the vocab-parallel ops over MPI, run by
+ * tests/mpi/run.sh under `mpirun -np 1, 2 and 4`.
+ *
+ * Every rank makes the same inputs (seeded), keeps its slice of the
+ * vocabulary (uneven slices, handed out in reverse rank order so that rank 0
+ * does not hold the first one), runs the vocab-parallel op and the
+ * single-process op on the whole vocabulary, and checks: every output equal
+ * within 1e-12 (f64) or the f32 op's own tolerance, the gradients of its
+ * slice likewise, the outputs bitwise the same on every rank and from run to
+ * run; the bad-input-on-one-rank cases (every rank fails with the same
+ * status and a message naming the rank); the memory of a step (its
+ * (N, V) part falls as 1/P, exactly). `test_mpi kill` is the killed-rank
+ * case: rank 1 exits while the others are inside a collective (run.sh bounds
+ * it with a timeout).
+ *
+ * Plain C with MPI (Criterion forks each test, which MPI does not allow):
+ * CHECK prints the failure with the rank and counts it; the exit status is
+ * 1 if any check failed on this rank. */
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tapegrad.h"
+
+static int g_rank, g_size, g_failed, g_checks;
+
+#define CHECK(cond, ...)                                                                  \
+    do {                                                                                  \
+        g_checks++;                                                                       \
+        if (!(cond)) {                                                                    \
+            g_failed++;                                                                   \
+            fprintf(stderr, "[rank %d/%d] %s:%d: CHECK failed: %s: ", g_rank, g_size,     \
+                    __FILE__, __LINE__, #cond);                                           \
+            fprintf(stderr, __VA_ARGS__);                                                 \
+            fputc('\n', stderr);                                                          \
+        }                                                                                 \
+    } while (0)
+
+/* This rank's slice of a vocabulary of V: sizes V / P (+1 for the first
+ * V % P ranks), laid out in reverse rank order. */
+static void slice_of(int64_t V, int rank, int P, int64_t *start, int64_t *len) {
+    int64_t s = 0;
+    *start = *len = 0;
+    for (int r = P - 1; r >= 0; r--) {
+        const int64_t l = V / P + (r < V % P);
+        if (r == rank) {
+            *start = s;
+            *len = l;
+        }
+        s += l;
+    }
+}
+
+static double *values(const tg_tensor *t) {
+    int64_t n = tg_numel(t);
+    double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+    if (tg_copy_out(t, TG_F64, v, (size_t)(n > 0 ? n : 1) * sizeof *v) != TG_OK) {
+        fprintf(stderr, "copy_out: %s\n", tg_last_error());
+        exit(2);
+    }
+    return v;
+}
+
+/* max |a - b| / max |b| */
+static double rel_err(const tg_tensor *a, const tg_tensor *b) {
+    int64_t n = tg_numel(b);
+    if (tg_numel(a) != n) return INFINITY;
+    double *x = values(a), *y = values(b), scale = 0, worst = 0;
+    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(y[i]));
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(x[i]) != isnan(y[i])) worst = INFINITY;
+        else if (!isnan(x[i])) worst = fmax(worst, fabs(x[i] - y[i]) / (scale > 0 ? scale : 1));
+    }
+    free(x);
+    free(y);
+    return worst;
+}
+
+/* Whether t's bytes are the same on every rank. */
+static bool same_on_all_ranks(const tg_tensor *t) {
+    const int64_t n = tg_numel(t);
+    double *v = values(t), *all = malloc((size_t)(n > 0 ? n : 1) * (size_t)g_size * sizeof *all);
+    MPI_Allgather(v, (int)n, MPI_DOUBLE, all, (int)n, MPI_DOUBLE, MPI_COMM_WORLD);
+    bool same = true;
+    for (int r = 1; r < g_size; r++)
+        same &= memcmp(all, all + (size_t)r * (size_t)n, (size_t)n * sizeof *all) == 0;
+    free(v);
+    free(all);
+    return same;
+}
+
+typedef struct lcase {
+    tg_dtype dt;
+    int64_t N, V;
+    double T;
+    bool entropy_grad, lse, ignore;
+} lcase;
+
+/* loss = sum(lp * a) + sum(H * e) (+ sum(lse * l)) for fixed weights */
+static tg_tensor *loss_of(const lcase *c, tg_tensor *lp, tg_tensor *H, tg_tensor *L) {
+    tg_tensor *loss = tg_sum(tg_mul(lp, tg_randn(c->dt, TG_SHAPE(c->N), 31, 0.5, 1.0)));
+    if (c->entropy_grad)
+        loss = tg_add(loss, tg_sum(tg_mul(H, tg_randn(c->dt, TG_SHAPE(c->N), 32, 0.0, 1.0))));
+    if (c->lse) loss = tg_add(loss, tg_sum(tg_mul(L, tg_randn(c->dt, TG_SHAPE(c->N), 33, 0.0, 1.0))));
+    return loss;
+}
+
+static void logits_case(tg_comm *comm, const lcase *c) {
+    int sc = tg_scope_begin();
+    int64_t start, len;
+    slice_of(c->V, g_rank, g_size, &start, &len);
+    tg_tensor *z = tg_randn(c->dt, TG_SHAPE(c->N, c->V), 7, 0.0, 2.0);
+    tg_tensor *y = tg_randint(TG_SHAPE(c->N), 8, 0, c->V);
+    if (c->ignore)
+        for (int64_t i = 0; i < c->N; i += 3) ((int64_t *)tg_data(y))[i] = -100;
+    tg_tensor *zl = tg_contiguous(tg_narrow(z, 1, start, len)); /* this rank's slice, a leaf */
+    tg_set_requires_grad(z, true);
+    tg_set_requires_grad(zl, true);
+    tg_logprob_opts o = tg_logprob_opts_default();
+    o.temperature = c->T;
+    o.entropy_grad = c->entropy_grad;
+    tg_tensor *lp, *H, *L = NULL, *lp1, *H1, *L1 = NULL;
+    CHECK(tg_logprob_entropy_lse(z, y, &o, &lp1, &H1, &L1) == TG_OK, "%s", tg_last_error());
+    o.comm = comm;
+    o.vocab_start = start;
+    tg_status st = c->lse ? tg_logprob_entropy_lse(zl, y, &o, &lp, &H, &L)
+                          : tg_logprob_entropy(zl, y, &o, &lp, &H);
+    CHECK(st == TG_OK, "%s", tg_last_error());
+    if (st != TG_OK) {
+        tg_scope_end(sc);
+        return;
+    }
+    const double tol = c->dt == TG_F64 ? 1e-12 : 2e-6;
+    CHECK(rel_err(lp, lp1) <= tol, "logprob %g (N %lld V %lld)", rel_err(lp, lp1), (long long)c->N,
+          (long long)c->V);
+    CHECK(rel_err(H, H1) <= tol, "entropy %g", rel_err(H, H1));
+    if (c->lse) CHECK(rel_err(L, L1) <= tol, "lse %g", rel_err(L, L1));
+    CHECK(same_on_all_ranks(lp) && same_on_all_ranks(H), "outputs differ between ranks");
+    /* run to run: the same bits */
+    tg_tensor *lp2, *H2;
+    CHECK(tg_logprob_entropy(tg_detach(zl), y, &o, &lp2, &H2) == TG_OK, "%s", tg_last_error());
+    CHECK(rel_err(lp2, lp) == 0 && rel_err(H2, H) == 0, "not the same bits run to run");
+    /* gradients: this rank's slice of the whole op's */
+    CHECK(tg_backward(loss_of(c, lp, H, L), NULL, false) == TG_OK, "%s", tg_last_error());
+    CHECK(tg_backward(loss_of(c, lp1, H1, L1), NULL, false) == TG_OK, "%s", tg_last_error());
+    tg_tensor *g1 = tg_narrow(tg_grad(z), 1, start, len);
+    CHECK(rel_err(tg_grad(zl), g1) <= tol * 10, "gradient %g", rel_err(tg_grad(zl), g1));
+    tg_scope_end(sc);
+}
+
+/* A call where `bad_rank` (or every rank, -1) breaks something; every rank
+ * must fail with status want and a message holding need (and, when a rank
+ * is named, "rank R"). */
+typedef enum { BAD_NULL, BAD_NAN, BAD_ROWS, BAD_TARGET, BAD_OVERLAP, BAD_TEMP } bad_kind;
+
+static void bad_case(tg_comm *comm, bad_kind kind, int bad_rank, tg_status want,
+                     const char *need) {
+    int sc = tg_scope_begin();
+    const int64_t N = 6, V = 23;
+    int64_t start, len;
+    slice_of(V, g_rank, g_size, &start, &len);
+    const bool me = bad_rank < 0 || g_rank == bad_rank;
+    tg_tensor *z = tg_randn(TG_F64, TG_SHAPE(kind == BAD_ROWS && me ? N + 1 : N, len), 5 + g_rank,
+                            0.0, 1.0);
+    tg_tensor *y = tg_randint(TG_SHAPE(kind == BAD_ROWS && me ? N + 1 : N), 9, 0, V);
+    if (kind == BAD_NAN && me) ((double *)tg_data(z))[2 * len + len / 2] = NAN;
+    if (kind == BAD_TARGET) ((int64_t *)tg_data(y))[4] = V + 3;
+    tg_logprob_opts o = tg_logprob_opts_default();
+    o.comm = comm;
+    o.vocab_start = kind == BAD_OVERLAP && me ? start + 1 : start;
+    if (kind == BAD_TEMP && me) o.temperature = 0.5;
+    tg_tensor *lp = NULL, *H = NULL;
+    tg_clear_error();
+    tg_status st = tg_logprob_entropy(kind == BAD_NULL && me ? NULL : z, y, &o, &lp, &H);
+    CHECK(st == want, "kind %d: status %s, expected %s: %s", (int)kind, tg_status_name(st),
+          tg_status_name(want), tg_last_error());
+    CHECK(strstr(tg_last_error(), need) != NULL, "kind %d: message lacks '%s': %s", (int)kind,
+          need, tg_last_error());
+    if (bad_rank >= 0) {
+        char r[32];
+        snprintf(r, sizeof r, "rank %d", bad_rank);
+        CHECK(strstr(tg_last_error(), r) != NULL, "kind %d: message lacks '%s': %s", (int)kind,
+              r, tg_last_error());
+    }
+    /* every rank has the same message */
+    char msg[512] = {0}, *all = malloc(512 * (size_t)g_size);
+    snprintf(msg, sizeof msg, "%s", tg_last_error());
+    MPI_Allgather(msg, 512, MPI_CHAR, all, 512, MPI_CHAR, MPI_COMM_WORLD);
+    for (int q = 0; q < g_size; q++)
+        CHECK(!strcmp(all + 512 * q, msg), "kind %d: rank %d said '%s'", (int)kind, q,
+              all + 512 * q);
+    free(all);
+    CHECK(lp == NULL && H == NULL, "outputs set on failure");
+    tg_clear_error();
+    tg_scope_end(sc);
+}
+
+/* The (N, V) part of a step's peak falls as 1/P: the rest is the same as the
+ * single-process op's. */
+static void memory_case(tg_comm *comm) {
+    const int64_t N = 64, V = 4000;
+    int64_t start, len;
+    slice_of(V, g_rank, g_size, &start, &len);
+    size_t peak[2];
+    for (int k = 0; k < 2; k++) {
+        int sc = tg_scope_begin();
+        const int64_t v = k ? len : V;
+        tg_tensor *z = tg_randn(TG_F32, TG_SHAPE(N, v), 3, 0.0, 1.0);
+        tg_tensor *y = tg_randint(TG_SHAPE(N), 4, 0, V);
+        if (!k) /* the single-process op: targets inside its vocabulary */
+            for (int64_t i = 0; i < N; i++) ((int64_t *)tg_data(y))[i] %= V;
+        tg_set_requires_grad(z, true);
+        tg_logprob_opts o = tg_logprob_opts_default();
+        if (k) {
+            o.comm = comm;
+            o.vocab_start = start;
+        }
+        tg_mem_stats m0, m1;
+        tg_mem_get(TG_CPU, &m0);
+        tg_mem_reset_peak(TG_CPU);
+        tg_tensor *lp, *H;
+        CHECK(tg_logprob_entropy(z, y, &o, &lp, &H) == TG_OK, "%s", tg_last_error());
+        CHECK(tg_backward(tg_add(tg_sum(lp), tg_sum(H)), NULL, false) == TG_OK, "%s",
+              tg_last_error());
+        tg_mem_get(TG_CPU, &m1);
+        peak[k] = m1.peak_total - m0.live_total - (size_t)(N * v * 4);
+        tg_scope_end(sc);
+    }
+    /* the same but for the slice's own targets, which backward keeps (N x 8) */
+    CHECK(peak[1] == peak[0] + (size_t)N * 8, "beyond the logits' gradient (N x V_r x 4 bytes): "
+          "%zu bytes with %d ranks, %zu in one process", peak[1], g_size, peak[0]);
+}
+
+static void kill_case(tg_comm *comm) {
+    int64_t start, len;
+    slice_of(50, g_rank, g_size, &start, &len);
+    tg_tensor *z = tg_randn(TG_F64, TG_SHAPE(4, len), 1, 0.0, 1.0);
+    tg_tensor *y = tg_randint(TG_SHAPE(4), 2, 0, 50);
+    if (g_rank == 1) {
+        fprintf(stderr, "[rank 1] exiting on purpose, the others are in a collective\n");
+        _exit(3);
+    }
+    tg_logprob_opts o = tg_logprob_opts_default();
+    o.comm = comm;
+    o.vocab_start = start;
+    tg_tensor *lp, *H;
+    tg_status st = tg_logprob_entropy(z, y, &o, &lp, &H);
+    fprintf(stderr, "[rank %d] returned %s: %s\n", g_rank, tg_status_name(st), tg_last_error());
+    exit(st == TG_OK ? 0 : 4);
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+    tg_comm *comm = NULL;
+    MPI_Comm world = MPI_COMM_WORLD;
+    if (tg_comm_from_mpi(&world, &comm) != TG_OK) {
+        fprintf(stderr, "tg_comm_from_mpi: %s\n", tg_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    CHECK(tg_comm_rank(comm) == g_rank && tg_comm_size(comm) == g_size, "rank/size");
+    if (argc > 1 && !strcmp(argv[1], "kill")) {
+        if (g_size < 2) {
+            fprintf(stderr, "kill needs 2 ranks or more\n");
+            return 2;
+        }
+        kill_case(comm);
+    }
+    /* values and gradients */
+    const tg_dtype dts[2] = {TG_F64, TG_F32};
+    const int64_t Ns[3] = {1, 7, 33}, Vs[3] = {5, 37, 100};
+    int k = 0;
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 3; b++)
+            for (int d = 0; d < 3; d++, k++) {
+                if (Vs[d] < g_size) continue; /* every rank holds at least one row */
+                lcase c = {dts[a], Ns[b], Vs[d], k % 2 ? 0.7 : 1.0, k % 3 != 0, k % 4 == 1,
+                           k % 2 == 0};
+                logits_case(comm, &c);
+            }
+    /* one rank's bad input fails every rank the same way */
+    const int last = g_size - 1;
+    bad_case(comm, BAD_NULL, last, TG_ERR_NULL, "'logits' is NULL");
+    bad_case(comm, BAD_NAN, last, TG_ERR_VALUE, "is nan");
+    bad_case(comm, BAD_TARGET, -1, TG_ERR_VALUE, "row 4: target 26");
+    if (g_size > 1) {
+        bad_case(comm, BAD_ROWS, 1, TG_ERR_SHAPE, "rows");
+        bad_case(comm, BAD_OVERLAP, 1, TG_ERR_VALUE, "overlaps");
+        bad_case(comm, BAD_TEMP, 1, TG_ERR_VALUE, "temperature");
+    }
+    memory_case(comm);
+    uint64_t ncoll = 0, bytes = 0;
+    tg_comm_counters(comm, &ncoll, &bytes);
+    CHECK(ncoll > 0, "no collective counted");
+    CHECK(tg_comm_free(comm) == TG_OK, "%s", tg_last_error());
+    tg_live_counts live = tg_live();
+    CHECK(live.tensors == 0 && live.storages == 0 && live.nodes == 0, "leak: %lld tensors",
+          (long long)live.tensors);
+    int failed = 0;
+    MPI_Allreduce(&g_failed, &failed, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (g_rank == 0)
+        printf("test_mpi: %d ranks, %d checks per rank, %d failed (all ranks), %llu collectives "
+               "on rank 0\n", g_size, g_checks, failed, (unsigned long long)ncoll);
+    MPI_Finalize();
+    return g_failed ? 1 : 0;
+}
