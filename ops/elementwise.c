@@ -87,13 +87,13 @@ static tg_status max_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
 static tg_status min_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 static tg_status pow_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 
-static const tg__op_def ADD_DEF = {"AddBackward", add_backward, false};
-static const tg__op_def SUB_DEF = {"SubBackward", sub_backward, false};
-static const tg__op_def MUL_DEF = {"MulBackward", mul_backward, false};
-static const tg__op_def DIV_DEF = {"DivBackward", div_backward, false};
-static const tg__op_def MAX_DEF = {"MaximumBackward", max_backward, false};
-static const tg__op_def MIN_DEF = {"MinimumBackward", min_backward, false};
-static const tg__op_def POW_DEF = {"PowBackward", pow_backward, false};
+static const tg__op_def ADD_DEF = {"AddBackward", add_backward, false, NULL};
+static const tg__op_def SUB_DEF = {"SubBackward", sub_backward, false, NULL};
+static const tg__op_def MUL_DEF = {"MulBackward", mul_backward, false, NULL};
+static const tg__op_def DIV_DEF = {"DivBackward", div_backward, false, NULL};
+static const tg__op_def MAX_DEF = {"MaximumBackward", max_backward, false, NULL};
+static const tg__op_def MIN_DEF = {"MinimumBackward", min_backward, false, NULL};
+static const tg__op_def POW_DEF = {"PowBackward", pow_backward, false, NULL};
 
 /* out = a op b with broadcasting. Saves per op (iparam[SLOT_A], iparam[SLOT_B]: the
  * slots of a and b, -1 when not saved):
@@ -319,7 +319,7 @@ fail:
 /* ---- where ----------------------------------------------------------------- */
 
 static tg_status where_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
-static const tg__op_def WHERE_DEF = {"WhereBackward", where_backward, false};
+static const tg__op_def WHERE_DEF = {"WhereBackward", where_backward, false, NULL};
 
 /* The node's inputs are (a, b) only: cond never gets a gradient, so it is not
  * an edge of the graph; it is saved (slot iparam[SLOT_COND]) for the backward mask. */
@@ -387,7 +387,7 @@ static tg_status where_backward(tg__node *n, tg_tensor *const *gout, tg_tensor *
 /* ---- dtype conversion ---------------------------------------------------------- */
 
 static tg_status to_dtype_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
-static const tg__op_def TO_DTYPE_DEF = {"ToDtypeBackward", to_dtype_backward, false};
+static const tg__op_def TO_DTYPE_DEF = {"ToDtypeBackward", to_dtype_backward, false, NULL};
 
 /* Between f32, f64 and bf16 it is differentiable (the gradient converted
  * back); to or from i64 or bool is allowed but records nothing (the result

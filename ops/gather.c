@@ -19,7 +19,7 @@
 
 static tg_status gather_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 
-static const tg__op_def gather_def = {"GatherBackward", gather_backward, false};
+static const tg__op_def gather_def = {"GatherBackward", gather_backward, false, NULL};
 
 static bool gather_check(const char *who, const tg_tensor *t, const tg_tensor *index) {
     char st[128], si[128];
@@ -190,7 +190,7 @@ static tg_status scatter_add_backward(tg__node *n, tg_tensor *const *gout, tg_te
     }
     return TG_OK;
 }
-static const tg__op_def scatter_add_def = {"ScatterAddBackward", scatter_add_backward, false};
+static const tg__op_def scatter_add_def = {"ScatterAddBackward", scatter_add_backward, false, NULL};
 
 static tg_tensor *scatter_add(tg_site s, tg_tensor *t, int dim, tg_tensor *index, tg_tensor *src) {
     const char *who = "tg_scatter_add";
@@ -293,7 +293,7 @@ tg_tensor *tg_index_select_at(tg_site s, tg_tensor *t, int dim, tg_tensor *index
  * bit mask) flips the gradient back and, as PyTorch's, saves nothing (a second
  * backward through it needs no retain_graph). */
 static tg_status flip_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
-static const tg__op_def flip_def = {"FlipBackward", flip_backward, false};
+static const tg__op_def flip_def = {"FlipBackward", flip_backward, false, NULL};
 static tg_tensor *flip_mask(tg_site s, tg_tensor *t, int64_t mask);
 
 static tg_tensor *flip(tg_site s, tg_tensor *t, int ndims, const int *dims) {

@@ -95,8 +95,8 @@ static tg_status overwrite_backward(tg__node *n, tg_tensor *const *gout, tg_tens
     }
     return TG_OK;
 }
-static const tg__op_def fill_def = {"FillBackward", overwrite_backward, false};
-static const tg__op_def copy_def = {"CopyBackward", overwrite_backward, false};
+static const tg__op_def fill_def = {"FillBackward", overwrite_backward, false, NULL};
+static const tg__op_def copy_def = {"CopyBackward", overwrite_backward, false, NULL};
 
 /* A new tensor of t's shape and dtype holding src (broadcast, converted) or,
  * when src is NULL, v; recorded with t (and src) as inputs. */

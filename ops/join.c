@@ -37,7 +37,7 @@ static tg_status cat_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
     }
     return TG_OK;
 }
-static const tg__op_def cat_def = {"CatBackward", cat_backward, false};
+static const tg__op_def cat_def = {"CatBackward", cat_backward, false, NULL};
 
 /* Checks n inputs for cat along d (already wrapped); fills the result's shape. */
 static bool cat_shape(const char *who, int n, tg_tensor *const *ts, int d, int64_t *shape) {

@@ -160,6 +160,12 @@ typedef struct lin {
     char *hp;            /* the current chunk's rows (c, d), dt: in h or hbuf */
     char *wp;            /* the current block's weight rows (vb, d), dt: in w or wbuf */
     tg_tensor *bcur;     /* the current block's bias (vb), dt, or NULL */
+    /* vocab-parallel: the communicator, what the agreement established, and
+     * this rank's first vocabulary row (0 in one process) */
+    tg_comm *comm;
+    const tg__vp *vp;
+    int64_t vstart;
+    tg_status pending;   /* a failure to tell the other ranks in the next exchange */
 } lin;
 
 static void rel(tg_tensor *t) {
@@ -273,7 +279,7 @@ static tg_tensor *local_targets(const lin *L, int64_t r0, int64_t c, int64_t v0,
     if (!hst) return NULL;
     int64_t *t = tg__ptr(hst);
     for (int64_t i = 0; i < c; i++) {
-        const int64_t y = L->yh[r0 + i];
+        const int64_t y = L->yh[r0 + i] - L->vstart; /* within this rank's vocabulary */
         t[i] = y >= v0 && y < v0 + vb ? y - v0 : outside;
     }
     if (L->dev == TG_CPU) return hst;
@@ -354,27 +360,16 @@ static tg_status fwd_one_block(lin *L, int64_t r0, int64_t c, fwd_out *o) {
     return rc;
 }
 
-/* Merges block statistics st_b (c, 3) and target logits zy (c) into the
- * state (c, 4: M, S, A, z_y) on the host. */
-static void merge(const lin *L, int64_t r0, int64_t c, int64_t v0, int64_t vb, bool first,
-                  const double *st_b, const void *zy, double *state) {
-    const double it = L->inv_t;
+/* Adds block statistics st_b (c, 3) and target logits zy (c) of the block
+ * [v0, v0 + vb) of this rank's vocabulary rows to the rows' accumulators. */
+static void merge(const lin *L, int64_t r0, int64_t c, int64_t v0, int64_t vb, const double *st_b,
+                  const void *zy, tg__lpe_acc *acc) {
     for (int64_t i = 0; i < c; i++) {
-        double *m = state + 4 * i;
-        const double Mb = st_b[3 * i], lsb = st_b[3 * i + 1], Hb = st_b[3 * i + 2];
-        const double Sb = exp(lsb), Ab = Sb * (lsb - Hb);
-        if (first) {
-            m[0] = Mb, m[1] = Sb, m[2] = Ab;
-        } else {
-            const double Mn = m[0] > Mb ? m[0] : Mb, dm = (m[0] - Mn) * it, db = (Mb - Mn) * it;
-            const double f = exp(dm), fb = exp(db);
-            m[2] = f * (m[2] + m[1] * dm) + fb * (Ab + Sb * db);
-            m[1] = f * m[1] + fb * Sb;
-            m[0] = Mn;
-        }
-        const int64_t y = L->yh[r0 + i];
+        const tg__lpe_acc b = tg__lpe_acc_of(st_b[3 * i], st_b[3 * i + 1], st_b[3 * i + 2]);
+        tg__lpe_acc_add(&acc[i], &b, L->inv_t);
+        const int64_t y = L->yh[r0 + i] - L->vstart;
         if (y >= v0 && y < v0 + vb)
-            m[3] = L->dt == TG_F32 ? (double)((const float *)zy)[i] : ((const double *)zy)[i];
+            acc[i].zy = L->dt == TG_F32 ? (double)((const float *)zy)[i] : ((const double *)zy)[i];
     }
 }
 
@@ -385,11 +380,11 @@ static const void *host_of(const tg_tensor *t, void **owned) {
     return p ? (const char *)p + (size_t)(t->offset - lo) * tg_dtype_size(t->dtype) : NULL;
 }
 
-/* Several blocks: statistics merged on the host, then written to the rows. */
-static tg_status fwd_blocks(lin *L, int64_t r0, int64_t c, fwd_out *o) {
+/* The rows' accumulators over this rank's vocabulary, block by block:
+ * acc (c) starts empty. */
+static tg_status blocks_acc(lin *L, int64_t r0, int64_t c, tg__lpe_acc *acc) {
     const int64_t vbs = L->plan.vocab_block;
-    tg_tensor *state = ws_new(L, TG_CPU, TG_F64, 2, (int64_t[]){c, 4}); // (c, 4)
-    tg_tensor *lpb = state ? ws_new(L, L->dev, L->dt, 1, &c) : NULL;          // (c)
+    tg_tensor *lpb = ws_new(L, L->dev, L->dt, 1, &c);                              // (c)
     tg_tensor *stb = lpb ? ws_new(L, L->dev, TG_F64, 2, (int64_t[]){c, 3}) : NULL; // (c, 3)
     tg_tensor *zyb = stb ? ws_new(L, L->dev, L->dt, 2, (int64_t[]){c, 1}) : NULL;  // (c, 1)
     tg_status rc = zyb ? TG_OK : tg_last_status();
@@ -410,7 +405,7 @@ static tg_status fwd_blocks(lin *L, int64_t r0, int64_t c, fwd_out *o) {
         const double *sh = rc == TG_OK ? host_of(stb, &own1) : NULL;
         const void *zh = sh ? host_of(zyb, &own2) : NULL;
         if (rc == TG_OK && !zh) rc = tg_last_status();
-        if (rc == TG_OK) merge(L, r0, c, v0, vb, v0 == 0, sh, zh, tg__ptr(state));
+        if (rc == TG_OK) merge(L, r0, c, v0, vb, sh, zh, acc);
         free(own1);
         free(own2);
         rel(idx2);
@@ -420,58 +415,58 @@ static tg_status fwd_blocks(lin *L, int64_t r0, int64_t c, fwd_out *o) {
     rel(lpb);
     rel(stb);
     rel(zyb);
-    /* the merged outputs, staged as (c, 5) f64 and copied into the rows */
+    return rc;
+}
+
+/* Several blocks (or several ranks): the rows' accumulators, then (with a
+ * communicator) every rank's, merged; the outputs staged as (c, 5) f64 and
+ * written to the rows. With a communicator the exchange happens whatever
+ * this rank's status: a failure here fails every rank. */
+static tg_status fwd_blocks(lin *L, int64_t r0, int64_t c, fwd_out *o, tg_status pre) {
+    tg_tensor *state = pre == TG_OK ? ws_new(L, TG_CPU, TG_F64, 2, (int64_t[]){c, 4}) : NULL;
+    tg_status rc = pre != TG_OK ? pre : state ? TG_OK : tg_last_status(); // (c, 4)
+    tg__lpe_acc *acc = state ? tg__ptr(state) : NULL;
+    if (acc) memset(acc, 0, (size_t)c * sizeof *acc);
+    if (rc == TG_OK) rc = blocks_acc(L, r0, c, acc);
+    tg__lpe_acc *all = NULL;
+    if (L->comm) {
+        all = rc == TG_OK ? malloc((size_t)c * (size_t)L->vp->P * sizeof *all) : NULL;
+        if (rc == TG_OK && !all) rc = tg__set_error(TG_ERR_NOMEM, "%s: out of memory", WHO);
+        rc = tg__vp_exchange(L->comm, WHO, rc, acc, c, all);
+    }
     tg_tensor *stage = rc == TG_OK ? ws_new(L, TG_CPU, TG_F64, 2, (int64_t[]){c, STAGE_COLS})
                                    : NULL;
     if (rc == TG_OK && !stage) rc = tg_last_status();
-    if (rc == TG_OK) {
-        const double *m = tg__ptr(state);
+    if (rc == TG_OK && all) {
+        tg__vp_merge(L->vp, L->yh + r0, L->ignore, all, c, L->inv_t, tg__ptr(stage));
+    } else if (rc == TG_OK) {
         double *g = tg__ptr(stage);
         for (int64_t i = 0; i < c; i++) {
-            const double ls = log(m[4 * i + 1]), H = ls - m[4 * i + 2] / m[4 * i + 1];
-            g[STAGE_COLS * i] = (m[4 * i + 3] - m[4 * i]) * L->inv_t - ls;
-            g[STAGE_COLS * i + 1] = H;
-            g[STAGE_COLS * i + 2] = m[4 * i];
-            g[STAGE_COLS * i + 3] = ls;
-            g[STAGE_COLS * i + 4] = H;
+            double *r = g + STAGE_COLS * i;
+            tg__lpe_acc_finish(&acc[i], L->inv_t, &r[0], &r[1], &r[3]);
+            r[2] = acc[i].M;
+            r[4] = r[1];
         }
     }
+    free(all);
     rel(state);
-    tg_tensor *dst = NULL;
-    if (rc == TG_OK) {
-        tg_mem_category prev = tg__set_category_override(TG_MEM_WORKSPACE);
-        dst = tg__device_copy(L->s, WHO, stage, L->dev);
-        tg__set_category_override(prev);
-        if (!dst) rc = tg_last_status();
-    }
+    if (rc == TG_OK) rc = tg__lpe_put_rows(L->s, WHO, stage, r0, o->lp, o->H, o->st, o->nstat);
     rel(stage);
-    /* column k of the staged rows into an output's rows */
-    tg_tensor *outs[3] = {o->lp, o->H, o->st};
-    for (int k = 0; k < 3 && rc == TG_OK; k++) {
-        if (!outs[k]) continue;
-        const int ncol = k == 2 ? o->nstat : 1, col = k == 2 ? 2 : k;
-        tg_tensor *rows = out_rows(L, outs[k], r0, c);
-        tg_tensor *src = rows ? (ncol == 1 ? alias2(L, dst, col, c, -1, STAGE_COLS)
-                                           : alias2(L, dst, col, c, ncol, STAGE_COLS))
-                              : NULL;
-        rc = src ? tg__k_copy(rows, src) : tg_last_status();
-        rel(src);
-        rel(rows);
-    }
-    rel(dst);
     return rc;
 }
 
 static tg_status fwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
-    tg_status st = load_chunk(L, r0, c);
+    tg_status st = L->pending != TG_OK ? L->pending : load_chunk(L, r0, c);
+    if (L->comm) return fwd_blocks(L, r0, c, arg, st); /* the exchange, whatever st is */
     if (st != TG_OK) return st;
-    return L->plan.n_blocks == 1 ? fwd_one_block(L, r0, c, arg) : fwd_blocks(L, r0, c, arg);
+    return L->plan.n_blocks == 1 ? fwd_one_block(L, r0, c, arg) : fwd_blocks(L, r0, c, arg, st);
 }
 
 /* ---- backward ----------------------------------------------------------------------- */
 
 /* Node parameters. */
-enum { P_IGNORE = 0, P_NSTAT = 1, P_LSE_OUT = 2, P_HAS_BIAS = 3 };  /* iparam */
+enum { P_IGNORE = 0, P_NSTAT = 1, P_LSE_OUT = 2, P_HAS_BIAS = 3, /* iparam */
+       P_COMM = 4, P_VSTART = 5 };  /* the communicator (NULL: one process), vocab_start */
 enum { P_INV_T = 0, P_CHUNK = 1, P_VBLOCK = 2, P_GRAD_F32 = 3 };   /* dparam */
 /* Saved slots: hidden (contiguous), weight, targets (N) contiguous, stats
  * (N, nstat) f64, bias (when given). */
@@ -512,8 +507,9 @@ static tg_status bwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
     if (rc == TG_OK) rc = load_chunk(L, r0, c);
     for (int64_t v0 = 0; rc == TG_OK && v0 < L->V; v0 += vbs) {
         const int64_t vb = L->V - v0 < vbs ? L->V - v0 : vbs;
-        tg_tensor *y = L->plan.n_blocks == 1 ? alias2(L, L->y, r0, c, -1, 1)
-                                             : local_targets(L, r0, c, v0, vb, -1);
+        tg_tensor *y = L->plan.n_blocks == 1 && !L->comm
+                           ? alias2(L, L->y, r0, c, -1, 1)
+                           : local_targets(L, r0, c, v0, vb, -1);
         tg_tensor *Z = y && load_block(L, v0, vb) == TG_OK ? block_logits(L, c, vb) : NULL;
         rc = Z ? tg__k_lpe_backward(Z, y, INT64_MIN, L->inv_t, 0, st, B->nstat, g[0], g[1],
                                     g[2], Z)
@@ -566,12 +562,32 @@ static tg_status lin_from_node(tg__node *n, lin *L) {
     L->plan.chunk_rows = (int64_t)n->dparam[P_CHUNK];
     L->plan.vocab_block = (int64_t)n->dparam[P_VBLOCK];
     L->plan.n_blocks = (L->V + L->plan.vocab_block - 1) / L->plan.vocab_block;
+    L->comm = (tg_comm *)(intptr_t)n->iparam[P_COMM];
+    L->vstart = n->iparam[P_VSTART];
     L->yh = tg__lpe_targets_host(WHO, L->y, &L->y_owned);
     if (!L->yh) return tg_last_status();
     return L->N > 0 ? conv_buffers(L) : TG_OK;
 }
 
 static const char *const lin_name = "LinearLogprobEntropyBackward";
+
+static tg_status vp_reduce_dh(lin *L, tg_status rc, bool want_h, tg_tensor *dh) {
+    const int P = tg_comm_size(L->comm);
+    tg__agree mine, *all = calloc((size_t)P, sizeof *all);
+    memset(&mine, 0, sizeof mine);
+    if (!all) return tg__set_error(TG_ERR_NOMEM, "%s: out of memory", lin_name);
+    if (rc != TG_OK) tg__agree_fail(&mine, lin_name, rc);
+    mine.sig[0] = want_h;
+    tg_status st = tg__comm_agree(L->comm, lin_name, &mine, all);
+    for (int r = 1; st == TG_OK && r < P; r++)
+        if (all[r].sig[0] != all[0].sig[0])
+            st = tg__set_error(TG_ERR_COMM, "%s: rank %d %s d hidden, rank 0 %s (the same graph "
+                               "on every rank)", lin_name, r, all[r].sig[0] ? "wants" : "does not want",
+                               all[0].sig[0] ? "does" : "does not");
+    free(all);
+    if (st == TG_OK && want_h) st = tg__comm_allreduce_sum(L->comm, lin_name, dh);
+    return st;
+}
 
 static tg_status lin_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
     lin L;
@@ -608,6 +624,10 @@ static tg_status lin_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
         }
         if (rc == TG_OK && (want_h || want_w || want_b)) rc = for_chunks(&L, bwd_chunk, &B);
     }
+    /* vocab-parallel: d hidden is the sum of every rank's part, one all-reduce,
+     * after an agreement that makes a failure on one rank fail them all */
+    L.comm = (tg_comm *)(intptr_t)n->iparam[P_COMM];
+    if (L.comm) rc = vp_reduce_dh(&L, rc, want_h, B.dh);
     tg_tensor *keep[3] = {B.dh, B.dw, B.db};
     /* bf16 inputs: the f32 accumulators become bf16 gradients, unless asked
      * for in f32 */
@@ -633,7 +653,17 @@ static tg_status lin_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
     return rc;
 }
 
-static const tg__op_def lin_def = {"LinearLogprobEntropyBackward", lin_backward, false};
+/* This rank's backward stopped before the node ran: the other ranks, waiting
+ * in its agreement, are told (vocab-parallel only). */
+static void lin_abort(tg__node *n, tg_status st) {
+    lin L;
+    memset(&L, 0, sizeof L);
+    if (!(L.comm = (tg_comm *)(intptr_t)n->iparam[P_COMM])) return;
+    (void)vp_reduce_dh(&L, st, n->edge[0].kind != TG__EDGE_NONE, NULL);
+}
+
+static const tg__op_def lin_def = {"LinearLogprobEntropyBackward", lin_backward, false,
+                                   lin_abort};
 
 /* ---- checks and the public entry ---------------------------------------------------- */
 
@@ -706,54 +736,104 @@ static tg_status composite(tg_site s, tg_tensor *h, tg_tensor *w, tg_tensor *b, 
     return st;
 }
 
-static tg_status fused(tg_site s, tg_tensor *hidden, tg_tensor *w, tg_tensor *b, tg_tensor *y,
-                       const tg_linear_logprob_opts *o, tg_tensor **lp_out, tg_tensor **h_out,
-                       tg_tensor **lse_out) {
+/* Fills L from the inputs (contiguous copies where needed, the targets on
+ * the host); *hc receives hidden made contiguous. With a communicator the
+ * targets are global ids, checked in the agreement instead. */
+static tg_status prepare(lin *L, tg_tensor *hidden, tg_tensor *w, tg_tensor *b, tg_tensor *y,
+                         const tg_linear_logprob_opts *o, tg_tensor **hc) {
+    L->in_dt = hidden->dtype;
+    L->dt = L->in_dt == TG_BF16 ? TG_F32 : L->in_dt;
+    L->es = tg_dtype_size(L->dt);
+    L->dev = hidden->storage->device;
+    L->d = hidden->shape[hidden->ndim - 1];
+    L->V = w->shape[0];
+    L->N = tg__numel(hidden->ndim - 1, hidden->shape);
+    L->ignore = o->ignore_index;
+    L->inv_t = 1.0 / o->temperature;
+    tg_status rc = tg_linear_logprob_plan_for(L->N, L->d, L->V, L->in_dt, b != NULL, o, &L->plan);
+    if (rc != TG_OK) return rc;
+    if (!(*hc = tg__contiguous(L->s, hidden)) || !(L->w = tg__contiguous(L->s, w)) ||
+        (b && !(L->b = tg__contiguous(L->s, b))) ||
+        !(L->y = tg__lpe_targets(L->s, WHO, y, L->comm ? INT64_MAX : L->V, L->ignore)) ||
+        !(L->h = alias2(L, *hc, 0, L->N, L->d, L->d)))
+        return tg_last_status();
+    tg_tensor *yflat = alias2(L, L->y, 0, L->N, -1, 1);
+    if (!yflat) return tg_last_status();
+    rel(L->y);
+    L->y = yflat;
+    return (L->yh = tg__lpe_targets_host(WHO, L->y, &L->y_owned)) ? TG_OK : tg_last_status();
+}
+
+/* What vocab-parallel needs beyond check(). */
+static tg_status vp_checks(const tg_tensor *hidden, const tg_linear_logprob_opts *o) {
+    if (hidden->storage->device != tg_comm_device(o->comm))
+        return tg__set_error(TG_ERR_DEVICE, "%s: the inputs are on %s but the communicator "
+                             "serves %s tensors", WHO, tg__device_name(hidden->storage->device),
+                             tg__device_name(tg_comm_device(o->comm)));
+    if (o->vocab_start < 0 || o->impl != TG_LOGPROB_FUSED)
+        return tg__set_error(TG_ERR_VALUE, "%s: vocab-parallel needs vocab_start >= 0 (got "
+                             "%lld) and impl TG_LOGPROB_FUSED", WHO, (long long)o->vocab_start);
+    return TG_OK;
+}
+
+/* pre: this rank's status from the argument checks (only with a
+ * communicator can it be other than TG_OK: every rank then still takes part
+ * in the agreement, and in the first exchange after a later failure). */
+static tg_status fused(tg_site s, tg_status pre, tg_tensor *hidden, tg_tensor *w, tg_tensor *b,
+                       tg_tensor *y, const tg_linear_logprob_opts *o, tg_tensor **lp_out,
+                       tg_tensor **h_out, tg_tensor **lse_out) {
     lin L;
     memset(&L, 0, sizeof L);
     L.s = s;
-    L.in_dt = hidden->dtype;
-    L.dt = L.in_dt == TG_BF16 ? TG_F32 : L.in_dt;
-    L.es = tg_dtype_size(L.dt);
-    L.dev = hidden->storage->device;
-    L.d = hidden->shape[hidden->ndim - 1];
-    L.V = w->shape[0];
-    L.N = tg__numel(hidden->ndim - 1, hidden->shape);
-    L.ignore = o->ignore_index;
-    L.inv_t = 1.0 / o->temperature;
+    L.comm = o->comm;
+    tg__vp vp;
+    memset(&vp, 0, sizeof vp);
     tg_tensor *hc = NULL, *lse = NULL;
     tg__node *n = NULL;
     fwd_out F = {NULL, NULL, NULL, 2};
-    tg_status rc = tg_linear_logprob_plan_for(L.N, L.d, L.V, L.in_dt, b != NULL, o, &L.plan);
-    if (rc != TG_OK) return rc;
-    const int lead = hidden->ndim - 1;
-    if (!(hc = tg__contiguous(s, hidden)) || !(L.w = tg__contiguous(s, w)) ||
-        (b && !(L.b = tg__contiguous(s, b))) ||
-        !(L.y = tg__lpe_targets(s, WHO, y, L.V, L.ignore)) ||
-        !(L.h = alias2(&L, hc, 0, L.N, L.d, L.d)))
-        goto fail;
-    tg_tensor *yflat = alias2(&L, L.y, 0, L.N, -1, 1);
-    if (!yflat) goto fail;
-    rel(L.y);
-    L.y = yflat;
-    if (!(L.yh = tg__lpe_targets_host(WHO, L.y, &L.y_owned))) goto fail;
+    tg_status rc = pre;
+    if (rc == TG_OK) rc = check(hidden, w, b, y, o);
+    if (rc == TG_OK && L.comm) rc = vp_checks(hidden, o);
+    if (rc == TG_OK) rc = prepare(&L, hidden, w, b, y, o, &hc);
     tg_tensor *ins[3] = {hc, L.w, L.b};
-    const bool record = tg__needs_grad(b ? 3 : 2, ins);
+    const bool record = rc == TG_OK && tg__needs_grad(b ? 3 : 2, ins);
     const bool grad_h = record && o->want_entropy && o->entropy_grad;
+    if (L.comm) {
+        const bool want_hg = record && tg__needs_grad(1, &hc);
+        tg__vp_sig sig = {L.N, L.V, o->vocab_start, L.in_dt, o->temperature, o->ignore_index,
+                          (int64_t)o->want_entropy | (int64_t)o->entropy_grad << 1 |
+                              (int64_t)(lse_out != NULL) << 2 | (int64_t)(b != NULL) << 3 |
+                              (int64_t)want_hg << 4,
+                          L.yh, L.plan.chunk_rows, L.d};
+        if ((rc = tg__vp_agree(L.comm, WHO, rc, &sig, &vp)) != TG_OK) goto fail;
+        L.vp = &vp;
+        L.vstart = o->vocab_start;
+        L.plan.chunk_rows = vp.chunk; /* the same chunks on every rank */
+    } else if (rc != TG_OK) {
+        goto fail;
+    }
     F.nstat = grad_h ? 3 : 2;
+    const int lead = hidden->ndim - 1;
     F.lp = tg__zeros_on(s, L.dev, L.dt, 1, &L.N);
     F.H = F.lp && o->want_entropy ? tg__zeros_on(s, L.dev, L.dt, 1, &L.N) : NULL;
     F.st = F.lp && (record || lse_out)
                ? tg__zeros_on(s, L.dev, TG_F64, 2, (int64_t[]){L.N, F.nstat})
                : NULL;
-    if (!F.lp || (o->want_entropy && !F.H) || ((record || lse_out) && !F.st)) goto fail;
+    const int64_t zn = L.plan.chunk_rows * L.plan.vocab_block;
+    if (!F.lp || (o->want_entropy && !F.H) || ((record || lse_out) && !F.st) ||
+        (L.N > 0 && (!(L.zbuf = ws_new(&L, L.dev, L.dt, 1, &zn)) || conv_buffers(&L) != TG_OK))) {
+        if (!L.comm) goto fail;
+        L.pending = tg_last_status(); /* told to the other ranks in the first exchange */
+    }
     if (L.N > 0) {
-        const int64_t zn = L.plan.chunk_rows * L.plan.vocab_block;
-        if (!(L.zbuf = ws_new(&L, L.dev, L.dt, 1, &zn)) || conv_buffers(&L) != TG_OK) goto fail;
         if (for_chunks(&L, fwd_chunk, &F) != TG_OK) goto fail;
         tg_tensor *ws[5] = {L.zbuf, L.hbuf, L.wbuf, L.bbuf, L.bcur};
         for (int k = 0; k < 5; k++) rel(ws[k]);
         L.zbuf = L.hbuf = L.wbuf = L.bbuf = L.bcur = NULL;
+    }
+    if (L.pending != TG_OK) { /* no chunk to tell it in (every row ignored) */
+        tg__set_error(L.pending, "%s", tg_last_error());
+        goto fail;
     }
     /* the outputs in hidden's leading shape */
     tg_tensor *shaped[2] = {NULL, NULL}, *flat[2] = {F.lp, F.H};
@@ -782,6 +862,8 @@ static tg_status fused(tg_site s, tg_tensor *hidden, tg_tensor *w, tg_tensor *b,
         n->iparam[P_NSTAT] = F.nstat;
         n->iparam[P_LSE_OUT] = lse_out ? 1 + grad_h : -1;
         n->iparam[P_HAS_BIAS] = b != NULL;
+        n->iparam[P_COMM] = (int64_t)(intptr_t)L.comm;
+        n->iparam[P_VSTART] = L.vstart;
         tg_set_name(F.st, "row max/logsumexp/entropy");
         if (tg__node_save(n, hc, false, 0) < 0 || tg__node_save(n, L.w, false, 1) < 0 ||
             tg__node_save(n, L.y, false, -1) < 0 || tg__node_save(n, F.st, false, -1) < 0 ||
@@ -796,6 +878,7 @@ static tg_status fused(tg_site s, tg_tensor *hidden, tg_tensor *w, tg_tensor *b,
     rel(F.st);
     rel(hc);
     lin_done(&L);
+    tg__vp_free(&vp);
     *lp_out = F.lp;
     *h_out = F.H;
     if (lse_out) *lse_out = lse;
@@ -809,6 +892,7 @@ fail:
     rel(F.st);
     rel(hc);
     lin_done(&L);
+    tg__vp_free(&vp);
     return rc;
 }
 
@@ -820,16 +904,24 @@ tg_status tg_linear_logprob_entropy_at(tg_site s, tg_tensor *hidden, tg_tensor *
     if (logprob) *logprob = NULL;
     if (entropy) *entropy = NULL;
     if (lse) *lse = NULL;
-    if (tg__null_arg(hidden, WHO, "hidden") || tg__null_arg(weight, WHO, "weight") ||
-        tg__null_arg(targets, WHO, "targets") || tg__null_arg(logprob, WHO, "logprob") ||
-        (o.want_entropy && tg__null_arg(entropy, WHO, "entropy")))
-        return tg_last_status();
-    tg_status st = check(hidden, weight, bias, targets, &o);
-    if (st != TG_OK) return st;
+    const bool bad_arg = tg__null_arg(hidden, WHO, "hidden") ||
+                         tg__null_arg(weight, WHO, "weight") ||
+                         tg__null_arg(targets, WHO, "targets") ||
+                         tg__null_arg(logprob, WHO, "logprob") ||
+                         (o.want_entropy && tg__null_arg(entropy, WHO, "entropy"));
+    if (bad_arg && !o.comm) return tg_last_status();
     tg_tensor *lp = NULL, *h = NULL, *l = NULL;
-    st = o.impl == TG_LOGPROB_FUSED
-             ? fused(s, hidden, weight, bias, targets, &o, &lp, &h, lse ? &l : NULL)
-             : composite(s, hidden, weight, bias, targets, &o, &lp, &h, lse ? &l : NULL);
+    tg_status st;
+    if (o.comm) { /* every rank takes part, whatever its arguments */
+        st = fused(s, bad_arg ? tg_last_status() : TG_OK, hidden, weight, bias, targets, &o, &lp,
+                   &h, lse ? &l : NULL);
+    } else {
+        st = check(hidden, weight, bias, targets, &o);
+        if (st != TG_OK) return st;
+        st = o.impl == TG_LOGPROB_FUSED
+                 ? fused(s, TG_OK, hidden, weight, bias, targets, &o, &lp, &h, lse ? &l : NULL)
+                 : composite(s, hidden, weight, bias, targets, &o, &lp, &h, lse ? &l : NULL);
+    }
     if (st != TG_OK) return st;
     return tg__lpe_hand_out(lp, h, l, logprob, o.want_entropy ? entropy : NULL, lse);
 }

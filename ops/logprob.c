@@ -374,7 +374,7 @@ out:
     return gin[0] ? TG_OK : tg_last_status();
 }
 
-static const tg__op_def lpe_def = {"LogprobEntropyBackward", lpe_backward, false};
+static const tg__op_def lpe_def = {"LogprobEntropyBackward", lpe_backward, false, NULL};
 
 tg_tensor *tg__lpe_lse_of(tg_site s, const char *who, const tg_tensor *z, tg_tensor *st,
                           int nstat, double inv_t) {

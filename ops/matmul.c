@@ -22,8 +22,8 @@ static void rel(tg_tensor *t) {
         tg__tensor_release(t);
 }
 
-static const tg__op_def mm_def = {"MmBackward", mm_backward, false};
-static const tg__op_def bmm_def = {"BmmBackward", mm_backward, false};
+static const tg__op_def mm_def = {"MmBackward", mm_backward, false, NULL};
+static const tg__op_def bmm_def = {"BmmBackward", mm_backward, false, NULL};
 
 /* Argument checks; on success *b_shared tells whether b is a 2-D weight used
  * by every batch entry of a batched a. */

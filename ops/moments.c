@@ -208,9 +208,9 @@ static tg_status norm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **
     return out ? TG_OK : tg_last_status();
 }
 
-static const tg__op_def VAR_DEF = {"VarBackward", var_backward, false};
-static const tg__op_def STD_DEF = {"StdBackward", std_backward, false};
-static const tg__op_def NORM_DEF = {"NormBackward", norm_backward, false};
+static const tg__op_def VAR_DEF = {"VarBackward", var_backward, false, NULL};
+static const tg__op_def STD_DEF = {"StdBackward", std_backward, false, NULL};
+static const tg__op_def NORM_DEF = {"NormBackward", norm_backward, false, NULL};
 
 /* ---- forward ---------------------------------------------------------------------------- */
 

@@ -66,11 +66,11 @@ static tg_status expand_backward(tg__node *n, tg_tensor *const *gout, tg_tensor 
     return out ? TG_OK : tg_last_status();
 }
 
-static const tg__op_def SUM_DEF = {"SumBackward", expand_backward, false};
-static const tg__op_def MEAN_DEF = {"MeanBackward", expand_backward, false};
-static const tg__op_def SUM_DIM_DEF = {"SumDimBackward", expand_backward, false};
-static const tg__op_def MEAN_DIM_DEF = {"MeanDimBackward", expand_backward, false};
-static const tg__op_def SUM_TO_DEF = {"SumToBackward", expand_backward, false};
+static const tg__op_def SUM_DEF = {"SumBackward", expand_backward, false, NULL};
+static const tg__op_def MEAN_DEF = {"MeanBackward", expand_backward, false, NULL};
+static const tg__op_def SUM_DIM_DEF = {"SumDimBackward", expand_backward, false, NULL};
+static const tg__op_def MEAN_DIM_DEF = {"MeanDimBackward", expand_backward, false, NULL};
+static const tg__op_def SUM_TO_DEF = {"SumToBackward", expand_backward, false, NULL};
 
 static bool check_input(const char *who, const tg_tensor *t) {
     if (!tg__same_device(who, 1, &t)) return false;

@@ -217,14 +217,14 @@ static tg_status cumprod_backward(tg__node *n, tg_tensor *const *gout, tg_tensor
     return out ? TG_OK : tg_last_status();
 }
 
-static const tg__op_def AMAX_DEF = {"AmaxBackward", extreme_backward, false};
-static const tg__op_def AMIN_DEF = {"AminBackward", extreme_backward, false};
-static const tg__op_def MAX_DEF = {"MaxBackward", indexed_backward, false};
-static const tg__op_def MIN_DEF = {"MinBackward", indexed_backward, false};
-static const tg__op_def LSE_DEF = {"LogsumexpBackward", lse_backward, false};
-static const tg__op_def PROD_DEF = {"ProdBackward", prod_backward, false};
-static const tg__op_def CUMSUM_DEF = {"CumsumBackward", cumsum_backward, false};
-static const tg__op_def CUMPROD_DEF = {"CumprodBackward", cumprod_backward, false};
+static const tg__op_def AMAX_DEF = {"AmaxBackward", extreme_backward, false, NULL};
+static const tg__op_def AMIN_DEF = {"AminBackward", extreme_backward, false, NULL};
+static const tg__op_def MAX_DEF = {"MaxBackward", indexed_backward, false, NULL};
+static const tg__op_def MIN_DEF = {"MinBackward", indexed_backward, false, NULL};
+static const tg__op_def LSE_DEF = {"LogsumexpBackward", lse_backward, false, NULL};
+static const tg__op_def PROD_DEF = {"ProdBackward", prod_backward, false, NULL};
+static const tg__op_def CUMSUM_DEF = {"CumsumBackward", cumsum_backward, false, NULL};
+static const tg__op_def CUMPROD_DEF = {"CumprodBackward", cumprod_backward, false, NULL};
 
 /* ---- forward -------------------------------------------------------------------------- */
 

@@ -14,8 +14,8 @@
 static tg_status softmax_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 static tg_status log_softmax_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 
-static const tg__op_def softmax_def = {"SoftmaxBackward", softmax_backward, false};
-static const tg__op_def log_softmax_def = {"LogSoftmaxBackward", log_softmax_backward, false};
+static const tg__op_def softmax_def = {"SoftmaxBackward", softmax_backward, false, NULL};
+static const tg__op_def log_softmax_def = {"LogSoftmaxBackward", log_softmax_backward, false, NULL};
 
 static tg_tensor *softmax_common(tg_site s, tg_tensor *t, bool is_log) {
     const char *who = is_log ? "tg_log_softmax" : "tg_softmax";

@@ -11,7 +11,7 @@ static tg_status to_device_backward(tg__node *n, tg_tensor *const *gout, tg_tens
     gin[0] = tg__device_copy(n->site, "ToDeviceBackward", gout[0], (tg_device)n->iparam[P_FROM]);
     return gin[0] ? TG_OK : tg_last_status();
 }
-static const tg__op_def to_device_def = {"ToDeviceBackward", to_device_backward, false};
+static const tg__op_def to_device_def = {"ToDeviceBackward", to_device_backward, false, NULL};
 
 tg_tensor *tg__to_device(tg_site s, tg_tensor *t, tg_device dev) {
     const char *who = "tg_to_device";

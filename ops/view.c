@@ -59,7 +59,7 @@ static tg_status slice_backward(tg__node *n, tg_tensor *const *gout, tg_tensor *
     gin[0] = z;
     return TG_OK;
 }
-static const tg__op_def slice_def = {"SliceBackward", slice_backward, false};
+static const tg__op_def slice_def = {"SliceBackward", slice_backward, false, NULL};
 
 tg_tensor *tg__slice(tg_site s, tg_tensor *t, int dim, int64_t start, int64_t end,
                      int64_t step) {
@@ -123,7 +123,7 @@ static tg_status view_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **
     gin[0] = tg__reshape(n->site, gout[0], m->ndim, m->shape);
     return gin[0] ? TG_OK : tg_last_status();
 }
-static const tg__op_def view_def = {"ViewBackward", view_backward, false};
+static const tg__op_def view_def = {"ViewBackward", view_backward, false, NULL};
 
 /* Resolves one -1 in shape into out. -1 with the error set on failure. */
 static int resolve_shape(const char *who, const tg_tensor *t, int ndim, const int64_t *shape,
@@ -254,7 +254,7 @@ static tg_status transpose_backward(tg__node *n, tg_tensor *const *gout, tg_tens
     gin[0] = tg__transpose(n->site, gout[0], (int)n->iparam[P_D0], (int)n->iparam[P_D1]);
     return gin[0] ? TG_OK : tg_last_status();
 }
-static const tg__op_def transpose_def = {"TransposeBackward", transpose_backward, false};
+static const tg__op_def transpose_def = {"TransposeBackward", transpose_backward, false, NULL};
 
 tg_tensor *tg__transpose(tg_site s, tg_tensor *t, int d0, int d1) {
     if (tg__null_arg(t, "tg_transpose", "t")) return NULL;
@@ -289,7 +289,7 @@ static tg_status permute_backward(tg__node *n, tg_tensor *const *gout, tg_tensor
     gin[0] = tg__permute(n->site, gout[0], nd, inv);
     return gin[0] ? TG_OK : tg_last_status();
 }
-static const tg__op_def permute_def = {"PermuteBackward", permute_backward, false};
+static const tg__op_def permute_def = {"PermuteBackward", permute_backward, false, NULL};
 
 tg_tensor *tg__permute(tg_site s, tg_tensor *t, int ndim, const int *dims) {
     if (tg__null_arg(t, "tg_permute", "t")) return NULL;
@@ -318,8 +318,8 @@ tg_tensor *tg_permute_at(tg_site s, tg_tensor *t, int ndim, const int *dims) {
 
 /* ---- squeeze / unsqueeze / flatten: views of another shape --------------- */
 
-static const tg__op_def squeeze_def = {"SqueezeBackward", view_backward, false};
-static const tg__op_def unsqueeze_def = {"UnsqueezeBackward", view_backward, false};
+static const tg__op_def squeeze_def = {"SqueezeBackward", view_backward, false, NULL};
+static const tg__op_def unsqueeze_def = {"UnsqueezeBackward", view_backward, false, NULL};
 
 tg_tensor *tg__squeeze(tg_site s, tg_tensor *t, int dim) {
     if (tg__null_arg(t, "tg_squeeze", "t")) return NULL;
@@ -392,7 +392,7 @@ static tg_status expand_backward(tg__node *n, tg_tensor *const *gout, tg_tensor 
     gin[0] = tg__sum_to(n->site, gout[0], &n->in_meta[0]);
     return gin[0] ? TG_OK : tg_last_status();
 }
-static const tg__op_def expand_def = {"ExpandBackward", expand_backward, false};
+static const tg__op_def expand_def = {"ExpandBackward", expand_backward, false, NULL};
 
 tg_tensor *tg__expand(tg_site s, tg_tensor *t, int ndim, const int64_t *shape) {
     if (tg__null_arg(t, "tg_expand", "t")) return NULL;
@@ -443,7 +443,7 @@ static tg_status clone_backward(tg__node *n, tg_tensor *const *gout, tg_tensor *
     gin[0] = tg_retain(gout[0]);
     return TG_OK;
 }
-static const tg__op_def clone_def = {"CloneBackward", clone_backward, false};
+static const tg__op_def clone_def = {"CloneBackward", clone_backward, false, NULL};
 
 tg_tensor *tg__clone(tg_site s, tg_tensor *t) {
     if (tg__null_arg(t, "tg_clone", "t")) return NULL;

@@ -41,7 +41,7 @@ fail:
     tg__tensor_release(z);
     return st;
 }
-static const tg__op_def copyslices_def = {"CopySlices", copyslices_backward, true};
+static const tg__op_def copyslices_def = {"CopySlices", copyslices_backward, true, NULL};
 
 tg_status tg__check_view_inplace(const char *who, const tg_tensor *t) {
     const tg_tensor *base = t->view_base;

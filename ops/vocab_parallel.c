@@ -180,15 +180,14 @@ tg_status tg__vp_exchange(tg_comm *c, const char *who, tg_status local, const tg
     if (local != TG_OK) tg__agree_fail(h, who, local);
     else if (n > 0) memcpy(send + hdr, mine, (size_t)n * row);
     tg_status st = tg__comm_allgather_host(c, who, send, recv, bytes);
-    for (int r = 0; st == TG_OK && r < P; r++) {
+    for (int r = 0; st == TG_OK && r < P; r++) { /* a failure anywhere first */
         tg__agree *e = (tg__agree *)(recv + (size_t)r * bytes);
-        if (e->status != TG_OK) {
-            e->msg[sizeof e->msg - 1] = '\0';
-            st = tg__set_error((tg_status)e->status, "%s: rank %d: %s", who, r, e->msg);
-            break;
-        }
-        if (n > 0) memcpy(all + (size_t)r * (size_t)n, recv + (size_t)r * bytes + hdr, (size_t)n * row);
+        if (e->status == TG_OK) continue;
+        e->msg[sizeof e->msg - 1] = '\0';
+        st = tg__set_error((tg_status)e->status, "%s: rank %d: %s", who, r, e->msg);
     }
+    for (int r = 0; st == TG_OK && n > 0 && r < P; r++) /* all is there when local was TG_OK */
+        memcpy(all + (size_t)r * (size_t)n, recv + (size_t)r * bytes + hdr, (size_t)n * row);
     free(send);
     free(recv);
     return st;

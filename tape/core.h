@@ -366,6 +366,13 @@ typedef struct tg__op_def {
      * with nothing saved (PyTorch's CopySlices releases the function it
      * wraps): a second backward through it fails with TG_ERR_FREED. */
     bool single_use;
+    /* Nodes whose backward makes collectives (vocab-parallel ops): when this
+     * rank's backward stops early (a saved tensor failed its check, an
+     * earlier node failed), the engine calls abort(n, st) for each such node
+     * that did not run, in the order they would have run, so that it tells
+     * the other ranks (waiting in its collective) that this rank failed with
+     * st, and they fail too instead of waiting forever. NULL for the rest. */
+    void (*abort)(tg__node *n, tg_status st);
 } tg__op_def;
 
 struct tg__node {
@@ -390,6 +397,7 @@ struct tg__node {
     /* backward engine scratch */
     int deps;
     uint64_t mark;
+    uint64_t ran;               /* the epoch of the last backward that ran it */
     tg_tensor **gbuf;           /* [n_out] gradients being accumulated */
     tg__node *free_next;        /* release worklist link */
     int64_t scan;               /* index during a leak scan, -1 when not listed */

@@ -68,6 +68,31 @@ static int by_id_desc(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
+/* This rank's backward stopped with st: each node that makes collectives and
+ * did not run is told (tg__op_def.abort), in the order the nodes would have
+ * run, so that the other ranks waiting in its collective fail too. The
+ * thread's error is what it was. */
+static void abort_collectives(ptrvec *nodes, uint64_t epoch, tg_status st) {
+    bool any = false;
+    for (size_t i = 0; i < nodes->n; i++) {
+        const tg__node *n = nodes->v[i];
+        any |= n->op && n->op->abort && n->ran != epoch;
+    }
+    if (!any) return;
+    const char *m = tg_last_error();
+    char *msg = malloc(strlen(m) + 1);
+    if (msg) strcpy(msg, m);
+    qsort(nodes->v, nodes->n, sizeof *nodes->v, by_id_desc);
+    for (size_t i = 0; i < nodes->n; i++) {
+        tg__node *n = nodes->v[i];
+        if (!n->op || !n->op->abort || n->ran == epoch) continue;
+        n->ran = epoch;
+        n->op->abort(n, st);
+    }
+    tg__set_error(st, "%s", msg ? msg : "(the message could not be kept)");
+    free(msg);
+}
+
 /* t fits m: same shape and dtype; an f32 gradient also fits a bf16 input
  * (the fused ops' gradients in f32 for bf16 parameters, by option). */
 static bool same_meta(const tg_tensor *t, const tg__meta *m) {
@@ -293,6 +318,7 @@ tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
     while (ready.n) {
         tg__node *n = heap_pop(&ready);
         tg_tensor *gin[TG__MAX_IO] = {0};
+        n->ran = epoch;
         st = run_node(n, gin);
         for (int k = 0; k < n->n_out; k++) {
             tg__tensor_release(n->gbuf[k]);
@@ -372,6 +398,7 @@ fail_seed:
 fail_nomsg:
     st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_NOMEM;
 done:
+    if (st != TG_OK) abort_collectives(&nodes, epoch, st);
     /* Drop gradients still buffered (failure paths) so nothing leaks. */
     for (size_t i = 0; i < nodes.n; i++) {
         tg__node *n = nodes.v[i];

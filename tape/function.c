@@ -37,7 +37,7 @@ out:
     return st;
 }
 
-static const tg__op_def custom_def = {"CustomFunctionBackward", custom_backward, false};
+static const tg__op_def custom_def = {"CustomFunctionBackward", custom_backward, false, NULL};
 
 /* Tells the saved slots what they are to the node (input k / output k). */
 static void label_saved(tg__node *n, tg_tensor *const *in, tg_tensor *const *out) {

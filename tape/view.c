@@ -94,7 +94,7 @@ static tg_status as_strided_backward(tg__node *n, tg_tensor *const *gout, tg_ten
     tg__tensor_release(z);
     return st;
 }
-static const tg__op_def as_strided_def = {"AsStridedBackward", as_strided_backward, false};
+static const tg__op_def as_strided_def = {"AsStridedBackward", as_strided_backward, false, NULL};
 
 void tg__view_attach(tg_tensor *v, tg_tensor *src) {
     tg_tensor *base = src->view_base ? src->view_base : src;

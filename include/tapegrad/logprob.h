@@ -145,6 +145,17 @@ typedef struct tg_linear_logprob_opts {
     bool grad_f32;            /* bf16 inputs: their gradients in f32 (the f32
                                  accumulators as they are) instead of bf16,
                                  the inputs' dtype (default false, as PyTorch) */
+    tg_comm *comm;            /* vocab-parallel (tapegrad/comm.h): weight and
+                                 bias are this rank's rows [vocab_start,
+                                 vocab_start + V) of the output layer; targets
+                                 are global ids; the outputs are the global
+                                 values on every rank. Forward: one agreement
+                                 and one statistics all-gather per chunk of
+                                 rows; backward: one agreement and one
+                                 all-reduce of d hidden per call. Every rank
+                                 of comm makes the call; the communicator must
+                                 outlive the graph. Default NULL. */
+    int64_t vocab_start;      /* with comm: this rank's first vocabulary row */
 } tg_linear_logprob_opts;
 
 #define TG_LINEAR_LOGPROB_WORKSPACE ((size_t)256 << 20) /* 256 MiB */

@@ -234,6 +234,102 @@ static void memory_case(tg_comm *comm) {
           "%zu bytes with %d ranks, %zu in one process", peak[1], g_size, peak[0]);
 }
 
+/* The fused linear op on a slice of the output layer's rows, against the
+ * single-process op on all of them. */
+typedef struct lin_case {
+    tg_dtype dt;
+    int64_t N, d, V, chunk, block;
+    bool bias, entropy_grad, lse, ignore;
+} lin_case;
+
+static void linear_case(tg_comm *comm, const lin_case *c) {
+    int sc = tg_scope_begin();
+    int64_t start, len;
+    slice_of(c->V, g_rank, g_size, &start, &len);
+    tg_tensor *h = tg_randn(c->dt, TG_SHAPE(c->N, c->d), 11, 0.0, 1.0);
+    tg_tensor *w = tg_randn(c->dt, TG_SHAPE(c->V, c->d), 12, 0.0, 0.7);
+    tg_tensor *b = c->bias ? tg_randn(c->dt, TG_SHAPE(c->V), 13, 0.0, 1.0) : NULL;
+    tg_tensor *y = tg_randint(TG_SHAPE(c->N), 14, 0, c->V);
+    if (c->ignore)
+        for (int64_t i = 1; i < c->N; i += 4) ((int64_t *)tg_data(y))[i] = -100;
+    tg_tensor *h2 = tg_clone(h); /* this rank's own leaves */
+    tg_tensor *wl = tg_contiguous(tg_narrow(w, 0, start, len));
+    tg_tensor *bl = b ? tg_contiguous(tg_narrow(b, 0, start, len)) : NULL;
+    tg_tensor *leaves[6] = {h, w, b, h2, wl, bl};
+    for (int k = 0; k < 6; k++)
+        if (leaves[k]) tg_set_requires_grad(leaves[k], true);
+    tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
+    o.entropy_grad = c->entropy_grad;
+    o.chunk_rows = c->chunk;
+    o.vocab_block = c->block;
+    tg_tensor *lp1, *H1, *L1 = NULL, *lp, *H, *L = NULL;
+    CHECK(tg_linear_logprob_entropy(h, w, b, y, &o, &lp1, &H1, c->lse ? &L1 : NULL) == TG_OK,
+          "%s", tg_last_error());
+    o.comm = comm;
+    o.vocab_start = start;
+    tg_status st = tg_linear_logprob_entropy(h2, wl, bl, y, &o, &lp, &H, c->lse ? &L : NULL);
+    CHECK(st == TG_OK, "%s", tg_last_error());
+    if (st != TG_OK) {
+        tg_scope_end(sc);
+        return;
+    }
+    const double tol = c->dt == TG_F64 ? 1e-12 : 2e-5;
+    CHECK(rel_err(lp, lp1) <= tol, "linear logprob %g", rel_err(lp, lp1));
+    CHECK(rel_err(H, H1) <= tol, "linear entropy %g", rel_err(H, H1));
+    if (c->lse) CHECK(rel_err(L, L1) <= tol, "linear lse %g", rel_err(L, L1));
+    CHECK(same_on_all_ranks(lp) && same_on_all_ranks(H), "linear outputs differ between ranks");
+    CHECK(tg_backward(loss_of(&(lcase){c->dt, c->N, c->V, 1.0, c->entropy_grad, c->lse, false},
+                              lp, H, L), NULL, false) == TG_OK, "%s", tg_last_error());
+    CHECK(tg_backward(loss_of(&(lcase){c->dt, c->N, c->V, 1.0, c->entropy_grad, c->lse, false},
+                              lp1, H1, L1), NULL, false) == TG_OK, "%s", tg_last_error());
+    CHECK(rel_err(tg_grad(h2), tg_grad(h)) <= tol * 10, "d hidden %g",
+          rel_err(tg_grad(h2), tg_grad(h)));
+    CHECK(same_on_all_ranks(tg_grad(h2)), "d hidden differs between ranks");
+    tg_tensor *gw = tg_narrow(tg_grad(w), 0, start, len);
+    CHECK(rel_err(tg_grad(wl), gw) <= tol * 10, "d weight %g", rel_err(tg_grad(wl), gw));
+    if (b) {
+        tg_tensor *gb = tg_narrow(tg_grad(b), 0, start, len);
+        CHECK(rel_err(tg_grad(bl), gb) <= tol * 10, "d bias %g", rel_err(tg_grad(bl), gb));
+    }
+    tg_scope_end(sc);
+}
+
+/* A failure on one rank inside the fused linear op: a NaN in its weight
+ * slice (forward), or its hidden edited in place before backward. */
+static void linear_bad_case(tg_comm *comm, bool in_backward, int bad_rank) {
+    int sc = tg_scope_begin();
+    const int64_t N = 5, d = 3, V = 19;
+    int64_t start, len;
+    slice_of(V, g_rank, g_size, &start, &len);
+    tg_tensor *h = tg_scale(tg_randn(TG_F64, TG_SHAPE(N, d), 1, 0.0, 1.0), 1.0);
+    tg_tensor *w = tg_randn(TG_F64, TG_SHAPE(len, d), 2 + g_rank, 0.0, 1.0);
+    tg_set_requires_grad(w, true);
+    if (!in_backward && g_rank == bad_rank) ((double *)tg_data(w))[1] = NAN;
+    tg_tensor *y = tg_randint(TG_SHAPE(N), 3, 0, V);
+    tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
+    o.comm = comm;
+    o.vocab_start = start;
+    o.chunk_rows = 2;
+    tg_tensor *lp = NULL, *H = NULL;
+    tg_clear_error();
+    tg_status st = tg_linear_logprob_entropy(h, w, NULL, y, &o, &lp, &H, NULL);
+    if (in_backward) {
+        CHECK(st == TG_OK, "%s", tg_last_error());
+        if (g_rank == bad_rank) tg_scale_(h, 2.0);
+        st = tg_backward(tg_sum(lp), NULL, false);
+    }
+    const tg_status want = in_backward ? TG_ERR_INPLACE : TG_ERR_VALUE;
+    CHECK(st == want, "linear bad (%s): %s: %s", in_backward ? "backward" : "forward",
+          tg_status_name(st), tg_last_error());
+    char r[32];
+    snprintf(r, sizeof r, "rank %d", bad_rank);
+    if (g_rank != bad_rank || !in_backward) /* the failing rank has its own full message */
+        CHECK(strstr(tg_last_error(), r) != NULL, "linear bad: message lacks '%s': %s", r,
+              tg_last_error());
+    tg_clear_error();
+    tg_scope_end(sc);
+}
+
 static void kill_case(tg_comm *comm) {
     int64_t start, len;
     slice_of(50, g_rank, g_size, &start, &len);
@@ -292,6 +388,17 @@ int main(int argc, char **argv) {
         bad_case(comm, BAD_OVERLAP, 1, TG_ERR_VALUE, "overlaps");
         bad_case(comm, BAD_TEMP, 1, TG_ERR_VALUE, "temperature");
     }
+    /* the fused linear op */
+    const lin_case lins[] = {
+        {TG_F64, 9, 4, 31, 0, 0, true, true, true, true},
+        {TG_F64, 9, 4, 31, 2, 3, false, false, false, false},
+        {TG_F64, 17, 5, 64, 4, 5, true, true, false, true},
+        {TG_F32, 33, 8, 100, 0, 0, true, true, true, false},
+        {TG_F32, 33, 8, 100, 7, 6, false, true, false, true},
+    };
+    for (size_t i = 0; i < sizeof lins / sizeof lins[0]; i++) linear_case(comm, &lins[i]);
+    linear_bad_case(comm, false, last);
+    linear_bad_case(comm, true, last);
     memory_case(comm);
     uint64_t ncoll = 0, bytes = 0;
     tg_comm_counters(comm, &ncoll, &bytes);
