@@ -6,6 +6,7 @@
  *   tapegrad bench logprob [options]    see cli/bench_logprob.c
  *   tapegrad bench threads [options]    see cli/bench_threads.c
  *   tapegrad bench linear-logprob [...] see cli/bench_linear.c
+ *   tapegrad bench vocab-parallel [...] see cli/bench_vp.c
  *   tapegrad bench                      one line on stderr, exit 2
  *   tapegrad bench NOSUCH               one line on stderr, exit 2
  * Each benchmark parses its own options and owns its output.
@@ -30,6 +31,8 @@ static const bench_entry BENCHES[] = {
      cli_bench_threads},
     {"linear-logprob", "log-prob/entropy from hidden states: logits made vs never made",
      cli_bench_linear},
+    {"vocab-parallel", "the vocab-parallel op across MPI ranks (run under mpirun)",
+     cli_bench_vp},
 };
 #define BENCH_N ((int)(sizeof BENCHES / sizeof BENCHES[0]))
 

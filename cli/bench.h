@@ -37,4 +37,9 @@ void cli_bench_threads_help(FILE *f);
 int cli_bench_linear(int argc, char **argv);
 void cli_bench_linear_help(FILE *f);
 
+/* `mpirun -np P tapegrad bench vocab-parallel [options]` (cli/bench_vp.c): the
+ * vocab-parallel op across MPI ranks. */
+int cli_bench_vp(int argc, char **argv);
+void cli_bench_vp_help(FILE *f);
+
 #endif

@@ -165,7 +165,7 @@ typedef struct lin {
     tg_comm *comm;
     const tg__vp *vp;
     int64_t vstart;
-    tg_status pending;   /* a failure to tell the other ranks in the next exchange */
+    tg__lpe_acc *accs;   /* vocab-parallel: (N) this rank's part of every row */
 } lin;
 
 static void rel(tg_tensor *t) {
@@ -183,6 +183,7 @@ static void lin_done(lin *L) {
     rel(L->bbuf);
     rel(L->bcur);
     free(L->y_owned);
+    free(L->accs);
 }
 
 /* A 2-D or 1-D alias of t's storage. */
@@ -418,28 +419,18 @@ static tg_status blocks_acc(lin *L, int64_t r0, int64_t c, tg__lpe_acc *acc) {
     return rc;
 }
 
-/* Several blocks (or several ranks): the rows' accumulators, then (with a
- * communicator) every rank's, merged; the outputs staged as (c, 5) f64 and
- * written to the rows. With a communicator the exchange happens whatever
- * this rank's status: a failure here fails every rank. */
-static tg_status fwd_blocks(lin *L, int64_t r0, int64_t c, fwd_out *o, tg_status pre) {
-    tg_tensor *state = pre == TG_OK ? ws_new(L, TG_CPU, TG_F64, 2, (int64_t[]){c, 4}) : NULL;
-    tg_status rc = pre != TG_OK ? pre : state ? TG_OK : tg_last_status(); // (c, 4)
+/* Several blocks: the rows' accumulators, their outputs staged as (c, 5)
+ * f64 and written to the rows. */
+static tg_status fwd_blocks(lin *L, int64_t r0, int64_t c, fwd_out *o) {
+    tg_tensor *state = ws_new(L, TG_CPU, TG_F64, 2, (int64_t[]){c, 4}); // (c, 4)
+    tg_status rc = state ? TG_OK : tg_last_status();
     tg__lpe_acc *acc = state ? tg__ptr(state) : NULL;
     if (acc) memset(acc, 0, (size_t)c * sizeof *acc);
     if (rc == TG_OK) rc = blocks_acc(L, r0, c, acc);
-    tg__lpe_acc *all = NULL;
-    if (L->comm) {
-        all = rc == TG_OK ? malloc((size_t)c * (size_t)L->vp->P * sizeof *all) : NULL;
-        if (rc == TG_OK && !all) rc = tg__set_error(TG_ERR_NOMEM, "%s: out of memory", WHO);
-        rc = tg__vp_exchange(L->comm, WHO, rc, acc, c, all);
-    }
     tg_tensor *stage = rc == TG_OK ? ws_new(L, TG_CPU, TG_F64, 2, (int64_t[]){c, STAGE_COLS})
                                    : NULL;
     if (rc == TG_OK && !stage) rc = tg_last_status();
-    if (rc == TG_OK && all) {
-        tg__vp_merge(L->vp, L->yh + r0, L->ignore, all, c, L->inv_t, tg__ptr(stage));
-    } else if (rc == TG_OK) {
+    if (rc == TG_OK) {
         double *g = tg__ptr(stage);
         for (int64_t i = 0; i < c; i++) {
             double *r = g + STAGE_COLS * i;
@@ -448,7 +439,6 @@ static tg_status fwd_blocks(lin *L, int64_t r0, int64_t c, fwd_out *o, tg_status
             r[4] = r[1];
         }
     }
-    free(all);
     rel(state);
     if (rc == TG_OK) rc = tg__lpe_put_rows(L->s, WHO, stage, r0, o->lp, o->H, o->st, o->nstat);
     rel(stage);
@@ -456,10 +446,31 @@ static tg_status fwd_blocks(lin *L, int64_t r0, int64_t c, fwd_out *o, tg_status
 }
 
 static tg_status fwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
-    tg_status st = L->pending != TG_OK ? L->pending : load_chunk(L, r0, c);
-    if (L->comm) return fwd_blocks(L, r0, c, arg, st); /* the exchange, whatever st is */
+    tg_status st = load_chunk(L, r0, c);
     if (st != TG_OK) return st;
-    return L->plan.n_blocks == 1 ? fwd_one_block(L, r0, c, arg) : fwd_blocks(L, r0, c, arg, st);
+    if (L->accs) return blocks_acc(L, r0, c, L->accs + r0); /* vocab-parallel: merged later */
+    return L->plan.n_blocks == 1 ? fwd_one_block(L, r0, c, arg) : fwd_blocks(L, r0, c, arg);
+}
+
+/* Vocab-parallel, after the chunks: every rank's accumulators of every row
+ * in one exchange (made whatever this rank's status rc: a failure here fails
+ * every rank), merged in rank order and written to the outputs. */
+static tg_status vp_finish(lin *L, tg_status rc, fwd_out *o) {
+    tg__lpe_acc *all = rc == TG_OK ? malloc((size_t)(L->N > 0 ? L->N : 1) * (size_t)L->vp->P *
+                                            sizeof *all)
+                                   : NULL;
+    if (rc == TG_OK && !all) rc = tg__set_error(TG_ERR_NOMEM, "%s: out of memory", WHO);
+    rc = tg__vp_exchange(L->comm, WHO, rc, L->accs, L->N, all);
+    tg_tensor *stage = rc == TG_OK ? ws_new(L, TG_CPU, TG_F64, 2, (int64_t[]){L->N, STAGE_COLS})
+                                   : NULL;
+    if (rc == TG_OK && !stage) rc = tg_last_status();
+    if (rc == TG_OK) {
+        tg__vp_merge(L->vp, L->yh, L->ignore, all, L->N, L->inv_t, tg__ptr(stage));
+        rc = tg__lpe_put_rows(L->s, WHO, stage, 0, o->lp, o->H, o->st, o->nstat);
+    }
+    free(all);
+    rel(stage);
+    return rc;
 }
 
 /* ---- backward ----------------------------------------------------------------------- */
@@ -820,20 +831,21 @@ static tg_status fused(tg_site s, tg_status pre, tg_tensor *hidden, tg_tensor *w
                ? tg__zeros_on(s, L.dev, TG_F64, 2, (int64_t[]){L.N, F.nstat})
                : NULL;
     const int64_t zn = L.plan.chunk_rows * L.plan.vocab_block;
-    if (!F.lp || (o->want_entropy && !F.H) || ((record || lse_out) && !F.st) ||
-        (L.N > 0 && (!(L.zbuf = ws_new(&L, L.dev, L.dt, 1, &zn)) || conv_buffers(&L) != TG_OK))) {
-        if (!L.comm) goto fail;
-        L.pending = tg_last_status(); /* told to the other ranks in the first exchange */
-    }
+    rc = !F.lp || (o->want_entropy && !F.H) || ((record || lse_out) && !F.st) ||
+                 (L.N > 0 && (!(L.zbuf = ws_new(&L, L.dev, L.dt, 1, &zn)) ||
+                              conv_buffers(&L) != TG_OK))
+             ? tg_last_status()
+             : TG_OK;
+    if (rc == TG_OK && L.comm && !(L.accs = calloc((size_t)(L.N > 0 ? L.N : 1), sizeof *L.accs)))
+        rc = tg__set_error(TG_ERR_NOMEM, "%s: out of memory", WHO);
+    if (rc != TG_OK && !L.comm) goto fail;
+    if (rc == TG_OK && L.N > 0) rc = for_chunks(&L, fwd_chunk, &F);
+    if (L.comm) rc = vp_finish(&L, rc, &F); /* every rank, whatever rc is */
+    if (rc != TG_OK) goto fail;
     if (L.N > 0) {
-        if (for_chunks(&L, fwd_chunk, &F) != TG_OK) goto fail;
         tg_tensor *ws[5] = {L.zbuf, L.hbuf, L.wbuf, L.bbuf, L.bcur};
         for (int k = 0; k < 5; k++) rel(ws[k]);
         L.zbuf = L.hbuf = L.wbuf = L.bbuf = L.bcur = NULL;
-    }
-    if (L.pending != TG_OK) { /* no chunk to tell it in (every row ignored) */
-        tg__set_error(L.pending, "%s", tg_last_error());
-        goto fail;
     }
     /* the outputs in hidden's leading shape */
     tg_tensor *shaped[2] = {NULL, NULL}, *flat[2] = {F.lp, F.H};

@@ -9,8 +9,9 @@
  *     rank whose checks failed still takes part, so every rank fails with
  *     the same status and a message naming the rank; and since the entry's
  *     size never depends on the inputs, a shape mismatch cannot deadlock;
- *  2. statistics: one all-gather per call (per chunk of rows for the fused
- *     linear op) of each row's (max, sum-exp, sum-exp * x, target logit),
+ *  2. statistics: one all-gather per call (the fused linear op first goes
+ *     through all its chunks) of each row's (max, sum-exp, sum-exp * x,
+ *     target logit),
  *     with a header carrying a failure found while computing them (a NaN
  *     logit); every rank merges the P parts in rank order (max-rescaling,
  *     tg__lpe_acc_add), so every rank gets the same bits, run after run,

@@ -150,9 +150,9 @@ typedef struct tg_linear_logprob_opts {
                                  vocab_start + V) of the output layer; targets
                                  are global ids; the outputs are the global
                                  values on every rank. Forward: one agreement
-                                 and one statistics all-gather per chunk of
-                                 rows; backward: one agreement and one
-                                 all-reduce of d hidden per call. Every rank
+                                 and one statistics all-gather per call;
+                                 backward: one agreement and one all-reduce
+                                 of d hidden per call. Every rank
                                  of comm makes the call; the communicator must
                                  outlive the graph. Default NULL. */
     int64_t vocab_start;      /* with comm: this rank's first vocabulary row */

@@ -25,6 +25,22 @@ for np in 1 2 4; do
         failed=1
     fi
 done
+# the bench under mpirun: one JSON object per rank, the (N, V) part of the peak falling
+tapegrad="$(dirname "$bin")/../bin/tapegrad"
+if [[ -x "$tapegrad" ]]; then
+    for op in logits linear; do
+        out="$(timeout 120 "$mpirun" "${args[@]}" -np 2 "$tapegrad" bench vocab-parallel --op "$op" \
+            --seq 64 --vocab 1000 --hidden 16 --reps 1 --json 2>/dev/null)"
+        if [[ "$(grep -c '"bench":"vocab-parallel"' <<<"$out")" == 2 ]] &&
+            grep -q '"collectives_per_step":' <<<"$out"; then
+            echo "mpi: bench vocab-parallel --op $op: passed"
+        else
+            echo "mpi: bench vocab-parallel --op $op: FAILED:"
+            echo "$out" | head -5
+            failed=1
+        fi
+    done
+fi
 start=$(date +%s)
 timeout 120 "$mpirun" "${args[@]}" -np 2 "$bin" kill >/dev/null 2>&1
 rc=$?
