@@ -29,6 +29,19 @@ for np in 1 2 4; do
         failed=1
     fi
 done
+# NCCL (a build with it): one rank per GPU, at least one; SKIPPED without a GPU
+nccl="$(dirname "$bin")/test_nccl"
+if [[ -x "$nccl" ]]; then
+    ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+    ((ngpu >= 1)) || ngpu=1
+    if out="$(timeout 240 "$mpirun" "${args[@]}" -np "$ngpu" "$nccl" 2>&1)"; then
+        echo "mpi: nccl ($ngpu rank(s)): $(tail -1 <<<"$out")"
+    else
+        echo "mpi: nccl ($ngpu rank(s)): FAILED"
+        echo "$out" | tail -20
+        failed=1
+    fi
+fi
 # the bench under mpirun: one JSON object per rank, the (N, V) part of the peak falling
 tapegrad="$(dirname "$bin")/../bin/tapegrad"
 if [[ -x "$tapegrad" ]]; then

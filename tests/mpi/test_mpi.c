@@ -365,6 +365,17 @@ int main(int argc, char **argv) {
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     CHECK(tg_comm_rank(comm) == g_rank && tg_comm_size(comm) == g_size, "rank/size");
+    /* a failing MPI call is TG_ERR_COMM naming it, never an abort */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm null_comm = MPI_COMM_NULL;
+    tg_comm *bad = NULL;
+    tg_clear_error();
+    CHECK(tg_comm_from_mpi(&null_comm, &bad) == TG_ERR_COMM && !bad, "%s", tg_last_error());
+    CHECK(strstr(tg_last_error(), "MPI_Comm_dup") != NULL, "%s", tg_last_error());
+    tg_clear_error();
+    CHECK(tg_comm_from_mpi(NULL, &bad) == TG_ERR_NULL, "NULL communicator");
+    tg_clear_error();
+    CHECK(tg_comm_available(TG_COMM_MPI), "MPI available in this build");
     if (argc > 1 && !strcmp(argv[1], "kill")) {
         if (g_size < 2) {
             fprintf(stderr, "kill needs 2 ranks or more\n");
