@@ -53,23 +53,29 @@ tg_linear_logprob_opts tg_linear_logprob_opts_default(void) {
  * comes on top in backward. */
 static size_t fwd_extra(size_t es) { return 32 + 8 + 2 * es + 24; }
 
-/* With bf16 inputs (es = 4, the f32 compute size) each chunk row also has
- * its f32 copy (d * 4: `conv_row`), and each block its f32 weight rows and
- * bias ((d + 1) * 4 per vocabulary row: `conv_vocab`). */
-static size_t per_row(int64_t vb, int64_t nb, size_t es, bool has_bias, size_t conv_row) {
+/* Each chunk row also has its copy in the gather buffer (d * es:
+ * `conv_row`; es = 4, the f32 compute size, for bf16 inputs, converted),
+ * and with bf16 each block its f32 weight rows and bias ((d + 1) * 4 per
+ * vocabulary row: `conv_vocab`). Backward, for a chunk gathered from
+ * several runs of rows: its statistics, upstream gradients and d hidden
+ * rows (GATHER_ROW bytes per row besides d * es). */
+#define GATHER_ROW(es) (24 + 3 * (es))
+static size_t per_row(int64_t vb, size_t es, bool has_bias, size_t conv_row) {
     size_t z = (size_t)vb * es;
-    size_t fwd = z + (nb > 1 ? fwd_extra(es) : 0);
-    size_t bwd = z + (nb > 1 ? 8 : 0) + (has_bias ? es : 0);
+    size_t fwd = z + fwd_extra(es);
+    size_t bwd = z + 8 + (has_bias ? es : 0) + conv_row + GATHER_ROW(es);
     return (fwd > bwd ? fwd : bwd) + conv_row;
 }
 
+/* The most either pass holds: a chunk gathered across ignored rows takes the
+ * several-blocks path (the merge buffers) even with one block. */
 static void plan_bytes(tg_linear_logprob_plan *p, size_t es, bool has_bias, size_t conv_row,
                        size_t conv_vocab) {
     const size_t c = (size_t)p->chunk_rows, z = c * (size_t)p->vocab_block * es;
     const size_t conv = c * conv_row + (size_t)p->vocab_block * conv_vocab;
-    const bool multi = p->n_blocks > 1;
-    p->forward_workspace = z + (multi ? c * fwd_extra(es) : 0) + conv;
-    p->backward_workspace = z + (multi ? c * 8 : 0) + (has_bias ? c * es : 0) + conv;
+    p->forward_workspace = z + c * fwd_extra(es) + conv;
+    p->backward_workspace = z + c * 8 + (has_bias ? c * es : 0) + conv +
+                            c * (conv_row + GATHER_ROW(es));
 }
 
 tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype dt, bool has_bias,
@@ -91,12 +97,13 @@ tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype d
                              (long long)o.vocab_block);
     const bool bf = dt == TG_BF16;
     const size_t es = bf ? 4 : tg_dtype_size(dt), B = o.workspace_bytes;
-    const size_t crow = bf ? (size_t)d * 4 : 0, cvoc = bf ? (size_t)(d + 1) * 4 : 0;
+    /* every chunk's rows of hidden gathered (converted) into a buffer */
+    const size_t crow = (size_t)d * es, cvoc = bf ? (size_t)(d + 1) * 4 : 0;
     const int64_t nmax = N > 0 ? N : 1;
     int64_t c = o.chunk_rows > 0 ? (o.chunk_rows < nmax ? o.chunk_rows : nmax) : 0;
     int64_t vb = o.vocab_block > 0 ? (o.vocab_block < V ? o.vocab_block : V) : 0;
     if (!c || !vb) {
-        const size_t least = per_row(1, V > 1 ? 2 : 1, es, has_bias, crow) + cvoc;
+        const size_t least = per_row(1, es, has_bias, crow) + cvoc;
         if (B < least && (!c || !vb))
             return tg__set_error(TG_ERR_VALUE, "%s: workspace_bytes %zu cannot hold one row of "
                                  "one vocabulary entry (%s, d %lld): give at least %zu", who, B,
@@ -105,11 +112,11 @@ tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype d
     if (!vb) {
         /* the whole vocabulary when enough rows fit, else blocks of it */
         const int64_t want = c ? c : (nmax < MIN_CHUNK ? nmax : MIN_CHUNK);
-        if ((size_t)want * per_row(V, 1, es, has_bias, crow) + (size_t)V * cvoc <= B) {
+        if ((size_t)want * per_row(V, es, has_bias, crow) + (size_t)V * cvoc <= B) {
             vb = V;
         } else {
             /* rows * (vb es + extra) + vb cvoc <= B */
-            const size_t extra = per_row(0, 2, es, has_bias, crow);
+            const size_t extra = per_row(0, es, has_bias, crow);
             int64_t rows = want;
             while (rows > 1 && B < (size_t)rows * (extra + es) + cvoc) rows /= 2;
             vb = B > (size_t)rows * extra
@@ -123,7 +130,7 @@ tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype d
     const int64_t nb = (V + vb - 1) / vb;
     if (!c) {
         const size_t fixed = (size_t)vb * cvoc;
-        int64_t fit = B > fixed ? (int64_t)((B - fixed) / per_row(vb, nb, es, has_bias, crow)) : 0;
+        int64_t fit = B > fixed ? (int64_t)((B - fixed) / per_row(vb, es, has_bias, crow)) : 0;
         c = fit < 1 ? 1 : (fit < nmax ? fit : nmax);
     }
     plan->chunk_rows = c;
@@ -166,6 +173,7 @@ typedef struct lin {
     const tg__vp *vp;
     int64_t vstart;
     tg__lpe_acc *accs;   /* vocab-parallel: (N) this rank's part of every row */
+    int64_t *rows;       /* (chunk_rows) a gathered chunk's rows (see for_chunks) */
 } lin;
 
 static void rel(tg_tensor *t) {
@@ -184,6 +192,7 @@ static void lin_done(lin *L) {
     rel(L->bcur);
     free(L->y_owned);
     free(L->accs);
+    free(L->rows);
 }
 
 /* A 2-D or 1-D alias of t's storage. */
@@ -214,14 +223,56 @@ static char *convert_rows(const lin *L, tg_tensor *buf, const tg_tensor *src, in
     return st == TG_OK ? tg__ptr(buf) : NULL;
 }
 
-/* Makes the chunk's rows [r0, r0 + c) current (L->hp), converting bf16. */
+/* ---- chunks --------------------------------------------------------------------
+ * A chunk is c kept rows: the rows [r0, r0 + c) when they follow each other
+ * (r0 >= 0), or, when ignored rows fall between them, the rows L->rows[0..c)
+ * (r0 == -1: "gathered"), whose per-row data is gathered into buffers. */
+
+/* The global row of chunk row i. */
+static inline int64_t row_of(const lin *L, int64_t r0, int64_t i) {
+    return r0 >= 0 ? r0 + i : L->rows[i];
+}
+
+/* Copies between chunk rows and global rows, run by run of consecutive rows:
+ * to_chunk: dst (c[, k]) chunk rows <- src (N[, k]) global rows; else the
+ * reverse. Tensors are 1-D (any stride) or 2-D row-major. */
+static tg_status move_rows(const lin *L, int64_t r0, int64_t c, tg_tensor *chunk_t,
+                           tg_tensor *global_t, bool to_chunk) {
+    tg_status st = TG_OK;
+    for (int64_t i = 0; st == TG_OK && i < c;) {
+        int64_t j = i + 1;
+        while (j < c && row_of(L, r0, j) == row_of(L, r0, i) + (j - i)) j++;
+        const int64_t g = row_of(L, r0, i), n = j - i;
+        tg_tensor *views[2] = {NULL, NULL}, *ts[2] = {chunk_t, global_t};
+        const int64_t at[2] = {i, g};
+        for (int k = 0; k < 2; k++) {
+            const tg_tensor *t = ts[k];
+            views[k] = t->ndim == 2 ? alias2(L, t, at[k] * t->strides[0], n, t->shape[1],
+                                             t->strides[0])
+                                    : alias2(L, t, at[k] * t->strides[0], n, -1, t->strides[0]);
+        }
+        st = views[0] && views[1] ? tg__k_copy(views[to_chunk ? 0 : 1], views[to_chunk ? 1 : 0])
+                                  : tg_last_status();
+        rel(views[0]);
+        rel(views[1]);
+        i = j;
+    }
+    return st;
+}
+
+/* Makes the chunk's rows of hidden current (L->hp): in place when they
+ * follow each other (and need no conversion), else gathered (converted)
+ * into the buffer. */
 static tg_status load_chunk(lin *L, int64_t r0, int64_t c) {
-    if (!L->hbuf) {
+    if (r0 >= 0 && L->in_dt != TG_BF16) {
         L->hp = (char *)tg__ptr(L->h) + (size_t)(r0 * L->d) * L->es;
         return TG_OK;
     }
-    L->hp = convert_rows(L, L->hbuf, L->h, r0, c);
-    return L->hp ? TG_OK : tg_last_status();
+    tg_tensor *buf = alias2(L, L->hbuf, 0, c, L->d, L->d);
+    tg_status st = buf ? move_rows(L, r0, c, buf, L->h, true) : tg_last_status();
+    rel(buf);
+    L->hp = tg__ptr(L->hbuf);
+    return st;
 }
 
 /* Makes the block [v0, v0 + vb) of W (and b) current, converting bf16. */
@@ -261,12 +312,15 @@ static tg_tensor *block_logits(const lin *L, int64_t c, int64_t vb) {
     return tg__k_ok(st, Z);
 }
 
-/* The f32 conversion buffers for bf16 inputs (no-op otherwise). */
+/* The buffer a chunk's rows of hidden are gathered into, the list of its
+ * rows, and, for bf16 inputs, the f32 buffers of a block's weight rows. */
 static tg_status conv_buffers(lin *L) {
-    if (L->in_dt != TG_BF16) return TG_OK;
     const int64_t hn = L->plan.chunk_rows * L->d, wn = L->plan.vocab_block * L->d;
-    if (!(L->hbuf = ws_new(L, L->dev, TG_F32, 1, &hn)) ||
-        !(L->wbuf = ws_new(L, L->dev, TG_F32, 1, &wn)) ||
+    if (!(L->hbuf = ws_new(L, L->dev, L->dt, 1, &hn))) return tg_last_status();
+    if (!(L->rows = malloc((size_t)L->plan.chunk_rows * sizeof *L->rows)))
+        return tg__set_error(TG_ERR_NOMEM, "%s: out of memory", WHO);
+    if (L->in_dt != TG_BF16) return TG_OK;
+    if (!(L->wbuf = ws_new(L, L->dev, TG_F32, 1, &wn)) ||
         (L->b && !(L->bbuf = ws_new(L, L->dev, TG_F32, 1, &L->plan.vocab_block))))
         return tg_last_status();
     return TG_OK;
@@ -280,7 +334,7 @@ static tg_tensor *local_targets(const lin *L, int64_t r0, int64_t c, int64_t v0,
     if (!hst) return NULL;
     int64_t *t = tg__ptr(hst);
     for (int64_t i = 0; i < c; i++) {
-        const int64_t y = L->yh[r0 + i] - L->vstart; /* within this rank's vocabulary */
+        const int64_t y = L->yh[row_of(L, r0, i)] - L->vstart; /* in this rank's vocabulary */
         t[i] = y >= v0 && y < v0 + vb ? y - v0 : outside;
     }
     if (L->dev == TG_CPU) return hst;
@@ -291,21 +345,22 @@ static tg_tensor *local_targets(const lin *L, int64_t r0, int64_t c, int64_t v0,
     return dv;
 }
 
-/* Calls fn(L, r0, c, arg) for each chunk of kept rows; stops at the first
- * failure and returns it. */
+/* Calls fn(L, r0, c, arg) for each chunk of c kept rows (the next
+ * chunk_rows of them, in order; r0 as above); stops at the first failure
+ * and returns it. Ignored rows are in no chunk: never multiplied. */
 typedef tg_status (*chunk_fn)(lin *L, int64_t r0, int64_t c, void *arg);
 static tg_status for_chunks(lin *L, chunk_fn fn, void *arg) {
     int64_t i = 0;
     while (i < L->N) {
-        if (L->yh[i] == L->ignore) {
+        int64_t c = 0;
+        while (i < L->N && c < L->plan.chunk_rows) {
+            if (L->yh[i] != L->ignore) L->rows[c++] = i;
             i++;
-            continue;
         }
-        int64_t j = i;
-        while (j < L->N && L->yh[j] != L->ignore && j - i < L->plan.chunk_rows) j++;
-        tg_status st = fn(L, i, j - i, arg);
+        if (!c) break;
+        const bool together = L->rows[c - 1] - L->rows[0] == c - 1;
+        tg_status st = fn(L, together ? L->rows[0] : -1, c, arg);
         if (st != TG_OK) return st;
-        i = j;
     }
     return TG_OK;
 }
@@ -317,12 +372,12 @@ static tg_status bad_entry(const lin *L, const tg_tensor *Z, tg__lpe_bad *bad, i
     if (bad->col < 0)
         return tg__set_error(TG_ERR_VALUE, "%s: row %lld: every logit of vocabulary entries "
                              "[%lld, %lld) is -inf (a row needs a finite logit; give it "
-                             "ignore_index)", WHO, (long long)(r0 + bad->row), (long long)v0,
+                             "ignore_index)", WHO, (long long)row_of(L, r0, bad->row), (long long)v0,
                              (long long)(v0 + vb));
     return tg__set_error(TG_ERR_VALUE, "%s: row %lld: the logit of vocabulary entry %lld "
                          "(hidden row %lld . weight row %lld%s) is %g (logits must be finite "
-                         "or -inf)", WHO, (long long)(r0 + bad->row),
-                         (long long)(v0 + bad->col), (long long)(r0 + bad->row),
+                         "or -inf)", WHO, (long long)row_of(L, r0, bad->row),
+                         (long long)(v0 + bad->col), (long long)row_of(L, r0, bad->row),
                          (long long)(v0 + bad->col), L->b ? " + bias" : "", bad->value);
 }
 
@@ -368,7 +423,7 @@ static void merge(const lin *L, int64_t r0, int64_t c, int64_t v0, int64_t vb, c
     for (int64_t i = 0; i < c; i++) {
         const tg__lpe_acc b = tg__lpe_acc_of(st_b[3 * i], st_b[3 * i + 1], st_b[3 * i + 2]);
         tg__lpe_acc_add(&acc[i], &b, L->inv_t);
-        const int64_t y = L->yh[r0 + i] - L->vstart;
+        const int64_t y = L->yh[row_of(L, r0, i)] - L->vstart;
         if (y >= v0 && y < v0 + vb)
             acc[i].zy = L->dt == TG_F32 ? (double)((const float *)zy)[i] : ((const double *)zy)[i];
     }
@@ -419,8 +474,25 @@ static tg_status blocks_acc(lin *L, int64_t r0, int64_t c, tg__lpe_acc *acc) {
     return rc;
 }
 
-/* Several blocks: the rows' accumulators, their outputs staged as (c, 5)
- * f64 and written to the rows. */
+/* The staged outputs (c, 5) of a chunk's rows written to those rows of the
+ * outputs, run by run. */
+static tg_status put_chunk_rows(lin *L, int64_t r0, int64_t c, tg_tensor *stage, fwd_out *o) {
+    if (r0 >= 0) return tg__lpe_put_rows(L->s, WHO, stage, r0, o->lp, o->H, o->st, o->nstat);
+    tg_status st = TG_OK;
+    for (int64_t i = 0; st == TG_OK && i < c;) {
+        int64_t j = i + 1;
+        while (j < c && L->rows[j] == L->rows[i] + (j - i)) j++;
+        tg_tensor *run = alias2(L, stage, i * STAGE_COLS, j - i, STAGE_COLS, STAGE_COLS);
+        st = run ? tg__lpe_put_rows(L->s, WHO, run, L->rows[i], o->lp, o->H, o->st, o->nstat)
+                 : tg_last_status();
+        rel(run);
+        i = j;
+    }
+    return st;
+}
+
+/* Several blocks (or gathered rows): the rows' accumulators, their outputs
+ * staged as (c, 5) f64 and written to the rows. */
 static tg_status fwd_blocks(lin *L, int64_t r0, int64_t c, fwd_out *o) {
     tg_tensor *state = ws_new(L, TG_CPU, TG_F64, 2, (int64_t[]){c, 4}); // (c, 4)
     tg_status rc = state ? TG_OK : tg_last_status();
@@ -440,7 +512,7 @@ static tg_status fwd_blocks(lin *L, int64_t r0, int64_t c, fwd_out *o) {
         }
     }
     rel(state);
-    if (rc == TG_OK) rc = tg__lpe_put_rows(L->s, WHO, stage, r0, o->lp, o->H, o->st, o->nstat);
+    if (rc == TG_OK) rc = put_chunk_rows(L, r0, c, stage, o);
     rel(stage);
     return rc;
 }
@@ -448,8 +520,17 @@ static tg_status fwd_blocks(lin *L, int64_t r0, int64_t c, fwd_out *o) {
 static tg_status fwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
     tg_status st = load_chunk(L, r0, c);
     if (st != TG_OK) return st;
-    if (L->accs) return blocks_acc(L, r0, c, L->accs + r0); /* vocab-parallel: merged later */
-    return L->plan.n_blocks == 1 ? fwd_one_block(L, r0, c, arg) : fwd_blocks(L, r0, c, arg);
+    if (L->accs && r0 >= 0) return blocks_acc(L, r0, c, L->accs + r0); /* merged later */
+    if (L->accs) { /* gathered rows: their accumulators to their places */
+        tg__lpe_acc *acc = calloc((size_t)c, sizeof *acc);
+        if (!acc) return tg__set_error(TG_ERR_NOMEM, "%s: out of memory", WHO);
+        st = blocks_acc(L, r0, c, acc);
+        for (int64_t i = 0; st == TG_OK && i < c; i++) L->accs[L->rows[i]] = acc[i];
+        free(acc);
+        return st;
+    }
+    return L->plan.n_blocks == 1 && r0 >= 0 ? fwd_one_block(L, r0, c, arg)
+                                            : fwd_blocks(L, r0, c, arg);
 }
 
 /* Vocab-parallel, after the chunks: every rank's accumulators of every row
@@ -503,22 +584,41 @@ static tg__mat mat(void *data, int64_t rows, int64_t cols, int64_t rs, int64_t c
     return m;
 }
 
+/* A gathered chunk's rows of a per-row tensor t ((N) or (N, k)): a new
+ * workspace tensor (c) or (c, k) of t's dtype. */
+static tg_tensor *gather_of(lin *L, int64_t r0, int64_t c, tg_tensor *t) {
+    tg_tensor *buf = t->ndim == 2 ? ws_new(L, L->dev, t->dtype, 2, (int64_t[]){c, t->shape[1]})
+                                  : ws_new(L, L->dev, t->dtype, 1, &c);
+    if (buf && move_rows(L, r0, c, buf, t, true) != TG_OK) {
+        rel(buf);
+        return NULL;
+    }
+    return buf;
+}
+
 static tg_status bwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
     bwd_ctx *B = arg;
     const int64_t vbs = L->plan.vocab_block, d = L->d;
     const size_t es = L->es;
     tg_status rc = TG_OK;
-    tg_tensor *st = out_rows(L, B->st, r0, c);
+    /* the chunk's statistics and upstream gradients: views, or gathered */
+    tg_tensor *st = r0 >= 0 ? out_rows(L, B->st, r0, c) : gather_of(L, r0, c, B->st);
     tg_tensor *g[3] = {NULL, NULL, NULL}, *gsrc[3] = {B->glp, B->gH, B->glse};
     for (int k = 0; k < 3; k++)
-        if (gsrc[k] && !(g[k] = alias2(L, gsrc[k], r0 * gsrc[k]->strides[0], c, -1,
-                                       gsrc[k]->strides[0])))
+        if (gsrc[k] && !(g[k] = r0 >= 0 ? alias2(L, gsrc[k], r0 * gsrc[k]->strides[0], c, -1,
+                                                 gsrc[k]->strides[0])
+                                        : gather_of(L, r0, c, gsrc[k])))
             rc = tg_last_status();
     if (!st) rc = tg_last_status();
+    /* d hidden of gathered rows: summed in a buffer, then put in their rows */
+    tg_tensor *dhb = r0 < 0 && B->dh && rc == TG_OK
+                         ? ws_new(L, L->dev, L->dt, 2, (int64_t[]){c, d})
+                         : NULL;
+    if (r0 < 0 && B->dh && rc == TG_OK) rc = dhb ? tg__k_fill(dhb, 0.0) : tg_last_status();
     if (rc == TG_OK) rc = load_chunk(L, r0, c);
     for (int64_t v0 = 0; rc == TG_OK && v0 < L->V; v0 += vbs) {
         const int64_t vb = L->V - v0 < vbs ? L->V - v0 : vbs;
-        tg_tensor *y = L->plan.n_blocks == 1 && !L->comm
+        tg_tensor *y = L->plan.n_blocks == 1 && !L->comm && r0 >= 0
                            ? alias2(L, L->y, r0, c, -1, 1)
                            : local_targets(L, r0, c, v0, vb, -1);
         tg_tensor *Z = y && load_block(L, v0, vb) == TG_OK ? block_logits(L, c, vb) : NULL;
@@ -529,7 +629,9 @@ static tg_status bwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
         char *hp = L->hp, *wp = L->wp;
         if (rc == TG_OK && B->dh) { /* dh[chunk] (c, d) += dZ (c, vb) @ W[block] (vb, d) */
             tg__mat a = mat(zp, c, vb, vb, 1), b = mat(wp, vb, d, d, 1);
-            tg__mat o = mat((char *)tg__ptr(B->dh) + (size_t)(r0 * d) * es, c, d, d, 1);
+            tg__mat o = mat(dhb ? (char *)tg__ptr(dhb)
+                                : (char *)tg__ptr(B->dh) + (size_t)(r0 * d) * es,
+                            c, d, d, 1);
             rc = gemm_acc(L, &a, &b, &o);
         }
         if (rc == TG_OK && B->dw) { /* dW[block] (vb, d) += dZ^T (vb, c) @ h[chunk] (c, d) */
@@ -545,6 +647,12 @@ static tg_status bwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
         rel(Z);
         rel(y);
     }
+    if (rc == TG_OK && dhb) { /* the chunk's rows of d hidden, each its own */
+        tg_tensor *dh2 = alias2(L, B->dh, 0, L->N, d, d);
+        rc = dh2 ? move_rows(L, r0, c, dhb, dh2, false) : tg_last_status();
+        rel(dh2);
+    }
+    rel(dhb);
     for (int k = 0; k < 3; k++) rel(g[k]);
     rel(st);
     return rc;

@@ -116,7 +116,7 @@ static void run_both(const char *what, int nin, tg_tensor *const *in, expr_fn f,
     for (int i = 0; i < nin; i++) {
         bool fl = tg_get_dtype(in[i]) == TG_F32 || tg_get_dtype(in[i]) == TG_F64 ||
                   tg_get_dtype(in[i]) == TG_BF16;
-        f32 |= tg_get_dtype(in[i]) == TG_F32;
+        f32 |= tg_get_dtype(in[i]) == TG_F32 || tg_get_dtype(in[i]) == TG_BF16;
         cin[i] = tg_clone(tg_detach(in[i]));
         gin[i] = tg_to_device(tg_detach(in[i]), TG_CUDA);
         cr_assert_not_null(gin[i], "%s: to_device: %s", what, tg_last_error());
@@ -135,7 +135,7 @@ static void run_both(const char *what, int nin, tg_tensor *const *in, expr_fn f,
     tg_tensor *orf = NULL;
     if (f32) {
         for (int i = 0; i < nin; i++) {
-            bool fl = tg_get_dtype(in[i]) == TG_F32;
+            bool fl = tg_get_dtype(in[i]) == TG_F32 || tg_get_dtype(in[i]) == TG_BF16;
             rin[i] = fl ? tg_to_dtype(tg_detach(in[i]), TG_F64) : tg_clone(tg_detach(in[i]));
             if (grad && fl) cr_assert_eq(tg_set_requires_grad(rin[i], true), TG_OK);
         }
