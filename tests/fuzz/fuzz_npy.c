@@ -5,7 +5,7 @@
  *  - success <=> *out is a tensor, failure <=> *out is NULL with
  *    tg_last_status() equal to the returned status (TG_ERR_IO or
  *    TG_ERR_NOMEM) and a message that starts with the file's path;
- *  - a tensor it returns is contiguous, f32/f64/i64, of at most 8 dims, and
+ *  - a tensor it returns is contiguous, f32/f64/i64/bool/bf16, of at most 8 dims, and
  *    survives a round trip: written back with tgcli_npy_save and read again
  *    it has the same dtype, shape and bits;
  *  - with the 1st, 2nd and 3rd allocation made to fail, a load either
@@ -117,7 +117,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     tg_tensor *t = load(g_in_path, &st);
     if (t) {
         tg_dtype dt = tg_get_dtype(t);
-        if (dt != TG_F32 && dt != TG_F64 && dt != TG_I64 && dt != TG_BOOL) FAIL("dtype %d", (int)dt);
+        if (dt != TG_F32 && dt != TG_F64 && dt != TG_I64 && dt != TG_BOOL && dt != TG_BF16)
+            FAIL("dtype %d", (int)dt);
         if (dt == TG_BOOL) { /* every byte 0 or 1, whatever the file held */
             const uint8_t *b = tg_data(t);
             for (int64_t i = 0; i < tg_numel(t); i++)
