@@ -403,6 +403,29 @@ typedef struct tg__comm_impl {
 extern const tg__comm_impl tg__comm_mpi;
 extern const tg__comm_impl tg__comm_nccl;
 
+/* The table of a build without the library: every entry answers
+ * TG_ERR_COMM with `why`. */
+#define TG__COMM_STUB(var, NAME, DEVICE, why)                                               \
+    static tg_status stub_none_(void) { return tg__set_error(TG_ERR_COMM, "%s", why); }     \
+    static tg_status stub_create_(const void *a0, void *a1, void **h, int *r, int *s) {     \
+        (void)a0, (void)a1, (void)h, (void)r, (void)s;                                      \
+        return stub_none_();                                                                \
+    }                                                                                       \
+    static tg_status stub_destroy_(void *h) {                                               \
+        (void)h;                                                                            \
+        return stub_none_();                                                                \
+    }                                                                                       \
+    static tg_status stub_allgather_(void *h, const void *s, void *r, size_t b) {           \
+        (void)h, (void)s, (void)r, (void)b;                                                 \
+        return stub_none_();                                                                \
+    }                                                                                       \
+    static tg_status stub_allreduce_(void *h, void *b, size_t c, int d) {                   \
+        (void)h, (void)b, (void)c, (void)d;                                                 \
+        return stub_none_();                                                                \
+    }                                                                                       \
+    const tg__comm_impl var = {NAME, false, DEVICE, stub_create_, stub_destroy_,            \
+                               stub_allgather_, stub_allreduce_}
+
 /* ---- what a backend asks of the core (tape/) -------------------------------- */
 
 /* Records st and the formatted message as this thread's error; returns st. */

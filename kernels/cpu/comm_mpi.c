@@ -82,27 +82,7 @@ const tg__comm_impl tg__comm_mpi = {"MPI", true, TG_CPU, create, destroy, allgat
 
 #else /* no MPI in this build */
 
-static tg_status none(void) {
-    return tg__set_error(TG_ERR_COMM, "this build of tapegrad has no MPI (configure with "
-                         "TG_MPI=ON where Open MPI is installed: scripts/setup-deps.sh)");
-}
-static tg_status create(const void *a0, void *a1, void **h, int *r, int *s) {
-    (void)a0, (void)a1, (void)h, (void)r, (void)s;
-    return none();
-}
-static tg_status destroy(void *h) {
-    (void)h;
-    return none();
-}
-static tg_status allgather(void *h, const void *s, void *r, size_t b) {
-    (void)h, (void)s, (void)r, (void)b;
-    return none();
-}
-static tg_status allreduce_sum(void *h, void *b, size_t c, int d) {
-    (void)h, (void)b, (void)c, (void)d;
-    return none();
-}
-
-const tg__comm_impl tg__comm_mpi = {"MPI", false, TG_CPU, create, destroy, allgather,
-                                    allreduce_sum};
+TG__COMM_STUB(tg__comm_mpi, "MPI", TG_CPU,
+              "this build of tapegrad has no MPI (configure with TG_MPI=ON where Open MPI is "
+              "installed: scripts/setup-deps.sh)");
 #endif

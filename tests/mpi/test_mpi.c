@@ -25,19 +25,7 @@
 
 #include "tapegrad.h"
 
-static int g_rank, g_size, g_failed, g_checks;
-
-#define CHECK(cond, ...)                                                                  \
-    do {                                                                                  \
-        g_checks++;                                                                       \
-        if (!(cond)) {                                                                    \
-            g_failed++;                                                                   \
-            fprintf(stderr, "[rank %d/%d] %s:%d: CHECK failed: %s: ", g_rank, g_size,     \
-                    __FILE__, __LINE__, #cond);                                           \
-            fprintf(stderr, __VA_ARGS__);                                                 \
-            fputc('\n', stderr);                                                          \
-        }                                                                                 \
-    } while (0)
+#include "mpi_check.h"
 
 /* This rank's slice of a vocabulary of V: sizes V / P (+1 for the first
  * V % P ranks), laid out in reverse rank order. */

@@ -23,18 +23,7 @@
 
 #include "tapegrad.h"
 
-static int g_rank, g_size, g_failed;
-
-#define CHECK(cond, ...)                                                                  \
-    do {                                                                                  \
-        if (!(cond)) {                                                                    \
-            g_failed++;                                                                   \
-            fprintf(stderr, "[rank %d/%d] %s:%d: CHECK failed: %s: ", g_rank, g_size,     \
-                    __FILE__, __LINE__, #cond);                                           \
-            fprintf(stderr, __VA_ARGS__);                                                 \
-            fputc('\n', stderr);                                                          \
-        }                                                                                 \
-    } while (0)
+#include "mpi_check.h"
 
 static double rel_err(const tg_tensor *a, const tg_tensor *b) {
     int64_t n = tg_numel(b);
