@@ -1,11 +1,11 @@
 /* ops/linear_logprob.c - tg_linear_logprob_entropy: log-prob, entropy and
  * log-sum-exp of z = h W^T + b without z ever being whole in memory.
  *
- * The loop (docs/design.md draws it). Kept rows (target != ignore_index) form
- * runs of consecutive rows; each run is cut into chunks of at most
- * plan.chunk_rows rows, so a chunk is a plain row range of h and of every
- * per-row tensor (views, no gathers). For each chunk, for each block of
- * plan.vocab_block vocabulary rows:
+ * The loop (docs/design.md draws it). A chunk is the next plan.chunk_rows
+ * kept rows (target != ignore_index): a row range of h and of every per-row
+ * tensor when they follow each other, else gathered into buffers (for_chunks,
+ * move_rows). Ignored rows are never multiplied. For each chunk, for each
+ * block of plan.vocab_block vocabulary rows:
  *   Z = h[chunk] @ W[block]^T (+ b[block])     one GEMM into the workspace
  *   forward:  the fused kernel's row statistics of Z (max M_b, ls_b, H_b) and
  *             the target logit; with one block these are the answer, with
