@@ -884,12 +884,12 @@ static tg_status prepare(lin *L, tg_tensor *hidden, tg_tensor *w, tg_tensor *b, 
 }
 
 /* What vocab-parallel needs beyond check(). */
-static tg_status vp_checks(const tg_tensor *hidden, const tg_linear_logprob_opts *o) {
+static tg_status vp_checks(const tg_tensor *hidden, int64_t V, const tg_linear_logprob_opts *o) {
     if (hidden->storage->device != tg_comm_device(o->comm))
         return tg__set_error(TG_ERR_DEVICE, "%s: the inputs are on %s but the communicator "
                              "serves %s tensors", WHO, tg__device_name(hidden->storage->device),
                              tg__device_name(tg_comm_device(o->comm)));
-    if (o->vocab_start < 0 || o->impl != TG_LOGPROB_FUSED)
+    if (o->vocab_start < 0 || o->vocab_start > INT64_MAX - V || o->impl != TG_LOGPROB_FUSED)
         return tg__set_error(TG_ERR_VALUE, "%s: vocab-parallel needs vocab_start >= 0 (got "
                              "%lld) and impl TG_LOGPROB_FUSED", WHO, (long long)o->vocab_start);
     return TG_OK;
@@ -912,7 +912,7 @@ static tg_status fused(tg_site s, tg_status pre, tg_tensor *hidden, tg_tensor *w
     fwd_out F = {NULL, NULL, NULL, 2};
     tg_status rc = pre;
     if (rc == TG_OK) rc = check(hidden, w, b, y, o);
-    if (rc == TG_OK && L.comm) rc = vp_checks(hidden, o);
+    if (rc == TG_OK && L.comm) rc = vp_checks(hidden, w->shape[0], o);
     if (rc == TG_OK) rc = prepare(&L, hidden, w, b, y, o, &hc);
     tg_tensor *ins[3] = {hc, L.w, L.b};
     const bool record = rc == TG_OK && tg__needs_grad(b ? 3 : 2, ins);

@@ -95,8 +95,12 @@ typedef struct tg__vp {
 tg_status tg__vp_agree(tg_comm *c, const char *who, tg_status local, const tg__vp_sig *sig,
                        tg__vp *vp);
 void tg__vp_free(tg__vp *vp);
-/* The target index within this rank's slice: y - start when inside, ignore
- * for an ignored row, else a value that is neither (no target term). */
+/* The target index within this rank's slice: y - start when inside,
+ * TG__VP_IGNORED for an ignored row (the kernels' ignore mark in
+ * vocab-parallel calls: never a local index, whatever ignore_index is), else
+ * -1 (no target term). */
+#define TG__VP_IGNORED INT64_MIN
+
 int64_t tg__vp_local_target(const tg__vp *vp, int64_t y, int64_t ignore);
 /* Every rank's n row accumulators into all (P x n, rank-major), with the
  * local status carried along: when a rank failed, every rank returns its

@@ -83,9 +83,17 @@ tg_status tg__vp_agree(tg_comm *c, const char *who, tg_status local, const tg__v
         memcpy(mine.sig, s, sizeof s);
         memcpy(&mine.sig[SIG_TBITS], &sig->temperature, sizeof(double));
     }
+    /* what the agreement fills, allocated before it: a failure here is told in it */
+    vp->start = malloc((size_t)P * sizeof *vp->start);
+    vp->len = malloc((size_t)P * sizeof *vp->len);
+    if ((!vp->start || !vp->len) && mine.status == TG_OK) {
+        tg__set_error(TG_ERR_NOMEM, "%s: out of memory for %d ranks", who, P);
+        tg__agree_fail(&mine, who, TG_ERR_NOMEM);
+    }
     tg_status st = tg__comm_agree(c, who, &mine, all);
     if (st != TG_OK) {
         free(all);
+        tg__vp_free(vp);
         return st;
     }
     /* every rank sees the same entries: the same decisions follow */
@@ -96,6 +104,7 @@ tg_status tg__vp_agree(tg_comm *c, const char *who, tg_status local, const tg__v
         if (r < 0) continue;
         const long long mine_k = (long long)all[r].sig[k], first = (long long)all[0].sig[k];
         free(all);
+        tg__vp_free(vp);
         if (k == SIG_N)
             return tg__set_error(TG_ERR_SHAPE, "%s: rank %d has %lld rows, rank 0 %lld (every "
                                  "rank holds the same rows)", who, r, mine_k, first);
@@ -108,13 +117,6 @@ tg_status tg__vp_agree(tg_comm *c, const char *who, tg_status local, const tg__v
     }
     vp->P = P;
     vp->rank = tg_comm_rank(c);
-    vp->start = malloc((size_t)P * sizeof *vp->start);
-    vp->len = malloc((size_t)P * sizeof *vp->len);
-    if (!vp->start || !vp->len) {
-        free(all);
-        tg__vp_free(vp);
-        return tg__set_error(TG_ERR_NOMEM, "%s: out of memory for %d ranks", who, P);
-    }
     vp->chunk = all[0].sig[SIG_CHUNK];
     for (int r = 0; r < P; r++) {
         vp->start[r] = all[r].sig[SIG_START];
@@ -160,10 +162,10 @@ tg_status tg__vp_agree(tg_comm *c, const char *who, tg_status local, const tg__v
 }
 
 int64_t tg__vp_local_target(const tg__vp *vp, int64_t y, int64_t ignore) {
-    if (y == ignore) return ignore;
+    if (y == ignore) return TG__VP_IGNORED;
     const int64_t a = vp->start[vp->rank];
     if (y >= a && y < a + vp->len[vp->rank]) return y - a;
-    return ignore == -1 ? -2 : -1; /* neither ignored nor in the slice: no target term */
+    return -1; /* neither ignored nor in the slice: no target term */
 }
 
 tg_status tg__vp_exchange(tg_comm *c, const char *who, tg_status local, const tg__lpe_acc *mine,
@@ -232,9 +234,9 @@ static tg_status vp_local_checks(const char *who, tg_status pre, const tg_tensor
     if (o->impl != TG_LOGPROB_FUSED || o->grad_into_logits)
         return tg__set_error(TG_ERR_VALUE, "%s: vocab-parallel needs impl TG_LOGPROB_FUSED and "
                              "no grad_into_logits", who);
-    if (o->vocab_start < 0)
-        return tg__set_error(TG_ERR_VALUE, "%s: vocab_start must be >= 0, got %lld", who,
-                             (long long)o->vocab_start);
+    if (o->vocab_start < 0 || o->vocab_start > INT64_MAX - z->shape[z->ndim - 1])
+        return tg__set_error(TG_ERR_VALUE, "%s: vocab_start must be >= 0 and leave room for "
+                             "the slice, got %lld", who, (long long)o->vocab_start);
     if (z->storage->device != tg_comm_device(o->comm))
         return tg__set_error(TG_ERR_DEVICE, "%s: the logits are on %s but the communicator "
                              "serves %s tensors", who, tg__device_name(z->storage->device),
@@ -287,7 +289,7 @@ static tg_status vp_local_stats(tg_site s, const char *who, tg_tensor *z, const 
                         : NULL;
     if (st == TG_OK && !zy) st = tg_last_status();
     tg__lpe_bad bad = {-1, -1, 0.0};
-    if (st == TG_OK) st = tg__k_lpe_forward(z, *yl, o->ignore_index, it, o->chunk_size, lpb, NULL,
+    if (st == TG_OK) st = tg__k_lpe_forward(z, *yl, TG__VP_IGNORED, it, o->chunk_size, lpb, NULL,
                                             stb, 3, &bad);
     if (st == TG_OK && bad.row >= 0) { /* the entry named in the whole vocabulary */
         st = tg__lpe_locate_bad(who, z, &bad, it);
@@ -302,7 +304,7 @@ static tg_status vp_local_stats(tg_site s, const char *who, tg_tensor *z, const 
     if (st == TG_OK && !zh) st = tg_last_status();
     for (int64_t i = 0; st == TG_OK && i < N; i++) {
         const int64_t t = ((const int64_t *)tg__ptr(hy))[i];
-        if (t == o->ignore_index) {
+        if (t == TG__VP_IGNORED) {
             memset(&mine[i], 0, sizeof mine[i]);
             continue;
         }
@@ -376,7 +378,9 @@ tg_status tg__vp_logprob(tg_site s, const char *who, tg_status pre, tg_tensor *z
     if (lse_out && !(lse = tg__lpe_lse_of(s, who, z, st, nstat, 1.0 / o->temperature))) goto fail;
     /* backward is the fused op's own, on this rank's slice: the saved
      * statistics are the global ones and the saved targets the local ones */
-    if (record && tg__lpe_record(s, z, yl, st, nstat, o, lp, h, lse) != TG_OK) goto fail;
+    tg_logprob_opts ro = *o; /* backward reads the local targets: their own ignore mark */
+    ro.ignore_index = TG__VP_IGNORED;
+    if (record && tg__lpe_record(s, z, yl, st, nstat, &ro, lp, h, lse) != TG_OK) goto fail;
     if (st) tg__tensor_release(st);
     st = NULL;
     rc = tg__lpe_hand_out(lp, h, lse, logprob, entropy, lse_out);

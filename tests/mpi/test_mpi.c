@@ -85,6 +85,7 @@ typedef struct lcase {
     int64_t N, V;
     double T;
     bool entropy_grad, lse, ignore;
+    int64_t ign; /* the ignore_index (0 when unset: then -100) */
 } lcase;
 
 /* loss = sum(lp * a) + sum(H * e) (+ sum(lse * l)) for fixed weights */
@@ -101,15 +102,17 @@ static void logits_case(tg_comm *comm, const lcase *c) {
     int64_t start, len;
     slice_of(c->V, g_rank, g_size, &start, &len);
     tg_tensor *z = tg_randn(c->dt, TG_SHAPE(c->N, c->V), 7, 0.0, 2.0);
+    const int64_t ign = c->ign ? c->ign : -100;
     tg_tensor *y = tg_randint(TG_SHAPE(c->N), 8, 0, c->V);
     if (c->ignore)
-        for (int64_t i = 0; i < c->N; i += 3) ((int64_t *)tg_data(y))[i] = -100;
+        for (int64_t i = 0; i < c->N; i += 3) ((int64_t *)tg_data(y))[i] = ign;
     tg_tensor *zl = tg_contiguous(tg_narrow(z, 1, start, len)); /* this rank's slice, a leaf */
     tg_set_requires_grad(z, true);
     tg_set_requires_grad(zl, true);
     tg_logprob_opts o = tg_logprob_opts_default();
     o.temperature = c->T;
     o.entropy_grad = c->entropy_grad;
+    o.ignore_index = ign;
     tg_tensor *lp, *H, *L = NULL, *lp1, *H1, *L1 = NULL;
     CHECK(tg_logprob_entropy_lse(z, y, &o, &lp1, &H1, &L1) == TG_OK, "%s", tg_last_error());
     o.comm = comm;
@@ -272,9 +275,9 @@ static void linear_case(tg_comm *comm, const lin_case *c) {
     if (c->lse) CHECK(rel_err(L, L1) <= tol, "linear lse %g", rel_err(L, L1));
     CHECK(same_on_all_ranks(lp) && same_on_all_ranks(H), "linear outputs differ between ranks");
     const tg_dtype odt = c->dt == TG_BF16 ? TG_F32 : c->dt; /* the outputs' dtype */
-    CHECK(tg_backward(loss_of(&(lcase){odt, c->N, c->V, 1.0, c->entropy_grad, c->lse, false},
+    CHECK(tg_backward(loss_of(&(lcase){odt, c->N, c->V, 1.0, c->entropy_grad, c->lse, false, 0},
                               lp, H, L), NULL, false) == TG_OK, "%s", tg_last_error());
-    CHECK(tg_backward(loss_of(&(lcase){odt, c->N, c->V, 1.0, c->entropy_grad, c->lse, false},
+    CHECK(tg_backward(loss_of(&(lcase){odt, c->N, c->V, 1.0, c->entropy_grad, c->lse, false, 0},
                               lp1, H1, L1), NULL, false) == TG_OK, "%s", tg_last_error());
     CHECK(rel_err(tg_grad(h2), tg_grad(h)) <= gtol, "d hidden %g",
           rel_err(tg_grad(h2), tg_grad(h)));
@@ -380,7 +383,12 @@ int main(int argc, char **argv) {
             for (int d = 0; d < 3; d++, k++) {
                 if (Vs[d] < g_size) continue; /* every rank holds at least one row */
                 lcase c = {dts[a], Ns[b], Vs[d], k % 2 ? 0.7 : 1.0, k % 3 != 0, k % 4 == 1,
-                           k % 2 == 0};
+                           k % 2 == 0, 0};
+                logits_case(comm, &c);
+                /* an ignore_index that is also a local index on some rank (every
+                 * slice but rank P-1's starts above 0: its local 0 is not row 0) */
+                c.ign = 1;
+                c.ignore = true;
                 logits_case(comm, &c);
             }
     /* one rank's bad input fails every rank the same way */
