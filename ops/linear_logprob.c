@@ -421,6 +421,7 @@ static tg_status fwd_one_block(lin *L, int64_t r0, int64_t c, fwd_out *o) {
 static void merge(const lin *L, int64_t r0, int64_t c, int64_t v0, int64_t vb, const double *st_b,
                   const void *zy, tg__lpe_acc *acc) {
     for (int64_t i = 0; i < c; i++) {
+        if (isnan(st_b[3 * i + 1])) continue; /* all -inf in this block: an empty part */
         const tg__lpe_acc b = tg__lpe_acc_of(st_b[3 * i], st_b[3 * i + 1], st_b[3 * i + 2]);
         tg__lpe_acc_add(&acc[i], &b, L->inv_t);
         const int64_t y = L->yh[row_of(L, r0, i)] - L->vstart;
@@ -438,6 +439,21 @@ static const void *host_of(const tg_tensor *t, void **owned) {
 
 /* The rows' accumulators over this rank's vocabulary, block by block:
  * acc (c) starts empty. */
+/* After the kernel reported a row of Z: every row whose statistics it left
+ * unwritten (NaN) is looked at; a NaN or +inf logit is the error, a row all
+ * -inf in this block is an empty part (other blocks may hold its finite
+ * logits; a row empty in every block is refused at the end). */
+static tg_status empty_parts(const lin *L, const tg_tensor *Z, int64_t r0, int64_t c, int64_t v0,
+                             int64_t vb, const double *sh) {
+    for (int64_t i = 0; i < c; i++) {
+        if (!isnan(sh[3 * i + 1])) continue;
+        tg__lpe_bad b = {i, TG__LPE_COL_UNKNOWN, 0.0};
+        if (tg__lpe_locate_bad(WHO, Z, &b, L->inv_t) != TG_OK) return tg_last_status();
+        if (b.col >= 0) return bad_entry(L, Z, &b, r0, v0, vb);
+    }
+    return TG_OK;
+}
+
 static tg_status blocks_acc(lin *L, int64_t r0, int64_t c, tg__lpe_acc *acc) {
     const int64_t vbs = L->plan.vocab_block;
     tg_tensor *lpb = ws_new(L, L->dev, L->dt, 1, &c);                              // (c)
@@ -452,15 +468,16 @@ static tg_status blocks_acc(lin *L, int64_t r0, int64_t c, tg__lpe_acc *acc) {
         tg_tensor *Z = idx && load_block(L, v0, vb) == TG_OK ? block_logits(L, c, vb) : NULL;
         tg_tensor *idx2 = Z ? alias2(L, idx, 0, c, 1, 1) : NULL;
         rc = idx2 ? TG_OK : tg_last_status();
-        tg__lpe_bad bad;
+        tg__lpe_bad bad = {-1, -1, 0.0};
+        if (rc == TG_OK) rc = tg__k_fill(stb, NAN); /* rows the kernel refuses stay NaN */
         if (rc == TG_OK)
             rc = tg__k_lpe_forward(Z, idx, INT64_MIN, L->inv_t, 0, lpb, NULL, stb, 3, &bad);
-        if (rc == TG_OK && bad.row >= 0) rc = bad_entry(L, Z, &bad, r0, v0, vb);
         if (rc == TG_OK) rc = tg__k_gather_forward(Z, idx2, zyb);
         void *own1 = NULL, *own2 = NULL;
         const double *sh = rc == TG_OK ? host_of(stb, &own1) : NULL;
         const void *zh = sh ? host_of(zyb, &own2) : NULL;
         if (rc == TG_OK && !zh) rc = tg_last_status();
+        if (rc == TG_OK && bad.row >= 0) rc = empty_parts(L, Z, r0, c, v0, vb, sh);
         if (rc == TG_OK) merge(L, r0, c, v0, vb, sh, zh, acc);
         free(own1);
         free(own2);
@@ -472,6 +489,11 @@ static tg_status blocks_acc(lin *L, int64_t r0, int64_t c, tg__lpe_acc *acc) {
     rel(stb);
     rel(zyb);
     return rc;
+}
+
+static tg_status all_minus_inf(int64_t row) {
+    return tg__set_error(TG_ERR_VALUE, "%s: row %lld: every logit is -inf (the row has no valid "
+                         "token; give it ignore_index)", WHO, (long long)row);
 }
 
 /* The staged outputs (c, 5) of a chunk's rows written to those rows of the
@@ -499,6 +521,8 @@ static tg_status fwd_blocks(lin *L, int64_t r0, int64_t c, fwd_out *o) {
     tg__lpe_acc *acc = state ? tg__ptr(state) : NULL;
     if (acc) memset(acc, 0, (size_t)c * sizeof *acc);
     if (rc == TG_OK) rc = blocks_acc(L, r0, c, acc);
+    for (int64_t i = 0; rc == TG_OK && i < c; i++)
+        if (acc[i].S == 0.0) rc = all_minus_inf(row_of(L, r0, i));
     tg_tensor *stage = rc == TG_OK ? ws_new(L, TG_CPU, TG_F64, 2, (int64_t[]){c, STAGE_COLS})
                                    : NULL;
     if (rc == TG_OK && !stage) rc = tg_last_status();
@@ -542,6 +566,12 @@ static tg_status vp_finish(lin *L, tg_status rc, fwd_out *o) {
                                    : NULL;
     if (rc == TG_OK && !all) rc = tg__set_error(TG_ERR_NOMEM, "%s: out of memory", WHO);
     rc = tg__vp_exchange(L->comm, WHO, rc, L->accs, L->N, all);
+    for (int64_t i = 0; rc == TG_OK && i < L->N; i++) { /* a row empty on every rank */
+        if (L->yh[i] == L->ignore) continue;
+        double S = 0.0;
+        for (int r = 0; r < L->vp->P; r++) S += all[(size_t)r * (size_t)L->N + (size_t)i].S;
+        if (S == 0.0) rc = all_minus_inf(i);
+    }
     tg_tensor *stage = rc == TG_OK ? ws_new(L, TG_CPU, TG_F64, 2, (int64_t[]){L->N, STAGE_COLS})
                                    : NULL;
     if (rc == TG_OK && !stage) rc = tg_last_status();

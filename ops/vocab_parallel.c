@@ -289,22 +289,31 @@ static tg_status vp_local_stats(tg_site s, const char *who, tg_tensor *z, const 
                         : NULL;
     if (st == TG_OK && !zy) st = tg_last_status();
     tg__lpe_bad bad = {-1, -1, 0.0};
+    if (st == TG_OK) st = tg__k_fill(stb, NAN); /* rows the kernel refuses stay NaN */
     if (st == TG_OK) st = tg__k_lpe_forward(z, *yl, TG__VP_IGNORED, it, o->chunk_size, lpb, NULL,
                                             stb, 3, &bad);
-    if (st == TG_OK && bad.row >= 0) { /* the entry named in the whole vocabulary */
-        st = tg__lpe_locate_bad(who, z, &bad, it);
-        if (st == TG_OK && bad.col >= 0) bad.col += vp->start[vp->rank];
-        if (st == TG_OK) st = tg__lpe_bad_row_error(who, z, &bad, it);
-    }
     if (st == TG_OK) st = tg__k_gather_forward(z, idx, zy);
     void *own1 = NULL, *own2 = NULL;
     int64_t lo1 = 0, lo2 = 0;
     const double *sh = st == TG_OK ? tg__host_elems(who, stb, &own1, &lo1) : NULL;
     const void *zh = sh ? tg__host_elems(who, zy, &own2, &lo2) : NULL;
     if (st == TG_OK && !zh) st = tg_last_status();
+    /* a refused row: a NaN or +inf logit is the error (named in the whole
+     * vocabulary); all -inf on this slice is an empty part (other slices may
+     * hold its finite logits; empty on every rank is refused after the merge) */
+    for (int64_t i = 0; st == TG_OK && bad.row >= 0 && i < N; i++) {
+        const int64_t t = ((const int64_t *)tg__ptr(hy))[i];
+        if (t == TG__VP_IGNORED || !isnan(sh[3 * i + 1])) continue;
+        tg__lpe_bad b = {i, TG__LPE_COL_UNKNOWN, 0.0};
+        st = tg__lpe_locate_bad(who, z, &b, it);
+        if (st == TG_OK && b.col >= 0) {
+            b.col += vp->start[vp->rank];
+            st = tg__lpe_bad_row_error(who, z, &b, it);
+        }
+    }
     for (int64_t i = 0; st == TG_OK && i < N; i++) {
         const int64_t t = ((const int64_t *)tg__ptr(hy))[i];
-        if (t == TG__VP_IGNORED) {
+        if (t == TG__VP_IGNORED || isnan(sh[3 * i + 1])) {
             memset(&mine[i], 0, sizeof mine[i]);
             continue;
         }
@@ -353,6 +362,16 @@ tg_status tg__vp_logprob(tg_site s, const char *who, tg_status pre, tg_tensor *z
     local = mine && all ? vp_local_stats(s, who, z, &vp, yh, o, &yl, mine)
                         : tg__set_error(TG_ERR_NOMEM, "%s: out of memory", who);
     if ((rc = tg__vp_exchange(c, who, local, mine, N, all)) != TG_OK) goto out;
+    for (int64_t i = 0; i < N; i++) { /* a row empty on every rank */
+        if (yh[i] == o->ignore_index) continue;
+        double S = 0.0;
+        for (int r = 0; r < vp.P; r++) S += all[(size_t)r * (size_t)N + (size_t)i].S;
+        if (S == 0.0) {
+            rc = tg__set_error(TG_ERR_VALUE, "%s: row %lld: every logit is -inf (the row has no "
+                               "valid token; give it ignore_index)", who, (long long)i);
+            goto out;
+        }
+    }
     const bool record = tg__needs_grad(1, &z);
     const int nstat = record && o->want_entropy && o->entropy_grad ? 3 : 2;
     const tg_device dev = z->storage->device;

@@ -466,3 +466,36 @@ Test(linear_logprob, allocation_failure_sweep) {
         cr_assert_eq(tg_live().tensors, 0);
     }
 }
+
+Test(linear_logprob, a_block_all_minus_inf_is_an_empty_part) {
+    /* a bias of -inf on the last 17 of 37 vocabulary entries (padding that a
+     * model masks): with blocks of 8, two blocks are -inf for every row; the
+     * results must not depend on the block size, and a row that is -inf
+     * everywhere is still refused */
+    tg_tensor *h = tg_randn(TG_F64, 2, (int64_t[]){6, 4}, 1, 0.0, 1.0);
+    tg_tensor *w = tg_randn(TG_F64, 2, (int64_t[]){37, 4}, 2, 0.0, 1.0);
+    tg_tensor *b = tg_randn(TG_F64, 1, (int64_t[]){37}, 3, 0.0, 1.0);
+    for (int v = 20; v < 37; v++) ((double *)tg_data(b))[v] = -INFINITY;
+    tg_tensor *y = tg_from_data(TG_I64, 1, (int64_t[]){6}, (int64_t[]){1, 5, 19, 0, -100, 7});
+    tg_set_requires_grad(w, true);
+    tg_tensor *lp[2], *H[2], *gw[2];
+    for (int k = 0; k < 2; k++) {
+        tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
+        o.vocab_block = k ? 8 : 0;
+        cr_assert_eq(tg_linear_logprob_entropy(h, w, b, y, &o, &lp[k], &H[k], NULL), TG_OK,
+                     "block %d: %s", k ? 8 : 0, tg_last_error());
+        cr_assert_eq(tg_backward(tg_add(tg_sum(lp[k]), tg_sum(H[k])), NULL, false), TG_OK);
+        gw[k] = tg_clone(tg_grad(w));
+        tg_zero_grad(w);
+    }
+    cr_assert(max_rel(lp[1], lp[0]) < 1e-13 && max_rel(H[1], H[0]) < 1e-13, "%g %g",
+              max_rel(lp[1], lp[0]), max_rel(H[1], H[0]));
+    cr_assert(max_rel(gw[1], gw[0]) < 1e-13, "%g", max_rel(gw[1], gw[0]));
+    for (int v = 0; v < 37; v++) ((double *)tg_data(b))[v] = -INFINITY;
+    tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
+    o.vocab_block = 8;
+    tg_tensor *l2, *H2;
+    tg_clear_error();
+    cr_assert_eq(tg_linear_logprob_entropy(h, w, b, y, &o, &l2, &H2, NULL), TG_ERR_VALUE);
+    tgt_assert_error(TG_ERR_VALUE, "row 0", "every logit is -inf", NULL);
+}

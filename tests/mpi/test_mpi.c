@@ -189,6 +189,39 @@ static void bad_case(tg_comm *comm, bad_kind kind, int bad_rank, tg_status want,
     tg_scope_end(sc);
 }
 
+/* Logits -inf on the upper half of the vocabulary for some rows (a mask):
+ * the ranks holding only that half have rows all -inf on their slice, an
+ * empty part; the results are the single-process op's. A row -inf
+ * everywhere is refused on every rank. */
+static void masked_case(tg_comm *comm) {
+    int sc = tg_scope_begin();
+    const int64_t N = 5, V = 40;
+    int64_t start, len;
+    slice_of(V, g_rank, g_size, &start, &len);
+    tg_tensor *z = tg_randn(TG_F64, TG_SHAPE(N, V), 21, 0.0, 1.0);
+    double *zp = tg_data(z);
+    for (int64_t i = 0; i < N; i += 2)
+        for (int64_t v = V / 2; v < V; v++) zp[i * V + v] = -INFINITY;
+    tg_tensor *y = tg_from_data(TG_I64, TG_SHAPE(N), (int64_t[]){3, 30, 7, 39, 0});
+    tg_tensor *lp1, *H1, *lp, *H;
+    CHECK(tg_logprob_entropy(z, y, NULL, &lp1, &H1) == TG_OK, "%s", tg_last_error());
+    tg_tensor *zl = tg_contiguous(tg_narrow(z, 1, start, len));
+    tg_logprob_opts o = tg_logprob_opts_default();
+    o.comm = comm;
+    o.vocab_start = start;
+    CHECK(tg_logprob_entropy(zl, y, &o, &lp, &H) == TG_OK, "masked: %s", tg_last_error());
+    if (lp) CHECK(rel_err(lp, lp1) <= 1e-12 && rel_err(H, H1) <= 1e-12, "masked: %g %g",
+                  rel_err(lp, lp1), rel_err(H, H1));
+    for (int64_t v = 0; v < V; v++) zp[1 * V + v] = -INFINITY; /* row 1: nothing left */
+    zl = tg_contiguous(tg_narrow(z, 1, start, len));
+    tg_clear_error();
+    CHECK(tg_logprob_entropy(zl, y, &o, &lp, &H) == TG_ERR_VALUE, "all -inf: %s",
+          tg_last_error());
+    CHECK(strstr(tg_last_error(), "row 1: every logit is -inf") != NULL, "%s", tg_last_error());
+    tg_clear_error();
+    tg_scope_end(sc);
+}
+
 /* The (N, V) part of a step's peak falls as 1/P: the rest is the same as the
  * single-process op's. */
 static void memory_case(tg_comm *comm) {
@@ -413,6 +446,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof lins / sizeof lins[0]; i++) linear_case(comm, &lins[i]);
     linear_bad_case(comm, false, last);
     linear_bad_case(comm, true, last);
+    masked_case(comm);
     memory_case(comm);
     uint64_t ncoll = 0, bytes = 0;
     tg_comm_counters(comm, &ncoll, &bytes);
