@@ -87,6 +87,8 @@ static void abort_collectives(ptrvec *nodes, uint64_t epoch, tg_status st) {
         tg__node *n = nodes->v[i];
         if (!n->op || !n->op->abort || n->ran == epoch) continue;
         n->ran = epoch;
+        /* each node tells the first failure, not what an earlier abort left */
+        tg__set_error(st, "%s", msg ? msg : "(the message could not be kept)");
         n->op->abort(n, st);
     }
     tg__set_error(st, "%s", msg ? msg : "(the message could not be kept)");

@@ -39,7 +39,7 @@ static tg_status create(const void *arg0, void *arg1, void **handle, int *rank, 
         (rc = MPI_Comm_size(*dup, size)) != MPI_SUCCESS) {
         MPI_Comm_free(dup);
         free(dup);
-        return mpi_fail("MPI_Comm_rank/size", rc);
+        return mpi_fail("MPI_Comm_set_errhandler/MPI_Comm_rank/MPI_Comm_size", rc);
     }
     *handle = dup;
     return TG_OK;
