@@ -172,7 +172,8 @@ typedef struct lin {
     tg_comm *comm;
     const tg__vp *vp;
     int64_t vstart;
-    tg__lpe_acc *accs;   /* vocab-parallel: (N) this rank's part of every row */
+    tg__lpe_acc *accs;   /* vocab-parallel: (N) this rank's part of every row (xb.mine) */
+    tg__vp_buf xb;       /* vocab-parallel: the statistics exchange's buffers */
     int64_t *rows;       /* (chunk_rows) a gathered chunk's rows (see for_chunks) */
 } lin;
 
@@ -191,7 +192,7 @@ static void lin_done(lin *L) {
     rel(L->bbuf);
     rel(L->bcur);
     free(L->y_owned);
-    free(L->accs);
+    tg__vp_buf_free(&L->xb);
     free(L->rows);
 }
 
@@ -317,7 +318,7 @@ static tg_tensor *block_logits(const lin *L, int64_t c, int64_t vb) {
 static tg_status conv_buffers(lin *L) {
     const int64_t hn = L->plan.chunk_rows * L->d, wn = L->plan.vocab_block * L->d;
     if (!(L->hbuf = ws_new(L, L->dev, L->dt, 1, &hn))) return tg_last_status();
-    if (!(L->rows = malloc((size_t)L->plan.chunk_rows * sizeof *L->rows)))
+    if (!(L->rows = tg__xmalloc((size_t)L->plan.chunk_rows * sizeof *L->rows)))
         return tg__set_error(TG_ERR_NOMEM, "%s: out of memory", WHO);
     if (L->in_dt != TG_BF16) return TG_OK;
     if (!(L->wbuf = ws_new(L, L->dev, TG_F32, 1, &wn)) ||
@@ -546,7 +547,7 @@ static tg_status fwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
     if (st != TG_OK) return st;
     if (L->accs && r0 >= 0) return blocks_acc(L, r0, c, L->accs + r0); /* merged later */
     if (L->accs) { /* gathered rows: their accumulators to their places */
-        tg__lpe_acc *acc = calloc((size_t)c, sizeof *acc);
+        tg__lpe_acc *acc = tg__xcalloc((size_t)c, sizeof *acc);
         if (!acc) return tg__set_error(TG_ERR_NOMEM, "%s: out of memory", WHO);
         st = blocks_acc(L, r0, c, acc);
         for (int64_t i = 0; st == TG_OK && i < c; i++) L->accs[L->rows[i]] = acc[i];
@@ -561,11 +562,8 @@ static tg_status fwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
  * in one exchange (made whatever this rank's status rc: a failure here fails
  * every rank), merged in rank order and written to the outputs. */
 static tg_status vp_finish(lin *L, tg_status rc, fwd_out *o) {
-    tg__lpe_acc *all = rc == TG_OK ? malloc((size_t)(L->N > 0 ? L->N : 1) * (size_t)L->vp->P *
-                                            sizeof *all)
-                                   : NULL;
-    if (rc == TG_OK && !all) rc = tg__set_error(TG_ERR_NOMEM, "%s: out of memory", WHO);
-    rc = tg__vp_exchange(L->comm, WHO, rc, L->accs, L->N, all);
+    rc = tg__vp_exchange(L->comm, WHO, rc, &L->xb);
+    const tg__lpe_acc *all = L->xb.all;
     for (int64_t i = 0; rc == TG_OK && i < L->N; i++) { /* a row empty on every rank */
         if (L->yh[i] == L->ignore) continue;
         double S = 0.0;
@@ -579,7 +577,6 @@ static tg_status vp_finish(lin *L, tg_status rc, fwd_out *o) {
         tg__vp_merge(L->vp, L->yh, L->ignore, all, L->N, L->inv_t, tg__ptr(stage));
         rc = tg__lpe_put_rows(L->s, WHO, stage, 0, o->lp, o->H, o->st, o->nstat);
     }
-    free(all);
     rel(stage);
     return rc;
 }
@@ -722,18 +719,17 @@ static const char *const lin_name = "LinearLogprobEntropyBackward";
 
 static tg_status vp_reduce_dh(lin *L, tg_status rc, bool want_h, tg_tensor *dh) {
     const int P = tg_comm_size(L->comm);
-    tg__agree mine, *all = calloc((size_t)P, sizeof *all);
+    tg__agree mine;
+    const tg__agree *all = NULL;
     memset(&mine, 0, sizeof mine);
-    if (!all) return tg__set_error(TG_ERR_NOMEM, "%s: out of memory", lin_name);
     if (rc != TG_OK) tg__agree_fail(&mine, lin_name, rc);
     mine.sig[0] = want_h;
-    tg_status st = tg__comm_agree(L->comm, lin_name, &mine, all);
+    tg_status st = tg__comm_agree(L->comm, lin_name, &mine, &all);
     for (int r = 1; st == TG_OK && r < P; r++)
         if (all[r].sig[0] != all[0].sig[0])
             st = tg__set_error(TG_ERR_COMM, "%s: rank %d %s d hidden, rank 0 %s (the same graph "
                                "on every rank)", lin_name, r, all[r].sig[0] ? "wants" : "does not want",
                                all[0].sig[0] ? "does" : "does not");
-    free(all);
     if (st == TG_OK && want_h) st = tg__comm_allreduce_sum(L->comm, lin_name, dh);
     return st;
 }
@@ -948,6 +944,9 @@ static tg_status fused(tg_site s, tg_status pre, tg_tensor *hidden, tg_tensor *w
     const bool record = rc == TG_OK && tg__needs_grad(b ? 3 : 2, ins);
     const bool grad_h = record && o->want_entropy && o->entropy_grad;
     if (L.comm) {
+        /* the exchange's buffers before the agreement: a failure is told in it */
+        if (rc == TG_OK && (rc = tg__vp_buf_new(L.comm, WHO, L.N, &L.xb)) == TG_OK)
+            L.accs = L.xb.mine;
         const bool want_hg = record && tg__needs_grad(1, &hc);
         tg__vp_sig sig = {L.N, L.V, o->vocab_start, L.in_dt, o->temperature, o->ignore_index,
                           (int64_t)o->want_entropy | (int64_t)o->entropy_grad << 1 |
@@ -974,8 +973,6 @@ static tg_status fused(tg_site s, tg_status pre, tg_tensor *hidden, tg_tensor *w
                               conv_buffers(&L) != TG_OK))
              ? tg_last_status()
              : TG_OK;
-    if (rc == TG_OK && L.comm && !(L.accs = calloc((size_t)(L.N > 0 ? L.N : 1), sizeof *L.accs)))
-        rc = tg__set_error(TG_ERR_NOMEM, "%s: out of memory", WHO);
     if (rc != TG_OK && !L.comm) goto fail;
     if (rc == TG_OK && L.N > 0) rc = for_chunks(&L, fwd_chunk, &F);
     if (L.comm) rc = vp_finish(&L, rc, &F); /* every rank, whatever rc is */

@@ -102,11 +102,20 @@ void tg__vp_free(tg__vp *vp);
 #define TG__VP_IGNORED INT64_MIN
 
 int64_t tg__vp_local_target(const tg__vp *vp, int64_t y, int64_t ignore);
-/* Every rank's n row accumulators into all (P x n, rank-major), with the
- * local status carried along: when a rank failed, every rank returns its
- * error. One collective. */
-tg_status tg__vp_exchange(tg_comm *c, const char *who, tg_status local, const tg__lpe_acc *mine,
-                          int64_t n, tg__lpe_acc *all);
+/* The buffers of one statistics exchange of n rows: this rank's
+ * accumulators (mine, n, zeroed), every rank's (all, P x n, rank-major) and
+ * the messages. Allocated before the agreement, so that a failure is told
+ * there instead of by leaving a rank out of the exchange. */
+typedef struct tg__vp_buf {
+    int64_t n;
+    tg__lpe_acc *mine, *all;
+    char *send, *recv;
+} tg__vp_buf;
+tg_status tg__vp_buf_new(tg_comm *c, const char *who, int64_t n, tg__vp_buf *b);
+void tg__vp_buf_free(tg__vp_buf *b);
+/* Every rank's b->mine into b->all, with the local status carried along:
+ * when a rank failed, every rank returns its error. One collective. */
+tg_status tg__vp_exchange(tg_comm *c, const char *who, tg_status local, tg__vp_buf *b);
 /* Merges the P parts of each row in rank order into stage (n, 5): logprob,
  * entropy, M, ls, H (zeros for ignored rows); y the rows' global targets. */
 void tg__vp_merge(const tg__vp *vp, const int64_t *y, int64_t ignore, const tg__lpe_acc *all,

@@ -72,9 +72,9 @@ tg_status tg__vp_agree(tg_comm *c, const char *who, tg_status local, const tg__v
                        tg__vp *vp) {
     memset(vp, 0, sizeof *vp);
     const int P = tg_comm_size(c);
-    tg__agree mine, *all = calloc((size_t)P, sizeof *all);
+    tg__agree mine;
+    const tg__agree *all = NULL;
     memset(&mine, 0, sizeof mine);
-    if (!all) return tg__set_error(TG_ERR_NOMEM, "%s: out of memory for %d ranks", who, P);
     if (local != TG_OK) {
         tg__agree_fail(&mine, who, local);
     } else {
@@ -84,15 +84,14 @@ tg_status tg__vp_agree(tg_comm *c, const char *who, tg_status local, const tg__v
         memcpy(&mine.sig[SIG_TBITS], &sig->temperature, sizeof(double));
     }
     /* what the agreement fills, allocated before it: a failure here is told in it */
-    vp->start = malloc((size_t)P * sizeof *vp->start);
-    vp->len = malloc((size_t)P * sizeof *vp->len);
+    vp->start = tg__xmalloc((size_t)P * sizeof *vp->start);
+    vp->len = vp->start ? tg__xmalloc((size_t)P * sizeof *vp->len) : NULL;
     if ((!vp->start || !vp->len) && mine.status == TG_OK) {
         tg__set_error(TG_ERR_NOMEM, "%s: out of memory for %d ranks", who, P);
         tg__agree_fail(&mine, who, TG_ERR_NOMEM);
     }
-    tg_status st = tg__comm_agree(c, who, &mine, all);
+    tg_status st = tg__comm_agree(c, who, &mine, &all);
     if (st != TG_OK) {
-        free(all);
         tg__vp_free(vp);
         return st;
     }
@@ -103,7 +102,6 @@ tg_status tg__vp_agree(tg_comm *c, const char *who, tg_status local, const tg__v
         int r = what[k] ? differs(all, P, k) : -1;
         if (r < 0) continue;
         const long long mine_k = (long long)all[r].sig[k], first = (long long)all[0].sig[k];
-        free(all);
         tg__vp_free(vp);
         if (k == SIG_N)
             return tg__set_error(TG_ERR_SHAPE, "%s: rank %d has %lld rows, rank 0 %lld (every "
@@ -124,7 +122,6 @@ tg_status tg__vp_agree(tg_comm *c, const char *who, tg_status local, const tg__v
         vp->V += vp->len[r];
         if (all[r].sig[SIG_CHUNK] < vp->chunk) vp->chunk = all[r].sig[SIG_CHUNK];
     }
-    free(all);
     /* the slices tile [0, V): no two overlap and none goes past V (their
      * sizes add up to V, so together they cover it) */
     for (int r = 0; r < P; r++) {
@@ -168,17 +165,38 @@ int64_t tg__vp_local_target(const tg__vp *vp, int64_t y, int64_t ignore) {
     return -1; /* neither ignored nor in the slice: no target term */
 }
 
-tg_status tg__vp_exchange(tg_comm *c, const char *who, tg_status local, const tg__lpe_acc *mine,
-                          int64_t n, tg__lpe_acc *all) {
+tg_status tg__vp_buf_new(tg_comm *c, const char *who, int64_t n, tg__vp_buf *b) {
+    const size_t P = (size_t)tg_comm_size(c), rows = (size_t)(n > 0 ? n : 1);
+    const size_t bytes = sizeof(tg__agree) + (size_t)n * sizeof(tg__lpe_acc);
+    memset(b, 0, sizeof *b);
+    b->n = n;
+    b->mine = tg__xcalloc(rows, sizeof *b->mine);
+    b->all = b->mine ? tg__xcalloc(rows * P, sizeof *b->all) : NULL;
+    b->send = b->all ? tg__xcalloc(1, bytes) : NULL;
+    b->recv = b->send ? tg__xmalloc(bytes * P) : NULL;
+    if (b->mine && b->all && b->send && b->recv) return TG_OK;
+    tg__vp_buf_free(b);
+    return tg__set_error(TG_ERR_NOMEM, "%s: out of memory for the statistics of %lld rows on %zu "
+                         "ranks", who, (long long)n, P);
+}
+
+void tg__vp_buf_free(tg__vp_buf *b) {
+    free(b->mine);
+    free(b->all);
+    free(b->send);
+    free(b->recv);
+    memset(b, 0, sizeof *b);
+}
+
+tg_status tg__vp_exchange(tg_comm *c, const char *who, tg_status local, tg__vp_buf *buf) {
     const int P = tg_comm_size(c);
+    const int64_t n = buf->n;
     const size_t hdr = sizeof(tg__agree), row = sizeof(tg__lpe_acc);
     const size_t bytes = hdr + (size_t)n * row;
-    char *send = calloc(1, bytes), *recv = malloc(bytes * (size_t)P);
-    if (!send || !recv) {
-        free(send);
-        free(recv);
-        return tg__set_error(TG_ERR_NOMEM, "%s: out of memory for the statistics exchange", who);
-    }
+    char *send = buf->send, *recv = buf->recv;
+    const tg__lpe_acc *mine = buf->mine;
+    tg__lpe_acc *all = buf->all;
+    memset(send, 0, hdr);
     tg__agree *h = (tg__agree *)send;
     if (local != TG_OK) tg__agree_fail(h, who, local);
     else if (n > 0) memcpy(send + hdr, mine, (size_t)n * row);
@@ -189,10 +207,8 @@ tg_status tg__vp_exchange(tg_comm *c, const char *who, tg_status local, const tg
         e->msg[sizeof e->msg - 1] = '\0';
         st = tg__set_error((tg_status)e->status, "%s: rank %d: %s", who, r, e->msg);
     }
-    for (int r = 0; st == TG_OK && n > 0 && r < P; r++) /* all is there when local was TG_OK */
+    for (int r = 0; st == TG_OK && n > 0 && r < P; r++)
         memcpy(all + (size_t)r * (size_t)n, recv + (size_t)r * bytes + hdr, (size_t)n * row);
-    free(send);
-    free(recv);
     return st;
 }
 
@@ -339,7 +355,8 @@ tg_status tg__vp_logprob(tg_site s, const char *who, tg_status pre, tg_tensor *z
     tg_tensor *stage = NULL;
     void *yown = NULL;
     const int64_t *yh = NULL;
-    tg__lpe_acc *mine = NULL, *all = NULL;
+    tg__vp_buf xb;
+    memset(&xb, 0, sizeof xb);
     tg__vp vp;
     memset(&vp, 0, sizeof vp);
     int64_t N = 0;
@@ -349,6 +366,8 @@ tg_status tg__vp_logprob(tg_site s, const char *who, tg_status pre, tg_tensor *z
         yh = yc ? tg__lpe_targets_host(who, yc, &yown) : NULL;
         if (!yh) local = tg_last_status();
     }
+    /* what the exchange needs, before the agreement: a failure is told in it */
+    if (local == TG_OK) local = tg__vp_buf_new(c, who, N, &xb);
     tg__vp_sig sig = {N, local == TG_OK ? z->shape[z->ndim - 1] : 0, o->vocab_start,
                       local == TG_OK ? z->dtype : 0, o->temperature, o->ignore_index,
                       (int64_t)o->want_entropy | (int64_t)o->entropy_grad << 1 |
@@ -357,11 +376,9 @@ tg_status tg__vp_logprob(tg_site s, const char *who, tg_status pre, tg_tensor *z
     tg_status rc = tg__vp_agree(c, who, local, &sig, &vp);
     if (rc != TG_OK) goto out;
     /* every rank's part of every row, one exchange, the same merge everywhere */
-    mine = calloc((size_t)(N > 0 ? N : 1), sizeof *mine);
-    all = calloc((size_t)(N > 0 ? N : 1) * (size_t)vp.P, sizeof *all);
-    local = mine && all ? vp_local_stats(s, who, z, &vp, yh, o, &yl, mine)
-                        : tg__set_error(TG_ERR_NOMEM, "%s: out of memory", who);
-    if ((rc = tg__vp_exchange(c, who, local, mine, N, all)) != TG_OK) goto out;
+    local = vp_local_stats(s, who, z, &vp, yh, o, &yl, xb.mine);
+    if ((rc = tg__vp_exchange(c, who, local, &xb)) != TG_OK) goto out;
+    const tg__lpe_acc *all = xb.all;
     for (int64_t i = 0; i < N; i++) { /* a row empty on every rank */
         if (yh[i] == o->ignore_index) continue;
         double S = 0.0;
@@ -412,8 +429,7 @@ out:;
     for (int k = 0; k < 7; k++)
         if (rel[k]) tg__tensor_release(rel[k]);
     free(yown);
-    free(mine);
-    free(all);
+    tg__vp_buf_free(&xb);
     tg__vp_free(&vp);
     return rc;
 }

@@ -14,6 +14,8 @@ struct tg_comm {
     void *handle;
     int rank, size;
     uint64_t collectives, bytes_sent;
+    tg__agree *agreed; /* (size) the last agreement's entries: allocated with the
+                        * communicator, so that an agreement never needs memory */
 };
 
 bool tg_comm_available(tg_comm_kind kind) {
@@ -22,14 +24,21 @@ bool tg_comm_available(tg_comm_kind kind) {
 }
 
 static tg_status make(const tg__comm_impl *impl, const void *a0, void *a1, tg_comm **out) {
-    tg_comm *c = calloc(1, sizeof *c);
-    if (!c) return tg__set_error(TG_ERR_NOMEM, "out of memory making a communicator");
+    const char *kind = impl == &tg__comm_mpi ? "mpi" : "nccl";
+    tg_comm *c = tg__xcalloc(1, sizeof *c);
+    if (!c) return tg__set_error(TG_ERR_NOMEM, "tg_comm_from_%s: out of memory", kind);
     c->impl = impl;
     tg_status st = impl->create(a0, a1, &c->handle, &c->rank, &c->size);
     if (st != TG_OK) {
         free(c);
-        return tg__set_error(st, "tg_comm_from_%s: %s", impl == &tg__comm_mpi ? "mpi" : "nccl",
-                             tg_last_error());
+        return tg__set_error(st, "tg_comm_from_%s: %s", kind, tg_last_error());
+    }
+    if (!(c->agreed = tg__xcalloc((size_t)c->size, sizeof *c->agreed))) {
+        st = tg__set_error(TG_ERR_NOMEM, "tg_comm_from_%s: out of memory for the agreement of "
+                           "%d ranks", kind, c->size);
+        impl->destroy(c->handle);
+        free(c);
+        return st;
     }
     *out = c;
     return TG_OK;
@@ -54,6 +63,7 @@ tg_status tg_comm_from_nccl(void *nccl_comm, void *stream, tg_comm **out) {
 tg_status tg_comm_free(tg_comm *c) {
     if (!c) return TG_OK;
     tg_status st = c->impl->destroy(c->handle);
+    free(c->agreed);
     free(c);
     return st;
 }
@@ -109,7 +119,10 @@ tg_status tg__comm_allreduce_sum(tg_comm *c, const char *who, tg_tensor *t) {
     return TG_OK;
 }
 
-tg_status tg__comm_agree(tg_comm *c, const char *who, tg__agree *mine, tg__agree *all) {
+tg_status tg__comm_agree(tg_comm *c, const char *who, tg__agree *mine,
+                         const tg__agree **agreed) {
+    tg__agree *all = c->agreed;
+    *agreed = all;
     tg_status st = tg__comm_allgather_host(c, who, mine, all, sizeof *mine);
     if (st != TG_OK) return st;
     for (int r = 0; r < c->size; r++) {

@@ -35,6 +35,8 @@ typedef struct tg__leafref tg__leafref;
 
 /* ---- errors (tape/error.c) ----------------------------------------------- */
 
+/* The longest message kept (with its '\0'); longer ones are cut, ending "...". */
+#define TG__MSG_LEN 4096
 /* Records st and the formatted message for this thread (overwriting any
  * previous error) and returns st. */
 tg_status tg__set_error(tg_status st, const char *fmt, ...) TG__PRINTF(2, 3);
@@ -563,10 +565,13 @@ tg_status tg__comm_allgather_host(tg_comm *c, const char *who, const void *send,
  * in place. Counts one collective. */
 tg_status tg__comm_allreduce_sum(tg_comm *c, const char *who, tg_tensor *t);
 /* The agreement step: one fixed-size all-gather of every rank's entry into
- * all[size] (so it cannot deadlock on a shape mismatch). When some rank's
- * status is not TG_OK, every rank sets the error of the lowest such rank,
- * "who: rank r: its message", with its status, and returns it. */
-tg_status tg__comm_agree(tg_comm *c, const char *who, tg__agree *mine, tg__agree *all);
+ * the communicator's own buffer of size entries (so it cannot deadlock on a
+ * shape mismatch, and needs no memory: nothing can stop one rank from
+ * taking part). *agreed points at it until the next agreement. When some
+ * rank's status is not TG_OK, every rank sets the error of the lowest such
+ * rank, "who: rank r: its message", with its status, and returns it. */
+tg_status tg__comm_agree(tg_comm *c, const char *who, tg__agree *mine,
+                         const tg__agree **agreed);
 /* Fills a's status and message from this thread's last error (without a
  * leading "who: "). */
 void tg__agree_fail(tg__agree *a, const char *who, tg_status st);

@@ -10,6 +10,7 @@
  * memory timeline records, backward is a span named "tg_backward" and each
  * node run a span inside it named by the node. */
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,31 +69,52 @@ static int by_id_desc(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
-/* This rank's backward stopped with st: each node that makes collectives and
- * did not run is told (tg__op_def.abort), in the order the nodes would have
- * run, so that the other ranks waiting in its collective fail too. The
- * thread's error is what it was. */
-static void abort_collectives(ptrvec *nodes, uint64_t epoch, tg_status st) {
-    bool any = false;
-    for (size_t i = 0; i < nodes->n; i++) {
-        const tg__node *n = nodes->v[i];
-        any |= n->op && n->op->abort && n->ran != epoch;
+/* This rank's backward stopped with st: each node reachable from start that
+ * makes collectives and did not run in this backward (ran != epoch) is told
+ * (tg__op_def.abort), in the order the nodes would have run (latest created
+ * first), so that the other ranks waiting in its collective fail too. It
+ * needs no memory, since running out of it is one of the failures it tells:
+ * the graph is walked through the nodes' free_next link (a node reachable
+ * from a live one is never on a release worklist) and the nodes to tell are
+ * taken largest id first from a list through the same link. Called on every
+ * failure of tg_backward, also before the graph was collected (the seed or
+ * the collection could not be allocated, a wrong-shaped grad). The thread's
+ * error is what it was. */
+static void abort_collectives(tg__node *start, uint64_t epoch, tg_status st) {
+    if (!start) return;
+    const uint64_t walk = atomic_fetch_add(&g_epoch, 1);
+    tg__node *todo = start, *tell = NULL;
+    start->mark = walk;
+    start->free_next = NULL;
+    while (todo) {
+        tg__node *n = todo;
+        todo = n->free_next;
+        for (int e = 0; e < n->n_in; e++) {
+            if (n->edge[e].kind != TG__EDGE_NODE || n->edge[e].node->mark == walk) continue;
+            tg__node *c = n->edge[e].node;
+            c->mark = walk;
+            c->free_next = todo;
+            todo = c;
+        }
+        if (n->op && n->op->abort && n->ran != epoch) {
+            n->free_next = tell;
+            tell = n;
+        }
     }
-    if (!any) return;
-    const char *m = tg_last_error();
-    char *msg = malloc(strlen(m) + 1);
-    if (msg) strcpy(msg, m);
-    qsort(nodes->v, nodes->n, sizeof *nodes->v, by_id_desc);
-    for (size_t i = 0; i < nodes->n; i++) {
-        tg__node *n = nodes->v[i];
-        if (!n->op || !n->op->abort || n->ran == epoch) continue;
-        n->ran = epoch;
+    if (!tell) return;
+    char msg[TG__MSG_LEN];
+    snprintf(msg, sizeof msg, "%s", tg_last_error());
+    for (;;) {
+        tg__node *next = NULL;
+        for (tg__node *n = tell; n; n = n->free_next)
+            if (n->ran != epoch && (!next || n->id > next->id)) next = n;
+        if (!next) break;
+        next->ran = epoch;
         /* each node tells the first failure, not what an earlier abort left */
-        tg__set_error(st, "%s", msg ? msg : "(the message could not be kept)");
-        n->op->abort(n, st);
+        tg__set_error(st, "%s", msg);
+        next->op->abort(next, st);
     }
-    tg__set_error(st, "%s", msg ? msg : "(the message could not be kept)");
-    free(msg);
+    tg__set_error(st, "%s", msg);
 }
 
 /* t fits m: same shape and dtype; an f32 gradient also fits a bf16 input
@@ -239,8 +261,13 @@ has_grad:
 
 tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
     if (tg__null_arg(root, "tg_backward", "root")) return tg_last_status();
+    /* this backward's epoch: a node that ran in it has ran == epoch */
+    const uint64_t epoch = atomic_fetch_add(&g_epoch, 1);
     tg_status st = check_root(root, grad);
-    if (st != TG_OK) return st;
+    if (st != TG_OK) {
+        abort_collectives(root->grad_fn, epoch, st);
+        return st;
+    }
     const bool timeline = tg__timeline_on(); /* the whole backward is a span too */
     uint64_t tl_token = timeline ? tg__tl_span_begin("tg_backward") : 0;
 
@@ -248,6 +275,7 @@ tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
     int prev_scopes = tg__scopes_suspend();
     tg_mem_category prev_cat = tg__set_category_override(TG_MEM_GRADIENT);
     ptrvec nodes = {0}, ready = {0}, leaves = {0};
+    tg__node *rn = NULL;
 
     tg_tensor *seed;
     if (grad) {
@@ -259,7 +287,6 @@ tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
         if (!seed || !(seed = tg__k_ok(tg__k_fill(seed, 1.0), seed))) goto fail_nomsg;
     }
 
-    tg__node *rn;
     if (!tg__grad_fn(root, &rn)) { /* a view's grad_fn could not be made */
         tg__tensor_release(seed);
         st = tg_last_status();
@@ -284,7 +311,6 @@ tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
     }
 
     /* (1) reachable nodes and dependency counts */
-    uint64_t epoch = atomic_fetch_add(&g_epoch, 1);
     rn->mark = epoch;
     rn->deps = 0;
     if (!vec_push(&nodes, rn)) goto fail_seed;
@@ -400,7 +426,7 @@ fail_seed:
 fail_nomsg:
     st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_NOMEM;
 done:
-    if (st != TG_OK) abort_collectives(&nodes, epoch, st);
+    if (st != TG_OK) abort_collectives(rn ? rn : root->grad_fn, epoch, st);
     /* Drop gradients still buffered (failure paths) so nothing leaks. */
     for (size_t i = 0; i < nodes.n; i++) {
         tg__node *n = nodes.v[i];

@@ -8,8 +8,6 @@
 
 #include "core.h"
 
-#define TG__MSG_LEN 4096
-
 static _Thread_local tg_status tl_status = TG_OK;
 static _Thread_local char tl_msg[TG__MSG_LEN];
 

@@ -360,6 +360,90 @@ static void linear_bad_case(tg_comm *comm, bool in_backward, int bad_rank) {
     tg_scope_end(sc);
 }
 
+/* Every allocation of one rank's call in turn fails (failure injection on
+ * the last rank only, SQLite's sweep). The call never leaves the others
+ * waiting in a collective (run.sh's timeout bounds the run); every rank ends
+ * with TG_OK or TG_ERR_NOMEM; a rank failing because another did names it;
+ * and a failure before the statistics exchange (the exchange's own buffers
+ * included) fails every rank. The modes: the logits op (forward and its
+ * collective-free backward), the linear op's forward, the linear op's
+ * backward after a clean forward. A failure after a forward's exchange
+ * (recording the node) fails that rank alone: the linear op's forward
+ * sweep therefore ends there, before backward. */
+typedef enum { SWEEP_LOGITS, SWEEP_LINEAR_FWD, SWEEP_LINEAR_BWD } sweep_mode;
+
+static void alloc_sweep_case(tg_comm *comm, sweep_mode mode) {
+    const int bad = g_size - 1;
+    const int64_t N = 6, d = 3, V = 17;
+    int64_t start, len;
+    slice_of(V, g_rank, g_size, &start, &len);
+    int all_failed = 0, stats_told = 0;
+    uint64_t k;
+    char r[32];
+    snprintf(r, sizeof r, "rank %d", bad);
+    for (k = 1; k < 5000; k++) {
+        int sc = tg_scope_begin();
+        tg_tensor *y = tg_randint(TG_SHAPE(N), 3, 0, V);
+        ((int64_t *)tg_data(y))[2] = -100;
+        tg_tensor *lp = NULL, *H = NULL, *L = NULL, *loss = NULL;
+        tg_status st;
+        tg_clear_error();
+        if (mode == SWEEP_LOGITS) {
+            tg_tensor *z = tg_randn(TG_F64, TG_SHAPE(N, len), 5 + g_rank, 0.0, 1.0);
+            tg_set_requires_grad(z, true);
+            tg_logprob_opts o = tg_logprob_opts_default();
+            o.comm = comm;
+            o.vocab_start = start;
+            tg_fault_inject(g_rank == bad ? k : 0, false);
+            st = tg_logprob_entropy_lse(z, y, &o, &lp, &H, &L);
+            if (st == TG_OK) st = (loss = tg_add(tg_sum(lp), tg_sum(H))) ? TG_OK : tg_last_status();
+            if (st == TG_OK) st = tg_backward(loss, NULL, false); /* no collective */
+        } else {
+            tg_tensor *h = tg_randn(TG_F64, TG_SHAPE(N, d), 1, 0.0, 1.0);
+            tg_tensor *w = tg_randn(TG_F64, TG_SHAPE(len, d), 2 + g_rank, 0.0, 1.0);
+            tg_set_requires_grad(h, true);
+            tg_set_requires_grad(w, true);
+            tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
+            o.comm = comm;
+            o.vocab_start = start;
+            o.chunk_rows = 2;
+            o.vocab_block = 2;
+            if (mode == SWEEP_LINEAR_FWD) tg_fault_inject(g_rank == bad ? k : 0, false);
+            st = tg_linear_logprob_entropy(h, w, NULL, y, &o, &lp, &H, &L);
+            if (mode == SWEEP_LINEAR_BWD) {
+                CHECK(st == TG_OK, "sweep: clean forward: %s", tg_last_error());
+                loss = tg_add(tg_sum(lp), tg_sum(H));
+                tg_fault_inject(g_rank == bad ? k : 0, false);
+                st = tg_backward(loss, NULL, false);
+            }
+        }
+        const uint64_t fired = tg_fault_inject(0, false);
+        CHECK(st == TG_OK || st == TG_ERR_NOMEM, "sweep %d, k %llu: %s: %s", (int)mode,
+              (unsigned long long)k, tg_status_name(st), tg_last_error());
+        if (st != TG_OK && g_rank != bad)
+            CHECK(strstr(tg_last_error(), r) != NULL, "sweep %d, k %llu: message lacks '%s': %s",
+                  (int)mode, (unsigned long long)k, r, tg_last_error());
+        int mine[2] = {st != TG_OK, fired > 0}, *every = malloc(2 * sizeof(int) * (size_t)g_size);
+        MPI_Allgather(mine, 2, MPI_INT, every, 2, MPI_INT, MPI_COMM_WORLD);
+        int failed = 0;
+        for (int q = 0; q < g_size; q++) failed += every[2 * q];
+        const bool more = every[2 * bad + 1];
+        free(every);
+        if (failed == g_size) {
+            all_failed++;
+            if (strstr(tg_last_error(), "for the statistics of")) stats_told++;
+        }
+        tg_clear_error();
+        tg_scope_end(sc);
+        if (!more) break;
+    }
+    CHECK(k > 10 && k < 5000, "sweep %d: %llu allocations", (int)mode, (unsigned long long)k);
+    CHECK(all_failed > 0, "sweep %d: no failure was told to every rank", (int)mode);
+    if (mode != SWEEP_LINEAR_BWD)
+        CHECK(stats_told > 0, "sweep %d: the statistics buffers' failure was not told to every "
+              "rank", (int)mode);
+}
+
 static void kill_case(tg_comm *comm) {
     int64_t start, len;
     slice_of(50, g_rank, g_size, &start, &len);
@@ -448,6 +532,9 @@ int main(int argc, char **argv) {
     linear_bad_case(comm, true, last);
     masked_case(comm);
     memory_case(comm);
+    alloc_sweep_case(comm, SWEEP_LOGITS);
+    alloc_sweep_case(comm, SWEEP_LINEAR_FWD);
+    alloc_sweep_case(comm, SWEEP_LINEAR_BWD);
     uint64_t ncoll = 0, bytes = 0;
     tg_comm_counters(comm, &ncoll, &bytes);
     CHECK(ncoll > 0, "no collective counted");
