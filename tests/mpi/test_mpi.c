@@ -360,6 +360,38 @@ static void linear_bad_case(tg_comm *comm, bool in_backward, int bad_rank) {
     tg_scope_end(sc);
 }
 
+/* A wrong-shaped grad given to tg_backward on one rank: its backward stops
+ * before it has looked at the graph, and the linear op's node on the other
+ * ranks must still hear of it (they fail naming the rank, no hang). */
+static void linear_bad_grad_case(tg_comm *comm, int bad_rank) {
+    int sc = tg_scope_begin();
+    const int64_t N = 5, d = 3, V = 19;
+    int64_t start, len;
+    slice_of(V, g_rank, g_size, &start, &len);
+    tg_tensor *h = tg_randn(TG_F64, TG_SHAPE(N, d), 1, 0.0, 1.0);
+    tg_tensor *w = tg_randn(TG_F64, TG_SHAPE(len, d), 2 + g_rank, 0.0, 1.0);
+    tg_set_requires_grad(h, true);
+    tg_tensor *y = tg_randint(TG_SHAPE(N), 3, 0, V);
+    tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
+    o.comm = comm;
+    o.vocab_start = start;
+    tg_tensor *lp = NULL, *H = NULL;
+    CHECK(tg_linear_logprob_entropy(h, w, NULL, y, &o, &lp, &H, NULL) == TG_OK, "%s",
+          tg_last_error());
+    tg_tensor *g = tg_ones(TG_F64, TG_SHAPE(g_rank == bad_rank ? N + 1 : N));
+    tg_clear_error();
+    tg_status st = tg_backward(lp, g, false);
+    CHECK(st == TG_ERR_SHAPE, "bad grad: %s: %s", tg_status_name(st), tg_last_error());
+    char r[32];
+    snprintf(r, sizeof r, "rank %d", bad_rank);
+    if (g_rank != bad_rank)
+        CHECK(strstr(tg_last_error(), r) != NULL, "bad grad: message lacks '%s': %s", r,
+              tg_last_error());
+    CHECK(tg_grad(h) == NULL, "a failed backward set a gradient");
+    tg_clear_error();
+    tg_scope_end(sc);
+}
+
 /* Every allocation of one rank's call in turn fails (failure injection on
  * the last rank only, SQLite's sweep). The call never leaves the others
  * waiting in a collective (run.sh's timeout bounds the run); every rank ends
@@ -530,6 +562,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof lins / sizeof lins[0]; i++) linear_case(comm, &lins[i]);
     linear_bad_case(comm, false, last);
     linear_bad_case(comm, true, last);
+    linear_bad_grad_case(comm, last);
     masked_case(comm);
     memory_case(comm);
     alloc_sweep_case(comm, SWEEP_LOGITS);
