@@ -110,20 +110,33 @@ tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype d
                                  tg_dtype_name(dt), (long long)d, least);
     }
     if (!vb) {
-        /* the whole vocabulary when enough rows fit, else blocks of it */
-        const int64_t want = c ? c : (nmax < MIN_CHUNK ? nmax : MIN_CHUNK);
-        if ((size_t)want * per_row(V, es, has_bias, crow) + (size_t)V * cvoc <= B) {
+        /* the whole vocabulary when enough rows fit, else blocks of it. With
+         * bf16 every chunk converts the whole weight again (its blocks' f32
+         * copies): chunks of d rows, where the logits block and the weight
+         * block take the same room, keep that conversion to about 1/d of the
+         * GEMMs' work (128-row chunks made it a quarter of the step) */
+        const int64_t goal = bf && d > MIN_CHUNK ? d : MIN_CHUNK;
+        const int64_t least = c ? c : (nmax < MIN_CHUNK ? nmax : MIN_CHUNK);
+        if ((size_t)least * per_row(V, es, has_bias, crow) + (size_t)V * cvoc <= B) {
             vb = V;
         } else {
+            const int64_t want = c ? c : (nmax < goal ? nmax : goal);
             /* rows * (vb es + extra) + vb cvoc <= B */
             const size_t extra = per_row(0, es, has_bias, crow);
             int64_t rows = want;
             while (rows > 1 && B < (size_t)rows * (extra + es) + cvoc) rows /= 2;
-            vb = B > (size_t)rows * extra
-                     ? (int64_t)((B - (size_t)rows * extra) / ((size_t)rows * es + cvoc))
-                     : 0;
-            if (vb < 1) vb = 1;
-            if (vb >= V) vb = V > 1 ? V - 1 : 1; /* several blocks were needed */
+            for (;;) {
+                vb = B > (size_t)rows * extra
+                         ? (int64_t)((B - (size_t)rows * extra) / ((size_t)rows * es + cvoc))
+                         : 0;
+                if (vb < 1) vb = 1;
+                if (vb >= V) vb = V > 1 ? V - 1 : 1; /* several blocks were needed */
+                vb = (V + (V + vb - 1) / vb - 1) / ((V + vb - 1) / vb); /* as many, even */
+                /* d rows beside a sliver of the vocabulary: fewer rows (not
+                 * below 128), a block at least as wide as the chunk is tall */
+                if (c || rows <= MIN_CHUNK || vb >= rows) break;
+                rows = rows / 2 > MIN_CHUNK ? rows / 2 : MIN_CHUNK;
+            }
             if (!c) c = rows;
         }
     }

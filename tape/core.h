@@ -566,8 +566,9 @@ tg_status tg__comm_allgather_host(tg_comm *c, const char *who, const void *send,
 tg_status tg__comm_allreduce_sum(tg_comm *c, const char *who, tg_tensor *t);
 /* The agreement step: one fixed-size all-gather of every rank's entry into
  * the communicator's own buffer of size entries (so it cannot deadlock on a
- * shape mismatch, and needs no memory: nothing can stop one rank from
- * taking part). *agreed points at it until the next agreement. When some
+ * shape mismatch, and over MPI needs no memory: running out of it cannot
+ * keep one rank out; over NCCL it is staged through device buffers it
+ * allocates). *agreed points at it until the next agreement. When some
  * rank's status is not TG_OK, every rank sets the error of the lowest such
  * rank, "who: rank r: its message", with its status, and returns it. */
 tg_status tg__comm_agree(tg_comm *c, const char *who, tg__agree *mine,

@@ -422,6 +422,47 @@ Test(linear_logprob, bad_inputs) {
 #undef BAD
 }
 
+/* The default plan at trainers' sizes: within the budget, blocks of even
+ * size, and for bf16 (which converts the weight once per chunk) chunks of d
+ * rows while a block stays at least as wide, never a sliver of the
+ * vocabulary beside thousands of rows. */
+Test(linear_logprob, default_plan_shapes) {
+    const int64_t ds[] = {256, 1024, 4096, 5789, 8192, 16384};
+    const int64_t Vs[] = {32000, 128256, 256000};
+    const size_t budgets[] = {(size_t)64 << 20, TG_LINEAR_LOGPROB_WORKSPACE, (size_t)513 << 20};
+    const tg_dtype dts[] = {TG_F32, TG_BF16};
+    for (size_t a = 0; a < 6; a++)
+        for (size_t v = 0; v < 3; v++)
+            for (size_t k = 0; k < 3; k++)
+                for (size_t t = 0; t < 2; t++) {
+                    tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
+                    o.workspace_bytes = budgets[k];
+                    tg_linear_logprob_plan p;
+                    cr_assert_eq(tg_linear_logprob_plan_for(65536, ds[a], Vs[v], dts[t], true, &o,
+                                                            &p), TG_OK);
+                    const int64_t c = p.chunk_rows, vb = p.vocab_block, nb = p.n_blocks;
+                    cr_assert(p.forward_workspace <= budgets[k] &&
+                              p.backward_workspace <= budgets[k]);
+                    cr_assert_eq(nb, (Vs[v] + vb - 1) / vb);
+                    /* even blocks: the last one is at most nb - 1 entries short */
+                    cr_assert(nb * vb - Vs[v] < nb, "V %lld: %lld blocks of %lld",
+                              (long long)Vs[v], (long long)nb, (long long)vb);
+                    if (nb > 1) {
+                        cr_assert(vb >= c || c == 128, "d %lld V %lld %s budget %zu: chunk %lld "
+                                  "beside a block of %lld", (long long)ds[a], (long long)Vs[v],
+                                  tg_dtype_name(dts[t]), budgets[k], (long long)c, (long long)vb);
+                    }
+                    if (dts[t] == TG_BF16 && nb > 1 && ds[a] == 1024 && budgets[k] ==
+                        TG_LINEAR_LOGPROB_WORKSPACE)
+                        cr_assert_eq(c, 1024, "bf16 d 1024: chunk %lld", (long long)c);
+                }
+    /* the bench's bf16 shape: 1024-row chunks, 5 blocks of 25652 */
+    tg_linear_logprob_plan p;
+    cr_assert_eq(tg_linear_logprob_plan_for(8192, 1024, 128256, TG_BF16, false, NULL, &p), TG_OK);
+    cr_assert(p.chunk_rows == 1024 && p.vocab_block == 25652 && p.n_blocks == 5,
+              "%lld x %lld", (long long)p.chunk_rows, (long long)p.vocab_block);
+}
+
 /* ---- allocation failures ------------------------------------------------------------ */
 
 Test(linear_logprob, allocation_failure_sweep) {

@@ -16,7 +16,9 @@
  *
  * Every collective the library makes goes through one communicator object,
  * which counts them (tg_comm_counters): the benchmarks report collectives and
- * bytes per step from it.
+ * bytes per step from it. A communicator is used by one thread at a time (as
+ * MPI and NCCL require of their collectives' order); two communicators may be
+ * used from two threads.
  */
 #ifndef TAPEGRAD_COMM_H
 #define TAPEGRAD_COMM_H
