@@ -730,20 +730,29 @@ static tg_status lin_from_node(tg__node *n, lin *L) {
 
 static const char *const lin_name = "LinearLogprobEntropyBackward";
 
-static tg_status vp_reduce_dh(lin *L, tg_status rc, bool want_h, tg_tensor *dh) {
+/* The backward's agreement, then (every rank ran its part) the all-reduce of
+ * d hidden. skipped: no gradient reached the node on this rank (dh NULL). */
+static tg_status vp_reduce_dh(lin *L, tg_status rc, bool want_h, bool skipped, tg_tensor *dh) {
     const int P = tg_comm_size(L->comm);
     tg__agree mine;
     const tg__agree *all = NULL;
     memset(&mine, 0, sizeof mine);
     if (rc != TG_OK) tg__agree_fail(&mine, lin_name, rc);
     mine.sig[0] = want_h;
+    mine.sig[1] = skipped;
     tg_status st = tg__comm_agree(L->comm, lin_name, &mine, &all);
-    for (int r = 1; st == TG_OK && r < P; r++)
-        if (all[r].sig[0] != all[0].sig[0])
+    for (int r = 1; st == TG_OK && r < P; r++) {
+        if (all[r].sig[1] != all[0].sig[1])
+            st = tg__set_error(TG_ERR_COMM, "%s: rank %d's backward %s a gradient to this node, "
+                               "rank 0's %s (the same graph on every rank)", lin_name, r,
+                               all[r].sig[1] ? "brought no" : "brought", all[0].sig[1] ? "did not"
+                                                                                    : "did");
+        else if (all[r].sig[0] != all[0].sig[0])
             st = tg__set_error(TG_ERR_COMM, "%s: rank %d %s d hidden, rank 0 %s (the same graph "
                                "on every rank)", lin_name, r, all[r].sig[0] ? "wants" : "does not want",
                                all[0].sig[0] ? "does" : "does not");
-    if (st == TG_OK && want_h) st = tg__comm_allreduce_sum(L->comm, lin_name, dh);
+    }
+    if (st == TG_OK && want_h && !skipped) st = tg__comm_allreduce_sum(L->comm, lin_name, dh);
     return st;
 }
 
@@ -785,7 +794,7 @@ static tg_status lin_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
     /* vocab-parallel: d hidden is the sum of every rank's part, one all-reduce,
      * after an agreement that makes a failure on one rank fail them all */
     L.comm = (tg_comm *)(intptr_t)n->iparam[P_COMM];
-    if (L.comm) rc = vp_reduce_dh(&L, rc, want_h, B.dh);
+    if (L.comm) rc = vp_reduce_dh(&L, rc, want_h, false, B.dh);
     tg_tensor *keep[3] = {B.dh, B.dw, B.db};
     /* bf16 inputs: the f32 accumulators become bf16 gradients, unless asked
      * for in f32 */
@@ -813,11 +822,14 @@ static tg_status lin_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
 
 /* This rank's backward stopped before the node ran: the other ranks, waiting
  * in its agreement, are told (vocab-parallel only). */
-static void lin_abort(tg__node *n, tg_status st) {
+/* The engine's call for a node whose backward does not run: this rank
+ * failed before it (st), or no gradient reached it (TG_OK). Either way it
+ * makes the backward's agreement, as the other ranks' node does. */
+static tg_status lin_abort(tg__node *n, tg_status st) {
     lin L;
     memset(&L, 0, sizeof L);
-    if (!(L.comm = (tg_comm *)(intptr_t)n->iparam[P_COMM])) return;
-    (void)vp_reduce_dh(&L, st, n->edge[0].kind != TG__EDGE_NONE, NULL);
+    if (!(L.comm = (tg_comm *)(intptr_t)n->iparam[P_COMM])) return TG_OK;
+    return vp_reduce_dh(&L, st, n->edge[0].kind != TG__EDGE_NONE, true, NULL);
 }
 
 static const tg__op_def lin_def = {"LinearLogprobEntropyBackward", lin_backward, false,

@@ -373,8 +373,13 @@ typedef struct tg__op_def {
      * earlier node failed), the engine calls abort(n, st) for each such node
      * that did not run, in the order they would have run, so that it tells
      * the other ranks (waiting in its collective) that this rank failed with
-     * st, and they fail too instead of waiting forever. NULL for the rest. */
-    void (*abort)(tg__node *n, tg_status st);
+     * st, and they fail too instead of waiting forever; the result is then
+     * ignored. When a backward reaches the node but no gradient flows into
+     * it (its backward does not run), the engine calls abort(n, TG_OK): the
+     * node meets the other ranks in its collective all the same, and returns
+     * TG_OK when every rank skipped it, else the failure some rank told.
+     * NULL for the rest. */
+    tg_status (*abort)(tg__node *n, tg_status st);
 } tg__op_def;
 
 struct tg__node {

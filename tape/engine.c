@@ -112,7 +112,7 @@ static void abort_collectives(tg__node *start, uint64_t epoch, tg_status st) {
         next->ran = epoch;
         /* each node tells the first failure, not what an earlier abort left */
         tg__set_error(st, "%s", msg);
-        next->op->abort(next, st);
+        (void)next->op->abort(next, st);
     }
     tg__set_error(st, "%s", msg);
 }
@@ -250,7 +250,10 @@ static void install_leaf(tg_tensor *leaf) {
 static tg_status run_node(tg__node *n, tg_tensor **gin) {
     for (int k = 0; k < n->n_out; k++)
         if (n->gbuf[k]) goto has_grad;
-    return TG_OK; /* no gradient reached it: all its input gradients are zero */
+    /* no gradient reached it: all its input gradients are zero; a node with
+     * collectives meets the other ranks there all the same (one of them may
+     * have failed before it and is telling them so) */
+    return n->op && n->op->abort ? n->op->abort(n, TG_OK) : TG_OK;
 has_grad:
     if (!tg__timeline_on()) return n->op->backward(n, n->gbuf, gin);
     uint64_t token = tg__tl_span_begin(n->name); /* a span in the memory timeline */

@@ -392,6 +392,69 @@ static void linear_bad_grad_case(tg_comm *comm, int bad_rank) {
     tg_scope_end(sc);
 }
 
+/* A custom function that passes no gradient back (its backward returns
+ * NULL: zero): a backward through it reaches the linear op's node but runs
+ * none of it. */
+static tg_status cut_forward(tg_ctx *ctx, int n_in, tg_tensor *const *in, int n_out,
+                             tg_tensor **out, void *user) {
+    (void)ctx, (void)n_in, (void)n_out, (void)user;
+    out[0] = tg_clone(in[0]);
+    return out[0] ? TG_OK : tg_last_status();
+}
+static tg_status cut_backward(tg_ctx *ctx, int n_out, tg_tensor *const *gout, int n_in,
+                              tg_tensor **gin, void *user) {
+    (void)ctx, (void)n_out, (void)gout, (void)n_in, (void)user;
+    gin[0] = NULL;
+    return TG_OK;
+}
+static const tg_function cut_fn = {"CutBackward", cut_forward, cut_backward};
+
+/* No gradient reaches the linear op's node: on every rank the backward
+ * succeeds (the node meets the others in its agreement, nothing is
+ * all-reduced, h gets no gradient); and when bad_rank >= 0 fails its
+ * backward before the node (a wrong-shaped grad), every rank fails naming
+ * it, instead of that rank's told node waiting for an agreement the others
+ * never make. */
+static void linear_no_grad_case(tg_comm *comm, int bad_rank) {
+    int sc = tg_scope_begin();
+    const int64_t N = 4, d = 3, V = 13;
+    int64_t start, len;
+    slice_of(V, g_rank, g_size, &start, &len);
+    tg_tensor *h = tg_randn(TG_F64, TG_SHAPE(N, d), 1, 0.0, 1.0);
+    tg_tensor *w = tg_randn(TG_F64, TG_SHAPE(len, d), 2 + g_rank, 0.0, 1.0);
+    tg_set_requires_grad(h, true);
+    tg_tensor *y = tg_randint(TG_SHAPE(N), 3, 0, V);
+    tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
+    o.comm = comm;
+    o.vocab_start = start;
+    tg_tensor *lp = NULL, *H = NULL, *cut = NULL;
+    CHECK(tg_linear_logprob_entropy(h, w, NULL, y, &o, &lp, &H, NULL) == TG_OK, "%s",
+          tg_last_error());
+    tg_tensor *s = tg_sum(lp);
+    CHECK(tg_function_apply(&cut_fn, NULL, 1, &s, 1, &cut) == TG_OK, "%s", tg_last_error());
+    tg_tensor *g = g_rank == bad_rank ? tg_ones(TG_F64, TG_SHAPE(2)) : NULL;
+    uint64_t before = 0, after = 0;
+    tg_comm_counters(comm, &before, NULL);
+    tg_clear_error();
+    tg_status st = tg_backward(cut, g, false);
+    tg_comm_counters(comm, &after, NULL);
+    if (bad_rank < 0) {
+        CHECK(st == TG_OK, "no gradient to the node: %s", tg_last_error());
+        CHECK(tg_grad(h) == NULL, "h got a gradient");
+        CHECK(after - before == 1, "%llu collectives (the agreement alone)",
+              (unsigned long long)(after - before));
+    } else {
+        CHECK(st != TG_OK, "a failure on rank %d was not told", bad_rank);
+        char r[32];
+        snprintf(r, sizeof r, "rank %d", bad_rank);
+        if (g_rank != bad_rank)
+            CHECK(strstr(tg_last_error(), r) != NULL, "no gradient: message lacks '%s': %s", r,
+                  tg_last_error());
+    }
+    tg_clear_error();
+    tg_scope_end(sc);
+}
+
 /* Every allocation of one rank's call in turn fails (failure injection on
  * the last rank only, SQLite's sweep). The call never leaves the others
  * waiting in a collective (run.sh's timeout bounds the run); every rank ends
@@ -563,6 +626,8 @@ int main(int argc, char **argv) {
     linear_bad_case(comm, false, last);
     linear_bad_case(comm, true, last);
     linear_bad_grad_case(comm, last);
+    linear_no_grad_case(comm, -1);
+    linear_no_grad_case(comm, last);
     masked_case(comm);
     memory_case(comm);
     alloc_sweep_case(comm, SWEEP_LOGITS);
