@@ -360,24 +360,33 @@ static void linear_bad_case(tg_comm *comm, bool in_backward, int bad_rank) {
     tg_scope_end(sc);
 }
 
-/* A wrong-shaped grad given to tg_backward on one rank: its backward stops
- * before it has looked at the graph, and the linear op's node on the other
- * ranks must still hear of it (they fail naming the rank, no hang). */
-static void linear_bad_grad_case(tg_comm *comm, int bad_rank) {
-    int sc = tg_scope_begin();
-    const int64_t N = 5, d = 3, V = 19;
+/* A small vocab-parallel linear op call on every rank: hidden (N, 3)
+ * requiring grad (*h), this rank's slice of a (V, 3) weight. Its logprob
+ * (checked: the call must succeed). */
+static tg_tensor *small_linear(tg_comm *comm, int64_t N, int64_t V, tg_tensor **h) {
+    const int64_t d = 3;
     int64_t start, len;
     slice_of(V, g_rank, g_size, &start, &len);
-    tg_tensor *h = tg_randn(TG_F64, TG_SHAPE(N, d), 1, 0.0, 1.0);
+    *h = tg_randn(TG_F64, TG_SHAPE(N, d), 1, 0.0, 1.0);
     tg_tensor *w = tg_randn(TG_F64, TG_SHAPE(len, d), 2 + g_rank, 0.0, 1.0);
-    tg_set_requires_grad(h, true);
+    tg_set_requires_grad(*h, true);
     tg_tensor *y = tg_randint(TG_SHAPE(N), 3, 0, V);
     tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
     o.comm = comm;
     o.vocab_start = start;
     tg_tensor *lp = NULL, *H = NULL;
-    CHECK(tg_linear_logprob_entropy(h, w, NULL, y, &o, &lp, &H, NULL) == TG_OK, "%s",
+    CHECK(tg_linear_logprob_entropy(*h, w, NULL, y, &o, &lp, &H, NULL) == TG_OK, "%s",
           tg_last_error());
+    return lp;
+}
+
+/* A wrong-shaped grad given to tg_backward on one rank: its backward stops
+ * before it has looked at the graph, and the linear op's node on the other
+ * ranks must still hear of it (they fail naming the rank, no hang). */
+static void linear_bad_grad_case(tg_comm *comm, int bad_rank) {
+    int sc = tg_scope_begin();
+    const int64_t N = 5;
+    tg_tensor *h, *lp = small_linear(comm, N, 19, &h);
     tg_tensor *g = tg_ones(TG_F64, TG_SHAPE(g_rank == bad_rank ? N + 1 : N));
     tg_clear_error();
     tg_status st = tg_backward(lp, g, false);
@@ -417,19 +426,7 @@ static const tg_function cut_fn = {"CutBackward", cut_forward, cut_backward};
  * never make. */
 static void linear_no_grad_case(tg_comm *comm, int bad_rank) {
     int sc = tg_scope_begin();
-    const int64_t N = 4, d = 3, V = 13;
-    int64_t start, len;
-    slice_of(V, g_rank, g_size, &start, &len);
-    tg_tensor *h = tg_randn(TG_F64, TG_SHAPE(N, d), 1, 0.0, 1.0);
-    tg_tensor *w = tg_randn(TG_F64, TG_SHAPE(len, d), 2 + g_rank, 0.0, 1.0);
-    tg_set_requires_grad(h, true);
-    tg_tensor *y = tg_randint(TG_SHAPE(N), 3, 0, V);
-    tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
-    o.comm = comm;
-    o.vocab_start = start;
-    tg_tensor *lp = NULL, *H = NULL, *cut = NULL;
-    CHECK(tg_linear_logprob_entropy(h, w, NULL, y, &o, &lp, &H, NULL) == TG_OK, "%s",
-          tg_last_error());
+    tg_tensor *h, *lp = small_linear(comm, 4, 13, &h), *cut = NULL;
     tg_tensor *s = tg_sum(lp);
     CHECK(tg_function_apply(&cut_fn, NULL, 1, &s, 1, &cut) == TG_OK, "%s", tg_last_error());
     tg_tensor *g = g_rank == bad_rank ? tg_ones(TG_F64, TG_SHAPE(2)) : NULL;
