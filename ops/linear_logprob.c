@@ -976,7 +976,7 @@ static tg_status fused(tg_site s, tg_status pre, tg_tensor *hidden, tg_tensor *w
         tg__vp_sig sig = {L.N, L.V, o->vocab_start, L.in_dt, o->temperature, o->ignore_index,
                           (int64_t)o->want_entropy | (int64_t)o->entropy_grad << 1 |
                               (int64_t)(lse_out != NULL) << 2 | (int64_t)(b != NULL) << 3 |
-                              (int64_t)want_hg << 4,
+                              (int64_t)want_hg << 4 | (int64_t)record << 5,
                           L.yh, L.plan.chunk_rows, L.d};
         if ((rc = tg__vp_agree(L.comm, WHO, rc, &sig, &vp)) != TG_OK) goto fail;
         L.vp = &vp;

@@ -74,7 +74,9 @@ typedef struct tg__vp_sig {
     int64_t dtype;
     double temperature;
     int64_t ignore;
-    int64_t flags;        /* options that must agree (op-specific bits) */
+    int64_t flags;        /* options that must agree: bits want_entropy, entropy_grad,
+                           * lse wanted, bias given, hidden requires grad, an
+                           * input requires grad (a node is recorded) */
     const int64_t *y;     /* (N) targets on the host (checksummed) */
     int64_t chunk;        /* the fused linear op's rows per chunk (0 otherwise) */
     int64_t d;            /* hidden size (0 for the logits op) */

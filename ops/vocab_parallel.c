@@ -109,6 +109,18 @@ tg_status tg__vp_agree(tg_comm *c, const char *who, tg_status local, const tg__v
         if (k == SIG_D)
             return tg__set_error(TG_ERR_SHAPE, "%s: rank %d's hidden size is %lld, rank 0's "
                                  "%lld", who, r, mine_k, first);
+        if (k == SIG_FLAGS) { /* name the first option that differs */
+            static const char *const bit[] = {"want_entropy", "entropy_grad", "lse wanted",
+                                              "bias given", "hidden requires grad",
+                                              "an input requires grad"};
+            int b = 0;
+            while (b < 5 && !((mine_k ^ first) >> b & 1)) b++;
+            return tg__set_error(TG_ERR_VALUE, "%s: rank %d's options differ from rank 0's: "
+                                 "%s is %s there, %s on rank 0 (every rank makes the same call "
+                                 "on its own vocabulary slice)", who, r, bit[b],
+                                 mine_k >> b & 1 ? "true" : "false",
+                                 first >> b & 1 ? "true" : "false");
+        }
         return tg__set_error(k == SIG_DTYPE ? TG_ERR_DTYPE : TG_ERR_VALUE, "%s: rank %d's %s "
                              "differ%s from rank 0's (every rank makes the same call on its own "
                              "vocabulary slice)", who, r, what[k], k == SIG_TBITS ? "s" : "");

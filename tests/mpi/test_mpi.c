@@ -380,6 +380,34 @@ static tg_tensor *small_linear(tg_comm *comm, int64_t N, int64_t V, tg_tensor **
     return lp;
 }
 
+/* Hidden does not require grad and the weight slice does on every rank
+ * but bad_rank: that rank would record no node, and the others' backward
+ * would wait for it; the forward fails on every rank instead, naming it. */
+static void linear_requires_grad_case(tg_comm *comm, int bad_rank) {
+    int sc = tg_scope_begin();
+    const int64_t N = 4, d = 3, V = 11;
+    int64_t start, len;
+    slice_of(V, g_rank, g_size, &start, &len);
+    tg_tensor *h = tg_randn(TG_F64, TG_SHAPE(N, d), 1, 0.0, 1.0);
+    tg_tensor *w = tg_randn(TG_F64, TG_SHAPE(len, d), 2 + g_rank, 0.0, 1.0);
+    tg_set_requires_grad(w, g_rank != bad_rank);
+    tg_tensor *y = tg_randint(TG_SHAPE(N), 3, 0, V);
+    tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
+    o.comm = comm;
+    o.vocab_start = start;
+    tg_tensor *lp = NULL, *H = NULL;
+    tg_clear_error();
+    tg_status st = tg_linear_logprob_entropy(h, w, NULL, y, &o, &lp, &H, NULL);
+    char r[64];
+    snprintf(r, sizeof r, "rank %d's options differ", bad_rank);
+    CHECK(st == TG_ERR_VALUE && strstr(tg_last_error(), r) &&
+              strstr(tg_last_error(), "an input requires grad is false there"),
+          "requires grad on one rank only: %s: %s", tg_status_name(st), tg_last_error());
+    CHECK(lp == NULL && H == NULL, "outputs set on failure");
+    tg_clear_error();
+    tg_scope_end(sc);
+}
+
 /* A wrong-shaped grad given to tg_backward on one rank: its backward stops
  * before it has looked at the graph, and the linear op's node on the other
  * ranks must still hear of it (they fail naming the rank, no hang). */
@@ -623,6 +651,7 @@ int main(int argc, char **argv) {
     linear_bad_case(comm, false, last);
     linear_bad_case(comm, true, last);
     linear_bad_grad_case(comm, last);
+    if (g_size > 1) linear_requires_grad_case(comm, last);
     linear_no_grad_case(comm, -1);
     linear_no_grad_case(comm, last);
     masked_case(comm);
