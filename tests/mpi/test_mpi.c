@@ -3,13 +3,16 @@
  *
  * Every rank makes the same inputs (seeded), keeps its slice of the
  * vocabulary (uneven slices, handed out in reverse rank order so that rank 0
- * does not hold the first one), runs the vocab-parallel op and the
+ * does not hold the first one; in the random cases, slices of random sizes
+ * in a random rank order), runs the vocab-parallel op and the
  * single-process op on the whole vocabulary, and checks: every output equal
  * within 1e-12 (f64) or the f32 op's own tolerance, the gradients of its
  * slice likewise, the outputs bitwise the same on every rank and from run to
  * run; the bad-input-on-one-rank cases (every rank fails with the same
  * status and a message naming the rank); the memory of a step (its
- * (N, V) part falls as 1/P, exactly). `test_mpi kill` is the killed-rank
+ * (N, V) part falls as 1/P, exactly); the allocation-failure sweeps (one
+ * rank's every allocation failing in turn never leaves the others waiting).
+ * TG_MPI_CASES sets the number of random cases (default 24). `test_mpi kill` is the killed-rank
  * case: rank 1 exits while the others are inside a collective (run.sh bounds
  * it with a timeout).
  *
@@ -27,18 +30,47 @@
 
 #include "mpi_check.h"
 
-/* This rank's slice of a vocabulary of V: sizes V / P (+1 for the first
- * V % P ranks), laid out in reverse rank order. */
+/* The same random numbers on every rank (splitmix64 of a shared state). */
+static uint64_t rnd(uint64_t *state) {
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static int64_t rnd_in(uint64_t *state, int64_t lo, int64_t hi) { /* [lo, hi] */
+    return lo + (int64_t)(rnd(state) % (uint64_t)(hi - lo + 1));
+}
+
+/* 0: slices of V / P (+1 for the first V % P ranks) in reverse rank order;
+ * otherwise the seed of random slice sizes (at least 1 each) laid out in a
+ * random order of the ranks. */
+static uint64_t g_split_seed;
+
+/* This rank's slice of a vocabulary of V (V >= P). */
 static void slice_of(int64_t V, int rank, int P, int64_t *start, int64_t *len) {
-    int64_t s = 0;
+    int64_t size[64], s = 0;
+    int order[64];
+    uint64_t st = g_split_seed;
+    for (int r = 0; r < P; r++) {
+        size[r] = g_split_seed ? 1 : V / P + (r < V % P);
+        order[r] = P - 1 - r;
+    }
+    if (g_split_seed) {
+        for (int64_t k = P; k < V; k++) size[rnd_in(&st, 0, P - 1)]++;
+        for (int r = P - 1; r > 0; r--) { /* Fisher-Yates */
+            const int j = (int)rnd_in(&st, 0, r), t = order[r];
+            order[r] = order[j];
+            order[j] = t;
+        }
+    }
     *start = *len = 0;
-    for (int r = P - 1; r >= 0; r--) {
-        const int64_t l = V / P + (r < V % P);
+    for (int i = 0; i < P; i++) {
+        const int r = order[i];
         if (r == rank) {
             *start = s;
-            *len = l;
+            *len = size[r];
         }
-        s += l;
+        s += size[r];
     }
 }
 
@@ -648,6 +680,32 @@ int main(int argc, char **argv) {
         {TG_BF16, 20, 6, 50, 6, 7, true, true, true, true},
     };
     for (size_t i = 0; i < sizeof lins / sizeof lins[0]; i++) linear_case(comm, &lins[i]);
+    /* random shapes, options and slices (random sizes in a random rank
+     * order): TG_MPI_CASES of them (default 24), the same on every rank */
+    const char *ncases = getenv("TG_MPI_CASES");
+    const int nrand = ncases ? atoi(ncases) : 24;
+    for (int i = 0; i < nrand; i++) {
+        uint64_t st = 0x5eed0000u + (uint64_t)i;
+        g_split_seed = rnd(&st) | 1;
+        const tg_dtype dt = rnd_in(&st, 0, 3) ? TG_F64 : TG_F32;
+        const int64_t N = rnd_in(&st, 1, 40), V = rnd_in(&st, g_size, 3 * g_size + 90);
+        /* drawn one by one, in this order (an initializer's order is unspecified) */
+        bool flag[4];
+        for (int f = 0; f < 4; f++) flag[f] = rnd_in(&st, 0, 1) != 0;
+        if (i % 2 == 0) {
+            lcase c = {dt, N, V, 1.0, flag[0], flag[1], flag[2], 0};
+            if (rnd_in(&st, 0, 1)) c.T = 0.5 + 0.01 * (double)rnd_in(&st, 0, 100);
+            if (rnd_in(&st, 0, 1)) c.ign = rnd_in(&st, 1, 3); /* may be a local index */
+            logits_case(comm, &c);
+        } else {
+            lin_case c = {dt, N, 1, V, 0, 0, flag[0], flag[1], flag[2], flag[3]};
+            c.d = rnd_in(&st, 1, 9);
+            if (rnd_in(&st, 0, 1)) c.chunk = rnd_in(&st, 1, N);
+            if (rnd_in(&st, 0, 1)) c.block = rnd_in(&st, 1, V);
+            linear_case(comm, &c);
+        }
+    }
+    g_split_seed = 0;
     linear_bad_case(comm, false, last);
     linear_bad_case(comm, true, last);
     linear_bad_grad_case(comm, last);
