@@ -80,6 +80,13 @@ static int by_id_desc(const void *a, const void *b) {
  * failure of tg_backward, also before the graph was collected (the seed or
  * the collection could not be allocated, a wrong-shaped grad). The thread's
  * error is what it was. */
+/* Where root's graph is entered when its grad_fn was not (or could not be)
+ * brought up to date: a view's through its base (the view's own node would
+ * only lead there), anything else's through its grad_fn. */
+static tg__node *graph_of(const tg_tensor *root) {
+    return root->view_base ? root->view_base->grad_fn : root->grad_fn;
+}
+
 static void abort_collectives(tg__node *start, uint64_t epoch, tg_status st) {
     if (!start) return;
     const uint64_t walk = atomic_fetch_add(&g_epoch, 1);
@@ -268,7 +275,7 @@ tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
     const uint64_t epoch = atomic_fetch_add(&g_epoch, 1);
     tg_status st = check_root(root, grad);
     if (st != TG_OK) {
-        abort_collectives(root->grad_fn, epoch, st);
+        abort_collectives(graph_of(root), epoch, st);
         return st;
     }
     const bool timeline = tg__timeline_on(); /* the whole backward is a span too */
@@ -429,7 +436,7 @@ fail_seed:
 fail_nomsg:
     st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_NOMEM;
 done:
-    if (st != TG_OK) abort_collectives(rn ? rn : root->grad_fn, epoch, st);
+    if (st != TG_OK) abort_collectives(rn ? rn : graph_of(root), epoch, st);
     /* Drop gradients still buffered (failure paths) so nothing leaks. */
     for (size_t i = 0; i < nodes.n; i++) {
         tg__node *n = nodes.v[i];
