@@ -461,6 +461,36 @@ static void linear_bad_grad_case(tg_comm *comm, int bad_rank) {
     tg_scope_end(sc);
 }
 
+/* The root of one rank's backward is a view made in no-grad mode whose base
+ * was then modified in place: its grad_fn cannot be made (refused, as in
+ * PyTorch), so that rank's backward stops before it has a node to start
+ * from; it must still tell the linear op's node, reached through the view's
+ * base, and every rank fails naming it. */
+static void linear_stale_view_root_case(tg_comm *comm, int bad_rank) {
+    int sc = tg_scope_begin();
+    const int64_t N = 4;
+    tg_tensor *h, *lp = small_linear(comm, N, 13, &h);
+    tg_tensor *x = tg_scale(lp, 1.0), *root;
+    if (g_rank == bad_rank) {
+        const bool prev = tg_set_grad_enabled(false);
+        root = tg_narrow(x, 0, 0, 1);
+        tg_set_grad_enabled(prev);
+    } else {
+        root = tg_narrow(x, 0, 0, 1);
+    }
+    CHECK(tg_scale_(x, 2.0) == TG_OK, "%s", tg_last_error());
+    tg_clear_error();
+    tg_status st = tg_backward(root, tg_ones(TG_F64, TG_SHAPE(1)), false);
+    char r[32];
+    snprintf(r, sizeof r, "rank %d", bad_rank);
+    CHECK(st != TG_OK, "a failure on rank %d was not told", bad_rank);
+    if (g_rank != bad_rank)
+        CHECK(strstr(tg_last_error(), r) != NULL, "stale view root: message lacks '%s': %s", r,
+              tg_last_error());
+    tg_clear_error();
+    tg_scope_end(sc);
+}
+
 /* A custom function that passes no gradient back (its backward returns
  * NULL: zero): a backward through it reaches the linear op's node but runs
  * none of it. */
@@ -712,6 +742,7 @@ int main(int argc, char **argv) {
     if (g_size > 1) linear_requires_grad_case(comm, last);
     linear_no_grad_case(comm, -1);
     linear_no_grad_case(comm, last);
+    linear_stale_view_root_case(comm, last);
     masked_case(comm);
     memory_case(comm);
     alloc_sweep_case(comm, SWEEP_LOGITS);
