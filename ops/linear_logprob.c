@@ -187,6 +187,8 @@ typedef struct lin {
     int64_t vstart;
     tg__lpe_acc *accs;   /* vocab-parallel: (N) this rank's part of every row (xb.mine) */
     tg__vp_buf xb;       /* vocab-parallel: the statistics exchange's buffers */
+    tg_tensor *stage;    /* vocab-parallel on the CPU: (N, STAGE_COLS) f64, the merged
+                          * rows, allocated before the exchange */
     int64_t *rows;       /* (chunk_rows) a gathered chunk's rows (see for_chunks) */
 } lin;
 
@@ -206,6 +208,7 @@ static void lin_done(lin *L) {
     rel(L->bcur);
     free(L->y_owned);
     tg__vp_buf_free(&L->xb);
+    rel(L->stage);
     free(L->rows);
 }
 
@@ -571,6 +574,29 @@ static tg_status fwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
                                             : fwd_blocks(L, r0, c, arg);
 }
 
+/* The merged rows (n, STAGE_COLS) into the outputs on the host: logprob and
+ * entropy (contiguous, f32 or f64, any shape of n elements) and the
+ * statistics (n, nstat) f64. */
+static void put_rows_host(const double *m, int64_t n, tg_tensor *lp, tg_tensor *H, tg_tensor *st,
+                          int nstat) {
+    tg_tensor *outs[2] = {lp, H};
+    for (int k = 0; k < 2; k++) {
+        if (!outs[k]) continue;
+        if (outs[k]->dtype == TG_F64) {
+            double *d = tg__ptr(outs[k]);
+            for (int64_t i = 0; i < n; i++) d[i] = m[i * STAGE_COLS + k];
+        } else {
+            float *f = tg__ptr(outs[k]);
+            for (int64_t i = 0; i < n; i++) f[i] = (float)m[i * STAGE_COLS + k];
+        }
+    }
+    if (st) {
+        double *d = tg__ptr(st);
+        for (int64_t i = 0; i < n; i++)
+            for (int j = 0; j < nstat; j++) d[i * nstat + j] = m[i * STAGE_COLS + 2 + j];
+    }
+}
+
 /* Vocab-parallel, after the chunks: every rank's accumulators of every row
  * in one exchange (made whatever this rank's status rc: a failure here fails
  * every rank), merged in rank order and written to the outputs. */
@@ -582,6 +608,12 @@ static tg_status vp_finish(lin *L, tg_status rc, fwd_out *o) {
         double S = 0.0;
         for (int r = 0; r < L->vp->P; r++) S += all[(size_t)r * (size_t)L->N + (size_t)i].S;
         if (S == 0.0) rc = all_minus_inf(i);
+    }
+    if (rc == TG_OK && L->stage) { /* the CPU: written without allocating */
+        const double *m = tg__ptr(L->stage);
+        tg__vp_merge(L->vp, L->yh, L->ignore, all, L->N, L->inv_t, (double *)tg__ptr(L->stage));
+        put_rows_host(m, L->N, o->lp, o->H, o->st, o->nstat);
+        return TG_OK;
     }
     tg_tensor *stage = rc == TG_OK ? ws_new(L, TG_CPU, TG_F64, 2, (int64_t[]){L->N, STAGE_COLS})
                                    : NULL;
@@ -946,6 +978,76 @@ static tg_status vp_checks(const tg_tensor *hidden, int64_t V, const tg_linear_l
     return TG_OK;
 }
 
+/* The lse from the saved statistics (N, nstat) on the host: M / T + ls, in
+ * lse's dtype (the kernels' order: (M inv_t) + ls in f64, then rounded). */
+static void lse_host(tg_tensor *lse, const tg_tensor *st, int nstat, double inv_t) {
+    const double *m = tg__ptr(st);
+    const int64_t n = st->shape[0];
+    for (int64_t i = 0; i < n; i++) {
+        const double x = m[i * nstat] * inv_t;
+        const double v = x + m[i * nstat + 1];
+        if (lse->dtype == TG_F64) ((double *)tg__ptr(lse))[i] = v;
+        else ((float *)tg__ptr(lse))[i] = (float)v;
+    }
+}
+
+/* What the call hands out: the outputs in hidden's leading shape (F's flat
+ * ones are replaced), the lse (computed from F->st; only allocated when
+ * `empty`, filled by lse_host later) and, when recording, the node (owned by
+ * the outputs from then on). */
+static tg_status hand_out(lin *L, tg_tensor *hidden, tg_tensor *hc, tg_tensor *b,
+                          const tg_linear_logprob_opts *o, bool record, bool grad_h, bool want_lse,
+                          bool empty, fwd_out *F, tg_tensor **lse, tg_tensor *const *ins) {
+    const tg_site s = L->s;
+    const int lead = hidden->ndim - 1;
+    tg_tensor *shaped[2] = {NULL, NULL}, *flat[2] = {F->lp, F->H};
+    int64_t cst[TG_MAX_DIMS], acc = 1;
+    for (int k = lead - 1; k >= 0; k--) {
+        cst[k] = acc;
+        acc *= hidden->shape[k];
+    }
+    for (int k = 0; k < 2; k++)
+        if (flat[k])
+            shaped[k] = tg__tensor_alias(s, flat[k]->storage, L->dt, lead, hidden->shape, cst, 0);
+    rel(F->lp);
+    rel(F->H);
+    F->lp = shaped[0];
+    F->H = shaped[1];
+    if (!F->lp || (o->want_entropy && !F->H)) return tg_last_status();
+    if (want_lse) {
+        *lse = empty ? tg__new_output_on(s, WHO, L->dev, tg__lpe_out_dtype(hidden), lead,
+                                         hidden->shape)
+                     : tg__lpe_lse_of(s, WHO, hidden, F->st, F->nstat, L->inv_t);
+        if (!*lse) return tg_last_status();
+    }
+    if (!record) return TG_OK;
+    tg__node *n = tg__node_new(s, &lin_def, lin_def.name, b ? 3 : 2, ins,
+                               1 + grad_h + want_lse);
+    if (!n) return tg_last_status();
+    n->dparam[P_INV_T] = L->inv_t;
+    n->dparam[P_CHUNK] = (double)L->plan.chunk_rows;
+    n->dparam[P_VBLOCK] = (double)L->plan.vocab_block;
+    n->dparam[P_GRAD_F32] = o->grad_f32 ? 1.0 : 0.0;
+    n->iparam[P_IGNORE] = L->ignore;
+    n->iparam[P_NSTAT] = F->nstat;
+    n->iparam[P_LSE_OUT] = want_lse ? 1 + grad_h : -1;
+    n->iparam[P_HAS_BIAS] = b != NULL;
+    n->iparam[P_COMM] = (int64_t)(intptr_t)L->comm;
+    n->iparam[P_VSTART] = L->vstart;
+    tg_set_name(F->st, "row max/logsumexp/entropy");
+    if (tg__node_save(n, hc, false, 0) < 0 || tg__node_save(n, L->w, false, 1) < 0 ||
+        tg__node_save(n, L->y, false, -1) < 0 || tg__node_save(n, F->st, false, -1) < 0 ||
+        (b && tg__node_save(n, L->b, false, 2) < 0)) {
+        tg__node_release(n);
+        return tg_last_status();
+    }
+    tg__node_set_output(n, 0, F->lp);
+    if (grad_h) tg__node_set_output(n, 1, F->H);
+    if (want_lse) tg__node_set_output(n, 1 + grad_h, *lse);
+    tg__node_release(n);
+    return TG_OK;
+}
+
 /* pre: this rank's status from the argument checks (only with a
  * communicator can it be other than TG_OK: every rank then still takes part
  * in the agreement, and in the first exchange after a later failure). */
@@ -959,7 +1061,6 @@ static tg_status fused(tg_site s, tg_status pre, tg_tensor *hidden, tg_tensor *w
     tg__vp vp;
     memset(&vp, 0, sizeof vp);
     tg_tensor *hc = NULL, *lse = NULL;
-    tg__node *n = NULL;
     fwd_out F = {NULL, NULL, NULL, 2};
     tg_status rc = pre;
     if (rc == TG_OK) rc = check(hidden, w, b, y, o);
@@ -986,7 +1087,6 @@ static tg_status fused(tg_site s, tg_status pre, tg_tensor *hidden, tg_tensor *w
         goto fail;
     }
     F.nstat = grad_h ? 3 : 2;
-    const int lead = hidden->ndim - 1;
     F.lp = tg__zeros_on(s, L.dev, L.dt, 1, &L.N);
     F.H = F.lp && o->want_entropy ? tg__zeros_on(s, L.dev, L.dt, 1, &L.N) : NULL;
     F.st = F.lp && (record || lse_out)
@@ -999,6 +1099,16 @@ static tg_status fused(tg_site s, tg_status pre, tg_tensor *hidden, tg_tensor *w
              ? tg_last_status()
              : TG_OK;
     if (rc != TG_OK && !L.comm) goto fail;
+    /* vocab-parallel on the CPU: everything the call hands out is made before
+     * the statistics exchange, so that a failure making it is told there
+     * (every rank fails) rather than failing this rank's call alone while the
+     * others record their node, whose backward would then wait for it */
+    const bool early = L.comm && L.dev == TG_CPU;
+    if (rc == TG_OK && early &&
+        !(L.stage = ws_new(&L, TG_CPU, TG_F64, 2, (int64_t[]){L.N, STAGE_COLS})))
+        rc = tg_last_status();
+    if (rc == TG_OK && early) rc = hand_out(&L, hidden, hc, b, o, record, grad_h, lse_out != NULL,
+                                            true, &F, &lse, ins);
     if (rc == TG_OK && L.N > 0) rc = for_chunks(&L, fwd_chunk, &F);
     if (L.comm) rc = vp_finish(&L, rc, &F); /* every rank, whatever rc is */
     if (rc != TG_OK) goto fail;
@@ -1007,45 +1117,11 @@ static tg_status fused(tg_site s, tg_status pre, tg_tensor *hidden, tg_tensor *w
         for (int k = 0; k < 5; k++) rel(ws[k]);
         L.zbuf = L.hbuf = L.wbuf = L.bbuf = L.bcur = NULL;
     }
-    /* the outputs in hidden's leading shape */
-    tg_tensor *shaped[2] = {NULL, NULL}, *flat[2] = {F.lp, F.H};
-    int64_t cst[TG_MAX_DIMS], acc = 1;
-    for (int k = lead - 1; k >= 0; k--) {
-        cst[k] = acc;
-        acc *= hidden->shape[k];
-    }
-    for (int k = 0; k < 2; k++)
-        if (flat[k])
-            shaped[k] = tg__tensor_alias(s, flat[k]->storage, L.dt, lead, hidden->shape, cst, 0);
-    rel(F.lp);
-    rel(F.H);
-    F.lp = shaped[0];
-    F.H = shaped[1];
-    if (!F.lp || (o->want_entropy && !F.H)) goto fail;
-    if (lse_out && !(lse = tg__lpe_lse_of(s, WHO, hidden, F.st, F.nstat, L.inv_t))) goto fail;
-    if (record) {
-        n = tg__node_new(s, &lin_def, lin_def.name, b ? 3 : 2, ins, 1 + grad_h + (lse_out != NULL));
-        if (!n) goto fail;
-        n->dparam[P_INV_T] = L.inv_t;
-        n->dparam[P_CHUNK] = (double)L.plan.chunk_rows;
-        n->dparam[P_VBLOCK] = (double)L.plan.vocab_block;
-        n->dparam[P_GRAD_F32] = o->grad_f32 ? 1.0 : 0.0;
-        n->iparam[P_IGNORE] = L.ignore;
-        n->iparam[P_NSTAT] = F.nstat;
-        n->iparam[P_LSE_OUT] = lse_out ? 1 + grad_h : -1;
-        n->iparam[P_HAS_BIAS] = b != NULL;
-        n->iparam[P_COMM] = (int64_t)(intptr_t)L.comm;
-        n->iparam[P_VSTART] = L.vstart;
-        tg_set_name(F.st, "row max/logsumexp/entropy");
-        if (tg__node_save(n, hc, false, 0) < 0 || tg__node_save(n, L.w, false, 1) < 0 ||
-            tg__node_save(n, L.y, false, -1) < 0 || tg__node_save(n, F.st, false, -1) < 0 ||
-            (b && tg__node_save(n, L.b, false, 2) < 0))
-            goto fail;
-        tg__node_set_output(n, 0, F.lp);
-        if (grad_h) tg__node_set_output(n, 1, F.H);
-        if (lse_out) tg__node_set_output(n, 1 + grad_h, lse);
-        tg__node_release(n);
-        n = NULL;
+    if (early) {
+        if (lse) lse_host(lse, F.st, F.nstat, L.inv_t);
+    } else if ((rc = hand_out(&L, hidden, hc, b, o, record, grad_h, lse_out != NULL, false, &F,
+                              &lse, ins)) != TG_OK) {
+        goto fail;
     }
     rel(F.st);
     rel(hc);
@@ -1057,7 +1133,6 @@ static tg_status fused(tg_site s, tg_status pre, tg_tensor *hidden, tg_tensor *w
     return TG_OK;
 fail:
     rc = tg_last_status();
-    tg__node_release(n);
     rel(lse);
     rel(F.lp);
     rel(F.H);

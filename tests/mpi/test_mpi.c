@@ -548,10 +548,11 @@ static void linear_no_grad_case(tg_comm *comm, int bad_rank) {
  * with TG_OK or TG_ERR_NOMEM; a rank failing because another did names it;
  * and a failure before the statistics exchange (the exchange's own buffers
  * included) fails every rank. The modes: the logits op (forward and its
- * collective-free backward), the linear op's forward, the linear op's
- * backward after a clean forward. A failure after a forward's exchange
- * (recording the node) fails that rank alone: the linear op's forward
- * sweep therefore ends there, before backward. */
+ * collective-free backward), the linear op's forward (every rank ends it
+ * with the same status, even when the failure comes after the statistics
+ * exchange: everything the call hands out is made before it; then a
+ * backward, which every rank reaches or none), the linear op's backward
+ * after a clean forward. */
 typedef enum { SWEEP_LOGITS, SWEEP_LINEAR_FWD, SWEEP_LINEAR_BWD } sweep_mode;
 
 static void alloc_sweep_case(tg_comm *comm, sweep_mode mode) {
@@ -568,6 +569,7 @@ static void alloc_sweep_case(tg_comm *comm, sweep_mode mode) {
         tg_tensor *y = tg_randint(TG_SHAPE(N), 3, 0, V);
         ((int64_t *)tg_data(y))[2] = -100;
         tg_tensor *lp = NULL, *H = NULL, *L = NULL, *loss = NULL;
+        uint64_t fired = 0;
         tg_status st;
         tg_clear_error();
         if (mode == SWEEP_LOGITS) {
@@ -592,6 +594,17 @@ static void alloc_sweep_case(tg_comm *comm, sweep_mode mode) {
             o.vocab_block = 2;
             if (mode == SWEEP_LINEAR_FWD) tg_fault_inject(g_rank == bad ? k : 0, false);
             st = tg_linear_logprob_entropy(h, w, NULL, y, &o, &lp, &H, &L);
+            if (mode == SWEEP_LINEAR_FWD) {
+                /* every rank the same status, then a backward (no failure
+                 * injected) that no rank may be left out of */
+                fired = tg_fault_inject(0, false);
+                int f = st != TG_OK, lo = 0, hi = 0;
+                MPI_Allreduce(&f, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+                MPI_Allreduce(&f, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+                CHECK(lo == hi, "sweep %d, k %llu: the forward failed on some ranks only: %s",
+                      (int)mode, (unsigned long long)k, tg_last_error());
+                if (lo == hi && st == TG_OK) st = tg_backward(tg_add(tg_sum(lp), tg_sum(H)), NULL, false);
+            }
             if (mode == SWEEP_LINEAR_BWD) {
                 CHECK(st == TG_OK, "sweep: clean forward: %s", tg_last_error());
                 loss = tg_add(tg_sum(lp), tg_sum(H));
@@ -599,7 +612,7 @@ static void alloc_sweep_case(tg_comm *comm, sweep_mode mode) {
                 st = tg_backward(loss, NULL, false);
             }
         }
-        const uint64_t fired = tg_fault_inject(0, false);
+        fired += tg_fault_inject(0, false);
         CHECK(st == TG_OK || st == TG_ERR_NOMEM, "sweep %d, k %llu: %s: %s", (int)mode,
               (unsigned long long)k, tg_status_name(st), tg_last_error());
         if (st != TG_OK && g_rank != bad)
