@@ -574,29 +574,6 @@ static tg_status fwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
                                             : fwd_blocks(L, r0, c, arg);
 }
 
-/* The merged rows (n, STAGE_COLS) into the outputs on the host: logprob and
- * entropy (contiguous, f32 or f64, any shape of n elements) and the
- * statistics (n, nstat) f64. */
-static void put_rows_host(const double *m, int64_t n, tg_tensor *lp, tg_tensor *H, tg_tensor *st,
-                          int nstat) {
-    tg_tensor *outs[2] = {lp, H};
-    for (int k = 0; k < 2; k++) {
-        if (!outs[k]) continue;
-        if (outs[k]->dtype == TG_F64) {
-            double *d = tg__ptr(outs[k]);
-            for (int64_t i = 0; i < n; i++) d[i] = m[i * STAGE_COLS + k];
-        } else {
-            float *f = tg__ptr(outs[k]);
-            for (int64_t i = 0; i < n; i++) f[i] = (float)m[i * STAGE_COLS + k];
-        }
-    }
-    if (st) {
-        double *d = tg__ptr(st);
-        for (int64_t i = 0; i < n; i++)
-            for (int j = 0; j < nstat; j++) d[i * nstat + j] = m[i * STAGE_COLS + 2 + j];
-    }
-}
-
 /* Vocab-parallel, after the chunks: every rank's accumulators of every row
  * in one exchange (made whatever this rank's status rc: a failure here fails
  * every rank), merged in rank order and written to the outputs. */
@@ -612,7 +589,7 @@ static tg_status vp_finish(lin *L, tg_status rc, fwd_out *o) {
     if (rc == TG_OK && L->stage) { /* the CPU: written without allocating */
         const double *m = tg__ptr(L->stage);
         tg__vp_merge(L->vp, L->yh, L->ignore, all, L->N, L->inv_t, (double *)tg__ptr(L->stage));
-        put_rows_host(m, L->N, o->lp, o->H, o->st, o->nstat);
+        tg__vp_put_rows_host(m, L->N, o->lp, o->H, o->st, o->nstat);
         return TG_OK;
     }
     tg_tensor *stage = rc == TG_OK ? ws_new(L, TG_CPU, TG_F64, 2, (int64_t[]){L->N, STAGE_COLS})
@@ -978,19 +955,6 @@ static tg_status vp_checks(const tg_tensor *hidden, int64_t V, const tg_linear_l
     return TG_OK;
 }
 
-/* The lse from the saved statistics (N, nstat) on the host: M / T + ls, in
- * lse's dtype (the kernels' order: (M inv_t) + ls in f64, then rounded). */
-static void lse_host(tg_tensor *lse, const tg_tensor *st, int nstat, double inv_t) {
-    const double *m = tg__ptr(st);
-    const int64_t n = st->shape[0];
-    for (int64_t i = 0; i < n; i++) {
-        const double x = m[i * nstat] * inv_t;
-        const double v = x + m[i * nstat + 1];
-        if (lse->dtype == TG_F64) ((double *)tg__ptr(lse))[i] = v;
-        else ((float *)tg__ptr(lse))[i] = (float)v;
-    }
-}
-
 /* What the call hands out: the outputs in hidden's leading shape (F's flat
  * ones are replaced), the lse (computed from F->st; only allocated when
  * `empty`, filled by lse_host later) and, when recording, the node (owned by
@@ -1109,6 +1073,7 @@ static tg_status fused(tg_site s, tg_status pre, tg_tensor *hidden, tg_tensor *w
         rc = tg_last_status();
     if (rc == TG_OK && early) rc = hand_out(&L, hidden, hc, b, o, record, grad_h, lse_out != NULL,
                                             true, &F, &lse, ins);
+    if (rc == TG_OK && early && !tg__ret_reserve(3)) rc = tg_last_status(); /* handing out */
     if (rc == TG_OK && L.N > 0) rc = for_chunks(&L, fwd_chunk, &F);
     if (L.comm) rc = vp_finish(&L, rc, &F); /* every rank, whatever rc is */
     if (rc != TG_OK) goto fail;
@@ -1118,7 +1083,7 @@ static tg_status fused(tg_site s, tg_status pre, tg_tensor *hidden, tg_tensor *w
         L.zbuf = L.hbuf = L.wbuf = L.bbuf = L.bcur = NULL;
     }
     if (early) {
-        if (lse) lse_host(lse, F.st, F.nstat, L.inv_t);
+        if (lse) tg__vp_lse_host(lse, F.st, F.nstat, L.inv_t);
     } else if ((rc = hand_out(&L, hidden, hc, b, o, record, grad_h, lse_out != NULL, false, &F,
                               &lse, ins)) != TG_OK) {
         goto fail;

@@ -118,6 +118,14 @@ void tg__vp_buf_free(tg__vp_buf *b);
 /* Every rank's b->mine into b->all, with the local status carried along:
  * when a rank failed, every rank returns its error. One collective. */
 tg_status tg__vp_exchange(tg_comm *c, const char *who, tg_status local, tg__vp_buf *b);
+/* The merged rows m (n, 5) into outputs on the host, without allocating:
+ * logprob and entropy (contiguous, f32 or f64, n elements, entropy may be
+ * NULL) and the statistics (n, nstat) f64 (columns 2.. of m; may be NULL). */
+void tg__vp_put_rows_host(const double *m, int64_t n, tg_tensor *lp, tg_tensor *H, tg_tensor *st,
+                          int nstat);
+/* The lse (contiguous, f32 or f64) from the statistics st (n, nstat) on the
+ * host: M inv_t + ls in f64, then rounded (tg__lpe_lse_of's order). */
+void tg__vp_lse_host(tg_tensor *lse, const tg_tensor *st, int nstat, double inv_t);
 /* Merges the P parts of each row in rank order into stage (n, 5): logprob,
  * entropy, M, ls, H (zeros for ignored rows); y the rows' global targets. */
 void tg__vp_merge(const tg__vp *vp, const int64_t *y, int64_t ignore, const tg__lpe_acc *all,

@@ -358,6 +358,37 @@ static tg_status vp_local_stats(tg_site s, const char *who, tg_tensor *z, const 
     return st;
 }
 
+void tg__vp_put_rows_host(const double *m, int64_t n, tg_tensor *lp, tg_tensor *H, tg_tensor *st,
+                          int nstat) {
+    tg_tensor *outs[2] = {lp, H};
+    for (int k = 0; k < 2; k++) {
+        if (!outs[k]) continue;
+        if (outs[k]->dtype == TG_F64) {
+            double *d = tg__ptr(outs[k]);
+            for (int64_t i = 0; i < n; i++) d[i] = m[i * 5 + k];
+        } else {
+            float *f = tg__ptr(outs[k]);
+            for (int64_t i = 0; i < n; i++) f[i] = (float)m[i * 5 + k];
+        }
+    }
+    if (st) {
+        double *d = tg__ptr(st);
+        for (int64_t i = 0; i < n; i++)
+            for (int j = 0; j < nstat; j++) d[i * nstat + j] = m[i * 5 + 2 + j];
+    }
+}
+
+void tg__vp_lse_host(tg_tensor *lse, const tg_tensor *st, int nstat, double inv_t) {
+    const double *m = tg__ptr(st);
+    const int64_t n = st->shape[0];
+    for (int64_t i = 0; i < n; i++) {
+        const double x = m[i * nstat] * inv_t;
+        const double v = x + m[i * nstat + 1];
+        if (lse->dtype == TG_F64) ((double *)tg__ptr(lse))[i] = v;
+        else ((float *)tg__ptr(lse))[i] = (float)v;
+    }
+}
+
 tg_status tg__vp_logprob(tg_site s, const char *who, tg_status pre, tg_tensor *z, tg_tensor *y,
                          const tg_logprob_opts *o, tg_tensor **logprob, tg_tensor **entropy,
                          tg_tensor **lse_out) {
@@ -389,6 +420,31 @@ tg_status tg__vp_logprob(tg_site s, const char *who, tg_status pre, tg_tensor *z
     if (rc != TG_OK) goto out;
     /* every rank's part of every row, one exchange, the same merge everywhere */
     local = vp_local_stats(s, who, z, &vp, yh, o, &yl, xb.mine);
+    const bool record = tg__needs_grad(1, &z);
+    const int nstat = record && o->want_entropy && o->entropy_grad ? 3 : 2;
+    const tg_device dev = z->storage->device;
+    const int lead = z->ndim - 1;
+    /* backward is the fused op's own, on this rank's slice: the saved
+     * statistics are the global ones and the saved targets the local ones */
+    tg_logprob_opts ro = *o; /* backward reads the local targets: their own ignore mark */
+    ro.ignore_index = TG__VP_IGNORED;
+    /* on the CPU everything the call hands out (outputs, node, room in the
+     * scope) is made before the exchange and filled after it without
+     * allocating: running out of memory fails every rank, never one alone */
+    const bool early = dev == TG_CPU;
+    if (local == TG_OK && early) {
+        if (!(stage = tg__tensor_new_on(s, who, TG_CPU, TG_F64, 2, (int64_t[]){N, 5},
+                                        TG_MEM_WORKSPACE)) ||
+            !(lp = tg__new_output_on(s, who, dev, z->dtype, lead, z->shape)) ||
+            (o->want_entropy && !(h = tg__new_output_on(s, who, dev, z->dtype, lead, z->shape))) ||
+            ((record || lse_out) &&
+             !(st = tg__new_output_on(s, who, dev, TG_F64, 2, (int64_t[]){N, nstat}))) ||
+            (lse_out && !(lse = tg__new_output_on(s, who, dev, tg__lpe_out_dtype(z), lead,
+                                                  z->shape))) ||
+            (record && tg__lpe_record(s, z, yl, st, nstat, &ro, lp, h, lse) != TG_OK) ||
+            !tg__ret_reserve(3))
+            local = tg_last_status();
+    }
     if ((rc = tg__vp_exchange(c, who, local, &xb)) != TG_OK) goto out;
     const tg__lpe_acc *all = xb.all;
     for (int64_t i = 0; i < N; i++) { /* a row empty on every rank */
@@ -401,34 +457,34 @@ tg_status tg__vp_logprob(tg_site s, const char *who, tg_status pre, tg_tensor *z
             goto out;
         }
     }
-    const bool record = tg__needs_grad(1, &z);
-    const int nstat = record && o->want_entropy && o->entropy_grad ? 3 : 2;
-    const tg_device dev = z->storage->device;
-    if (!(stage = tg__tensor_new_on(s, who, TG_CPU, TG_F64, 2, (int64_t[]){N, 5},
-                                    TG_MEM_WORKSPACE)))
-        goto fail;
-    tg__vp_merge(&vp, yh, o->ignore_index, all, N, 1.0 / o->temperature, tg__ptr(stage));
-    const int lead = z->ndim - 1;
-    if (!(lp = tg__new_output_on(s, who, dev, z->dtype, lead, z->shape)) ||
-        (o->want_entropy && !(h = tg__new_output_on(s, who, dev, z->dtype, lead, z->shape))) ||
-        ((record || lse_out) &&
-         !(st = tg__new_output_on(s, who, dev, TG_F64, 2, (int64_t[]){N, nstat}))))
-        goto fail;
-    /* flat (N) views of the outputs for the row writer */
-    tg_tensor *flp = tg__tensor_alias(s, lp->storage, lp->dtype, 1, &N, (int64_t[]){1}, 0);
-    tg_tensor *fh = h && flp ? tg__tensor_alias(s, h->storage, h->dtype, 1, &N, (int64_t[]){1}, 0)
-                             : NULL;
-    rc = flp && (!h || fh) ? tg__lpe_put_rows(s, who, stage, 0, flp, fh, st, nstat)
-                           : tg_last_status();
-    if (flp) tg__tensor_release(flp);
-    if (fh) tg__tensor_release(fh);
-    if (rc != TG_OK) goto fail;
-    if (lse_out && !(lse = tg__lpe_lse_of(s, who, z, st, nstat, 1.0 / o->temperature))) goto fail;
-    /* backward is the fused op's own, on this rank's slice: the saved
-     * statistics are the global ones and the saved targets the local ones */
-    tg_logprob_opts ro = *o; /* backward reads the local targets: their own ignore mark */
-    ro.ignore_index = TG__VP_IGNORED;
-    if (record && tg__lpe_record(s, z, yl, st, nstat, &ro, lp, h, lse) != TG_OK) goto fail;
+    if (early) {
+        tg__vp_merge(&vp, yh, o->ignore_index, all, N, 1.0 / o->temperature, tg__ptr(stage));
+        tg__vp_put_rows_host(tg__ptr(stage), N, lp, h, st, nstat);
+        if (lse) tg__vp_lse_host(lse, st, nstat, 1.0 / o->temperature);
+    } else {
+        if (!(stage = tg__tensor_new_on(s, who, TG_CPU, TG_F64, 2, (int64_t[]){N, 5},
+                                        TG_MEM_WORKSPACE)))
+            goto fail;
+        tg__vp_merge(&vp, yh, o->ignore_index, all, N, 1.0 / o->temperature, tg__ptr(stage));
+        if (!(lp = tg__new_output_on(s, who, dev, z->dtype, lead, z->shape)) ||
+            (o->want_entropy && !(h = tg__new_output_on(s, who, dev, z->dtype, lead, z->shape))) ||
+            ((record || lse_out) &&
+             !(st = tg__new_output_on(s, who, dev, TG_F64, 2, (int64_t[]){N, nstat}))))
+            goto fail;
+        /* flat (N) views of the outputs for the row writer */
+        tg_tensor *flp = tg__tensor_alias(s, lp->storage, lp->dtype, 1, &N, (int64_t[]){1}, 0);
+        tg_tensor *fh = h && flp ? tg__tensor_alias(s, h->storage, h->dtype, 1, &N,
+                                                    (int64_t[]){1}, 0)
+                                 : NULL;
+        rc = flp && (!h || fh) ? tg__lpe_put_rows(s, who, stage, 0, flp, fh, st, nstat)
+                               : tg_last_status();
+        if (flp) tg__tensor_release(flp);
+        if (fh) tg__tensor_release(fh);
+        if (rc != TG_OK) goto fail;
+        if (lse_out && !(lse = tg__lpe_lse_of(s, who, z, st, nstat, 1.0 / o->temperature)))
+            goto fail;
+        if (record && tg__lpe_record(s, z, yl, st, nstat, &ro, lp, h, lse) != TG_OK) goto fail;
+    }
     if (st) tg__tensor_release(st);
     st = NULL;
     rc = tg__lpe_hand_out(lp, h, lse, logprob, entropy, lse_out);

@@ -198,6 +198,11 @@ void tg__tensor_release(tg_tensor *t); /* ignores scope ownership */
 void tg__set_grad(tg_tensor *leaf, tg_tensor *g);
 /* Hands t to the innermost open scope (unless scopes are suspended); returns t. */
 tg_tensor *tg__ret(tg_tensor *t);
+/* Makes room in the innermost open scope for n more tensors, so that the
+ * next n tg__ret calls cannot fail (a collective op hands its outputs out
+ * after its last exchange, where one rank failing alone would leave the
+ * others waiting later). false with TG_ERR_NOMEM. */
+bool tg__ret_reserve(size_t n);
 /* Hides the scopes open now (during backward and custom-function callbacks:
  * what they make is not handed to the user's scopes; scopes opened inside a
  * callback work). Returns the previous state for tg__scopes_resume. */

@@ -47,6 +47,13 @@ static bool reserve(scope *sc, size_t extra) {
     return true;
 }
 
+bool tg__ret_reserve(size_t n) {
+    if (tl_depth <= tl_floor) return true;
+    if (reserve(&tl_scopes[tl_depth - 1], n)) return true;
+    tg__set_error(TG_ERR_NOMEM, "out of memory: the scope cannot take %zu more tensors", n);
+    return false;
+}
+
 tg_tensor *tg__ret(tg_tensor *t) {
     if (!t || tl_depth <= tl_floor) return t;
     scope *sc = &tl_scopes[tl_depth - 1];

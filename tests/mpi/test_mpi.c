@@ -547,12 +547,11 @@ static void linear_no_grad_case(tg_comm *comm, int bad_rank) {
  * waiting in a collective (run.sh's timeout bounds the run); every rank ends
  * with TG_OK or TG_ERR_NOMEM; a rank failing because another did names it;
  * and a failure before the statistics exchange (the exchange's own buffers
- * included) fails every rank. The modes: the logits op (forward and its
- * collective-free backward), the linear op's forward (every rank ends it
- * with the same status, even when the failure comes after the statistics
- * exchange: everything the call hands out is made before it; then a
- * backward, which every rank reaches or none), the linear op's backward
- * after a clean forward. */
+ * included) fails every rank. The modes: the forward of the logits op and
+ * of the linear op (every rank ends it with the same status, even when the
+ * failure comes after the statistics exchange: everything the call hands
+ * out is made before it; then a backward, which every rank reaches or none),
+ * the linear op's backward after a clean forward. */
 typedef enum { SWEEP_LOGITS, SWEEP_LINEAR_FWD, SWEEP_LINEAR_BWD } sweep_mode;
 
 static void alloc_sweep_case(tg_comm *comm, sweep_mode mode) {
@@ -580,8 +579,6 @@ static void alloc_sweep_case(tg_comm *comm, sweep_mode mode) {
             o.vocab_start = start;
             tg_fault_inject(g_rank == bad ? k : 0, false);
             st = tg_logprob_entropy_lse(z, y, &o, &lp, &H, &L);
-            if (st == TG_OK) st = (loss = tg_add(tg_sum(lp), tg_sum(H))) ? TG_OK : tg_last_status();
-            if (st == TG_OK) st = tg_backward(loss, NULL, false); /* no collective */
         } else {
             tg_tensor *h = tg_randn(TG_F64, TG_SHAPE(N, d), 1, 0.0, 1.0);
             tg_tensor *w = tg_randn(TG_F64, TG_SHAPE(len, d), 2 + g_rank, 0.0, 1.0);
@@ -594,21 +591,24 @@ static void alloc_sweep_case(tg_comm *comm, sweep_mode mode) {
             o.vocab_block = 2;
             if (mode == SWEEP_LINEAR_FWD) tg_fault_inject(g_rank == bad ? k : 0, false);
             st = tg_linear_logprob_entropy(h, w, NULL, y, &o, &lp, &H, &L);
-            if (mode == SWEEP_LINEAR_FWD) {
-                /* every rank the same status, then a backward (no failure
-                 * injected) that no rank may be left out of */
-                fired = tg_fault_inject(0, false);
-                int f = st != TG_OK, lo = 0, hi = 0;
-                MPI_Allreduce(&f, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-                MPI_Allreduce(&f, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-                CHECK(lo == hi, "sweep %d, k %llu: the forward failed on some ranks only: %s",
-                      (int)mode, (unsigned long long)k, tg_last_error());
-                if (lo == hi && st == TG_OK) st = tg_backward(tg_add(tg_sum(lp), tg_sum(H)), NULL, false);
-            }
             if (mode == SWEEP_LINEAR_BWD) {
                 CHECK(st == TG_OK, "sweep: clean forward: %s", tg_last_error());
                 loss = tg_add(tg_sum(lp), tg_sum(H));
                 tg_fault_inject(g_rank == bad ? k : 0, false);
+                st = tg_backward(loss, NULL, false);
+            }
+        }
+        if (mode != SWEEP_LINEAR_BWD) {
+            /* every rank the same status, then a backward (no failure
+             * injected) that no rank may be left out of */
+            fired = tg_fault_inject(0, false);
+            int f = st != TG_OK, lo = 0, hi = 0;
+            MPI_Allreduce(&f, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+            MPI_Allreduce(&f, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+            CHECK(lo == hi, "sweep %d, k %llu: the forward failed on some ranks only: %s",
+                  (int)mode, (unsigned long long)k, tg_last_error());
+            if (lo == hi && st == TG_OK) {
+                loss = tg_add(tg_sum(lp), tg_sum(H));
                 st = tg_backward(loss, NULL, false);
             }
         }
