@@ -389,11 +389,19 @@ tg_tensor *tg__lpe_lse_of(tg_site s, const char *who, const tg_tensor *z, tg_ten
     tg_tensor *out = r ? tg__new_output_on(s, who, z->storage->device, tg__lpe_out_dtype(z),
                                            z->ndim - 1, z->shape)
                        : NULL;
-    if (out) out = tg__k_ok(tg__k_copy(out, r), out); /* (N) into the leading shape: same order */
+    /* (N) into the leading shape (..., ) through a flat alias of the new contiguous
+     * output: copying r into out itself would broadcast (N) against (B, T) */
+    tg_tensor *flat = out ? tg__tensor_alias(s, out->storage, out->dtype, 1, &N, (int64_t[]){1},
+                                             out->offset)
+                          : NULL;
+    tg_status rc = flat ? tg__k_copy(flat, r) : tg_last_status();
+    tg__tensor_release(flat);
     tg__tensor_release(m);
     tg__tensor_release(l);
     tg__tensor_release(r);
-    return out;
+    if (rc == TG_OK) return out;
+    tg__tensor_release(out);
+    return NULL;
 }
 
 tg_status tg__lpe_record(tg_site s, tg_tensor *z, tg_tensor *yc, tg_tensor *st, int nstat,

@@ -1,5 +1,7 @@
 /* tape/shape.c - shape validation with checked arithmetic, NumPy
  * broadcasting of shapes and strides. */
+#include <assert.h>
+
 #include "core.h"
 
 int64_t tg__shape_check(const char *who, int ndim, const int64_t *shape) {
@@ -53,8 +55,12 @@ tg_status tg__broadcast_shapes(const char *who, int na, const int64_t *sa, int n
 
 void tg__broadcast_strides(const tg_tensor *t, int ndim, const int64_t *oshape,
                            int64_t *strides) {
+    /* the caller checked that t broadcasts to oshape: a (N) read as (B, T) would
+     * otherwise be taken silently as (T) repeated */
+    assert(t->ndim <= ndim);
     for (int i = 0; i < ndim; i++) {
         int it = t->ndim - ndim + i;
+        assert(it < 0 || t->shape[it] == 1 || t->shape[it] == oshape[i]);
         if (it < 0 || (t->shape[it] == 1 && oshape[i] != 1)) strides[i] = 0;
         else strides[i] = t->strides[it];
     }

@@ -163,10 +163,10 @@ Test(linear_logprob, leading_shape_and_strided_hidden) {
     tg_tensor *h = tg_transpose(raw, 0, 1); // (2, 3, 5)
     tg_tensor *w = tg_randn(TG_F64, 2, (int64_t[]){9, 5}, 4, 0.0, 1.0);
     tg_tensor *y = tg_from_data(TG_I64, 2, (int64_t[]){2, 3}, (int64_t[]){1, -100, 8, 0, 3, 3});
-    tg_tensor *lp, *H;
+    tg_tensor *lp, *H, *lse;
     tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
     o.vocab_block = 4;
-    cr_assert_eq(tg_linear_logprob_entropy(h, w, NULL, y, &o, &lp, &H, NULL), TG_OK, "%s",
+    cr_assert_eq(tg_linear_logprob_entropy(h, w, NULL, y, &o, &lp, &H, &lse), TG_OK, "%s",
                  tg_last_error());
     cr_assert_eq(tg_ndim(lp), 2);
     cr_assert_eq(tg_shape(lp)[0], 2);
@@ -176,6 +176,10 @@ Test(linear_logprob, leading_shape_and_strided_hidden) {
     cr_assert_eq(tg_logprob_entropy(z, y, NULL, &lp2, &H2), TG_OK);
     cr_assert(max_rel(lp, lp2) < 1e-13);
     cr_assert(max_rel(H, H2) < 1e-13);
+    /* lse[b, t] of every b (before the fix, row [0, t]'s for every b); 0 where ignored */
+    tg_tensor *zero = tg_zeros(TG_F64, 0, NULL);
+    tg_tensor *want = tg_where(tg_ne_scalar(y, -100), tg_logsumexp_dim(z, -1, false), zero);
+    cr_assert(max_rel(lse, want) < 1e-13);
     cr_assert_eq(tgt_at(lp, 1), 0.0); /* ignored row */
     cr_assert_eq(tg_backward(tg_sum(lp), NULL, false), TG_OK, "%s", tg_last_error());
     cr_assert_eq(tg_shape(tg_grad(raw))[0], 3);

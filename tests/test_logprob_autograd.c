@@ -758,6 +758,48 @@ Test(logprob, lse_output_and_its_gradient_as_pytorch) {
     }
 }
 
+/* Logits with 2 and 3 leading dims, (B, T, V) as trainers hold them: lse[b, t] is
+ * logsumexp(z[b, t] / T) for every b, on both paths, chunked or not, as are its
+ * gradient (z-loss: sum(lse^2)) and the log-prob and entropy beside it. Before the
+ * fix the (N) statistics were broadcast into (B, T), so every b got row [0, t]. */
+Test(logprob, lse_with_several_leading_dims) {
+    static const int64_t shapes[2][4] = {{2, 3, 5, 0}, {2, 2, 3, 4}};
+    for (int s = 0; s < 2; s++) {
+        const int nd = s == 0 ? 3 : 4;
+        for (int impl = 0; impl < 2; impl++) {
+            for (int chunk = 0; chunk < 3; chunk += 2) {
+                int sc = tg_scope_begin();
+                tg_tensor *z = tg_randn(TG_F64, nd, shapes[s], 11 + s, 0, 2);
+                cr_assert_eq(tg_set_requires_grad(z, true), TG_OK);
+                const int64_t V = shapes[s][nd - 1];
+                tg_tensor *y = tg_remainder(tg_arange(TG_I64, 0, tg_numel(z) / V, 1),
+                                            tg_full(TG_I64, TG_SCALAR, V));
+                y = tg_reshape(y, nd - 1, shapes[s]);
+                tg_logprob_opts o = tg_logprob_opts_default();
+                o.temperature = 0.7;
+                o.impl = (tg_logprob_impl)impl;
+                o.chunk_size = chunk;
+                tg_tensor *lp = NULL, *h = NULL, *lse = NULL;
+                cr_assert_eq(tg_logprob_entropy_lse(z, y, &o, &lp, &h, &lse), TG_OK, "%s",
+                             tg_last_error());
+                tg_tensor *want = tg_logsumexp_dim(tg_scale(z, 1 / 0.7), -1, false);
+                tgo_assert_same(lse, want, 1e-14);
+                tg_tensor *lsm = tg_log_softmax(tg_scale(z, 1 / 0.7));
+                tgo_assert_same(lp, tg_squeeze(tg_gather(lsm, tg_unsqueeze(y, -1)), -1), 1e-13);
+                tgo_assert_same(h, tg_neg(tg_sum_dim(tg_mul(tg_exp(lsm), lsm), -1, false)), 1e-13);
+                /* the z-loss's gradient, against the one through logsumexp_dim */
+                cr_assert_eq(tg_backward(tg_sum(tg_square(lse)), NULL, false), TG_OK, "%s",
+                             tg_last_error());
+                tg_tensor *g = tg_clone(tg_grad(z));
+                cr_assert_eq(tg_zero_grad(z), TG_OK);
+                cr_assert_eq(tg_backward(tg_sum(tg_square(want)), NULL, false), TG_OK);
+                tgo_assert_same(g, tg_grad(z), 1e-13);
+                cr_assert_eq(tg_scope_end(sc), TG_OK);
+            }
+        }
+    }
+}
+
 /* Unused, the log-sum-exp changes nothing: the same gradient, bit for bit, and the
  * same saved bytes as tg_logprob_entropy; under no-grad nothing is saved. */
 Test(logprob, lse_unused_costs_nothing_in_backward) {
