@@ -184,7 +184,27 @@ extern "C" {
     X(NEG, (int64_t)(0 - (uint64_t)x))                                              \
     X(ABS, x < 0 ? (int64_t)(0 - (uint64_t)x) : x)                                  \
     X(SIGN, (int64_t)((x > 0) - (x < 0)))                                           \
-    X(CLAMP, (x < p0 ? p0 : x) > p1 ? p1 : (x < p0 ? p0 : x))
+    X(CLAMP, (x < p0 ? p0 : x) > p1 ? p1 : (x < p0 ? p0 : x))                       \
+    X(POW, tg__ipow(x, y))
+
+#ifdef __CUDACC__
+#define TG__K_FN static __host__ __device__ inline
+#else
+#define TG__K_FN static inline
+#endif
+/* x ** y on i64 as PyTorch computes it: by squaring, wrapping around on
+ * overflow; a negative exponent gives 1 for the base 1, -1 or 1 for the
+ * base -1 (odd or even exponent), 0 for any other base (0 ** -1 too). */
+TG__K_FN int64_t tg__ipow(int64_t x, int64_t y) {
+    if (y < 0) return x == 1 ? 1 : x == -1 ? ((y & 1) ? -1 : 1) : 0;
+    uint64_t r = 1, b = (uint64_t)x, e = (uint64_t)y;
+    while (e) {
+        if (e & 1) r *= b;
+        b *= b;
+        e >>= 1;
+    }
+    return (int64_t)r;
+}
 
 /* Reductions along one dim and scans (kernels/line.h has their definitions). */
 typedef enum tg__redop {
@@ -318,7 +338,8 @@ typedef struct tg__backend {
     tg_status (*fill)(const tg__arr *out, double v);
 
     /* out (contiguous, numel = product of x's kept dims in C order) = scale *
-     * sum of x over the dims with red[d]; x over its own shape. */
+     * sum of x over the dims with red[d]; x over its own shape. With out i64
+     * (x i64 or bool; scale 1) the sum is exact, wrapping around on overflow. */
     tg_status (*sum_reduce)(const tg__arr *out, const tg__arr *x, const bool *red,
                             double scale);
 

@@ -2,10 +2,11 @@
  * div, maximum, minimum, pow, where (NumPy broadcasting), and to_dtype; their
  * backward formulas. The unary ops are table-driven in ops/unary.c.
  *
- * Contract: inputs are f32 or f64 (both operands of one dtype; where's cond
- * may be any dtype and its a and b any one dtype), any strides; two i64
- * operands of add, sub, mul, maximum, minimum go to ops/intarith.c; results
- * are new contiguous tensors. Each public tg_X_at() is `return tg__ret(X(...))`; the internal versions
+ * Contract: operands of any dtypes, promoted as PyTorch does
+ * (ops/promote.c: f32 * bool mask is f32, i64 / i64 is f32, f32 + f64 is
+ * f64) and converted to the promoted dtype first; where's cond may be any
+ * dtype. Any strides; integer results (i64, or bool for bool operands) go to
+ * ops/intarith.c; results are new contiguous tensors. Each public tg_X_at() is `return tg__ret(X(...))`; the internal versions
  * (tg__add, ...) do the same work without touching scopes. A node is recorded
  * only when grad mode is on and an input requires grad, and only what
  * backward needs is saved (mul saves b only when a needs a gradient, etc.).
@@ -105,19 +106,48 @@ static tg_tensor *binary_on(tg_site s, const char *who, tg__binop op, const tg__
 static tg_tensor *int_binary(tg_site s, const char *who, tg__binop op, tg_tensor *a,
                              tg_tensor *b);
 
+/* The dtype op computes in for operands promoted to rt (PyTorch's rules: true
+ * division of integers gives f32; bool arithmetic is done in i64, its result
+ * converted back), or -1 with the error set where PyTorch refuses the
+ * operands. */
+static int compute_dtype(const char *who, tg__binop op, tg_dtype rt, const tg_tensor *a,
+                         const tg_tensor *b) {
+    if (op == TG__BIN_SUB && (a->dtype == TG_BOOL || b->dtype == TG_BOOL))
+        return tg__set_error(TG_ERR_DTYPE, "%s: subtraction with a bool tensor is not supported "
+                             "(as in PyTorch): use tg_logical_xor or tg_logical_not, or convert "
+                             "it with tg_to_dtype", who), -1;
+    if (op == TG__BIN_DIV && !tg__is_floating(rt)) return TG_F32;
+    if (rt != TG_BOOL) return (int)rt;
+    if (op == TG__BIN_POW)
+        return tg__set_error(TG_ERR_DTYPE, "%s: pow of two bool tensors is not supported (as in "
+                             "PyTorch): convert one with tg_to_dtype", who), -1;
+    return (int)TG_I64;
+}
+
 /* A 0-d CPU operand of a CUDA tensor is moved to the device first (see
- * tg__promote_scalars). */
+ * tg__promote_scalars); operands of different dtypes are converted to the
+ * promoted one (ops/promote.c). */
 static tg_tensor *binary(tg_site s, const char *who, tg__binop op, const tg__op_def *def,
                          tg_tensor *a, tg_tensor *b) {
     if (tg__null_arg(a, who, "a") || tg__null_arg(b, who, "b")) return NULL;
-    tg_tensor *ab[2] = {a, b}, *owned[2];
+    tg_tensor *ab[2] = {a, b}, *owned[2], *conv[2] = {NULL, NULL};
     if (!tg__promote_scalars(s, 2, ab, owned)) return NULL;
-    tg_tensor *out;
-    if (ab[0]->dtype == TG_I64 && ab[1]->dtype == TG_I64) /* PyTorch's integer arithmetic */
-        out = int_binary(s, who, op, ab[0], ab[1]);
-    else
-        out = binary_on(s, who, op, def, ab[0], ab[1]);
+    const tg_dtype rt = tg__result_type(2, ab);
+    const int cdt = compute_dtype(who, op, rt, ab[0], ab[1]);
+    tg_tensor *out = NULL;
+    if (cdt >= 0 && tg__convert_operands(s, (tg_dtype)cdt, 2, ab, conv)) {
+        if (cdt == TG_I64) /* PyTorch's integer arithmetic */
+            out = int_binary(s, who, op, ab[0], ab[1]);
+        else
+            out = binary_on(s, who, op, def, ab[0], ab[1]);
+        tg__release_promoted(2, conv);
+    }
     tg__release_promoted(2, owned);
+    if (out && rt == TG_BOOL) { /* bool + bool and the like: back to bool */
+        tg_tensor *r = tg__to_dtype(s, out, TG_BOOL);
+        tg__tensor_release(out);
+        out = r;
+    }
     return out;
 }
 
@@ -130,9 +160,7 @@ static tg_tensor *int_binary(tg_site s, const char *who, tg__binop op, tg_tensor
     case TG__BIN_MUL: return tg__int_binary(s, who, TG__INT_MUL, a, b);
     case TG__BIN_MAX: return tg__int_binary(s, who, TG__INT_MAX, a, b);
     case TG__BIN_MIN: return tg__int_binary(s, who, TG__INT_MIN, a, b);
-    case TG__BIN_DIV:
-        return tg__fail(TG_ERR_DTYPE, "%s: i64 operands: true division gives floats (convert "
-                        "with tg_to_dtype), or use tg_floor_divide", who);
+    case TG__BIN_POW: return tg__int_binary(s, who, TG__INT_POW, a, b);
     default:
         return tg__fail(TG_ERR_DTYPE, "%s: dtype i64 is not supported (f32 or f64 required; "
                         "convert with tg_to_dtype)", who);
@@ -329,9 +357,15 @@ tg_tensor *tg__where(tg_site s, tg_tensor *c, tg_tensor *a, tg_tensor *b) {
     const char *who = "tg_where";
     if (tg__null_arg(c, who, "cond") || tg__null_arg(a, who, "a") || tg__null_arg(b, who, "b"))
         return NULL;
-    tg_tensor *cab[3] = {c, a, b}, *owned[3];
+    tg_tensor *cab[3] = {c, a, b}, *owned[3], *conv[2] = {NULL, NULL};
     if (!tg__promote_scalars(s, 3, cab, owned)) return NULL;
-    tg_tensor *out = where_on(s, cab[0], cab[1], cab[2]);
+    tg_tensor *out = NULL;
+    /* a and b promoted as PyTorch's where does (where(mask, x, 0-d f64) keeps x's f32) */
+    if (tg__same_device(who, 3, (const tg_tensor *const *)cab) &&
+        tg__convert_operands(s, tg__result_type(2, cab + 1), 2, cab + 1, conv)) {
+        out = where_on(s, cab[0], cab[1], cab[2]);
+        tg__release_promoted(2, conv);
+    }
     tg__release_promoted(3, owned);
     return out;
 }
@@ -340,10 +374,6 @@ static tg_tensor *where_on(tg_site s, tg_tensor *c, tg_tensor *a, tg_tensor *b) 
     const char *who = "tg_where";
     const tg_tensor *cab[3] = {c, a, b};
     if (!tg__same_device(who, 3, cab)) return NULL;
-    if (a->dtype != b->dtype) /* any one dtype: i64 and bool values are selected too */
-        return tg__fail(TG_ERR_DTYPE, "%s: operands have different dtypes (%s and %s); convert "
-                        "one with tg_to_dtype", who, tg_dtype_name(a->dtype),
-                        tg_dtype_name(b->dtype));
     int nd;
     int64_t shape[TG_MAX_DIMS];
     if (tg__broadcast_shapes(who, a->ndim, a->shape, b->ndim, b->shape, &nd, shape) != TG_OK)

@@ -35,19 +35,19 @@ static tg_tensor *reduce(tg_site s, tg_tensor *l, tg_reduction r) {
     return drop2(tg__reduce_all(s, l, r == TG_REDUCTION_MEAN), l, NULL);
 }
 
-tg_tensor *tg_mse_loss_at(tg_site s, tg_tensor *input, tg_tensor *target, tg_reduction r) {
+static tg_tensor *mse_loss_op(tg_site s, tg_tensor *input, tg_tensor *target, tg_reduction r) {
     if (tg__null_arg(input, "tg_mse_loss", "input") ||
         tg__null_arg(target, "tg_mse_loss", "target") || !check_reduction("tg_mse_loss", r))
         return NULL;
     tg_tensor *d = tg__sub(s, input, target);
     tg_tensor *l = d ? tg__unary(s, TG__UN_SQUARE, d, 0, 0) : NULL;
-    return tg__ret(reduce(s, drop2(l, d, NULL), r));
+    return reduce(s, drop2(l, d, NULL), r);
 }
 
 /* |d| < beta: 0.5 d^2 / beta, else |d| - 0.5 beta; written as
  * 0.5 m^2 / beta + (|d| - m) with m = min(|d|, beta), whose gradient is
  * PyTorch's at every point (clamp's is 1 on its bound); beta 0 is the L1 loss. */
-tg_tensor *tg_smooth_l1_loss_at(tg_site s, tg_tensor *input, tg_tensor *target, tg_reduction r,
+static tg_tensor *smooth_l1_loss_op(tg_site s, tg_tensor *input, tg_tensor *target, tg_reduction r,
                                 double beta) {
     const char *who = "tg_smooth_l1_loss";
     if (tg__null_arg(input, who, "input") || tg__null_arg(target, who, "target") ||
@@ -58,7 +58,7 @@ tg_tensor *tg_smooth_l1_loss_at(tg_site s, tg_tensor *input, tg_tensor *target, 
     tg_tensor *d = tg__sub(s, input, target);
     tg_tensor *a = d ? tg__unary(s, TG__UN_ABS, d, 0, 0) : NULL;
     tg__tensor_release(d);
-    if (!a || beta == 0) return tg__ret(reduce(s, a, r));
+    if (!a || beta == 0) return reduce(s, a, r);
     tg_tensor *m = tg__unary(s, TG__UN_CLAMP, a, -INFINITY, beta);
     tg_tensor *q = m ? tg__unary(s, TG__UN_SQUARE, m, 0, 0) : NULL;
     tg_tensor *qs = q ? tg__scale(s, q, 0.5 / beta) : NULL;
@@ -66,12 +66,12 @@ tg_tensor *tg_smooth_l1_loss_at(tg_site s, tg_tensor *input, tg_tensor *target, 
     tg_tensor *lin = m ? tg__sub(s, a, m) : NULL;
     drop2(NULL, a, m);
     tg_tensor *l = qs && lin ? tg__add(s, qs, lin) : NULL;
-    return tg__ret(reduce(s, drop2(l, qs, lin), r));
+    return reduce(s, drop2(l, qs, lin), r);
 }
 
 /* (1 - t) x - w log sigmoid(x), w = 1 + (pos_weight - 1) t (PyTorch's stable
  * form; pos_weight NULL: w = 1). */
-tg_tensor *tg_binary_cross_entropy_with_logits_at(tg_site s, tg_tensor *input,
+static tg_tensor *binary_cross_entropy_with_logits_op(tg_site s, tg_tensor *input,
                                                   tg_tensor *target, tg_tensor *pos_weight,
                                                   tg_reduction r) {
     const char *who = "tg_binary_cross_entropy_with_logits";
@@ -94,7 +94,7 @@ tg_tensor *tg_binary_cross_entropy_with_logits_at(tg_site s, tg_tensor *input,
         ls = wl;
     }
     tg_tensor *l = ls ? tg__sub(s, lin, ls) : NULL;
-    return tg__ret(reduce(s, drop2(l, lin, ls), r));
+    return reduce(s, drop2(l, lin, ls), r);
 }
 
 static tg_tensor *masked_mean(tg_site s, const char *who, tg_tensor *x, tg_tensor *mask, int dim,
@@ -118,8 +118,8 @@ static tg_tensor *masked_mean(tg_site s, const char *who, tg_tensor *x, tg_tenso
     return drop2(out, num, den);
 }
 
-tg_tensor *tg_masked_mean_at(tg_site s, tg_tensor *x, tg_tensor *mask, int dim, bool all) {
-    return tg__ret(masked_mean(s, "tg_masked_mean", x, mask, dim, all));
+static tg_tensor *masked_mean_op(tg_site s, tg_tensor *x, tg_tensor *mask, int dim, bool all) {
+    return masked_mean(s, "tg_masked_mean", x, mask, dim, all);
 }
 
 /* ---- cross-entropy and NLL over a class dim ------------------------------------------ */
@@ -230,7 +230,7 @@ static tg_tensor *reduce_rows(tg_site s, tg_tensor *loss, tg_reduction r, int64_
     return t;
 }
 
-tg_tensor *tg_cross_entropy_at(tg_site s, tg_tensor *input, tg_tensor *target,
+static tg_tensor *cross_entropy_op(tg_site s, tg_tensor *input, tg_tensor *target,
                                int64_t ignore_index, double label_smoothing, tg_reduction r) {
     const char *who = "tg_cross_entropy";
     if (tg__null_arg(input, who, "input") || tg__null_arg(target, who, "target") ||
@@ -244,13 +244,7 @@ tg_tensor *tg_cross_entropy_at(tg_site s, tg_tensor *input, tg_tensor *target,
     tg_logprob_opts o = tg_logprob_opts_default();
     o.ignore_index = ignore_index;
     o.want_entropy = false;
-    tg_status st = tg__logprob_entropy(s, who, rows, y, &o, &lp, &h);
-    if (st != TG_OK) { /* say whose call it was */
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", tg_last_error());
-        tg__set_error(st, "%s: %s", who, msg);
-        goto out;
-    }
+    if (tg__logprob_entropy(s, who, rows, y, &o, &lp, &h) != TG_OK) goto out;
     loss = tg__neg(s, lp); /* -log p(target); 0 on ignored rows */
     int64_t count = 0;
     if (loss && (label_smoothing > 0 || r == TG_REDUCTION_MEAN) &&
@@ -277,12 +271,12 @@ out:
     drop2(NULL, rows, y);
     drop2(NULL, lp, h);
     tg__tensor_release(mask);
-    return tg__ret(loss);
+    return loss;
 }
 
 /* target * (log target - input), the 0 log 0 terms 0 (PyTorch's xlogy), or
  * exp(target) * (target - input) for a log target. */
-tg_tensor *tg_kl_div_at(tg_site s, tg_tensor *input, tg_tensor *target, tg_reduction r,
+static tg_tensor *kl_div_op(tg_site s, tg_tensor *input, tg_tensor *target, tg_reduction r,
                         bool log_target) {
     const char *who = "tg_kl_div";
     if (tg__null_arg(input, who, "input") || tg__null_arg(target, who, "target") ||
@@ -306,11 +300,11 @@ tg_tensor *tg_kl_div_at(tg_site s, tg_tensor *input, tg_tensor *target, tg_reduc
         drop2(NULL, xl, tx);
     }
     tg__tensor_release(d);
-    return tg__ret(reduce(s, l, r));
+    return reduce(s, l, r);
 }
 
 /* -input[..., target] on the kept rows (PyTorch's nll_loss without weights). */
-tg_tensor *tg_nll_loss_at(tg_site s, tg_tensor *input, tg_tensor *target, int64_t ignore_index,
+static tg_tensor *nll_loss_op(tg_site s, tg_tensor *input, tg_tensor *target, int64_t ignore_index,
                           tg_reduction r) {
     const char *who = "tg_nll_loss";
     if (tg__null_arg(input, who, "input") || tg__null_arg(target, who, "target") ||
@@ -346,12 +340,12 @@ out:
     drop2(NULL, rows, y);
     drop2(NULL, idx, g);
     tg__tensor_release(mask);
-    return tg__ret(loss);
+    return loss;
 }
 
 /* ---- one_hot ------------------------------------------------------------------------- */
 
-tg_tensor *tg_one_hot_at(tg_site s, tg_tensor *target, int64_t num_classes) {
+static tg_tensor *one_hot_op(tg_site s, tg_tensor *target, int64_t num_classes) {
     const char *who = "tg_one_hot";
     if (tg__null_arg(target, who, "target")) return NULL;
     if (target->dtype != TG_I64)
@@ -396,20 +390,21 @@ tg_tensor *tg_one_hot_at(tg_site s, tg_tensor *target, int64_t num_classes) {
     }
 done:
     free(y);
-    return tg__ret(out);
+    return out;
 }
 
 /* ---- the aggregation modes of RL trainers ---------------------------------------------- */
 
-tg_tensor *tg_agg_loss_at(tg_site s, tg_tensor *loss, tg_tensor *mask, tg_agg_mode mode) {
+static tg_tensor *agg_loss_op(tg_site s, tg_tensor *loss, tg_tensor *mask, tg_agg_mode mode) {
     const char *who = "tg_agg_loss";
     if (tg__null_arg(loss, who, "loss") || tg__null_arg(mask, who, "mask")) return NULL;
-    if (mode == TG_AGG_TOKEN_MEAN) return tg__ret(masked_mean(s, who, loss, mask, 0, true));
-    if (mode != TG_AGG_SEQ_MEAN_TOKEN_SUM && mode != TG_AGG_SEQ_MEAN_TOKEN_MEAN)
+    if (mode != TG_AGG_TOKEN_MEAN && mode != TG_AGG_SEQ_MEAN_TOKEN_SUM &&
+        mode != TG_AGG_SEQ_MEAN_TOKEN_MEAN)
         return tg__fail(TG_ERR_VALUE, "%s: mode is %d (TG_AGG_TOKEN_MEAN, "
                         "_SEQ_MEAN_TOKEN_SUM or _SEQ_MEAN_TOKEN_MEAN)", who, (int)mode);
-    if (loss->ndim < 1)
+    if (loss->ndim < 1) /* every mode: a per-token loss has a token dim */
         return tg__fail(TG_ERR_DIM, "%s: loss is 0-d (expected (..., tokens))", who);
+    if (mode == TG_AGG_TOKEN_MEAN) return masked_mean(s, who, loss, mask, 0, true);
     tg_tensor *seq = NULL; /* one value per sequence (all dims but the last) */
     if (mode == TG_AGG_SEQ_MEAN_TOKEN_SUM) {
         tg_tensor *lm = tg__mul(s, loss, mask);
@@ -420,5 +415,56 @@ tg_tensor *tg_agg_loss_at(tg_site s, tg_tensor *loss, tg_tensor *mask, tg_agg_mo
     }
     tg_tensor *out = seq ? tg__reduce_all(s, seq, true) : NULL;
     tg__tensor_release(seq);
-    return tg__ret(out);
+    return out;
+}
+
+/* ---- the public entry points: each names itself in the errors of the ops it
+ * is made of (tg__caller_enter) ------------------------------------------------------- */
+
+static tg_tensor *done(const char *prev, tg_tensor *r) {
+    tg__caller_leave(prev);
+    return tg__ret(r);
+}
+
+tg_tensor *tg_mse_loss_at(tg_site s, tg_tensor *input, tg_tensor *target, tg_reduction r) {
+    const char *prev = tg__caller_enter("tg_mse_loss");
+    return done(prev, mse_loss_op(s, input, target, r));
+}
+tg_tensor *tg_smooth_l1_loss_at(tg_site s, tg_tensor *input, tg_tensor *target, tg_reduction r,
+                                double beta) {
+    const char *prev = tg__caller_enter("tg_smooth_l1_loss");
+    return done(prev, smooth_l1_loss_op(s, input, target, r, beta));
+}
+tg_tensor *tg_binary_cross_entropy_with_logits_at(tg_site s, tg_tensor *input,
+                                                  tg_tensor *target, tg_tensor *pos_weight,
+                                                  tg_reduction r) {
+    const char *prev = tg__caller_enter("tg_binary_cross_entropy_with_logits");
+    return done(prev, binary_cross_entropy_with_logits_op(s, input, target, pos_weight, r));
+}
+tg_tensor *tg_masked_mean_at(tg_site s, tg_tensor *x, tg_tensor *mask, int dim, bool all) {
+    const char *prev = tg__caller_enter("tg_masked_mean");
+    return done(prev, masked_mean_op(s, x, mask, dim, all));
+}
+tg_tensor *tg_cross_entropy_at(tg_site s, tg_tensor *input, tg_tensor *target,
+                               int64_t ignore_index, double label_smoothing, tg_reduction r) {
+    const char *prev = tg__caller_enter("tg_cross_entropy");
+    return done(prev, cross_entropy_op(s, input, target, ignore_index, label_smoothing, r));
+}
+tg_tensor *tg_kl_div_at(tg_site s, tg_tensor *input, tg_tensor *target, tg_reduction r,
+                        bool log_target) {
+    const char *prev = tg__caller_enter("tg_kl_div");
+    return done(prev, kl_div_op(s, input, target, r, log_target));
+}
+tg_tensor *tg_nll_loss_at(tg_site s, tg_tensor *input, tg_tensor *target, int64_t ignore_index,
+                          tg_reduction r) {
+    const char *prev = tg__caller_enter("tg_nll_loss");
+    return done(prev, nll_loss_op(s, input, target, ignore_index, r));
+}
+tg_tensor *tg_one_hot_at(tg_site s, tg_tensor *target, int64_t num_classes) {
+    const char *prev = tg__caller_enter("tg_one_hot");
+    return done(prev, one_hot_op(s, target, num_classes));
+}
+tg_tensor *tg_agg_loss_at(tg_site s, tg_tensor *loss, tg_tensor *mask, tg_agg_mode mode) {
+    const char *prev = tg__caller_enter("tg_agg_loss");
+    return done(prev, agg_loss_op(s, loss, mask, mode));
 }

@@ -80,6 +80,20 @@ tg_tensor *tg__to_dtype(tg_site s, tg_tensor *t, tg_dtype dt);
 tg_tensor *tg__int_binary(tg_site s, const char *who, tg__intop op, tg_tensor *a, tg_tensor *b);
 tg_tensor *tg__int_unary(tg_site s, const char *who, tg__unop code, tg_tensor *t, double p0,
                          double p1);
+/* ---- type promotion (ops/promote.c) ------------------------------------------ */
+
+/* PyTorch's promote_types: the wider of a and b (bool < i64 < bf16 < f32 < f64,
+ * bf16 with f32 giving f32). */
+tg_dtype tg__promote_types(tg_dtype a, tg_dtype b);
+/* PyTorch's result_type of ts[0..n) (NULL entries skipped): 0-d tensors count
+ * only when their category (bool, integer, floating) is higher than that of
+ * the tensors with dims. */
+tg_dtype tg__result_type(int n, tg_tensor *const *ts);
+/* Replaces each ts[k] whose dtype is not dt by a recorded tg_to_dtype of it
+ * (owned[k] the reference to release, NULL for the others; release with
+ * tg__release_promoted). False with the error set, nothing left to release. */
+bool tg__convert_operands(tg_site s, tg_dtype dt, int n, tg_tensor **ts, tg_tensor **owned);
+
 /* tg_to_device without the scope (recorded: its backward copies back). */
 tg_tensor *tg__to_device(tg_site s, tg_tensor *t, tg_device dev);
 

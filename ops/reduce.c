@@ -4,7 +4,8 @@
  *
  * Contract: inputs are f32 or f64 with any strides; results are new
  * contiguous tensors of the input's dtype, accumulated in double (see
- * kernels/cpu/reduce.c). Mean over 0 elements is NaN. Backward expands the
+ * kernels/cpu/reduce.c). The sums also take i64 and bool, summed exactly
+ * into i64 (PyTorch's mask.sum()); the means refuse them, as PyTorch. Mean over 0 elements is NaN. Backward expands the
  * upstream gradient back to the input's shape (a new contiguous tensor,
  * divided by the count for means). Nothing is saved for backward: the
  * node's in_meta, iparam (dim, keepdim) and dparam (scale) suffice.
@@ -81,6 +82,15 @@ static bool check_input(const char *who, const tg_tensor *t) {
     return true;
 }
 
+/* The sums take i64 and bool too (an exact i64 result, as PyTorch's
+ * mask.sum()); the means refuse them, as PyTorch does (no dtype to infer). */
+static bool check_sum_input(const char *who, const tg_tensor *t, bool mean, tg_dtype *odt) {
+    *odt = t->dtype;
+    if (mean || (t->dtype != TG_I64 && t->dtype != TG_BOOL)) return check_input(who, t);
+    *odt = TG_I64;
+    return tg__same_device(who, 1, &t);
+}
+
 /* Runs the reduction of t over red[] into a new tensor of shape (ond, oshape)
  * and dtype odt, and records def when t requires grad (iparam[P_DIM] = ins,
  * dparam[P_SCALE] = scale). */
@@ -103,20 +113,20 @@ static tg_tensor *reduce(tg_site s, const char *who, const tg__op_def *def, tg_t
 /* Sum (or mean) of all elements: a 0-d tensor. */
 static tg_tensor *reduce_all(tg_site s, tg_tensor *t, bool mean) {
     const char *who = mean ? "tg_mean" : "tg_sum";
-    if (tg__null_arg(t, who, "t")) return NULL;
-    if (!check_input(who, t)) return NULL;
+    tg_dtype odt;
+    if (tg__null_arg(t, who, "t") || !check_sum_input(who, t, mean, &odt)) return NULL;
     bool red[TG_MAX_DIMS];
     for (int d = 0; d < t->ndim; d++) red[d] = true;
     int64_t cnt = tg__numel(t->ndim, t->shape);
     double scale = !mean ? 1.0 : cnt > 0 ? 1.0 / (double)cnt : NAN;
-    return reduce(s, who, mean ? &MEAN_DEF : &SUM_DEF, t, red, 0, NULL, t->dtype, scale, -1);
+    return reduce(s, who, mean ? &MEAN_DEF : &SUM_DEF, t, red, 0, NULL, odt, scale, -1);
 }
 
 /* Sum (or mean) along dim. A 0-d tensor accepts dim 0 / -1 (nothing reduced). */
 static tg_tensor *reduce_dim(tg_site s, tg_tensor *t, int dim, bool keepdim, bool mean) {
     const char *who = mean ? "tg_mean_dim" : "tg_sum_dim";
-    if (tg__null_arg(t, who, "t")) return NULL;
-    if (!check_input(who, t)) return NULL;
+    tg_dtype odt;
+    if (tg__null_arg(t, who, "t") || !check_sum_input(who, t, mean, &odt)) return NULL;
     int d = tg__wrap_dim(who, dim, t->ndim);
     if (d < 0) return NULL;
     bool red[TG_MAX_DIMS];
@@ -130,7 +140,7 @@ static tg_tensor *reduce_dim(tg_site s, tg_tensor *t, int dim, bool keepdim, boo
         if (i == d) cnt = t->shape[i];
     }
     double scale = !mean ? 1.0 : cnt > 0 ? 1.0 / (double)cnt : NAN;
-    return reduce(s, who, mean ? &MEAN_DIM_DEF : &SUM_DIM_DEF, t, red, ond, oshape, t->dtype,
+    return reduce(s, who, mean ? &MEAN_DIM_DEF : &SUM_DIM_DEF, t, red, ond, oshape, odt,
                   scale, t->ndim == 0 ? -1 : d);
 }
 

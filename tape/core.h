@@ -41,6 +41,14 @@ typedef struct tg__leafref tg__leafref;
  * previous error) and returns st. */
 tg_status tg__set_error(tg_status st, const char *fmt, ...) TG__PRINTF(2, 3);
 tg_status tg__set_errorv(tg_status st, const char *fmt, va_list ap);
+/* A public op composed of others (the losses, tg_stack, ...) brackets its
+ * work with prev = tg__caller_enter("tg_kl_div") ... tg__caller_leave(prev):
+ * meanwhile an error set by an inner op ("tg_sub: shapes ... cannot be
+ * broadcast") is recorded in the caller's name ("tg_kl_div: shapes ...
+ * cannot be broadcast (in tg_sub)"), so the user always reads the op they
+ * called. Nested composites keep the outermost name. */
+const char *tg__caller_enter(const char *who);
+void tg__caller_leave(const char *prev);
 /* Same, returning NULL: `return tg__fail(TG_ERR_SHAPE, "tg_add: ...");` */
 void *tg__fail(tg_status st, const char *fmt, ...) TG__PRINTF(2, 3);
 /* NULL propagation: if p is NULL, records TG_ERR_NULL "fn: argument 'arg' is

@@ -44,11 +44,40 @@ const char *tg_status_name(tg_status s) {
     return "TG_ERR_UNKNOWN";
 }
 
+/* The public op the user called, while it runs, when it is composed of
+ * other ops (tg__caller_enter): their errors are told in its name. */
+static _Thread_local const char *tl_caller;
+
+const char *tg__caller_enter(const char *who) {
+    const char *prev = tl_caller;
+    if (!prev) tl_caller = who;
+    return prev;
+}
+
+void tg__caller_leave(const char *prev) { tl_caller = prev; }
+
+/* Length of the "tg_name: " prefix msg starts with (the op that set it), or 0. */
+static size_t op_prefix(const char *msg) {
+    if (strncmp(msg, "tg_", 3) != 0) return 0;
+    size_t k = 3;
+    while ((msg[k] >= 'a' && msg[k] <= 'z') || (msg[k] >= '0' && msg[k] <= '9') || msg[k] == '_')
+        k++;
+    return msg[k] == ':' && msg[k + 1] == ' ' ? k : 0;
+}
+
 tg_status tg__set_errorv(tg_status st, const char *fmt, va_list ap) {
     /* Format into a scratch buffer first: fmt's arguments may point into tl_msg. */
     char buf[TG__MSG_LEN];
     buf[0] = '\0';
     tg__vappendf(buf, sizeof buf, 0, fmt, ap);
+    const size_t k = tl_caller ? op_prefix(buf) : 0;
+    if (tl_caller && (k != strlen(tl_caller) || strncmp(buf, tl_caller, k) != 0)) {
+        /* an op inside a composite one failed: "tg_kl_div: <what> (in tg_sub)" */
+        char inner[TG__MSG_LEN];
+        memcpy(inner, buf, sizeof buf);
+        size_t n = tg__appendf(buf, sizeof buf, 0, "%s: %s", tl_caller, inner + (k ? k + 2 : 0));
+        if (k) tg__appendf(buf, sizeof buf, n, " (in %.*s)", (int)k, inner);
+    }
     memcpy(tl_msg, buf, sizeof buf);
     tl_status = st;
     return st;

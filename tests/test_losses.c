@@ -173,8 +173,11 @@ Test(losses, errors) {
     tg_clear_error();
     cr_assert_null(tg_mse_loss(x, y, TG_REDUCTION_MEAN));
     tgt_assert_error(TG_ERR_SHAPE, NULL);
-    cr_assert_null(tg_mse_loss(x, f, TG_REDUCTION_MEAN));
-    tgt_assert_error(TG_ERR_DTYPE, NULL);
+    /* f64 with f32 promotes to f64, as PyTorch's mse_loss */
+    tg_tensor *m = tg_mse_loss(x, f, TG_REDUCTION_MEAN);
+    cr_assert_not_null(m, "%s", tg_last_error());
+    cr_assert_eq(tg_get_dtype(m), TG_F64);
+    tg_release(m);
     tg_clear_error();
     cr_assert_null(tg_mse_loss(x, x, (tg_reduction)7));
     tgt_assert_error(TG_ERR_VALUE, "tg_mse_loss", "reduction", NULL);
@@ -438,5 +441,77 @@ Test(losses, aggregation_modes_as_the_trainers_formulas) {
     tg_clear_error();
     cr_assert_null(tg_agg_loss(z, z, TG_AGG_SEQ_MEAN_TOKEN_SUM));
     tgt_assert_error(TG_ERR_DIM, "0-d", NULL);
+    /* every mode refuses a 0-d loss (TOKEN_MEAN took it before) */
+    tg_clear_error();
+    cr_assert_null(tg_agg_loss(z, z, TG_AGG_TOKEN_MEAN));
+    tgt_assert_error(TG_ERR_DIM, "tg_agg_loss", "0-d", NULL);
     TGO_RELEASE(l, z);
+}
+
+/* A TG_BOOL mask (what tg_ne/tg_gt give) is taken by tg_masked_mean and every
+ * mode of tg_agg_loss, with the value and gradient of the same 0/1 mask in f64
+ * (before: TG_ERR_DTYPE from tg_mul). */
+Test(losses, bool_masks_as_float_masks) {
+    int sc = tg_scope_begin();
+    tg_tensor *fm = tgt_f64(2, (int64_t[]){3, 4}, (double[]){1, 1, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0});
+    tg_tensor *bm = tg_to_dtype(fm, TG_BOOL);
+    for (int k = 0; k < 6; k++) {
+        tg_tensor *g[2], *v[2];
+        for (int b = 0; b < 2; b++) {
+            tg_tensor *x = tg_randn(TG_F32, TG_SHAPE(3, 4), 5, 0, 1);
+            cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+            tg_tensor *m = b ? bm : fm;
+            tg_tensor *r = k == 0   ? tg_masked_mean(x, m, 1, false)
+                           : k == 1 ? tg_masked_mean(x, m, 0, true)
+                           : k == 2 ? tg_agg_loss(x, m, TG_AGG_TOKEN_MEAN)
+                           : k == 3 ? tg_agg_loss(x, m, TG_AGG_SEQ_MEAN_TOKEN_SUM)
+                           : k == 4 ? tg_agg_loss(x, m, TG_AGG_SEQ_MEAN_TOKEN_MEAN)
+                                    : tg_masked_mean(x, tg_narrow(m, 0, 0, 1), 1, false);
+            cr_assert_not_null(r, "case %d, %s mask: %s", k, b ? "bool" : "f64", tg_last_error());
+            /* f32 x with an f64 mask is f64 (as PyTorch); with a bool mask f32 */
+            cr_assert_eq(tg_get_dtype(r), b ? TG_F32 : TG_F64, "case %d", k);
+            cr_assert_eq(tg_backward(tg_sum(r), NULL, false), TG_OK, "%s", tg_last_error());
+            v[b] = r;
+            g[b] = tg_grad(x);
+        }
+        tgo_assert_same(v[1], v[0], 1e-6);
+        tgo_assert_same(g[1], g[0], 1e-6);
+    }
+    cr_assert_eq(tg_scope_end(sc), TG_OK);
+}
+
+/* Errors of the losses made of other ops name the loss the user called, not
+ * the op inside it that refused (before: "tg_sub: ...", "tg_mul: ...", and
+ * cross-entropy's "tg_cross_entropy: tg_cross_entropy: ..."). */
+Test(losses, errors_name_the_loss_called) {
+    int sc = tg_scope_begin();
+    tg_tensor *x = tg_zeros(TG_F64, TG_SHAPE(2, 3)), *y = tg_zeros(TG_F64, TG_SHAPE(4));
+    static const char *const names[] = {"tg_kl_div", "tg_binary_cross_entropy_with_logits",
+                                        "tg_mse_loss", "tg_smooth_l1_loss", "tg_masked_mean",
+                                        "tg_agg_loss"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        tg_clear_error();
+        tg_tensor *r = NULL;
+        switch (k) {
+        case 0: r = tg_kl_div(x, y, TG_REDUCTION_SUM, false); break;
+        case 1: r = tg_binary_cross_entropy_with_logits(x, y, NULL, TG_REDUCTION_MEAN); break;
+        case 2: r = tg_mse_loss(x, y, TG_REDUCTION_NONE); break;
+        case 3: r = tg_smooth_l1_loss(x, y, TG_REDUCTION_MEAN, 1.0); break;
+        case 4: r = tg_masked_mean(x, y, 1, false); break;
+        default: r = tg_agg_loss(x, y, TG_AGG_SEQ_MEAN_TOKEN_MEAN); break;
+        }
+        cr_assert_null(r, "%s accepted shapes (2, 3) and (4)", names[k]);
+        cr_assert_eq(tg_last_status(), TG_ERR_SHAPE, "%s: %s", names[k], tg_last_error());
+        size_t n = strlen(names[k]);
+        cr_assert(strncmp(tg_last_error(), names[k], n) == 0 && tg_last_error()[n] == ':',
+                  "%s's error names another op: %s", names[k], tg_last_error());
+    }
+    /* one prefix, not two */
+    tg_tensor *z = tg_zeros(TG_F64, TG_SHAPE(3, 4)), *t = tg_zeros(TG_F64, TG_SHAPE(3));
+    tg_clear_error();
+    cr_assert_null(tg_cross_entropy(z, t, -100, 0.0, TG_REDUCTION_MEAN));
+    cr_assert(strncmp(tg_last_error(), "tg_cross_entropy: ", 18) == 0, "%s", tg_last_error());
+    cr_assert_null(strstr(tg_last_error() + 1, "tg_cross_entropy"), "%s", tg_last_error());
+    tg_clear_error();
+    cr_assert_eq(tg_scope_end(sc), TG_OK);
 }

@@ -1,13 +1,17 @@
 /* tapegrad/ops.h - differentiable operations and in-place operations.
  *
- * All ops take f32 or f64 tensors (both operands of one dtype; index tensors
- * are i64), any strides (views are read in place), and return a NEW contiguous
- * tensor (or NULL, see status.h; NULL inputs propagate). Binary ops broadcast
- * like NumPy. When grad mode is on and an input requires grad, the result gets
- * a grad_fn and the tensors needed by backward are saved (version-checked).
+ * All ops take f32 or f64 tensors (index tensors are i64), any strides
+ * (views are read in place), and return a NEW contiguous tensor (or NULL, see
+ * status.h; NULL inputs propagate). Binary ops broadcast like NumPy. The
+ * binary elementwise ops and tg_where's branches take operands of any dtypes
+ * and promote them as PyTorch does (bool < i64 < f32 < f64; a 0-d operand
+ * decides only when its category is higher; docs/api.md "Type promotion"),
+ * converting an operand of another dtype first (a recorded tg_to_dtype).
+ * When grad mode is on and an input requires grad, the result gets a grad_fn
+ * and the tensors needed by backward are saved (version-checked).
  *
- * Common errors: TG_ERR_NULL, TG_ERR_DTYPE (dtypes differ or are not
- * floating), TG_ERR_SHAPE (cannot broadcast), TG_ERR_DIM, TG_ERR_NOMEM.
+ * Common errors: TG_ERR_NULL, TG_ERR_DTYPE (a dtype the op does not take),
+ * TG_ERR_SHAPE (cannot broadcast), TG_ERR_DIM, TG_ERR_NOMEM.
  */
 #ifndef TAPEGRAD_OPS_H
 #define TAPEGRAD_OPS_H
@@ -28,13 +32,15 @@ tg_tensor *tg_div_at(tg_site s, tg_tensor *a, tg_tensor *b);
 tg_tensor *tg_maximum_at(tg_site s, tg_tensor *a, tg_tensor *b);
 tg_tensor *tg_minimum_at(tg_site s, tg_tensor *a, tg_tensor *b);
 /* cond ? a : b, elementwise; cond is any dtype (non-zero = true; TG_BOOL
- * from the comparisons below), broadcast with a and b; a and b of any one
- * dtype (i64 and bool values are selected too, without gradient); cond gets
- * no gradient. */
+ * from the comparisons below), broadcast with a and b; a and b of any dtypes,
+ * promoted (i64 and bool values are selected too, without gradient); cond
+ * gets no gradient. */
 tg_tensor *tg_where_at(tg_site s, tg_tensor *cond, tg_tensor *a, tg_tensor *b);
-/* Two i64 tensors: tg_add, tg_sub, tg_mul, tg_maximum, tg_minimum compute in
- * i64 (wrapping around on overflow, as PyTorch; never differentiable);
- * tg_div refuses them (true division gives floats: convert, or floor-divide).
+/* Two i64 tensors: tg_add, tg_sub, tg_mul, tg_maximum, tg_minimum, tg_pow
+ * compute in i64 (wrapping around on overflow, as PyTorch; never
+ * differentiable); tg_div gives their true quotient in f32. Two bools: add,
+ * mul, maximum, minimum give a bool; tg_sub with a bool operand and tg_pow of
+ * two bools are TG_ERR_DTYPE, as in PyTorch.
  * tg_neg, tg_abs, tg_sign, tg_square, tg_floor/ceil/round (a copy), tg_clamp
  * (integer or infinite bounds), tg_scale and tg_add_scalar (an integer k)
  * accept an i64 tensor the same way; the other unary ops refuse it. */
@@ -322,7 +328,9 @@ tg_tensor *tg_agg_loss_at(tg_site s, tg_tensor *loss, tg_tensor *mask, tg_agg_mo
 #define tg_agg_loss(loss, mask, mode) tg_agg_loss_at(TG_SITE, loss, mask, mode)
 
 /* ---- reductions ------------------------------------------------------------ */
-/* Sum / mean of all elements: a 0-d tensor. Mean of 0 elements is NaN. */
+/* Sum / mean of all elements: a 0-d tensor. Mean of 0 elements is NaN. The
+ * sums also take bool and i64 tensors, summed exactly into i64 (PyTorch's
+ * mask.sum()); the means refuse them (TG_ERR_DTYPE, as PyTorch). */
 tg_tensor *tg_sum_at(tg_site s, tg_tensor *t);
 tg_tensor *tg_mean_at(tg_site s, tg_tensor *t);
 /* Along dim (negative allowed); keepdim keeps it as size 1. */

@@ -273,10 +273,36 @@ static void reduce_cols(const tg__arr *out, const char *xb, int dt, const rdims 
 
 /* ---- entry point ------------------------------------------------------------------ */
 
+/* out (i64, contiguous over x's kept dims) = the exact sum of x (i64 or bool)
+ * over the dims with red[d], wrapping around on overflow as PyTorch. */
+static void int_sum(const tg__arr *out, const tg__arr *x, const bool *red) {
+    const int64_t nout = tg__k_numel(out->ndim, out->shape), n = tg__k_numel(x->ndim, x->shape);
+    uint64_t *o = (uint64_t *)out->data;
+    memset(o, 0, (size_t)nout * sizeof *o);
+    for (int64_t lin = 0; lin < n; lin++) {
+        int64_t rest = lin, off = 0, oi = 0, ost = 1;
+        for (int d = x->ndim - 1; d >= 0; d--) {
+            const int64_t i = rest % x->shape[d];
+            rest /= x->shape[d];
+            off += i * x->strides[d];
+            if (!red[d]) {
+                oi += i * ost;
+                ost *= x->shape[d];
+            }
+        }
+        o[oi] += x->dtype == TG_BOOL ? (uint64_t)((const uint8_t *)x->data)[off]
+                                     : (uint64_t)((const int64_t *)x->data)[off];
+    }
+}
+
 tg_status tg__cpu_sum_reduce(const tg__arr *out, const tg__arr *x, const bool *red,
                              double scale) {
     int64_t nout = tg__k_numel(out->ndim, out->shape);
     if (nout == 0) return TG_OK;
+    if (out->dtype == TG_I64) { /* an exact integer sum (scale is 1) */
+        int_sum(out, x, red);
+        return TG_OK;
+    }
     if (tg__k_numel(x->ndim, x->shape) == 0) { /* sum over no elements */
         for (int64_t j = 0; j < nout; j++) store(out, j, 0.0 * scale);
         return TG_OK;

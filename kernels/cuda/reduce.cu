@@ -177,6 +177,20 @@ static tg_status launch_sum(const red_geom &g, void *out, const void *x, double 
                       scale);
 }
 
+/* Exact sums of i64 or bool elements into i64 (wrapping around as PyTorch):
+ * a block per output; integer addition does not depend on the order. */
+template <class TI> __global__ void k_isum_block(red_geom g, int64_t *out, const TI *x) {
+    __shared__ unsigned long long buf[32];
+    for (int64_t o = blockIdx.x; o < g.nout; o += gridDim.x) {
+        const TI *xo = x + geo_off(g.nk, g.kshape, g.kst, o);
+        unsigned long long acc = 0;
+        for (int64_t r = threadIdx.x; r < g.R; r += blockDim.x)
+            acc += (unsigned long long)xo[geo_off(g.nr, g.rshape, g.rst, r)];
+        acc = tgk_block_sum(acc, buf);
+        if (threadIdx.x == 0) out[o] = (int64_t)acc;
+    }
+}
+
 extern "C" tg_status tg__cuda_sum_reduce(const tg__arr *out, const tg__arr *x,
                                          const bool *red, double scale) {
     red_geom g;
@@ -194,6 +208,16 @@ extern "C" tg_status tg__cuda_sum_reduce(const tg__arr *out, const tg__arr *x,
         }
     }
     if (g.nout == 0) return TG_OK;
+    if (out->dtype == TG_I64) { /* an exact integer sum (scale is 1) */
+        if (x->dtype == TG_BOOL) {
+            auto k = k_isum_block<uint8_t>;
+            return TGK_LAUNCH(k, tgk_grid(g.nout, 1), TGK_BLOCK, g, (int64_t *)out->data,
+                              (const uint8_t *)x->data);
+        }
+        auto k = k_isum_block<int64_t>;
+        return TGK_LAUNCH(k, tgk_grid(g.nout, 1), TGK_BLOCK, g, (int64_t *)out->data,
+                          (const int64_t *)x->data);
+    }
     bool o32 = out->dtype == TG_F32, i32 = x->dtype == TG_F32;
     if (o32 && i32) return launch_sum<float, float>(g, out->data, x->data, scale);
     if (o32) return launch_sum<float, double>(g, out->data, x->data, scale);
