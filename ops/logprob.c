@@ -429,9 +429,9 @@ tg_status tg__lpe_record(tg_site s, tg_tensor *z, tg_tensor *yc, tg_tensor *st, 
     return TG_OK;
 }
 
-static tg_status fused(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logprob_opts *o,
-                       tg_tensor **lp_out, tg_tensor **h_out, tg_tensor **lse_out) {
-    const char *who = "tg_logprob_entropy";
+static tg_status fused(tg_site s, const char *who, tg_tensor *z, tg_tensor *y,
+                       const tg_logprob_opts *o, tg_tensor **lp_out, tg_tensor **h_out,
+                       tg_tensor **lse_out) {
     const int64_t V = z->shape[z->ndim - 1];
     const int lead = z->ndim - 1;
     tg_tensor *yc = tg__lpe_targets(s, who, y, V, o->ignore_index);
@@ -512,7 +512,7 @@ tg_status tg__logprob_entropy_lse(tg_site s, const char *who, tg_tensor *logits,
                                  "contiguous first)", who,
                                  tg__shape_str(b, sizeof b, logits->ndim, logits->shape));
     }
-    if (o.impl == TG_LOGPROB_FUSED) return fused(s, logits, targets, &o, lp, h, lse);
+    if (o.impl == TG_LOGPROB_FUSED) return fused(s, who, logits, targets, &o, lp, h, lse);
     if (logits->dtype == TG_BF16) { /* the generic ops compute in f32: convert first */
         tg_tensor *z32 = tg__to_dtype(s, logits, TG_F32);
         if (!z32) return tg_last_status();
@@ -520,7 +520,7 @@ tg_status tg__logprob_entropy_lse(tg_site s, const char *who, tg_tensor *logits,
         tg__tensor_release(z32);
         return st;
     }
-    st = tg__lpe_composite(s, logits, targets, &o, lp, h);
+    st = tg__lpe_composite(s, who, logits, targets, &o, lp, h);
     if (st != TG_OK || !lse) return st;
     /* the composite log-sum-exp: logsumexp(z / T) over the vocabulary, 0 on ignored rows */
     tg_tensor *x = tg__scale(s, logits, 1.0 / o.temperature);

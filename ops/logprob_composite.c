@@ -23,6 +23,7 @@ typedef struct {
     int64_t chunk;
     bool want_h, h_grad;
     bool ignored; /* some row is ignored */
+    const char *who; /* the public op called, for the errors */
 } comp_state;
 
 /* logprob (n) and, if want_h, entropy (n) of rows z2 (n, V); idx (n, 1) i64
@@ -96,9 +97,9 @@ static tg_status chunked_forward(tg_ctx *ctx, int n_in, tg_tensor *const *in, in
     const int64_t N = z2->shape[0];
     tg_site s = {__FILE__, __LINE__};
     const tg_device dev = z2->storage->device;
-    out[0] = tg__new_output_on(s, "tg_logprob_entropy", dev, z2->dtype, 1, &N);
+    out[0] = tg__new_output_on(s, cs->who, dev, z2->dtype, 1, &N);
     if (!out[0]) return tg_last_status();
-    if (cs->want_h && !(out[1] = tg__new_output_on(s, "tg_logprob_entropy", dev, z2->dtype, 1, &N)))
+    if (cs->want_h && !(out[1] = tg__new_output_on(s, cs->who, dev, z2->dtype, 1, &N)))
         return tg_last_status();
     for (int64_t c0 = 0; c0 < N; c0 += cs->chunk) {
         const int64_t c1 = c0 + cs->chunk < N ? c0 + cs->chunk : N;
@@ -150,7 +151,7 @@ static tg_status chunked_backward(tg_ctx *ctx, int n_out, tg_tensor *const *gout
         goto out;
     }
     const int64_t N = z2->shape[0];
-    dz = tg__new_output_on(s, "tg_logprob_entropy", z2->storage->device, z2->dtype, 2, z2->shape);
+    dz = tg__new_output_on(s, cs->who, z2->storage->device, z2->dtype, 2, z2->shape);
     if (!dz) {
         st = tg_last_status();
         goto out;
@@ -202,9 +203,8 @@ static const tg_function chunked_fn = {"CompositeChunkedLogprobBackward", chunke
 
 /* ---- entry ------------------------------------------------------------------------ */
 
-tg_status tg__lpe_composite(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logprob_opts *o,
-                            tg_tensor **lp_out, tg_tensor **h_out) {
-    const char *who = "tg_logprob_entropy";
+tg_status tg__lpe_composite(tg_site s, const char *who, tg_tensor *z, tg_tensor *y,
+                            const tg_logprob_opts *o, tg_tensor **lp_out, tg_tensor **h_out) {
     const int64_t V = z->shape[z->ndim - 1];
     const int lead = z->ndim - 1;
     const int64_t N = tg__numel(lead, z->shape);
@@ -252,7 +252,8 @@ tg_status tg__lpe_composite(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logp
         st = rows_forward(s, z2, idx, mask, ignored, 1.0 / o->temperature, o->want_entropy,
                           h_grad, &lp, o->want_entropy ? &h : NULL);
     } else {
-        comp_state cs = {1.0 / o->temperature, o->chunk_size, o->want_entropy, h_grad, ignored};
+        comp_state cs = {1.0 / o->temperature, o->chunk_size, o->want_entropy, h_grad, ignored,
+                         who};
         tg_tensor *in[3] = {z2, idx, mask}, *out[2] = {NULL, NULL};
         int prev = tg__scopes_suspend(); /* the outputs are ours, not a scope's */
         st = tg_function_apply_at(s, &chunked_fn, &cs, 3, in, o->want_entropy ? 2 : 1, out);

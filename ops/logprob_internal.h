@@ -143,8 +143,9 @@ tg_status tg__vp_logprob(tg_site s, const char *who, tg_status pre, tg_tensor *z
                          const tg_logprob_opts *o, tg_tensor **logprob, tg_tensor **entropy,
                          tg_tensor **lse);
 
-/* The composite implementation; outputs are new references (not in scopes). */
-tg_status tg__lpe_composite(tg_site s, tg_tensor *z, tg_tensor *y, const tg_logprob_opts *o,
-                            tg_tensor **lp, tg_tensor **h);
+/* The composite implementation; outputs are new references (not in scopes);
+ * errors name `who` (the public op called). */
+tg_status tg__lpe_composite(tg_site s, const char *who, tg_tensor *z, tg_tensor *y,
+                            const tg_logprob_opts *o, tg_tensor **lp, tg_tensor **h);
 
 #endif

@@ -1,0 +1,466 @@
+/* tests/registry/rows_loss.c - the registry rows of the losses, the fused
+ * log-prob ops and the in-place ops. */
+#include <math.h>
+#include <string.h>
+
+#include "registry.h"
+
+#define PD(k) ((int)a->iv[k])
+#define PI(k) (a->iv[k])
+#define PB(k) (a->iv[k] != 0)
+#define PR(k) (a->fv[k])
+
+#define CALL(name, expr)                                                                        \
+    static tg_status ap_##name(const tgr_op *op, tg_tensor *const *in, const tgr_args *a,     \
+                               tg_tensor **out) {                                               \
+        (void)op, (void)a, (void)in;                                                            \
+        out[0] = (expr);                                                                        \
+        return out[0] ? TG_OK : tg_last_status();                                               \
+    }
+#define STATUS(name, expr)                                                                      \
+    static tg_status ap_##name(const tgr_op *op, tg_tensor *const *in, const tgr_args *a,     \
+                               tg_tensor **out) {                                               \
+        (void)op, (void)a, (void)in, (void)out;                                                 \
+        return (expr);                                                                          \
+    }
+
+CALL(mse_loss, tg_mse_loss(in[0], in[1], (tg_reduction)PI(0)))
+CALL(smooth_l1_loss, tg_smooth_l1_loss(in[0], in[1], (tg_reduction)PI(0), PR(0)))
+CALL(binary_cross_entropy_with_logits,
+     tg_binary_cross_entropy_with_logits(in[0], in[1], in[2], (tg_reduction)PI(0)))
+CALL(masked_mean, tg_masked_mean(in[0], in[1], PD(0), PB(1)))
+CALL(cross_entropy, tg_cross_entropy(in[0], in[1], PI(0), PR(0), (tg_reduction)PI(1)))
+CALL(kl_div, tg_kl_div(in[0], in[1], (tg_reduction)PI(0), PB(1)))
+CALL(nll_loss, tg_nll_loss(in[0], in[1], PI(0), (tg_reduction)PI(1)))
+CALL(agg_loss, tg_agg_loss(in[0], in[1], (tg_agg_mode)PI(0)))
+STATUS(add_, tg_add_(in[0], in[1]))
+STATUS(sub_, tg_sub_(in[0], in[1]))
+STATUS(mul_, tg_mul_(in[0], in[1]))
+STATUS(scale_, tg_scale_(in[0], PR(0)))
+STATUS(copy_, tg_copy_(in[0], in[1]))
+STATUS(fill_, tg_fill_(in[0], PR(0)))
+
+/* params "i:impl r:T i:ignore i:chunk b:entropy b:egrad" */
+static tg_logprob_opts lp_opts(const tgr_args *a) {
+    tg_logprob_opts o = tg_logprob_opts_default();
+    o.impl = (tg_logprob_impl)PI(0);
+    o.temperature = PR(0);
+    o.ignore_index = PI(1);
+    o.chunk_size = PI(2);
+    o.want_entropy = PB(3);
+    o.entropy_grad = PB(4);
+    return o;
+}
+
+static tg_status ap_logprob_entropy(const tgr_op *op, tg_tensor *const *in, const tgr_args *a,
+                                    tg_tensor **out) {
+    (void)op;
+    tg_logprob_opts o = lp_opts(a);
+    return tg_logprob_entropy(in[0], in[1], &o, &out[0], o.want_entropy ? &out[1] : NULL);
+}
+
+static tg_status ap_logprob_entropy_lse(const tgr_op *op, tg_tensor *const *in,
+                                        const tgr_args *a, tg_tensor **out) {
+    (void)op;
+    tg_logprob_opts o = lp_opts(a);
+    return tg_logprob_entropy_lse(in[0], in[1], &o, &out[0], o.want_entropy ? &out[1] : NULL,
+                                  &out[2]);
+}
+
+/* inputs (hidden, weight, targets, bias or NULL); params as lp_opts but for the
+ * chunk: "i:chunk_rows i:vocab_block" */
+static tg_status ap_linear_logprob_entropy(const tgr_op *op, tg_tensor *const *in,
+                                           const tgr_args *a, tg_tensor **out) {
+    (void)op;
+    tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
+    o.impl = (tg_logprob_impl)PI(0);
+    o.temperature = PR(0);
+    o.ignore_index = PI(1);
+    o.chunk_rows = PI(2);
+    o.want_entropy = PB(3);
+    o.entropy_grad = PB(4);
+    o.vocab_block = PI(5);
+    return tg_linear_logprob_entropy(in[0], in[1], in[3], in[2], &o, &out[0],
+                                     o.want_entropy ? &out[1] : NULL, &out[2]);
+}
+
+#define SH(...) ((const int64_t[]){__VA_ARGS__})
+
+static void bad(tgr_samples *out, const char *what, const tgr_args *a, tg_status want, int nin,
+                tg_tensor *x, tg_tensor *y, tg_tensor *z) {
+    tgr_sample *s = nin == 1   ? tgr_add(out, what, TGR_S_BAD, a, 1, x)
+                    : nin == 2 ? tgr_add(out, what, TGR_S_BAD, a, 2, x, y)
+                               : tgr_add(out, what, TGR_S_BAD, a, 3, x, y, z);
+    if (s) s->want = want;
+}
+
+/* Targets of shape (nd, shape) in [0, V) with every fourth one ignore (-100),
+ * and one out of range when `bad`. */
+static tg_tensor *targets(int nd, const int64_t *shape, int64_t V, uint64_t seed) {
+    tg_tensor *y = tg_randint(nd, shape, seed, 0, V);
+    int64_t n = tg_numel(y);
+    if (!y || n < 2) return y;
+    tg_tensor *idx = tg_arange(TG_I64, 0, (double)n, 1);
+    tg_tensor *four = tg_full(TG_I64, 0, NULL, 4);
+    tg_tensor *rem = tg_remainder(idx, four);
+    tg_tensor *m = tg_eq_scalar(rem, 1);
+    tg_release(rem);
+    tg_tensor *flat = tg_reshape(y, 1, &n);
+    tg_tensor *ign = tg_full(TG_I64, 0, NULL, -100);
+    tg_tensor *w = tg_where(m, ign, flat);
+    tg_tensor *r = tg_reshape(w, nd, shape);
+    tg_tensor *d = tg_detach(r);
+    tg_release(y);
+    tg_release(idx);
+    tg_release(four);
+    tg_release(m);
+    tg_release(flat);
+    tg_release(ign);
+    tg_release(w);
+    tg_release(r);
+    return d;
+}
+
+/* The same-shaped pair losses (mse, smooth L1, BCE, KL) for each reduction
+ * (params start "i:reduction"), with leading dims, broadcast and strided
+ * targets; probabilities for KL, 0/1 targets for BCE. */
+static void s_pair_loss(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    const bool kl = !strcmp(op->name, "kl_div"), bce = !strncmp(op->name, "binary", 6);
+    const bool sl1 = !strcmp(op->name, "smooth_l1_loss");
+    const struct {
+        int nd;
+        int64_t s[3];
+        const char *what;
+    } shapes[] = {{1, {5}, "1-d"}, {2, {3, 4}, "lead 1"}, {3, {2, 3, 4}, "lead 2"}};
+    int k = 0;
+    for (int r = 0; r < 3; r++)
+        for (int i = 0; i < 3; i++) {
+            tgr_args a = tgr_args0(dt);
+            a.iv[0] = r;
+            a.fv[0] = 1.0; /* smooth L1's beta */
+            if (kl) a.iv[1] = i == 2;
+            char what[48];
+            snprintf(what, sizeof what, "%s reduction %d%s", shapes[i].what, r,
+                     kl && i == 2 ? " log_target" : "");
+            tg_tensor *x = tgr_rand(dt, shapes[i].nd, shapes[i].s, 1 + (uint64_t)k, -2, 2);
+            tg_tensor *t = tgr_rand(dt, shapes[i].nd, shapes[i].s, 31 + (uint64_t)k, kl ? 0.05 : bce ? 0 : -2,
+                                    kl ? 1 : bce ? 1 : 2);
+            if (kl && i == 2) { /* log-probabilities */
+                tg_tensor *l = tg_log(t);
+                tg_release(t);
+                t = tg_detach(l);
+                tg_release(l);
+            }
+            k++;
+            tgr_sample *s = tgr_add(out, what, sl1 ? 0 : TGR_S_SMOOTH, &a, 2, x, t);
+            if (s && r == 0 && shapes[i].nd >= 2) s->batch = 3;
+        }
+    tgr_args a = tgr_args0(dt);
+    a.iv[0] = 1;
+    a.fv[0] = 1.0;
+    tgr_add(out, "broadcast strided target", TGR_S_BCAST | TGR_S_STRIDED, &a, 2,
+            tgr_rand(dt, 2, SH(3, 4), 90, -2, 2), tgr_strided(tgr_rand(dt, 1, SH(4), 91, 0.05, 1)));
+    if (bce) {
+        tgr_add(out, "pos_weight", TGR_S_SMOOTH | TGR_S_BCAST, &a, 3, tgr_rand(dt, 2, SH(3, 4), 92, -2, 2),
+                tgr_rand(dt, 2, SH(3, 4), 93, 0, 1), tgr_rand(dt, 1, SH(4), 94, 0.5, 2));
+        tgr_add(out, "logits of +-1000", 0, &a, 2, tgr_rand(dt, 1, SH(4), 95, -1000, 1000),
+                tgr_rand(dt, 1, SH(4), 96, 0, 1));
+    }
+    bad(out, "shapes that do not broadcast", &a, TG_ERR_SHAPE, 2,
+        tgr_rand(dt, 2, SH(2, 3), 97, -2, 2), tgr_rand(dt, 1, SH(4), 98, 0, 1), NULL);
+    a.iv[0] = 7;
+    bad(out, "reduction 7", &a, TG_ERR_VALUE, 2, tgr_rand(dt, 1, SH(3), 99, -2, 2),
+        tgr_rand(dt, 1, SH(3), 100, 0, 1), NULL);
+}
+
+/* masked_mean / agg_loss: (B, T) losses with bool and float masks (a row masked
+ * out entirely gives NaN in the SEQ modes and along dim 1) */
+static void s_masked(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    const bool agg = !strcmp(op->name, "agg_loss");
+    const double mv[12] = {1, 1, 0, 0, 1, 1, 1, 1, 1, 0, 0, 1};
+    tg_tensor *fm = tg_from_data(TG_F64, 2, SH(3, 4), mv);
+    for (int mode = 0; mode < 3; mode++)
+        for (int mk = 0; mk < 3; mk++) {
+            tgr_args a = tgr_args0(dt);
+            if (agg) a.iv[0] = mode;
+            else a.iv[0] = mode == 2 ? -1 : mode, a.iv[1] = mode == 2;
+            tg_tensor *m = mk == 0 ? tg_to_dtype(fm, TG_BOOL) : mk == 1 ? tg_to_dtype(fm, dt)
+                                                                     : tg_to_dtype(fm, TG_I64);
+            char what[48];
+            snprintf(what, sizeof what, "%s %d, %s mask", agg ? "mode" : "dim/all", mode,
+                     mk == 0 ? "bool" : mk == 1 ? "float" : "i64");
+            tgr_sample *s = tgr_add(out, what, TGR_S_SMOOTH | (mk != 1 ? TGR_S_DTYPES : 0u), &a, 2,
+                                    tgr_rand(dt, 2, SH(3, 4), 1 + (uint64_t)(3 * mode + mk), -2, 2), m);
+            if (s && !agg && mode == 1) s->batch = 3;
+        }
+    tgr_args a = tgr_args0(dt);
+    a.iv[0] = agg ? 2 : -1;
+    tg_tensor *row = tg_narrow(fm, 0, 0, 1);
+    tgr_add(out, "lead 2, row mask broadcast", TGR_S_SMOOTH | TGR_S_BCAST, &a, 2,
+            tgr_rand(dt, 3, SH(2, 3, 4), 20, -2, 2), tg_to_dtype(row, TG_BOOL));
+    tg_release(row);
+    tg_release(fm);
+    bad(out, "mask that does not broadcast", &a, TG_ERR_SHAPE, 2, tgr_rand(dt, 2, SH(3, 4), 21, -2, 2),
+        tgr_rand(dt, 1, SH(3), 22, 0, 2), NULL);
+    if (agg) {
+        tgr_args z = tgr_args0(dt);
+        bad(out, "0-d loss", &z, TG_ERR_DIM, 2, tgr_rand(dt, 0, NULL, 23, -2, 2),
+            tgr_rand(dt, 0, NULL, 24, 0, 2), NULL);
+        z.iv[0] = 9;
+        bad(out, "mode 9", &z, TG_ERR_VALUE, 2, tgr_rand(dt, 1, SH(3), 25, -2, 2),
+            tgr_rand(dt, 1, SH(3), 26, 0, 2), NULL);
+    } else {
+        tgr_args z = tgr_args0(dt);
+        z.iv[0] = 2;
+        bad(out, "dim 2", &z, TG_ERR_DIM, 2, tgr_rand(dt, 2, SH(3, 4), 27, -2, 2),
+            tgr_rand(dt, 2, SH(3, 4), 28, 0, 2), NULL);
+    }
+}
+
+/* cross_entropy / nll_loss: PyTorch's layouts (C), (N, C), (N, C, d1); ignored
+ * rows; each reduction; label smoothing for cross-entropy. params start
+ * "i:ignore_index" */
+static void s_class_loss(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    const bool ce = !strcmp(op->name, "cross_entropy");
+    const int rslot = ce ? 1 : 1; /* reduction: iv[1] for both */
+    const struct {
+        int nd;
+        int64_t x[3];
+        int ny;
+        int64_t y[2];
+        const char *what;
+    } lay[] = {{1, {5}, 0, {0}, "(C)"}, {2, {4, 5}, 1, {4}, "(N, C)"},
+               {3, {2, 5, 3}, 2, {2, 3}, "(N, C, d1)"}};
+    int k = 0;
+    for (int l = 0; l < 3; l++)
+        for (int r = 0; r < 3; r++) {
+            tgr_args a = tgr_args0(dt);
+            a.iv[0] = -100;
+            a.iv[rslot] = r;
+            a.fv[0] = ce && r == 1 ? 0.1 : 0.0;
+            tg_tensor *x = tgr_rand(dt, lay[l].nd, lay[l].x, 1 + (uint64_t)k, -2, 2);
+            if (!ce) { /* log-probabilities over the class dim */
+                tg_tensor *xt = lay[l].nd == 3 ? tg_transpose(x, 1, 2) : tg_retain(x);
+                tg_tensor *ls = tg_log_softmax(xt);
+                tg_tensor *lt = lay[l].nd == 3 ? tg_transpose(ls, 1, 2) : tg_retain(ls);
+                tg_tensor *c = tg_contiguous(lt);
+                tg_tensor *d = tg_detach(c);
+                tg_release(x);
+                tg_release(xt);
+                tg_release(ls);
+                tg_release(lt);
+                tg_release(c);
+                x = d;
+            }
+            tg_tensor *y = lay[l].ny ? targets(lay[l].ny, lay[l].y, 5, 40 + (uint64_t)k)
+                                     : tg_full(TG_I64, 0, NULL, 3);
+            char what[48];
+            snprintf(what, sizeof what, "%s reduction %d%s", lay[l].what, r,
+                     a.fv[0] > 0 ? " smoothing 0.1" : "");
+            k++;
+            tgr_sample *s = tgr_add(out, what, TGR_S_SMOOTH, &a, 2, x, y);
+            if (s && r == 0 && lay[l].nd >= 2) s->batch = 3;
+        }
+    tgr_args a = tgr_args0(dt);
+    a.iv[0] = -100;
+    a.iv[rslot] = 1;
+    tgr_add(out, "all ignored", 0, &a, 2, tgr_rand(dt, 2, SH(2, 3), 60, -2, 2),
+            tg_full(TG_I64, 1, SH(2), -100));
+    bad(out, "target 5 of 5", &a, TG_ERR_VALUE, 2, tgr_rand(dt, 2, SH(2, 5), 61, -2, 2),
+        tg_full(TG_I64, 1, SH(2), 5), NULL);
+    bad(out, "float targets", &a, TG_ERR_DTYPE, 2, tgr_rand(dt, 2, SH(2, 5), 62, -2, 2),
+        tgr_rand(dt, 1, SH(2), 63, 0, 3), NULL);
+    bad(out, "targets of another shape", &a, TG_ERR_SHAPE, 2, tgr_rand(dt, 2, SH(2, 5), 64, -2, 2),
+        tg_zeros(TG_I64, 1, SH(3)), NULL);
+}
+
+/* logits (lead..., V) with 0-3 leading dims, targets with ignored rows, the
+ * options; params "i:impl r:T i:ignore i:chunk b:entropy b:egrad" */
+static void s_logprob(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    (void)op;
+    const struct {
+        int nd;
+        int64_t s[3];
+        const char *what;
+    } lead[] = {{0, {0}, "lead 0"}, {1, {5}, "lead 1"}, {2, {2, 3}, "lead 2"}, {3, {2, 2, 3}, "lead 3"}};
+    const int64_t V = 7;
+    int k = 0;
+    for (int i = 0; i < 4; i++)
+        for (int impl = 0; impl < 2; impl++) {
+            tgr_args a = tgr_args0(dt);
+            a.iv[0] = impl;
+            a.fv[0] = impl ? 0.7 : 1.0;
+            a.iv[1] = -100;
+            a.iv[2] = i == 2 ? 2 : 0;
+            a.iv[3] = 1;
+            a.iv[4] = i != 3 || impl;
+            int64_t zs[4];
+            for (int d = 0; d < lead[i].nd; d++) zs[d] = lead[i].s[d];
+            zs[lead[i].nd] = V;
+            char what[48];
+            snprintf(what, sizeof what, "%s %s%s", lead[i].what, impl ? "composite T 0.7" : "fused",
+                     a.iv[4] ? "" : " entropy_grad off");
+            tg_tensor *y = lead[i].nd ? targets(lead[i].nd, lead[i].s, V, 50 + (uint64_t)k)
+                                      : tg_full(TG_I64, 0, NULL, 2);
+            tgr_sample *s = tgr_add(out, what, TGR_S_SMOOTH, &a, 2,
+                                    tgr_rand(dt, lead[i].nd + 1, zs, 10 + (uint64_t)k, -3, 3), y);
+            if (s && lead[i].nd >= 1) s->batch = 3;
+            k++;
+        }
+    tgr_args a = tgr_args0(dt);
+    a.fv[0] = 1.0;
+    a.iv[1] = -100;
+    a.iv[2] = 1;
+    a.iv[3] = 0; /* no entropy */
+    tgr_add(out, "no entropy, transposed, chunk 1", TGR_S_SMOOTH | TGR_S_STRIDED, &a, 2,
+            tgr_strided(tgr_rand(dt, 2, SH(4, V), 80, -3, 3)), targets(1, SH(4), V, 81))->batch = 3;
+    a.iv[3] = 1;
+    a.iv[4] = 1;
+    tgr_add(out, "empty rows", TGR_S_EMPTY, &a, 2, tgr_rand(dt, 2, SH(0, V), 82, -3, 3),
+            tg_zeros(TG_I64, 1, SH(0)));
+    bad(out, "target 7 of 7", &a, TG_ERR_VALUE, 2, tgr_rand(dt, 2, SH(2, V), 83, -3, 3),
+        tg_full(TG_I64, 1, SH(2), V), NULL);
+    bad(out, "targets of another shape", &a, TG_ERR_SHAPE, 2, tgr_rand(dt, 2, SH(2, V), 84, -3, 3),
+        tg_zeros(TG_I64, 1, SH(3)), NULL);
+    a.fv[0] = 0;
+    bad(out, "temperature 0", &a, TG_ERR_VALUE, 2, tgr_rand(dt, 2, SH(2, V), 85, -3, 3),
+        tg_zeros(TG_I64, 1, SH(2)), NULL);
+}
+
+/* hidden (lead..., d), weight (V, d), targets, bias or none; params "i:impl r:T
+ * i:ignore i:chunk_rows b:entropy b:egrad i:vocab_block" */
+static void s_linear(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    (void)op;
+    const int64_t d = 4, V = 9;
+    const struct {
+        int nd;
+        int64_t s[3];
+        const char *what;
+    } lead[] = {{1, {5}, "lead 1"}, {2, {2, 3}, "lead 2"}, {3, {2, 2, 2}, "lead 3"}};
+    int k = 0;
+    for (int i = 0; i < 3; i++)
+        for (int v = 0; v < 2; v++) {
+            tgr_args a = tgr_args0(dt);
+            a.iv[0] = v && i == 0; /* composite once */
+            a.fv[0] = v ? 0.8 : 1.0;
+            a.iv[1] = -100;
+            a.iv[2] = v ? 2 : 0;
+            a.iv[3] = 1;
+            a.iv[4] = 1;
+            a.iv[5] = v ? 4 : 0;
+            int64_t hs[4];
+            for (int q = 0; q < lead[i].nd; q++) hs[q] = lead[i].s[q];
+            hs[lead[i].nd] = d;
+            char what[48];
+            snprintf(what, sizeof what, "%s%s", lead[i].what,
+                     v ? (a.iv[0] ? " composite, bias" : " chunks 2 blocks 4, bias") : "");
+            tg_tensor *h = tgr_rand(dt, lead[i].nd + 1, hs, 1 + (uint64_t)k, -1, 1);
+            tg_tensor *w = tgr_rand(dt, 2, SH(V, d), 20 + (uint64_t)k, -1, 1);
+            tg_tensor *y = targets(lead[i].nd, lead[i].s, V, 40 + (uint64_t)k);
+            tgr_sample *s = v ? tgr_add(out, what, TGR_S_SMOOTH, &a, 4, h, w, y,
+                                        tgr_rand(dt, 1, SH(V), 60 + (uint64_t)k, -1, 1))
+                              : tgr_add(out, what, TGR_S_SMOOTH, &a, 3, h, w, y);
+            if (s) {
+                s->batch = 5;
+                if (!v) { /* bias absent: a fourth input NULL */
+                    s->nin = 4;
+                    s->in[3] = NULL;
+                }
+            }
+            k++;
+        }
+    tgr_args a = tgr_args0(dt);
+    a.fv[0] = 1.0;
+    a.iv[1] = -100;
+    a.iv[3] = 1;
+    a.iv[4] = 0;
+    tgr_sample *s = tgr_add(out, "transposed hidden, entropy_grad off", TGR_S_SMOOTH | TGR_S_STRIDED,
+                            &a, 3, tgr_strided(tgr_rand(dt, 2, SH(3, d), 80, -1, 1)),
+                            tgr_rand(dt, 2, SH(V, d), 81, -1, 1), targets(1, SH(3), V, 82));
+    if (s) s->nin = 4, s->in[3] = NULL, s->batch = 5;
+    s = tgr_add(out, "weight (V, d + 1)", TGR_S_BAD, &a, 3, tgr_rand(dt, 2, SH(3, d), 83, -1, 1),
+                tgr_rand(dt, 2, SH(V, d + 1), 84, -1, 1), targets(1, SH(3), V, 85));
+    if (s) s->nin = 4, s->in[3] = NULL, s->want = TG_ERR_SHAPE;
+    s = tgr_add(out, "target 9 of 9", TGR_S_BAD, &a, 3, tgr_rand(dt, 2, SH(2, d), 86, -1, 1),
+                tgr_rand(dt, 2, SH(V, d), 87, -1, 1), tg_full(TG_I64, 1, SH(2), V));
+    if (s) s->nin = 4, s->in[3] = NULL, s->want = TG_ERR_VALUE;
+}
+
+/* in-place: target (3, 4) and others broadcast, of another float dtype, strided */
+static void s_inplace(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    const bool two = op->nin == 2;
+    tgr_args a = tgr_args0(dt);
+    a.fv[0] = -1.5;
+    tg_tensor *(*T)(tg_dtype, int, const int64_t *, uint64_t, double, double) = tgr_rand;
+#define ADD(what, flags, x, y)                                                                  \
+    do {                                                                                        \
+        tg_tensor *x_ = (x), *y_ = (y);                                                         \
+        const unsigned f_ = (flags);                                                            \
+        tgr_sample *s_ = two ? tgr_add(out, what, f_, &a, 2, x_, y_)                            \
+                             : (tg_release(y_), tgr_add(out, what, f_, &a, 1, x_));             \
+        if (s_ && (f_ & TGR_S_BAD)) s_->want = TG_ERR_SHAPE;                                    \
+        if (s_ && !(f_ & (TGR_S_BAD | TGR_S_BCAST))) s_->batch = two ? 3 : 1;                   \
+    } while (0)
+    ADD("same shape", TGR_S_SMOOTH, T(dt, 2, SH(3, 4), 1, -2, 2), T(dt, 2, SH(3, 4), 2, -2, 2));
+    ADD("broadcast other", TGR_S_SMOOTH | TGR_S_BCAST, T(dt, 2, SH(3, 4), 3, -2, 2),
+        T(dt, 1, SH(4), 4, -2, 2));
+    ADD("lead 2, 0-d other", TGR_S_SMOOTH | TGR_S_BCAST, T(dt, 3, SH(2, 3, 4), 5, -2, 2),
+        T(dt, 0, NULL, 6, -2, 2));
+    ADD("transposed target", TGR_S_SMOOTH | TGR_S_STRIDED, tgr_strided(T(dt, 2, SH(3, 4), 7, -2, 2)),
+        tgr_strided(T(dt, 2, SH(3, 4), 8, -2, 2)));
+    ADD("empty", TGR_S_EMPTY | TGR_S_BCAST, T(dt, 2, SH(0, 4), 9, -2, 2), T(dt, 1, SH(4), 10, -2, 2));
+    if (two) ADD("other that widens the target", TGR_S_BAD, T(dt, 1, SH(4), 11, -2, 2),
+                 T(dt, 2, SH(3, 4), 12, -2, 2));
+#undef ADD
+}
+
+#define LOSS(NAME, TORCH, PARAMS, NIN, NREQ, DIFF, SAMPLES)                                    \
+    {.name = #NAME, .c_name = "tg_" #NAME, .torch = TORCH, .params = PARAMS, .nin = NIN,     \
+     .nin_required = NREQ, .nout = 1, .diff = DIFF, .flags = TGR_COMPOSITE, .apply = ap_##NAME, \
+     .samples = SAMPLES}
+#define INPLACE(NAME, TORCH, PARAMS, NIN, DIFF)                                                \
+    {.name = #NAME, .c_name = "tg_" #NAME, .torch = TORCH, .params = PARAMS, .nin = NIN,     \
+     .nin_required = NIN, .nout = 0, .diff = DIFF, .flags = TGR_INPLACE, .apply = ap_##NAME,   \
+     .samples = s_inplace}
+#define LP "i:impl r:T i:ignore i:chunk b:entropy b:egrad"
+#define LP_ARGS "impl, T, ignore, chunk, entropy, egrad"
+
+tgr_op TGR_ROWS_LOSS[] = {
+    LOSS(mse_loss, "F.mse_loss(a, b, reduction=R.reduction(reduction))", "i:reduction", 2, 2, 3,
+         s_pair_loss),
+    LOSS(smooth_l1_loss, "F.smooth_l1_loss(a, b, reduction=R.reduction(reduction), beta=beta)",
+         "i:reduction r:beta=1", 2, 2, 3, s_pair_loss),
+    LOSS(binary_cross_entropy_with_logits,
+         "F.binary_cross_entropy_with_logits(a, b, pos_weight=c, reduction=R.reduction(reduction))",
+         "i:reduction", 3, 2, 7, s_pair_loss),
+    LOSS(kl_div, "F.kl_div(a, b, reduction=R.reduction(reduction), log_target=bool(log_target))",
+         "i:reduction b:log_target", 2, 2, 3, s_pair_loss),
+    LOSS(masked_mean, "R.masked_mean(a, b, dim, all)", "d:dim b:all", 2, 2, 3, s_masked),
+    LOSS(agg_loss, "R.agg_loss(a, b, mode)", "i:mode", 2, 2, 3, s_masked),
+    LOSS(cross_entropy,
+         "F.cross_entropy(a, b, ignore_index=ignore_index, label_smoothing=label_smoothing, "
+         "reduction=R.reduction(reduction))",
+         "i:ignore_index=-100 r:label_smoothing i:reduction", 2, 2, 1, s_class_loss),
+    LOSS(nll_loss,
+         "F.nll_loss(a, b, ignore_index=ignore_index, reduction=R.reduction(reduction))",
+         "i:ignore_index=-100 i:reduction", 2, 2, 1, s_class_loss),
+    {.name = "logprob_entropy", .c_name = "tg_logprob_entropy", .torch = "R.logprob(a, b, " LP_ARGS ")",
+     .params = LP, .nin = 2, .nin_required = 2, .nout = 2, .diff = 1,
+     .apply = ap_logprob_entropy, .samples = s_logprob},
+    {.name = "logprob_entropy_lse", .c_name = "tg_logprob_entropy_lse",
+     .torch = "R.logprob(a, b, " LP_ARGS ", lse=True)", .params = LP, .nin = 2,
+     .nin_required = 2, .nout = 3, .diff = 1, .apply = ap_logprob_entropy_lse,
+     .samples = s_logprob},
+    {.name = "linear_logprob_entropy", .c_name = "tg_linear_logprob_entropy",
+     .torch = "R.linear_logprob(a, b, c, d, impl, T, ignore, entropy, egrad)",
+     .params = "i:impl r:T i:ignore i:chunk_rows b:entropy b:egrad i:vocab_block", .nin = 4,
+     .nin_required = 3, .nout = 3, .diff = 11, .apply = ap_linear_logprob_entropy,
+     .samples = s_linear},
+    INPLACE(add_, "a.add_(b)", "", 2, 3),
+    INPLACE(sub_, "a.sub_(b)", "", 2, 3),
+    INPLACE(mul_, "a.mul_(b)", "", 2, 3),
+    INPLACE(scale_, "R.scale_(a, k)", "r:k", 1, 1),
+    INPLACE(copy_, "a.copy_(b)", "", 2, 3),
+    INPLACE(fill_, "a.fill_(value)", "r:value", 1, 1),
+};
+const int TGR_N_LOSS = (int)(sizeof TGR_ROWS_LOSS / sizeof TGR_ROWS_LOSS[0]);

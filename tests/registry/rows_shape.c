@@ -1,0 +1,394 @@
+/* tests/registry/rows_shape.c - the registry rows of creation, views and
+ * copies, dtype and device moves, joining and the triangles. */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "registry.h"
+
+#define PD(k) ((int)a->iv[k])
+#define PI(k) (a->iv[k])
+#define PR(k) (a->fv[k])
+#define DT ((tg_dtype)a->dtype)
+#define SHAPE a->ndim, (a->ndim ? a->shape : NULL)
+
+#define CALL(name, expr)                                                                        \
+    static tg_status ap_##name(const tgr_op *op, tg_tensor *const *in, const tgr_args *a,     \
+                               tg_tensor **out) {                                               \
+        (void)op, (void)a, (void)in;                                                            \
+        out[0] = (expr);                                                                        \
+        return out[0] ? TG_OK : tg_last_status();                                               \
+    }
+
+/* The shape field as the int dims tg_permute and tg_flip take (clamped to int). */
+static const int *dims_of(const tgr_args *a, int *buf) {
+    for (int i = 0; i < a->ndim; i++)
+        buf[i] = a->shape[i] < INT_MIN ? INT_MIN : a->shape[i] > INT_MAX ? INT_MAX : (int)a->shape[i];
+    return buf;
+}
+
+/* from_data with the literal values repeated over the shape (converted to the
+ * dtype), or NULL data when there are none or the shape is too large. */
+static tg_status ap_from_data(const tgr_op *op, tg_tensor *const *in, const tgr_args *a,
+                              tg_tensor **out) {
+    (void)op, (void)in;
+    int64_t n = 1;
+    bool small = true;
+    for (int i = 0; i < a->ndim && small; i++) {
+        if (a->shape[i] < 0 || a->shape[i] > 4096) small = false;
+        else if ((n *= a->shape[i]) > 4096) small = false;
+    }
+    void *buf = NULL;
+    if (small && (n == 0 || a->nvals > 0) && tg_dtype_size(DT) > 0) {
+        buf = malloc((size_t)(n ? n : 1) * 8);
+        if (!buf) abort();
+        for (int64_t i = 0; i < n; i++) {
+            double v = a->vals[i % a->nvals];
+            switch (DT) {
+            case TG_F32: ((float *)buf)[i] = (float)v; break;
+            case TG_F64: ((double *)buf)[i] = v; break;
+            case TG_I64:
+                ((int64_t *)buf)[i] = isnan(v) ? 0 : v >= 9.2e18 ? INT64_MAX
+                                                 : v <= -9.2e18 ? INT64_MIN : (int64_t)v;
+                break;
+            case TG_BOOL: ((uint8_t *)buf)[i] = v != 0; break;
+            case TG_BF16: ((uint16_t *)buf)[i] = tg_bf16_from_f32((float)v); break;
+            }
+        }
+    }
+    out[0] = tg_from_data((tg_dtype)a->dtype, SHAPE, buf);
+    free(buf);
+    return out[0] ? TG_OK : tg_last_status();
+}
+
+CALL(empty, tg_empty(DT, SHAPE))
+CALL(zeros, tg_zeros(DT, SHAPE))
+CALL(ones, tg_ones(DT, SHAPE))
+CALL(full, tg_full(DT, SHAPE, PR(0)))
+CALL(arange, tg_arange(DT, PR(0), PR(1), PR(2)))
+CALL(randn, tg_randn(DT, SHAPE, (uint64_t)PI(0), PR(0), PR(1)))
+CALL(rand, tg_rand(DT, SHAPE, (uint64_t)PI(0), PR(0), PR(1)))
+CALL(randint, tg_randint(SHAPE, (uint64_t)PI(0), PI(1), PI(2)))
+CALL(slice, tg_slice(in[0], PD(0), PI(1), PI(2), PI(3)))
+CALL(narrow, tg_narrow(in[0], PD(0), PI(1), PI(2)))
+CALL(permute, tg_permute(in[0], a->ndim, dims_of(a, (int[TGR_MAX_SHAPE]){0})))
+CALL(squeeze, tg_squeeze(in[0], PD(0)))
+CALL(unsqueeze, tg_unsqueeze(in[0], PD(0)))
+CALL(flatten, tg_flatten(in[0], PD(0), PD(1)))
+CALL(view, tg_view(in[0], SHAPE))
+CALL(reshape, tg_reshape(in[0], SHAPE))
+CALL(transpose, tg_transpose(in[0], PD(0), PD(1)))
+CALL(expand, tg_expand(in[0], SHAPE))
+CALL(contiguous, tg_contiguous(in[0]))
+CALL(clone, tg_clone(in[0]))
+CALL(detach, tg_detach(in[0]))
+CALL(to_dtype, tg_to_dtype(in[0], DT))
+CALL(to_device, tg_to_device(in[0], TG_CPU))
+CALL(cat, tg_cat(2, (tg_tensor *[]){in[0], in[1]}, PD(0)))
+CALL(stack, tg_stack(2, (tg_tensor *[]){in[0], in[1]}, PD(0)))
+CALL(triu, tg_triu(in[0], PI(0)))
+CALL(tril, tg_tril(in[0], PI(0)))
+
+/* ---- samples ------------------------------------------------------------------------------ */
+
+#define SH(...) ((const int64_t[]){__VA_ARGS__})
+
+static tgr_args with_shape(tg_dtype dt, int nd, const int64_t *shape) {
+    tgr_args a = tgr_args0(dt);
+    a.ndim = nd;
+    for (int i = 0; i < nd; i++) a.shape[i] = shape[i];
+    return a;
+}
+
+static void bad(tgr_samples *out, const char *what, const tgr_args *a, tg_status want, int nin,
+                tg_tensor *x, tg_tensor *y) {
+    tgr_sample *s = nin == 0 ? tgr_add(out, what, TGR_S_BAD, a, 0)
+                  : nin == 1 ? tgr_add(out, what, TGR_S_BAD, a, 1, x)
+                             : tgr_add(out, what, TGR_S_BAD, a, 2, x, y);
+    if (s) s->want = want;
+}
+
+/* creation: 0-d, 1-d, 3-d and empty shapes of dtype dt, and i64 and bool
+ * (where the op takes them); a negative size and 9 dims refused */
+static void s_create(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    const bool ints = !strcmp(op->name, "randint");
+    const bool floats_only = !strcmp(op->name, "randn") || !strcmp(op->name, "rand");
+    const struct {
+        int nd;
+        int64_t s[3];
+        const char *what;
+    } shapes[] = {{0, {0}, "0-d"}, {1, {5}, "1-d"}, {3, {2, 3, 2}, "3-d"}, {2, {0, 3}, "empty"}};
+    for (int i = 0; i < 6; i++) {
+        if (i >= 4 && (ints || floats_only)) break;
+        const int k = i < 4 ? i : 1;
+        const tg_dtype d = ints ? TG_I64 : i == 4 ? TG_I64 : i == 5 ? TG_BOOL : dt;
+        tgr_args a = with_shape(d, shapes[k].nd, shapes[k].s);
+        a.iv[0] = 7 + (int64_t)i;              /* seed */
+        a.iv[1] = -3, a.iv[2] = 9;             /* randint's range */
+        a.fv[0] = !strcmp(op->name, "rand") ? -1 : 0.5; /* full's value, the mean, lo */
+        a.fv[1] = 2;                           /* the std, hi */
+        a.nvals = 3;
+        a.vals[0] = 1.5, a.vals[1] = -2, a.vals[2] = 0;
+        char what[48];
+        snprintf(what, sizeof what, "%s %s", tg_dtype_name(d), shapes[k].what);
+        tgr_add(out, what, (k == 3 ? TGR_S_EMPTY : 0) | (i >= 4 ? TGR_S_DTYPES : 0), &a, 0);
+    }
+    tgr_args neg = with_shape(dt, 2, SH(2, -1));
+    neg.iv[1] = 0, neg.iv[2] = 1;
+    neg.fv[1] = 1;
+    bad(out, "negative size", &neg, TG_ERR_VALUE, 0, NULL, NULL);
+    tgr_args nine = with_shape(dt, 9, SH(1, 1, 1, 1, 1, 1, 1, 1, 1));
+    nine.iv[1] = 0, nine.iv[2] = 1;
+    nine.fv[1] = 1;
+    bad(out, "9 dims", &nine, TG_ERR_VALUE, 0, NULL, NULL);
+}
+
+static void s_arange(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    (void)op;
+    const double r[][3] = {{0, 5, 1}, {-1.5, 2, 0.5}, {3, -1, -0.75}, {2, 2, 1}};
+    for (int i = 0; i < 4; i++) {
+        tgr_args a = tgr_args0(i == 0 ? TG_I64 : dt);
+        a.fv[0] = r[i][0], a.fv[1] = r[i][1], a.fv[2] = r[i][2];
+        char what[48];
+        snprintf(what, sizeof what, "%g to %g by %g", r[i][0], r[i][1], r[i][2]);
+        tgr_add(out, what, 0, &a, 0);
+    }
+    tgr_args a = tgr_args0(dt);
+    a.fv[0] = 0, a.fv[1] = 3, a.fv[2] = 0;
+    bad(out, "step 0", &a, TG_ERR_VALUE, 0, NULL, NULL);
+}
+
+/* one input of shape (2, 3, 4) (and transposed) with the row's arguments */
+typedef struct vcase {
+    const char *what;
+    int64_t iv[4];
+    int nd;
+    int64_t shape[4];
+    tg_status want;
+} vcase;
+
+static void view_cases(const tgr_op *op, tg_dtype dt, tgr_samples *out, const vcase *cs, int n) {
+    for (int i = 0; i < n; i++) {
+        tgr_args a = with_shape(dt, cs[i].nd, cs[i].shape);
+        for (int k = 0; k < 4; k++) a.iv[k] = cs[i].iv[k];
+        for (int strided = 0; strided < (cs[i].want ? 1 : 2); strided++) {
+            tg_tensor *x = tgr_rand(dt, 3, SH(2, 3, 4), 1 + (uint64_t)i, -2, 2);
+            if (strided) x = tgr_strided(x);
+            char what[48];
+            snprintf(what, sizeof what, "%s%s", cs[i].what, strided ? ", transposed" : "");
+            tgr_sample *s = tgr_add(out, what, cs[i].want ? TGR_S_BAD
+                                    : TGR_S_SMOOTH | (strided ? TGR_S_STRIDED : 0u),
+                                    &a, 1, x);
+            if (s) s->want = cs[i].want;
+        }
+    }
+    (void)op;
+}
+
+#define N(cs) (int)(sizeof cs / sizeof cs[0])
+static void s_slice(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    static const vcase cs[] = {{"dim 1 [1:3]", {1, 1, 3, 1}, 0, {0}, TG_OK},
+                               {"dim -1 step 2", {-1, 0, 4, 2}, 0, {0}, TG_OK},
+                               {"dim 0 clamped", {0, -100, 100, 1}, 0, {0}, TG_OK},
+                               {"dim 2 empty", {2, 3, 1, 1}, 0, {0}, TG_OK},
+                               {"huge bounds", {2, INT64_MIN, INT64_MAX, 3}, 0, {0}, TG_OK},
+                               {"step 0", {1, 0, 2, 0}, 0, {0}, TG_ERR_VALUE},
+                               {"dim 3", {3, 0, 1, 1}, 0, {0}, TG_ERR_DIM}};
+    view_cases(op, dt, out, cs, N(cs));
+}
+static void s_narrow(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    static const vcase cs[] = {{"dim 1 from 1 length 2", {1, 1, 2}, 0, {0}, TG_OK},
+                               {"dim -1 from -3", {-1, -3, 2}, 0, {0}, TG_OK},
+                               {"length 0", {0, 2, 0}, 0, {0}, TG_OK},
+                               {"past the end", {2, 3, 2}, 0, {0}, TG_ERR_VALUE}};
+    view_cases(op, dt, out, cs, N(cs));
+}
+static void s_permute(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    static const vcase cs[] = {{"2 0 1", {0}, 3, {2, 0, 1}, TG_OK},
+                               {"-1 -2 0", {0}, 3, {-1, -2, 0}, TG_OK},
+                               {"repeated", {0}, 3, {0, 0, 1}, TG_ERR_DIM},
+                               {"too few", {0}, 2, {0, 1}, TG_ERR_DIM}};
+    view_cases(op, dt, out, cs, N(cs));
+}
+static void s_squeeze(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    static const vcase cs[] = {{"dim 1 (size 3)", {1}, 0, {0}, TG_OK},
+                               {"dim 5", {5}, 0, {0}, TG_ERR_DIM}};
+    view_cases(op, dt, out, cs, N(cs));
+    tgr_args a = tgr_args0(dt);
+    a.iv[0] = -2;
+    tgr_add(out, "size-1 dim", TGR_S_SMOOTH, &a, 1, tgr_rand(dt, 3, SH(3, 1, 2), 9, -2, 2))->batch = 1;
+    a.iv[0] = 0;
+    tgr_add(out, "0-d", TGR_S_SMOOTH, &a, 1, tgr_rand(dt, 0, NULL, 10, -2, 2));
+}
+static void s_unsqueeze(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    static const vcase cs[] = {{"dim 1", {1}, 0, {0}, TG_OK}, {"dim -1", {-1}, 0, {0}, TG_OK},
+                               {"dim 3", {3}, 0, {0}, TG_OK}, {"dim 5", {5}, 0, {0}, TG_ERR_DIM}};
+    view_cases(op, dt, out, cs, N(cs));
+}
+static void s_flatten(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    static const vcase cs[] = {{"0..1", {0, 1}, 0, {0}, TG_OK}, {"1..-1", {1, -1}, 0, {0}, TG_OK},
+                               {"2..2", {2, 2}, 0, {0}, TG_OK}, {"2..0", {2, 0}, 0, {0}, TG_ERR_DIM}};
+    view_cases(op, dt, out, cs, N(cs));
+}
+static void s_view(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    static const vcase cs[] = {{"(6, 4)", {0}, 2, {6, 4}, TG_OK},
+                               {"(-1)", {0}, 1, {-1}, TG_OK},
+                               {"(2, 12)", {0}, 2, {2, -1}, TG_OK},
+                               {"wrong count", {0}, 2, {5, 5}, TG_ERR_SHAPE}};
+    /* tg_view of a transposed input fails (TG_ERR_LAYOUT): contiguous inputs only */
+    const bool is_view = !strcmp(op->name, "view");
+    for (int i = 0; i < N(cs); i++) {
+        tgr_args a = with_shape(dt, cs[i].nd, cs[i].shape);
+        for (int strided = 0; strided < (is_view || cs[i].want ? 1 : 2); strided++) {
+            tg_tensor *x = tgr_rand(dt, 3, SH(2, 3, 4), 20 + (uint64_t)i, -2, 2);
+            if (strided) x = tgr_strided(x);
+            tgr_sample *s = tgr_add(out, cs[i].what, cs[i].want ? TGR_S_BAD : TGR_S_SMOOTH, &a, 1, x);
+            if (s) s->want = cs[i].want;
+        }
+    }
+    if (is_view) {
+        tgr_args a = with_shape(dt, 1, SH(-1));
+        bad(out, "transposed input", &a, TG_ERR_LAYOUT, 1,
+            tgr_strided(tgr_rand(dt, 3, SH(2, 3, 4), 30, -2, 2)), NULL);
+    }
+}
+static void s_transpose(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    static const vcase cs[] = {{"0 1", {0, 1}, 0, {0}, TG_OK}, {"-1 0", {-1, 0}, 0, {0}, TG_OK},
+                               {"1 1", {1, 1}, 0, {0}, TG_OK}, {"0 3", {0, 3}, 0, {0}, TG_ERR_DIM}};
+    view_cases(op, dt, out, cs, N(cs));
+}
+static void s_expand(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    (void)op;
+    tgr_args a = with_shape(dt, 3, SH(2, 3, 4));
+    tgr_add(out, "(3, 1) to (2, 3, 4)", TGR_S_SMOOTH, &a, 1, tgr_rand(dt, 2, SH(3, 1), 1, -2, 2));
+    a = with_shape(dt, 2, SH(-1, 5));
+    tgr_add(out, "(4, 1) -1 kept", TGR_S_SMOOTH, &a, 1, tgr_rand(dt, 2, SH(4, 1), 2, -2, 2));
+    a = with_shape(dt, 2, SH(3, 2));
+    tgr_add(out, "0-d", TGR_S_SMOOTH, &a, 1, tgr_rand(dt, 0, NULL, 3, -2, 2));
+    a = with_shape(dt, 2, SH(3, 5));
+    bad(out, "(3, 4) to (3, 5)", &a, TG_ERR_SHAPE, 1, tgr_rand(dt, 2, SH(3, 4), 4, -2, 2), NULL);
+}
+
+/* one input: shapes with 0-3 dims, strided, empty */
+static void s_copy(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    const bool conv = !strcmp(op->name, "to_dtype");
+    static const tg_dtype to[4] = {TG_F64, TG_F32, TG_I64, TG_BOOL};
+    for (int t = 0; t < (conv ? 4 : 1); t++) {
+        tgr_args a = tgr_args0(conv ? to[t] : dt);
+        char what[48];
+        snprintf(what, sizeof what, "to %s", tg_dtype_name(to[t]));
+        unsigned smooth = !conv || to[t] == dt ? TGR_S_SMOOTH : 0; /* f32 rounding: no gradcheck */
+        tgr_add(out, conv ? what : "2-d", smooth, &a, 1, tgr_rand(dt, 2, SH(3, 4), 1 + (uint64_t)t, -3, 3))
+            ->batch = 1;
+        tgr_add(out, "0-d", smooth, &a, 1, tgr_rand(dt, 0, NULL, 5 + (uint64_t)t, -3, 3));
+        tgr_add(out, "lead 2 transposed", smooth | TGR_S_STRIDED, &a, 1,
+                tgr_strided(tgr_rand(dt, 3, SH(2, 4, 3), 9 + (uint64_t)t, -3, 3)))->batch = 1;
+        tgr_add(out, "empty", TGR_S_EMPTY, &a, 1, tgr_rand(dt, 2, SH(0, 3), 13 + (uint64_t)t, -3, 3));
+        tgr_add(out, "specials", TGR_S_SPECIAL, &a, 1, tgr_specials(dt, 1, SH(9)));
+    }
+    tgr_args a = tgr_args0(conv ? TG_F64 : dt);
+    tgr_add(out, "i64", TGR_S_DTYPES, &a, 1, tgr_rand(TG_I64, 2, SH(3, 4), 30, -5, 6))->batch = 1;
+    tgr_add(out, "bool", TGR_S_DTYPES, &a, 1, tgr_rand(TG_BOOL, 1, SH(5), 31, 0, 2));
+}
+
+/* two inputs joined along dim */
+static void s_join(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    const bool stack = !strcmp(op->name, "stack");
+    const int64_t *sa = SH(2, 3, 4), *sb = stack ? SH(2, 3, 4) : SH(2, 1, 4);
+    for (int d = -1; d < 3; d++) {
+        tgr_args a = tgr_args0(dt);
+        a.iv[0] = d;
+        int64_t sbd[3] = {2, 3, 4};
+        if (!stack && d >= 0) sbd[d] = 1 + d;
+        if (!stack && d < 0) sbd[2] = 2;
+        (void)sb;
+        char what[48];
+        snprintf(what, sizeof what, "dim %d", d);
+        tgr_add(out, what, TGR_S_SMOOTH, &a, 2, tgr_rand(dt, 3, sa, 1 + (uint64_t)d, -2, 2),
+                tgr_strided(tgr_rand(dt, 3, sbd, 5 + (uint64_t)d, -2, 2)));
+    }
+    tgr_args a = tgr_args0(dt);
+    a.iv[0] = 0;
+    tgr_add(out, "empty part", TGR_S_EMPTY, &a, 2, tgr_rand(dt, 2, SH(2, 3), 10, -2, 2),
+            tgr_rand(dt, 2, stack ? SH(2, 3) : SH(0, 3), 11, -2, 2));
+    bad(out, "other dtypes", &a, TG_ERR_DTYPE, 2, tgr_rand(dt, 1, SH(3), 12, -2, 2),
+        tgr_rand(TG_I64, 1, SH(3), 13, -2, 2));
+    bad(out, "shapes differ", &a, TG_ERR_SHAPE, 2, tgr_rand(dt, 2, SH(2, 3), 14, -2, 2),
+        tgr_rand(dt, 2, SH(2, 4), 15, -2, 2));
+    a.iv[0] = 4;
+    bad(out, "dim 4", &a, TG_ERR_DIM, 2, tgr_rand(dt, 2, SH(2, 3), 16, -2, 2),
+        tgr_rand(dt, 2, SH(2, 3), 17, -2, 2));
+}
+
+static void s_triangle(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    (void)op;
+    const int64_t diag[4] = {0, 1, -1, 5};
+    for (int i = 0; i < 4; i++) {
+        tgr_args a = tgr_args0(dt);
+        a.iv[0] = diag[i];
+        char what[48];
+        snprintf(what, sizeof what, "diagonal %lld", (long long)diag[i]);
+        tgr_add(out, what, TGR_S_SMOOTH, &a, 1, tgr_rand(dt, 2, SH(4, 5), 1 + (uint64_t)i, -2, 2));
+    }
+    tgr_args a = tgr_args0(dt);
+    a.iv[0] = 1;
+    tgr_add(out, "lead 1 transposed", TGR_S_SMOOTH | TGR_S_STRIDED, &a, 1,
+            tgr_strided(tgr_rand(dt, 3, SH(2, 4, 3), 6, -2, 2)))->batch = 1;
+    tgr_add(out, "specials", TGR_S_SPECIAL, &a, 1, tgr_specials(dt, 2, SH(3, 3)));
+    bad(out, "1-d", &a, TG_ERR_DIM, 1, tgr_rand(dt, 1, SH(4), 7, -2, 2), NULL);
+}
+
+/* ---- the rows ------------------------------------------------------------------------------- */
+
+#define CREATE(NAME, TORCH, PARAMS, FLAGS, SAMPLES)                                            \
+    {.name = #NAME, .c_name = "tg_" #NAME, .torch = TORCH, .params = PARAMS,                 \
+     .flags = TGR_CREATE | (FLAGS), .nout = 1, .apply = ap_##NAME, .samples = SAMPLES}
+#define VIEW(NAME, TORCH, PARAMS, SAMPLES)                                                     \
+    {.name = #NAME, .c_name = "tg_" #NAME, .torch = TORCH, .params = PARAMS, .nin = 1,       \
+     .nin_required = 1, .nout = 1, .diff = 1, .flags = TGR_VIEW, .apply = ap_##NAME,          \
+     .samples = SAMPLES}
+#define ONE(NAME, TORCH, PARAMS, DIFF, FLAGS, SAMPLES)                                         \
+    {.name = #NAME, .c_name = "tg_" #NAME, .torch = TORCH, .params = PARAMS, .nin = 1,       \
+     .nin_required = 1, .nout = 1, .diff = DIFF, .flags = FLAGS, .apply = ap_##NAME,          \
+     .samples = SAMPLES}
+
+tgr_op TGR_ROWS_SHAPE[] = {
+    CREATE(empty, "torch.empty(shape, dtype=dtype)", "T:dtype S:shape", TGR_UNINIT, s_create),
+    CREATE(zeros, "torch.zeros(shape, dtype=dtype)", "T:dtype S:shape", 0, s_create),
+    CREATE(ones, "torch.ones(shape, dtype=dtype)", "T:dtype S:shape", 0, s_create),
+    CREATE(full, "torch.full(shape, value, dtype=dtype)", "T:dtype S:shape r:value", 0, s_create),
+    CREATE(arange, "torch.arange(start, end, step, dtype=dtype)", "T:dtype r:start r:end r:step",
+           0, s_arange),
+    CREATE(from_data, "R.from_data(vals, shape, dtype)", "T:dtype S:shape V:vals", 0, s_create),
+    CREATE(randn, "R.random(shape, dtype)", "T:dtype S:shape i:seed r:mean r:std", TGR_RANDOM,
+           s_create),
+    CREATE(rand, "R.random(shape, dtype)", "T:dtype S:shape i:seed r:lo r:hi", TGR_RANDOM,
+           s_create),
+    CREATE(randint, "R.random(shape, torch.int64)", "S:shape i:seed i:low i:high", TGR_RANDOM,
+           s_create),
+    VIEW(slice, "R.slice(a, dim, start, end, step)", "d:dim i:start i:end i:step", s_slice),
+    VIEW(narrow, "a.narrow(dim, start, length)", "d:dim i:start i:length", s_narrow),
+    VIEW(permute, "a.permute(dims)", "D:dims", s_permute),
+    VIEW(squeeze, "a.squeeze(dim)", "d:dim", s_squeeze),
+    VIEW(unsqueeze, "a.unsqueeze(dim)", "i:dim", s_unsqueeze),
+    ONE(flatten, "a.flatten(start, end)", "d:start d:end", 1, TGR_VIEW | TGR_MAYBE_SELF,
+        s_flatten),
+    VIEW(view, "a.view(shape)", "S:shape", s_view),
+    ONE(reshape, "a.reshape(shape)", "S:shape", 1, TGR_VIEW, s_view),
+    VIEW(transpose, "a.transpose(d0, d1)", "d:d0 d:d1", s_transpose),
+    VIEW(expand, "a.expand(shape)", "S:shape", s_expand),
+    ONE(contiguous, "a.contiguous()", "", 1, TGR_MAYBE_SELF, s_copy),
+    ONE(clone, "a.clone(memory_format=torch.contiguous_format)", "", 1, 0, s_copy),
+    ONE(detach, "a.detach()", "", 0, TGR_VIEW, s_copy),
+    ONE(to_dtype, "R.to_dtype(a, dtype)", "T:dtype", 1, TGR_MAYBE_SELF, s_copy),
+    ONE(to_device, "a.to('cpu')", "i:device", 1, TGR_MAYBE_SELF | TGR_NO_DEVICE, s_copy),
+    {.name = "cat", .c_name = "tg_cat", .torch = "torch.cat([a, b], dim)", .params = "d:dim",
+     .nin = 2, .nin_required = 2, .nout = 1, .diff = 3, .apply = ap_cat, .samples = s_join},
+    {.name = "stack", .c_name = "tg_stack", .torch = "torch.stack([a, b], dim)", .params = "i:dim",
+     .nin = 2, .nin_required = 2, .nout = 1, .diff = 3, .flags = TGR_COMPOSITE, .apply = ap_stack,
+     .samples = s_join},
+    ONE(triu, "torch.triu(a, diagonal)", "i:diagonal", 1, 0, s_triangle),
+    ONE(tril, "torch.tril(a, diagonal)", "i:diagonal", 1, 0, s_triangle),
+};
+const int TGR_N_SHAPE = (int)(sizeof TGR_ROWS_SHAPE / sizeof TGR_ROWS_SHAPE[0]);
