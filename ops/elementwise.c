@@ -143,7 +143,7 @@ static tg_tensor *binary(tg_site s, const char *who, tg__binop op, const tg__op_
         tg__release_promoted(2, conv);
     }
     tg__release_promoted(2, owned);
-    if (out && rt == TG_BOOL) { /* bool + bool and the like: back to bool */
+    if (out && rt == TG_BOOL && cdt == TG_I64) { /* bool + bool and the like: back to bool */
         tg_tensor *r = tg__to_dtype(s, out, TG_BOOL);
         tg__tensor_release(out);
         out = r;

@@ -1,8 +1,12 @@
-/* ops/intarith.c - arithmetic on i64 tensors, as PyTorch does it on integer
- * tensors: tg_add, tg_sub, tg_mul, tg_maximum, tg_minimum of two i64 tensors
- * and tg_neg, tg_abs, tg_sign, tg_square, tg_clamp, tg_scale, tg_add_scalar,
- * tg_floor/ceil/round of one come here (ops/elementwise.c, ops/unary.c), and
- * tg_remainder / tg_floor_divide live here. Never differentiable (the results
+/* ops/intarith.c - arithmetic on i64 (and bool) tensors, as PyTorch does it
+ * on integer tensors: tg_add, tg_sub, tg_mul, tg_maximum, tg_minimum, tg_pow
+ * of two i64 tensors and every unary op of one i64 or bool tensor come here
+ * (ops/elementwise.c, ops/unary.c): integer results where PyTorch keeps the
+ * integer dtype (neg, abs, sign, square, relu, clamp, scale / add_scalar /
+ * pow_scalar by an integer, rounding), f32 where it promotes to its default
+ * float (exp, log, sqrt, sigmoid, tanh, ..., a fractional constant), refusals
+ * where it refuses (neg of a bool, gelu of an integer). tg_remainder /
+ * tg_floor_divide live here. Never differentiable (the results
  * do not require grad), wrap around on overflow as PyTorch, and never divide
  * by zero: a zero divisor is refused before the kernel runs (PyTorch's CPU
  * raises ZeroDivisionError there). Kernels: kernels/kernel.h's TG__INT_OPS.
@@ -80,37 +84,89 @@ static tg_tensor *with_scalar(tg_site s, const char *who, tg__intop op, tg_tenso
     return out;
 }
 
-/* A clamp bound: -inf / +inf are no bound; otherwise an integer. */
-static bool bound(const char *who, double v, int64_t *out) {
+/* A clamp bound: -inf / +inf are no bound; otherwise an integer (false when
+ * it is not one: the clamp is then done in f32, as PyTorch's float bounds). */
+static bool bound(double v, int64_t *out) {
     if (v == -INFINITY) *out = INT64_MIN;
     else if (v == INFINITY) *out = INT64_MAX;
     else if (integral(v)) *out = (int64_t)v;
-    else return tg__set_error(TG_ERR_VALUE, "%s: bound %g is not an integer, and t is i64", who, v),
-                false;
+    else return false;
     return true;
+}
+
+/* The op on t converted to f32, PyTorch's default float (exp of an i64 tensor,
+ * i64 * 2.5, a clamp with fractional bounds). */
+static tg_tensor *in_f32(tg_site s, tg__unop code, tg_tensor *t, double p0, double p1) {
+    tg_tensor *f = tg__to_dtype(s, t, TG_F32);
+    tg_tensor *out = f ? tg__unary(s, code, f, p0, p1) : NULL;
+    tg__tensor_release(f);
+    return out;
+}
+
+/* The op on a bool t converted to i64 (bool * 2, bool squared, as PyTorch). */
+static tg_tensor *in_i64(tg_site s, tg__unop code, tg_tensor *t, double p0, double p1) {
+    tg_tensor *i = tg__to_dtype(s, t, TG_I64);
+    tg_tensor *out = i ? tg__unary(s, code, i, p0, p1) : NULL;
+    tg__tensor_release(i);
+    return out;
+}
+
+static void *no_bool(const char *who) {
+    return tg__fail(TG_ERR_DTYPE, "%s: dtype bool is not supported (as in PyTorch; convert with "
+                    "tg_to_dtype)", who);
 }
 
 tg_tensor *tg__int_unary(tg_site s, const char *who, tg__unop code, tg_tensor *t, double p0,
                          double p1) {
+    const bool b = t->dtype == TG_BOOL;
     tg__intop op;
     int64_t lo = 0, hi = 0;
     switch (code) {
-    case TG__UN_NEG: op = TG__INT_NEG; break;
-    case TG__UN_ABS: op = TG__INT_ABS; break;
-    case TG__UN_SIGN: op = TG__INT_SIGN; break;
-    case TG__UN_SQUARE: return tg__int_binary(s, who, TG__INT_MUL, t, t);
-    case TG__UN_SCALE: return with_scalar(s, who, TG__INT_MUL, t, p0);
-    case TG__UN_ADDS: return with_scalar(s, who, TG__INT_ADD, t, p0);
+    case TG__UN_EXP: case TG__UN_LOG: case TG__UN_SQRT: case TG__UN_RSQRT: case TG__UN_LOG1P:
+    case TG__UN_EXPM1: case TG__UN_SIGMOID: case TG__UN_TANH: case TG__UN_RECIPROCAL:
+        return in_f32(s, code, t, p0, p1); /* integers to the default float, as PyTorch */
+    case TG__UN_POW:
+        if (!integral(p0)) return in_f32(s, code, t, p0, p1);
+        if (p0 < 0)
+            return tg__fail(TG_ERR_VALUE, "%s: integers to negative integer powers are not "
+                            "allowed (as in PyTorch): convert t with tg_to_dtype", who);
+        if (b) return in_i64(s, code, t, p0, p1);
+        return with_scalar(s, who, TG__INT_POW, t, p0);
+    case TG__UN_SCALE:
+    case TG__UN_ADDS:
+        if (!integral(p0)) return in_f32(s, code, t, p0, p1);
+        if (b) return in_i64(s, code, t, p0, p1);
+        return with_scalar(s, who, code == TG__UN_SCALE ? TG__INT_MUL : TG__INT_ADD, t, p0);
+    case TG__UN_SQUARE:
+        if (b) return in_i64(s, code, t, p0, p1);
+        return tg__int_binary(s, who, TG__INT_MUL, t, t);
+    case TG__UN_SIGN:
+        if (b) return tg__clone(s, t); /* a bool's sign is itself */
+        op = TG__INT_SIGN;
+        break;
+    case TG__UN_NEG:
+    case TG__UN_ABS:
+        if (b) return no_bool(who);
+        op = code == TG__UN_NEG ? TG__INT_NEG : TG__INT_ABS;
+        break;
     case TG__UN_FLOOR:
     case TG__UN_CEIL:
-    case TG__UN_ROUND: return tg__clone(s, t); /* integers already: a copy, as PyTorch */
+    case TG__UN_ROUND:
+        if (b) return no_bool(who);
+        return tg__clone(s, t); /* integers already: a copy, as PyTorch */
+    case TG__UN_RELU:
+        if (b) return no_bool(who);
+        op = TG__INT_CLAMP;
+        lo = 0, hi = INT64_MAX;
+        break;
     case TG__UN_CLAMP:
-        if (!bound(who, p0, &lo) || !bound(who, p1, &hi)) return NULL;
+        if (!bound(p0, &lo) || !bound(p1, &hi)) return in_f32(s, code, t, p0, p1);
+        if (b) return in_i64(s, code, t, p0, p1);
         op = TG__INT_CLAMP;
         break;
     default:
-        return tg__fail(TG_ERR_DTYPE, "%s: dtype i64 is not supported (f32 or f64 required; "
-                        "convert with tg_to_dtype)", who);
+        return tg__fail(TG_ERR_DTYPE, "%s: dtype %s is not supported (f32 or f64 required, as "
+                        "in PyTorch; convert with tg_to_dtype)", who, tg_dtype_name(t->dtype));
     }
     tg_tensor *out = tg__new_output_on(s, who, t->storage->device, TG_I64, t->ndim, t->shape);
     return out ? tg__k_ok(tg__k_int_op(op, out, t, t, lo, hi), out) : NULL;

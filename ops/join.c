@@ -1,7 +1,8 @@
 /* ops/join.c - joining tensors: cat and stack (PyTorch's torch.cat and
  * torch.stack).
  *
- * Contract: every input has the same dtype and device; cat's inputs have the
+ * Contract: every input is on one device, of any dtypes (converted to the
+ * promoted one, as PyTorch's cat: ops/promote.c); cat's inputs have the
  * same number of dims and the same sizes but along dim; stack's have the same
  * shape. The result is a new contiguous tensor: each input is copied into its
  * window of it (the copy kernel writes through strides, on either device).
@@ -45,11 +46,6 @@ static bool cat_shape(const char *who, int n, tg_tensor *const *ts, int d, int64
     memcpy(shape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
     for (int i = 1; i < n; i++) {
         const tg_tensor *b = ts[i];
-        if (b->dtype != a->dtype) {
-            tg__set_error(TG_ERR_DTYPE, "%s: input %d is %s, input 0 %s (convert with "
-                          "tg_to_dtype)", who, i, tg_dtype_name(b->dtype), tg_dtype_name(a->dtype));
-            return false;
-        }
         bool same = b->ndim == a->ndim;
         for (int k = 0; same && k < a->ndim; k++) same = k == d || b->shape[k] == a->shape[k];
         if (!same) {
@@ -116,6 +112,26 @@ static tg_tensor *cat_any(tg_site s, const char *who, int n, tg_tensor *const *t
     return out;
 }
 
+/* cat_any of the inputs converted to their promoted dtype (PyTorch's cat
+ * promotes: f32 with f64 gives f64, i64 with f32 f32), the conversions
+ * recorded so that gradients return in each input's dtype. */
+static tg_tensor *cat_promoted(tg_site s, const char *who, int n, tg_tensor *const *ts, int d) {
+    const tg_dtype rt = tg__result_type(n, ts);
+    bool mixed = false;
+    for (int i = 0; i < n; i++) mixed |= ts[i]->dtype != rt;
+    if (!mixed) return cat_any(s, who, n, ts, d);
+    tg_tensor **c = tg__xcalloc((size_t)n, sizeof *c);
+    if (!c) return NULL;
+    tg_tensor *out = NULL;
+    int k = 0;
+    for (; k < n; k++)
+        if (!(c[k] = ts[k]->dtype == rt ? tg_retain(ts[k]) : tg__to_dtype(s, ts[k], rt))) break;
+    if (k == n) out = cat_any(s, who, n, c, d);
+    for (int i = 0; i < k; i++) tg__tensor_release(c[i]);
+    free(c);
+    return out;
+}
+
 /* The checks cat and stack share: n >= 1 inputs, none NULL, one device. */
 static bool check_inputs(const char *who, int n, tg_tensor *const *ts) {
     if (tg__null_arg(ts, who, "tensors")) return false;
@@ -141,7 +157,7 @@ tg_tensor *tg_cat_at(tg_site s, int n, tg_tensor *const *tensors, int dim) {
                                 "concatenated (use tg_stack)"));
     int d = tg__wrap_dim("tg_cat", dim, tensors[0]->ndim);
     if (d < 0) return NULL;
-    return tg__ret(cat_any(s, "tg_cat", n, tensors, d));
+    return tg__ret(cat_promoted(s, "tg_cat", n, tensors, d));
 }
 
 tg_tensor *tg_stack_at(tg_site s, int n, tg_tensor *const *tensors, int dim) {
@@ -166,7 +182,7 @@ tg_tensor *tg_stack_at(tg_site s, int n, tg_tensor *const *tensors, int dim) {
     int k = 0;
     for (; k < n; k++)
         if (!(u[k] = tg__unsqueeze(s, tensors[k], d))) break;
-    if (k == n) out = cat_any(s, "tg_stack", n, u, d);
+    if (k == n) out = cat_promoted(s, "tg_stack", n, u, d);
     for (int i = 0; i < k; i++) tg__tensor_release(u[i]);
     free(u);
     return tg__ret(out);

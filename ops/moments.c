@@ -8,11 +8,13 @@
  *     divisor not clamped (PyTorch's: -0, not NaN, for n = 1, correction 2).
  *   std: sqrt(var); gradient g (x - mean) / ((n - correction) std), and 0
  *     where std is 0 (PyTorch's rule: a constant line has gradient 0, not NaN).
- *   norm (PyTorch's linalg.vector_norm) for p = 1, 2, inf: sum |x|,
- *     sqrt(sum x^2), max |x| (TG_ERR_SHAPE for an empty line, as PyTorch);
- *     gradients g sign(x), g x / norm (0 where the
- *     norm is 0), and g sign(x) split evenly among the elements of largest
- *     magnitude. Another p is TG_ERR_VALUE.
+ *   norm (PyTorch's linalg.vector_norm) for any p: (sum |x|^p)^(1/p), with
+ *     sum |x| for 1, sqrt(sum x^2) for 2, max |x| for inf and min |x| for
+ *     -inf (TG_ERR_SHAPE for an empty line, as PyTorch), the count of
+ *     non-zero elements for 0; PyTorch's gradients (norm_backward): g sign(x),
+ *     g x / norm (0 where the norm is 0), g sign(x) split evenly among the
+ *     elements of extreme magnitude, 0 for p = 0, general_p_grad's for the
+ *     others; NaN values and gradients for a NaN p.
  * Each saves its input (std and norm also their result). On failure nothing
  * is leaked and NULL is returned with the error set. */
 #include <math.h>
@@ -146,8 +148,67 @@ static tg_status std_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
     return moment_backward(n, gout, gin, true);
 }
 
-/* norm: p = 1 g sign(x); p = 2 g x / norm (0 where norm == 0); p = inf g sign(x)
- * mask / count with mask = (|x| == norm). */
+static tg_tensor *zeros_like(tg__node *n, const tg_tensor *x) {
+    tg_tensor *z = new_w(n->site, n->name, x);
+    return z ? tg__k_ok(tg__k_fill(z, 0.0), z) : NULL;
+}
+
+/* releases a and b (either may be NULL) and returns r */
+static tg_tensor *drop2(tg_tensor *r, tg_tensor *a, tg_tensor *b) {
+    tg__tensor_release(a);
+    tg__tensor_release(b);
+    return r;
+}
+
+/* The gradient of the p-norm for a finite p other than 0, 1, 2, as PyTorch's
+ * norm_backward: sign(x) |x|^(p-1) (0 where x is 0) g norm^(1-p) for p < 1;
+ * sign(x) |x|^(p-1) g / norm^(p-1) for p < 2, x |x|^(p-2) g / norm^(p-1)
+ * above, the scale 0 where the norm is 0. Composed of ops (backward records
+ * nothing); gk and rk have the keepdim shape. */
+static tg_tensor *general_p_grad(tg__node *n, tg_tensor *x, tg_tensor *gk, tg_tensor *rk,
+                                 double p) {
+    const tg_site s = n->site;
+    tg_tensor *ax = tg__unary(s, TG__UN_ABS, x, 0, 0);
+    tg_tensor *zero = ax ? tg__scalar_like(s, x, 0.0) : NULL;
+    tg_tensor *scaled; /* self_scaled of PyTorch's formula */
+    if (p < 2) {
+        tg_tensor *pw = zero ? tg__unary(s, TG__UN_POW, ax, p - 1, 0) : NULL;
+        tg_tensor *sg = pw ? tg__unary(s, TG__UN_SIGN, x, 0, 0) : NULL;
+        scaled = sg ? tg__mul(s, sg, pw) : NULL;
+        drop2(NULL, pw, sg);
+        if (scaled && p < 1) { /* 0 where x is 0 (|x|^(p-1) is inf there) */
+            tg_tensor *at0 = tg__test_scalar(s, n->name, TG__TEST_EQ, x, 0.0);
+            tg_tensor *w = at0 ? tg__where(s, at0, zero, scaled) : NULL;
+            drop2(NULL, at0, scaled);
+            scaled = w;
+        }
+    } else {
+        tg_tensor *pw = zero ? tg__unary(s, TG__UN_POW, ax, p - 2, 0) : NULL;
+        scaled = pw ? tg__mul(s, x, pw) : NULL;
+        tg__tensor_release(pw);
+    }
+    tg_tensor *scale = NULL;
+    if (scaled && p < 1) { /* g norm^(1-p) */
+        tg_tensor *np = tg__unary(s, TG__UN_POW, rk, 1 - p, 0);
+        scale = np ? tg__mul(s, gk, np) : NULL;
+        tg__tensor_release(np);
+    } else if (scaled) { /* g / norm^(p-1), 0 where the norm is 0 */
+        tg_tensor *np = tg__unary(s, TG__UN_POW, rk, p - 1, 0);
+        tg_tensor *q = np ? tg__div(s, gk, np) : NULL;
+        tg_tensor *nz = q ? tg__test_scalar(s, n->name, TG__TEST_EQ, rk, 0.0) : NULL;
+        scale = nz ? tg__where(s, nz, zero, q) : NULL;
+        drop2(NULL, np, q);
+        tg__tensor_release(nz);
+    }
+    tg_tensor *out = scale ? tg__mul(s, scaled, scale) : NULL;
+    drop2(NULL, ax, zero);
+    drop2(NULL, scaled, scale);
+    return out;
+}
+
+/* norm: p = 1 g sign(x); p = 2 g x / norm (0 where norm == 0); p = +-inf
+ * g sign(x) mask / count with mask = (|x| == norm); p = 0 zeros; any other
+ * p as general_p_grad. */
 static tg_status norm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
     double p = n->dparam[P_P];
     tg__line_grad b;
@@ -174,7 +235,12 @@ static tg_status norm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **
             tg__tensor_release(out);
             out = NULL;
         }
-    } else if (out) { /* inf */
+    } else if (out && isnan(p)) {
+        out = tg__k_ok(tg__k_fill(out, NAN), out);
+    } else if (out && (p == 0 || isfinite(p))) { /* PyTorch's norm_backward for the other p */
+        tg__tensor_release(out);
+        out = p == 0 ? zeros_like(n, x) : general_p_grad(n, x, gk, rk, p);
+    } else if (out) { /* inf and -inf */
         tg_tensor *ax = new_w(n->site, n->name, x);
         if (ax) ax = tg__k_ok(tg__k_unary(TG__UN_ABS, ax, x, NULL, 0, 0), ax);
         mask = ax ? tg__new_output_on(n->site, n->name, x->storage->device, TG_BOOL, x->ndim,
@@ -266,24 +332,37 @@ static tg_tensor *moment(tg_site s, const char *who, tg_tensor *t, int dim, doub
 static tg_tensor *norm(tg_site s, const char *who, tg_tensor *t, double p, int dim, bool keepdim,
                        bool all) {
     if (tg__null_arg(t, who, "t")) return NULL; /* a NULL input first: its error is kept */
-    if (!(p == 1.0 || p == 2.0 || p == INFINITY))
-        return tg__fail(TG_ERR_VALUE, "%s: p = %g is not supported (1, 2 or INFINITY)", who, p);
     geo g;
     if (!setup(s, who, t, dim, keepdim, all, &g)) return NULL;
+    /* a: what is summed (|x|^p, x^2 for 2, x != 0 for 0) or, for +-inf, |x| */
     tg_tensor *a = new_w(s, who, g.w), *k = NULL;
-    if (a) a = tg__k_ok(tg__k_unary(p == 2.0 ? TG__UN_SQUARE : TG__UN_ABS, a, g.w, NULL, 0, 0), a);
+    const tg__unop first = p == 2.0 ? TG__UN_SQUARE : TG__UN_ABS;
+    if (a) a = tg__k_ok(tg__k_unary(first, a, g.w, NULL, 0, 0), a);
+    if (a && p == 0) { /* the count of non-zero elements */
+        tg_tensor *nz = tg__new_output_on(s, who, a->storage->device, TG_BOOL, a->ndim, a->shape);
+        tg_tensor *z0 = nz ? tg__scalar_like(s, a, 0.0) : NULL;
+        if (z0) nz = tg__k_ok(tg__k_test(TG__TEST_NE, nz, a, z0), nz);
+        a = z0 && nz ? tg__k_ok(tg__k_copy(a, nz), a) : drop2(NULL, a, NULL);
+        drop2(NULL, nz, z0);
+    } else if (a && isfinite(p) && p != 1.0 && p != 2.0) {
+        a = tg__k_ok(tg__k_unary(TG__UN_POW, a, a, NULL, p, 0), a);
+    }
     if (a) k = new_k(s, who, &g);
-    if (k && p == INFINITY) {
+    if (k && isnan(p)) { /* NaN everywhere, as PyTorch */
+        k = tg__k_ok(tg__k_fill(k, NAN), k);
+    } else if (k && isinf(p)) {
         if (g.n == 0) { /* as PyTorch: the max has no identity (even for an empty result) */
             tg__tensor_release(k);
-            k = tg__fail(TG_ERR_SHAPE, "%s: the inf-norm of an empty dim (%d) is undefined (the "
-                         "max has no identity, as PyTorch says)", who, g.d);
+            k = tg__fail(TG_ERR_SHAPE, "%s: the %s-norm of an empty dim (%d) is undefined (the "
+                         "%s has no identity, as PyTorch says)", who, p > 0 ? "inf" : "-inf",
+                         g.d, p > 0 ? "max" : "min");
         } else if (g.n > 0) {
-            k = tg__k_ok(tg__k_reduce_dim(TG__RED_MAX, k, NULL, a, g.d), k);
+            k = tg__k_ok(tg__k_reduce_dim(p > 0 ? TG__RED_MAX : TG__RED_MIN, k, NULL, a, g.d), k);
         }
     } else if (k) {
         k = tg__k_ok(tg__k_sum_reduce(k, a, g.red, 1.0), k);
         if (k && p == 2.0) k = tg__k_ok(tg__k_unary(TG__UN_SQRT, k, k, NULL, 0, 0), k);
+        else if (k && p != 0 && p != 1.0) k = tg__k_ok(tg__k_unary(TG__UN_POW, k, k, NULL, 1 / p, 0), k);
     }
     if (a) tg__tensor_release(a);
     if (!k) {

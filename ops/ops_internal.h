@@ -75,8 +75,9 @@ tg_tensor *tg__reshape_own(tg_site s, tg_tensor *t, int ndim, const int64_t *sha
 tg_tensor *tg__expand(tg_site s, tg_tensor *t, int ndim, const int64_t *shape);
 tg_tensor *tg__to_dtype(tg_site s, tg_tensor *t, tg_dtype dt);
 /* i64 arithmetic (ops/intarith.c): op of two i64 tensors (broadcast), and
- * the i64 form of unary op `code` (NEG, ABS, SIGN, SQUARE, SCALE, ADDS,
- * FLOOR/CEIL/ROUND, CLAMP; TG_ERR_DTYPE for the others). Never recorded. */
+ * unary op `code` of an i64 or bool tensor by PyTorch's rules (an integer
+ * result, the op in f32, or TG_ERR_DTYPE where PyTorch refuses). Never
+ * recorded. */
 tg_tensor *tg__int_binary(tg_site s, const char *who, tg__intop op, tg_tensor *a, tg_tensor *b);
 tg_tensor *tg__int_unary(tg_site s, const char *who, tg__unop code, tg_tensor *t, double p0,
                          double p1);
@@ -100,29 +101,17 @@ tg_tensor *tg__to_device(tg_site s, tg_tensor *t, tg_device dev);
 /* ---- the unary op table (ops/unary.c) ---------------------------------------- */
 
 /* One unary elementwise op. Its formulas are kernels/kernel.h's (for both
- * backends); the entry says how the library and the tests see it. */
+ * backends); the entry says how the library sees it. What the tests know of
+ * it (a reference in double, its smooth range, PyTorch's gradient at its
+ * kinks) is its row in the op registry, tests/registry/rows_elementwise.c. */
 typedef struct tg__unary_info {
     const char *name;      /* the public function, "tg_exp" */
-    /* The public function itself (the one of them that has nparams scalar
-     * parameters), for the tests. */
-    tg_tensor *(*fn0)(tg_site s, tg_tensor *t);
-    tg_tensor *(*fn1)(tg_site s, tg_tensor *t, double p0);
-    tg_tensor *(*fn2)(tg_site s, tg_tensor *t, double p0, double p1);
     tg__op_def def;        /* the node: its name and the shared backward */
     tg__unop code;
     int saves;             /* TG__SAVES_NONE, _INPUT or _OUTPUT (kernels/kernel.h) */
-    int nparams;           /* scalar parameters (0..2) */
-    double test_params[2]; /* values the tests pass for them */
-    double (*ref)(double x, double p0, double p1); /* the value in double */
-    double lo, hi;         /* inputs the tests draw from (where the op is smooth) */
-    /* Points where the gradient is a convention (kinks, ties with a bound,
-     * zeros of a root) and PyTorch's gradient there: {x, dy/dx} pairs. */
-    int nkinks;
-    double kinks[4][2];
 } tg__unary_info;
 /* Indexed by op code; every code of TG__UNARY_OPS has an entry. */
 extern const tg__unary_info tg__unary_table[];
-extern const int tg__n_unary;
 /* Runs unary op `code` on t (recorded like any op; p0/p1 its parameters). */
 tg_tensor *tg__unary(tg_site s, tg__unop code, tg_tensor *t, double p0, double p1);
 

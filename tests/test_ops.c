@@ -1,7 +1,7 @@
-/* tests/test_ops.c - forward values of every differentiable op against
- * hand-computed expectations (small literal tensors, f32 and f64), the view
- * ops' sharing and strides, grad_fn recording, and f32 results agreeing with
- * f64 ones (values and gradients) within 1e-5 relative.
+/* tests/test_ops.c - forward values of the core ops against hand-computed
+ * expectations (small literal tensors, f32 and f64) and the view ops'
+ * sharing and strides. What every op must do (recording only when needed,
+ * f32 against f64, ...) is checked on every registry row by test_registry.c.
  *
  * Gradient checks are in test_ops_grad.c, in-place ops in test_ops_inplace.c.
  * Every suite uses the fixture that asserts nothing is left alive. */
@@ -9,7 +9,6 @@
 
 TestSuite(ops_forward, .init = tgt_setup, .fini = tgt_teardown);
 TestSuite(ops_views, .init = tgt_setup, .fini = tgt_teardown);
-TestSuite(ops_f32_vs_f64, .init = tgt_setup, .fini = tgt_teardown);
 
 #define BOTH_DTYPES(fn)                                                                    \
     do {                                                                                   \
@@ -450,48 +449,6 @@ Test(ops_forward, to_dtype_converts_and_returns_same_for_same_dtype) {
     TGO_RELEASE(r, ri, rf);
 }
 
-/* ---- recording -------------------------------------------------------------- */
-
-/* Every op records a node when an input requires grad and grad mode is on,
- * and nothing (no grad_fn, no requires_grad) under TG_NO_GRAD. */
-Test(ops_forward, every_op_records_only_when_needed) {
-    tg_tensor *a = tgo_rand(TG_F64, TG_SHAPE(2, 3), 1, 0.5, 2, true);
-    tg_tensor *b = tgo_rand(TG_F64, TG_SHAPE(2, 3), 2, 0.5, 2, false);
-    tg_tensor *m = tgo_rand(TG_F64, TG_SHAPE(3, 2), 3, 0.5, 2, false);
-    tg_tensor *cond = TGO_MAKE(TG_I64, TG_SHAPE(3), 1, 0, 1);
-    tg_tensor *idx = TGO_MAKE(TG_I64, TG_SHAPE(2, 1), 2, 0);
-    for (int op = 0; op < TGO_NOPS; op++) {
-        tgo_spec s = {.op = (tgo_op)op, .dim = -1, .k = 2, .lo = 0.7, .hi = 1.5};
-        s.aux = op == TGO_WHERE ? cond : idx;
-        tg_tensor *other = op == TGO_MATMUL ? m : b;
-        tg_tensor *r = tgo_apply(&s, a, other);
-        cr_assert_not_null(r, "%s: %s", tgo_op_name(s.op), tg_last_error());
-        cr_assert(tg_requires_grad(r), "%s result does not require grad", tgo_op_name(s.op));
-        const char *name = tg_grad_fn_name(r);
-        cr_assert(name && strstr(name, "Backward"), "%s: grad_fn %s", tgo_op_name(s.op),
-                  name ? name : "(null)");
-        cr_assert(!tg_is_leaf(r));
-        TGO_RELEASE(r);
-        /* only the operand that does not require grad: nothing recorded */
-        if (op != TGO_WHERE && op != TGO_GATHER) {
-            tg_tensor *r2 = op == TGO_MATMUL ? tgo_apply(&s, m, b) : tgo_apply(&s, b, b);
-            cr_assert_not_null(r2, "%s: %s", tgo_op_name(s.op), tg_last_error());
-            cr_assert(!tg_requires_grad(r2) && tg_is_leaf(r2), "%s recorded without need",
-                      tgo_op_name(s.op));
-            TGO_RELEASE(r2);
-        }
-        TG_NO_GRAD {
-            tg_tensor *r3 = tgo_apply(&s, a, other);
-            cr_assert_not_null(r3, "%s: %s", tgo_op_name(s.op), tg_last_error());
-            cr_assert(!tg_requires_grad(r3), "%s recorded under no-grad", tgo_op_name(s.op));
-            cr_assert_null(tg_grad_fn_name(r3));
-            TGO_RELEASE(r3);
-        }
-        cr_assert_eq(tg_live().nodes, 0, "%s leaked a node", tgo_op_name(s.op));
-    }
-    TGO_RELEASE(a, b, m, cond, idx);
-}
-
 /* ---- views -------------------------------------------------------------------- */
 
 static tg_tensor *iota(tg_dtype dt, int ndim, const int64_t *shape) {
@@ -650,102 +607,4 @@ Test(ops_views, views_share_the_version_counter) {
     cr_assert_eq(tg_scale_(c, 2), TG_OK);
     cr_assert_eq(tg_version(x), v0 + 1, "a clone has its own counter");
     TGO_RELEASE(x, t, s, row0, v, e, c);
-}
-
-/* ---- f32 agrees with f64 ------------------------------------------------------ */
-
-/* Runs s on f32 inputs a32 (and b32) and on their exact f64 copies, both
- * requiring grad; compares outputs and the gradients of a random upstream
- * gradient within 1e-5 relative (magnitudes floored at 1). */
-static void agree(const tgo_spec *s, tg_tensor *a32, tg_tensor *b32) {
-    tg_tensor *a64 = tg_to_dtype(a32, TG_F64), *b64 = b32 ? tg_to_dtype(b32, TG_F64) : NULL;
-    cr_assert_not_null(a64);
-    tg_tensor *in32[2] = {a32, b32}, *in64[2] = {a64, b64};
-    for (int i = 0; i < s->n_in; i++) {
-        cr_assert_eq(tg_set_requires_grad(in32[i], true), TG_OK);
-        cr_assert_eq(tg_set_requires_grad(in64[i], true), TG_OK);
-    }
-    tg_tensor *o32 = tgo_spec_fn(in32, (void *)s), *o64 = tgo_spec_fn(in64, (void *)s);
-    cr_assert_not_null(o32, "%s f32: %s", tgo_op_name(s->op), tg_last_error());
-    cr_assert_not_null(o64, "%s f64: %s", tgo_op_name(s->op), tg_last_error());
-    cr_assert_eq(tg_get_dtype(o32), TG_F32);
-    cr_assert_eq(tg_get_dtype(o64), TG_F64);
-    tgo_assert_same(o32, o64, 1e-5);
-    tg_tensor *g32 = tg_randn(TG_F32, tg_ndim(o32), tg_shape(o32), 99, 0, 1);
-    tg_tensor *g64 = tg_to_dtype(g32, TG_F64);
-    cr_assert_eq(tg_backward(o32, g32, false), TG_OK, "%s", tg_last_error());
-    cr_assert_eq(tg_backward(o64, g64, false), TG_OK, "%s", tg_last_error());
-    for (int i = 0; i < s->n_in; i++) {
-        tg_tensor *ga = tg_grad(in32[i]), *gb = tg_grad(in64[i]);
-        cr_assert_not_null(ga, "%s: no f32 gradient for input %d", tgo_op_name(s->op), i);
-        cr_assert_eq(tg_get_dtype(ga), TG_F32);
-        tgo_assert_same(ga, gb, 1e-5);
-        TGO_RELEASE(ga, gb);
-    }
-    TGO_RELEASE(a64, b64, o32, o64);
-    TGO_RELEASE(g32, g64);
-}
-
-static tg_tensor *r32(int ndim, const int64_t *shape, uint64_t seed) {
-    return tgo_randn(TG_F32, ndim, shape, seed, false);
-}
-static tg_tensor *u32(int ndim, const int64_t *shape, uint64_t seed) {
-    return tgo_rand(TG_F32, ndim, shape, seed, 0.5, 2.0, false);
-}
-
-Test(ops_f32_vs_f64, elementwise_binary) {
-    tg_tensor *cond = TGO_MAKE(TG_I64, TG_SHAPE(3, 1), 1, 0, 1);
-    for (int op = TGO_ADD; op <= TGO_WHERE; op++) {
-        tgo_spec s = {.op = (tgo_op)op, .n_in = 2, .aux = cond};
-        tg_tensor *a = op == TGO_POW ? u32(TG_SHAPE(3, 4), 10 + op) : r32(TG_SHAPE(3, 4), 10 + op);
-        tg_tensor *b = op == TGO_DIV ? u32(TG_SHAPE(4), 30 + op) : r32(TG_SHAPE(4), 30 + op);
-        agree(&s, a, b);
-        TGO_RELEASE(a, b);
-    }
-    TGO_RELEASE(cond);
-}
-
-Test(ops_f32_vs_f64, elementwise_unary) {
-    for (int op = TGO_NEG; op <= TGO_CLAMP; op++) {
-        tgo_spec s = {.op = (tgo_op)op, .n_in = 1, .k = -1.7, .lo = -0.5, .hi = 0.5};
-        tg_tensor *a = op == TGO_LOG ? u32(TG_SHAPE(3, 4), 50 + op) : r32(TG_SHAPE(3, 4), 50 + op);
-        agree(&s, a, NULL);
-        TGO_RELEASE(a);
-    }
-}
-
-Test(ops_f32_vs_f64, reductions) {
-    tgo_spec specs[] = {
-        {.op = TGO_SUM, .n_in = 1},
-        {.op = TGO_MEAN, .n_in = 1},
-        {.op = TGO_SUM_DIM, .n_in = 1, .dim = 1, .keepdim = false},
-        {.op = TGO_SUM_DIM, .n_in = 1, .dim = -1, .keepdim = true},
-        {.op = TGO_MEAN_DIM, .n_in = 1, .dim = 0, .keepdim = true},
-        {.op = TGO_MEAN_DIM, .n_in = 1, .dim = -2, .keepdim = false},
-    };
-    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
-        tg_tensor *a = r32(TG_SHAPE(2, 3, 5), 70 + i);
-        agree(&specs[i], a, NULL);
-        TGO_RELEASE(a);
-    }
-}
-
-Test(ops_f32_vs_f64, matmul_softmax_gather) {
-    tgo_spec mm = {.op = TGO_MATMUL, .n_in = 2};
-    tg_tensor *a = r32(TG_SHAPE(3, 5), 80), *b = r32(TG_SHAPE(5, 4), 81);
-    agree(&mm, a, b);
-    tg_tensor *ab = r32(TG_SHAPE(2, 3, 5), 82), *bb = r32(TG_SHAPE(2, 5, 4), 83);
-    agree(&mm, ab, bb);
-    tg_tensor *ab2 = r32(TG_SHAPE(2, 3, 5), 84), *w = r32(TG_SHAPE(5, 4), 85);
-    agree(&mm, ab2, w);
-    tgo_spec sm = {.op = TGO_SOFTMAX, .n_in = 1}, lsm = {.op = TGO_LOG_SOFTMAX, .n_in = 1};
-    tg_tensor *x = r32(TG_SHAPE(3, 7), 86), *y = r32(TG_SHAPE(2, 3, 7), 87);
-    agree(&sm, x, NULL);
-    agree(&lsm, y, NULL);
-    tg_tensor *idx = TGO_MAKE(TG_I64, TG_SHAPE(3, 2), 6, 0, 3, 3, 1, 5);
-    tgo_spec ga = {.op = TGO_GATHER, .n_in = 1, .aux = idx};
-    tg_tensor *z = r32(TG_SHAPE(3, 7), 88);
-    agree(&ga, z, NULL);
-    TGO_RELEASE(a, b, ab, bb, ab2);
-    TGO_RELEASE(w, x, y, idx, z);
 }

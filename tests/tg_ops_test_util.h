@@ -1,8 +1,7 @@
 /* tests/tg_ops_test_util.h - static helpers shared by the op suites
- * (test_ops*.c, test_errors*.c): tensors from literals in any dtype, value and
- * shape assertions, snapshots proving an input was left unchanged, and one
- * dispatcher (tgo_apply) naming every differentiable op, so that the forward,
- * f32-vs-f64 and gradcheck suites test the same list.
+ * (test_ops*.c, test_errors*.c, test_registry.c): tensors from literals in any
+ * dtype, value and shape assertions, and snapshots proving an input was left
+ * unchanged. The list of ops the suites walk is the registry (tests/registry).
  *
  * Everything is `static inline` so that a suite using only part of it still
  * compiles with -Wall -Werror. */
@@ -213,113 +212,6 @@ static inline void tgo_assert_unchanged(tgo_snap *s) {
                  (unsigned long long)s->version, (unsigned long long)tg_version(s->t));
     cr_assert_eq(tg_requires_grad(s->t), s->requires_grad);
     cr_assert_eq(tg_is_leaf(s->t), s->leaf);
-}
-
-/* ---- the differentiable ops, by number --------------------------------------- */
-
-typedef enum tgo_op {
-    TGO_ADD,
-    TGO_SUB,
-    TGO_MUL,
-    TGO_DIV,
-    TGO_MAXIMUM,
-    TGO_MINIMUM,
-    TGO_POW,
-    TGO_WHERE, /* where(aux, a, b) */
-    TGO_NEG,
-    TGO_EXP,
-    TGO_LOG,
-    TGO_SCALE,      /* scale(a, k) */
-    TGO_ADD_SCALAR, /* add_scalar(a, k) */
-    TGO_CLAMP,      /* clamp(a, lo, hi) */
-    TGO_SUM,
-    TGO_MEAN,
-    TGO_SUM_DIM,  /* sum_dim(a, dim, keepdim) */
-    TGO_MEAN_DIM, /* mean_dim(a, dim, keepdim) */
-    TGO_MATMUL,
-    TGO_SOFTMAX,
-    TGO_LOG_SOFTMAX,
-    TGO_GATHER, /* gather(a, aux) */
-    TGO_NOPS
-} tgo_op;
-
-/* How an input is transformed inside the function under test. */
-typedef enum tgo_pre {
-    TGO_PRE_NONE = 0,
-    TGO_PRE_T,         /* transpose of the last two dims */
-    TGO_PRE_STEP2,     /* slice(dim 0, step 2) */
-    TGO_PRE_STEP2_LAST /* slice(dim -1, step 2) */
-} tgo_pre;
-
-typedef struct tgo_spec {
-    tgo_op op;
-    int n_in;       /* 1 or 2 differentiable inputs */
-    int dim;        /* sum_dim / mean_dim */
-    bool keepdim;   /* sum_dim / mean_dim */
-    double k, lo, hi; /* scale / add_scalar / clamp */
-    tg_tensor *aux; /* where's cond, gather's index (borrowed) */
-    tgo_pre pre[2]; /* transforms of inputs 0 and 1 */
-} tgo_spec;
-
-static inline const char *tgo_op_name(tgo_op op) {
-    static const char *const names[TGO_NOPS] = {
-        "add", "sub", "mul", "div", "maximum", "minimum", "pow", "where", "neg", "exp", "log", "scale",
-        "add_scalar", "clamp", "sum", "mean", "sum_dim", "mean_dim", "matmul", "softmax",
-        "log_softmax", "gather"};
-    return op >= 0 && op < TGO_NOPS ? names[op] : "?";
-}
-
-/* A new reference to t transformed by p (NULL propagates). */
-static inline tg_tensor *tgo_apply_pre(tg_tensor *t, tgo_pre p) {
-    switch (p) {
-    case TGO_PRE_T: return tg_transpose(t, -2, -1);
-    case TGO_PRE_STEP2: return tg_slice(t, 0, 0, INT64_MAX, 2);
-    case TGO_PRE_STEP2_LAST: return tg_slice(t, -1, 0, INT64_MAX, 2);
-    case TGO_PRE_NONE: break;
-    }
-    return tg_retain(t);
-}
-
-/* Applies s->op to a (and b). A new reference or NULL. */
-static inline tg_tensor *tgo_apply(const tgo_spec *s, tg_tensor *a, tg_tensor *b) {
-    switch (s->op) {
-    case TGO_ADD: return tg_add(a, b);
-    case TGO_SUB: return tg_sub(a, b);
-    case TGO_MUL: return tg_mul(a, b);
-    case TGO_DIV: return tg_div(a, b);
-    case TGO_MAXIMUM: return tg_maximum(a, b);
-    case TGO_MINIMUM: return tg_minimum(a, b);
-    case TGO_POW: return tg_pow(a, b);
-    case TGO_WHERE: return tg_where(s->aux, a, b);
-    case TGO_NEG: return tg_neg(a);
-    case TGO_EXP: return tg_exp(a);
-    case TGO_LOG: return tg_log(a);
-    case TGO_SCALE: return tg_scale(a, s->k);
-    case TGO_ADD_SCALAR: return tg_add_scalar(a, s->k);
-    case TGO_CLAMP: return tg_clamp(a, s->lo, s->hi);
-    case TGO_SUM: return tg_sum(a);
-    case TGO_MEAN: return tg_mean(a);
-    case TGO_SUM_DIM: return tg_sum_dim(a, s->dim, s->keepdim);
-    case TGO_MEAN_DIM: return tg_mean_dim(a, s->dim, s->keepdim);
-    case TGO_MATMUL: return tg_matmul(a, b);
-    case TGO_SOFTMAX: return tg_softmax(a);
-    case TGO_LOG_SOFTMAX: return tg_log_softmax(a);
-    case TGO_GATHER: return tg_gather(a, s->aux);
-    case TGO_NOPS: break;
-    }
-    return NULL;
-}
-
-/* The tg_gradcheck_fn for a tgo_spec (user = the spec): transforms the inputs
- * as s->pre says, applies the op, releases the intermediates. */
-static inline tg_tensor *tgo_spec_fn(tg_tensor *const *in, void *user) {
-    const tgo_spec *s = user;
-    tg_tensor *a = tgo_apply_pre(in[0], s->pre[0]);
-    tg_tensor *b = s->n_in > 1 ? tgo_apply_pre(in[1], s->pre[1]) : NULL;
-    tg_tensor *out = tgo_apply(s, a, b);
-    tg_release(a);
-    tg_release(b);
-    return out;
 }
 
 #endif

@@ -52,6 +52,17 @@ DOCUMENTED = [
      "checked; PyTorch's graph keeps it alive and fails the backward when it was moved into "
      'the graph interior since (a view marked requires_grad whose base was then modified '
      'in place with grad)'),
+    ('max-dims', 'tensors have at most 8 dims (TG_MAX_DIMS; TG_ERR_VALUE beyond); PyTorch '
+     'allows 64'),
+    ('bool-exponent-grad', 'tg_pow with a bool exponent is differentiable (the bool converted to '
+     "the base's float dtype); PyTorch 1.13's backward of pow fails on a bool exponent"),
+    ('prod-nonfinite', 'the gradients of prod and cumprod are the exact products of the other '
+     "elements, also where the input holds an infinity or NaN; PyTorch's formula divides by the "
+     'input (with two or more zeros it gives 0), so the two differ where inf or NaN meets 0'),
+    ('bce-broadcast', 'tg_binary_cross_entropy_with_logits broadcasts target to input as tg_sub '
+     'does; PyTorch requires equal sizes'),
+    ('pos-weight-grad', 'pos_weight of tg_binary_cross_entropy_with_logits gets a gradient when '
+     'it requires grad; PyTorch 1.13 refuses a pos_weight that requires grad'),
     ('failed-backward-partial', 'a failed tg_backward changes no .grad and frees nothing; '
      'PyTorch may have accumulated some gradients and freed some saved tensors before it '
      'raised, so a later backward can fail there and not in tapegrad'),

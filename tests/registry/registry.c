@@ -167,6 +167,36 @@ tg_status tgr_call(const tgr_op *op, const tgr_sample *s, tg_tensor **out) {
     return tgr_call_in(op, s->in, &s->a, out);
 }
 
+/* ---- the loss the gradient checks differentiate ------------------------------------- */
+
+/* A weighting of output k (fixed values in [0.5, 1.5) of its shape and dtype),
+ * so that every element of every output reaches the loss. */
+tg_tensor *tgr_weights(const tg_tensor *o, int k) {
+    return tg_rand(tg_get_dtype(o), tg_ndim(o), tg_shape(o), 991 + (uint64_t)k, 0.5, 1.5);
+}
+
+/* sum over the float outputs in mask (bit k; -1: those that require grad) of
+ * sum(out_k * w_k); NULL when there is none (nothing to differentiate). New
+ * reference. */
+tg_tensor *tgr_loss(tg_tensor *const *out, int nout, unsigned mask) {
+    tg_tensor *loss = NULL;
+    for (int k = 0; k < nout; k++) {
+        if (!out[k] || !(tg_get_dtype(out[k]) == TG_F32 || tg_get_dtype(out[k]) == TG_F64)) continue;
+        if (mask == ~0u ? !tg_requires_grad(out[k]) : !(mask >> k & 1)) continue;
+        tg_tensor *w = tgr_weights(out[k], k);
+        tg_tensor *m = w ? tg_mul(out[k], w) : NULL;
+        tg_tensor *sm = m ? tg_sum(m) : NULL;
+        tg_tensor *nl = !sm ? NULL : loss ? tg_add(loss, sm) : tg_retain(sm);
+        tg_release(w);
+        tg_release(m);
+        tg_release(sm);
+        tg_release(loss);
+        if (!nl) return NULL; /* a step failed: its error is pending */
+        loss = nl;
+    }
+    return loss;
+}
+
 /* ---- tensors for samples --------------------------------------------------------- */
 
 tg_tensor *tgr_rand(tg_dtype dt, int ndim, const int64_t *shape, uint64_t seed, double lo,
@@ -284,15 +314,17 @@ void tgr_samples_unary(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
         ->batch = 1;
     tgr_add(out, "strided 1-d", TGR_S_SMOOTH | TGR_S_STRIDED, &a, 1, tgr_strided(R(1, 6)));
     tgr_add(out, "specials", TGR_S_SPECIAL, &a, 1, tgr_specials(dt, 2, SH(3, 3)));
-    if (op->dtypes & (1u << TG_I64))
-        tgr_add(out, "i64", TGR_S_DTYPES, &a, 1, tgr_rand(TG_I64, 2, SH(3, 4), seed_of(op, k++), -5, 6))
-            ->batch = 1;
-    if (op->dtypes & (1u << TG_BOOL))
-        tgr_add(out, "bool", TGR_S_DTYPES, &a, 1, tgr_rand(TG_BOOL, 2, SH(3, 4), seed_of(op, k++), 0, 2));
-    if (!(op->dtypes & (1u << TG_I64)) && !(op->flags & TGR_CREATE)) {
-        tgr_sample *b = tgr_add(out, "i64 refused", TGR_S_BAD, &a, 1,
-                                tgr_rand(TG_I64, 1, SH(3), seed_of(op, k++), 0, 3));
-        if (b) b->want = TG_ERR_DTYPE;
+    /* integer and bool tensors: computed where PyTorch computes (in i64, or in its
+     * default float f32), refused where it refuses */
+    const tg_dtype ints[2] = {TG_I64, TG_BOOL};
+    for (int i = 0; i < 2; i++) {
+        const bool takes = op->dtypes & (1u << ints[i]);
+        char what[48];
+        snprintf(what, sizeof what, "%s%s", tg_dtype_name(ints[i]), takes ? "" : " refused");
+        tgr_sample *b = tgr_add(out, what, takes ? TGR_S_DTYPES : TGR_S_BAD, &a, 1,
+                                tgr_rand(ints[i], 2, SH(3, 4), seed_of(op, k++), -5, 6));
+        if (b && takes) b->batch = 1;
+        if (b && !takes) b->want = TG_ERR_DTYPE;
     }
 #undef R
 }
@@ -473,122 +505,4 @@ void tgr_samples_reduce_all(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     if (op->dtypes & (1u << TG_BOOL))
         tgr_add(out, "bool", TGR_S_DTYPES, &a, 1,
                 tgr_rand(TG_BOOL, 2, SH(3, 4), seed_of(op, k++), 0, 2));
-}
-
-/* ---- the manifest ------------------------------------------------------------------ */
-
-static void json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; s && *s; s++) {
-        if (*s == '"' || *s == '\\') fputc('\\', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-static void json_num(FILE *f, double v) {
-    if (isnan(v)) fputs("NaN", f);
-    else if (isinf(v)) fputs(v > 0 ? "Infinity" : "-Infinity", f);
-    else fprintf(f, "%.17g", v);
-}
-
-/* One tensor: dtype, shape, strided, values (i64 exact). */
-static void json_tensor(FILE *f, const tg_tensor *t) {
-    if (!t) {
-        fputs("null", f);
-        return;
-    }
-    const int64_t n = tg_numel(t);
-    fprintf(f, "{\"dtype\": \"%s\", \"shape\": [", tg_dtype_name(tg_get_dtype(t)));
-    for (int d = 0; d < tg_ndim(t); d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)tg_shape(t)[d]);
-    fprintf(f, "], \"strided\": %s, \"values\": [", tg_is_contiguous(t) ? "false" : "true");
-    if (tg_get_dtype(t) == TG_I64) {
-        int64_t *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-        if (!v || tg_copy_out(t, TG_I64, v, (size_t)n * sizeof *v) != TG_OK) abort();
-        for (int64_t i = 0; i < n; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)v[i]);
-        free(v);
-    } else {
-        double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-        if (!v || tg_copy_out(t, TG_F64, v, (size_t)n * sizeof *v) != TG_OK) abort();
-        for (int64_t i = 0; i < n; i++) {
-            if (i) fputs(", ", f);
-            json_num(f, v[i]);
-        }
-        free(v);
-    }
-    fputs("]}", f);
-}
-
-static void json_args(FILE *f, const tgr_op *op, const tgr_args *a) {
-    fputc('{', f);
-    for (int i = 0; i < op->nparams; i++) {
-        const tgr_param *p = &op->p[i];
-        if (i) fputs(", ", f);
-        json_str(f, p->name);
-        fputs(": ", f);
-        switch (p->kind) {
-        case TGR_P_INT: case TGR_P_BOOL: case TGR_P_DIM:
-            fprintf(f, "%lld", (long long)a->iv[p->slot]);
-            break;
-        case TGR_P_REAL: json_num(f, a->fv[p->slot]); break;
-        case TGR_P_DTYPE: json_str(f, tg_dtype_name((tg_dtype)a->dtype)); break;
-        case TGR_P_SHAPE: case TGR_P_DIMS:
-            fputc('[', f);
-            for (int d = 0; d < a->ndim; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)a->shape[d]);
-            fputc(']', f);
-            break;
-        case TGR_P_VALS:
-            fputc('[', f);
-            for (int d = 0; d < a->nvals; d++) {
-                if (d) fputs(", ", f);
-                json_num(f, a->vals[d]);
-            }
-            fputc(']', f);
-            break;
-        }
-    }
-    fputc('}', f);
-}
-
-void tgr_manifest(FILE *f, bool with_samples) {
-    tgr_init();
-    for (int i = 0; i < tgr_nops; i++) {
-        const tgr_op *op = tgr_ops[i];
-        fputs("{\"row\": ", f);
-        json_str(f, op->name);
-        fputs(", \"c_name\": ", f);
-        json_str(f, op->c_name);
-        fputs(", \"torch\": ", f);
-        json_str(f, op->torch);
-        fputs(", \"params\": [", f);
-        for (int k = 0; k < op->nparams; k++) {
-            fprintf(f, "%s[", k ? ", " : "");
-            json_str(f, op->p[k].name);
-            fprintf(f, ", \"%c\", %d]", op->p[k].kind, op->p[k].slot);
-        }
-        fprintf(f, "], \"nin\": %d, \"nin_required\": %d, \"nout\": %d, \"diff\": %u, "
-                   "\"flags\": %u}\n",
-                op->nin, op->nin_required, op->nout, op->diff, op->flags);
-        if (!with_samples) continue;
-        tgr_samples ss;
-        tgr_samples_of(op, TG_F64, &ss);
-        for (int k = 0; k < ss.n; k++) {
-            const tgr_sample *s = &ss.s[k];
-            fputs("{\"sample\": ", f);
-            json_str(f, op->name);
-            fputs(", \"what\": ", f);
-            json_str(f, s->what);
-            fprintf(f, ", \"flags\": %u, \"batch\": %u, \"want\": ", s->flags, s->batch);
-            json_str(f, tg_status_name(s->want));
-            fputs(", \"args\": ", f);
-            json_args(f, op, &s->a);
-            fputs(", \"inputs\": [", f);
-            for (int j = 0; j < s->nin; j++) {
-                if (j) fputs(", ", f);
-                json_tensor(f, s->in[j]);
-            }
-            fputs("]}\n", f);
-        }
-        tgr_samples_free(&ss);
-    }
 }

@@ -85,6 +85,8 @@ enum {
     TGR_NO_BATCH = 1 << 8,  /* dim 0 of its samples is never a batch dim it maps over */
 };
 
+enum { TGR_SAVES_UNSAID = 0, TGR_SAVES_NONE, TGR_SAVES_INPUT, TGR_SAVES_OUTPUT };
+
 /* Sample flags. */
 enum {
     TGR_S_SMOOTH = 1 << 0,  /* no ties, kinks or special values: gradcheck, f32 vs f64 */
@@ -144,6 +146,8 @@ struct tgr_op {
      * with PyTorch's gradient there ({x, dy/dx}) */
     tgr_ref_fn ref;
     double lo, hi;
+    int saves;             /* what backward keeps, checked exactly when declared:
+                              TGR_SAVES_NONE, _INPUT or _OUTPUT (input / output 0) */
     int nkinks;
     double kinks[4][2];
     /* filled by tgr_init from `params` */
@@ -182,6 +186,14 @@ tg_status tgr_call_in(const tgr_op *op, tg_tensor *const *in, const tgr_args *a,
 /* The number of outputs tgr_call gives (1 for an in-place row). */
 static inline int tgr_nout(const tgr_op *op) { return op->flags & TGR_INPLACE ? 1 : op->nout; }
 
+/* The weights of output k in the gradient checks: fixed values in [0.5, 1.5)
+ * of o's shape and dtype (seed 991 + k), so that every element reaches the loss. */
+tg_tensor *tgr_weights(const tg_tensor *o, int k);
+/* sum over the float outputs in mask (bit k; ~0u: those that require grad) of
+ * sum(out_k * tgr_weights(out_k, k)); NULL when there is none, or with the
+ * error pending when a step failed. New reference. */
+tg_tensor *tgr_loss(tg_tensor *const *out, int nout, unsigned mask);
+
 /* The parameter of op named name, or NULL. */
 const tgr_param *tgr_param_of(const tgr_op *op, const char *name);
 
@@ -190,6 +202,12 @@ const tgr_param *tgr_param_of(const tgr_op *op, const char *name);
  * f64 sample (its inputs' dtypes, shapes, strides-kind and values; its
  * arguments; its flags). The differential suites read it. */
 void tgr_manifest(FILE *f, bool with_samples);
+/* For every f64 sample of every row (or of the row named only, when not NULL),
+ * one JSON line: the sample as tgr_manifest writes it, then what tapegrad
+ * gives: "status" and "message"; on success "outputs", "weights" (of
+ * tgr_loss) and "grads" (of the differentiable inputs, made leaves that
+ * require grad; null for the others). */
+void tgr_run_json(FILE *f, const char *only);
 
 /* ---- sample building (for the rows) ---------------------------------------------- */
 

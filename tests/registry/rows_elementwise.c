@@ -55,7 +55,7 @@ CALL(add_scalar, tg_add_scalar(in[0], P(0)))
 CALL(clamp, tg_clamp(in[0], P(0), P(1)))
 CALL(pow_scalar, tg_pow_scalar(in[0], P(0)))
 CALL(softplus, tg_softplus(in[0], P(0), P(1)))
-CALL(gelu, tg_gelu(in[0], PI(0) ? TG_GELU_TANH : TG_GELU_NONE))
+CALL(gelu, tg_gelu(in[0], (tg_gelu_approx)PI(0)))
 CALL(add, tg_add(in[0], in[1]))
 CALL(sub, tg_sub(in[0], in[1]))
 CALL(mul, tg_mul(in[0], in[1]))
@@ -129,8 +129,30 @@ static double r_softplus(double x, const tgr_args *a) {
     return x * P(0) > P(1) ? x : log1p(exp(x * P(0))) / P(0);
 }
 static double r_gelu(double x, const tgr_args *a) {
-    if (PI(0)) return 0.5 * x * (1 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+    if (PI(0) == TG_GELU_TANH)
+        return 0.5 * x * (1 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
     return 0.5 * x * erfc(-x * 0.70710678118654752440); /* x Phi(x), through erfc */
+}
+
+/* gelu: the unary samples with the erf form, and with the tanh approximation; an
+ * unknown approximation refused */
+static void s_gelu(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    tgr_samples_unary(op, dt, out);
+    const int n = out->n;
+    tgr_args a = tgr_args0(dt);
+    a.iv[0] = TG_GELU_TANH;
+    for (int i = 0; i < n; i++) { /* each sample again with tanh */
+        const tgr_sample *s = &out->s[i];
+        if (s->flags & TGR_S_BAD) continue;
+        char what[48];
+        snprintf(what, sizeof what, "%.36s, tanh", s->what);
+        tgr_sample *t = tgr_add(out, what, s->flags, &a, 1, tg_retain(out->s[i].in[0]));
+        if (t) t->batch = out->s[i].batch;
+    }
+    a.iv[0] = 2;
+    tgr_sample *b = tgr_add(out, "approximate 2", TGR_S_BAD, &a, 1,
+                            tgr_rand(dt, 1, (int64_t[]){3}, 77, -1, 1));
+    if (b) b->want = TG_ERR_VALUE;
 }
 
 /* ---- masked_fill and where: their own samples ------------------------------------------ */
@@ -235,16 +257,16 @@ static void s_intdiv(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
 #define B (1u << TG_BOOL)
 
 /* A unary float op: name, torch, params, ref, lo, hi, dtypes beyond float, kinks... */
-#define UN(NAME, TORCH, PARAMS, REF, LO, HI, DT, ...)                                          \
+#define UN(NAME, TORCH, PARAMS, REF, LO, HI, DT, SAVES, ...)                                   \
     {.name = #NAME, .c_name = "tg_" #NAME, .torch = TORCH, .params = PARAMS, .nin = 1,       \
      .nin_required = 1, .nout = 1, .diff = 1, .dtypes = DT, .apply = ap_tg_##NAME,            \
-     .samples = tgr_samples_unary, .ref = REF, .lo = LO, .hi = HI,                             \
+     .samples = tgr_samples_unary, .ref = REF, .lo = LO, .hi = HI, .saves = TGR_SAVES_##SAVES, \
      .nkinks = (int)(sizeof((const double[][2]){__VA_ARGS__}) / sizeof(double[2])),           \
      .kinks = {__VA_ARGS__}}
-#define UNP(NAME, TORCH, PARAMS, REF, LO, HI, DT, ...)                                         \
+#define UNP(NAME, TORCH, PARAMS, REF, LO, HI, DT, SAVES, ...)                                  \
     {.name = #NAME, .c_name = "tg_" #NAME, .torch = TORCH, .params = PARAMS, .nin = 1,       \
      .nin_required = 1, .nout = 1, .diff = 1, .dtypes = DT, .apply = ap_##NAME,               \
-     .samples = tgr_samples_unary, .ref = REF, .lo = LO, .hi = HI,                             \
+     .samples = tgr_samples_unary, .ref = REF, .lo = LO, .hi = HI, .saves = TGR_SAVES_##SAVES, \
      .nkinks = (int)(sizeof((const double[][2]){__VA_ARGS__}) / sizeof(double[2])),           \
      .kinks = {__VA_ARGS__}}
 #define BIN(NAME, TORCH, LO, HI)                                                               \
@@ -263,36 +285,38 @@ static void s_intdiv(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
      .nout = 1, .dtypes = I64 | B, .apply = ap_tg_##NAME, .samples = tgr_samples_unary}
 
 tgr_op TGR_ROWS_ELEMENTWISE[] = {
-    UN(neg, "torch.neg(a)", "", r_neg, -3, 3, I64, {0, -1}),
-    UN(exp, "torch.exp(a)", "", r_exp, -3, 3, 0, {0, 1}),
-    UN(log, "torch.log(a)", "", r_log, 0.1, 4, 0, {0, INFINITY}),
-    UN(sqrt, "torch.sqrt(a)", "", r_sqrt, 0.1, 4, 0, {0, INFINITY}),
-    UNP(scale, "R.scale(a, k)", "r:k=-2", r_scale, -3, 3, I64, {0, -2}),
-    UNP(add_scalar, "R.add_scalar(a, k)", "r:k=3", r_adds, -3, 3, I64, {0, 1}),
-    UNP(clamp, "torch.clamp(a, min=lo, max=hi)", "r:lo=-1 r:hi=1", r_clamp, -3, 3, I64,
+    UN(neg, "torch.neg(a)", "", r_neg, -3, 3, I64, NONE, {0, -1}),
+    UN(exp, "torch.exp(a)", "", r_exp, -3, 3, I64 | B, OUTPUT, {0, 1}),
+    UN(log, "torch.log(a)", "", r_log, 0.1, 4, I64 | B, INPUT, {0, INFINITY}),
+    UN(sqrt, "torch.sqrt(a)", "", r_sqrt, 0.1, 4, I64 | B, OUTPUT, {0, INFINITY}),
+    UNP(scale, "R.scale(a, k)", "r:k=-2", r_scale, -3, 3, I64 | B, NONE, {0, -2}),
+    UNP(add_scalar, "R.add_scalar(a, k)", "r:k=3", r_adds, -3, 3, I64 | B, NONE, {0, 1}),
+    UNP(clamp, "R.clamp(a, lo, hi)", "r:lo=-1 r:hi=1", r_clamp, -3, 3, I64 | B, INPUT,
         {-1, 1}, {1, 1}),
-    UN(rsqrt, "torch.rsqrt(a)", "", r_rsqrt, 0.1, 4, 0, {0, -INFINITY}),
-    UN(abs, "torch.abs(a)", "", r_abs, -3, 3, I64, {0, 0}, {-0.0, 0}),
-    UN(sign, "torch.sign(a)", "", r_sign, -3, 3, I64, {0, 0}, {1, 0}),
-    UN(square, "torch.square(a)", "", r_square, -3, 3, I64, {0, 0}),
-    UNP(pow_scalar, "torch.pow(a, e)", "r:e=2.5", r_pow_scalar, 0.1, 3, 0, {0, 0}),
-    UN(log1p, "torch.log1p(a)", "", r_log1p, -0.9, 3, 0, {-1, INFINITY}),
-    UN(expm1, "torch.expm1(a)", "", r_expm1, -3, 3, 0, {0, 1}),
-    UN(sigmoid, "torch.sigmoid(a)", "", r_sigmoid, -6, 6, 0, {0, 0.25}),
-    UN(logsigmoid, "F.logsigmoid(a)", "", r_logsigmoid, -8, 8, 0, {0, 0.5}),
+    UN(rsqrt, "torch.rsqrt(a)", "", r_rsqrt, 0.1, 4, I64 | B, OUTPUT, {0, -INFINITY}),
+    UN(abs, "torch.abs(a)", "", r_abs, -3, 3, I64, INPUT, {0, 0}, {-0.0, 0}),
+    UN(sign, "torch.sign(a)", "", r_sign, -3, 3, I64 | B, NONE, {0, 0}, {1, 0}),
+    UN(square, "torch.square(a)", "", r_square, -3, 3, I64 | B, INPUT, {0, 0}),
+    UNP(pow_scalar, "R.pow_scalar(a, e)", "r:e=2.5", r_pow_scalar, 0.1, 3, I64 | B, INPUT, {0, 0}),
+    UN(log1p, "torch.log1p(a)", "", r_log1p, -0.9, 3, I64 | B, INPUT, {-1, INFINITY}),
+    UN(expm1, "torch.expm1(a)", "", r_expm1, -3, 3, I64 | B, OUTPUT, {0, 1}),
+    UN(sigmoid, "torch.sigmoid(a)", "", r_sigmoid, -6, 6, I64 | B, OUTPUT, {0, 0.25}),
+    UN(logsigmoid, "F.logsigmoid(a)", "", r_logsigmoid, -8, 8, 0, INPUT, {0, 0.5}),
     /* beta 1.5, threshold 2: both branches in [-3, 3]; at x beta == threshold PyTorch
      * takes the smooth branch */
     UNP(softplus, "F.softplus(a, beta, threshold)", "r:beta=1.5 r:threshold=2", r_softplus, -3,
-        3, 0, {4.0 / 3.0, 0.8807970779778824}),
-    UN(tanh, "torch.tanh(a)", "", r_tanh, -3, 3, 0, {0, 1}),
-    UN(relu, "torch.relu(a)", "", r_relu, -3, 3, 0, {0, 0}, {-0.0, 0}),
-    UNP(gelu, "F.gelu(a, approximate='tanh' if tanh else 'none')", "b:tanh", r_gelu, -3, 3, 0,
-        {0, 0.5}),
-    UN(silu, "F.silu(a)", "", r_silu, -3, 3, 0, {0, 0.5}),
-    UN(reciprocal, "torch.reciprocal(a)", "", r_reciprocal, 0.2, 3, 0, {0, -INFINITY}),
-    UN(floor, "torch.floor(a)", "", r_floor, -3, 3, I64, {1, 0}),
-    UN(ceil, "torch.ceil(a)", "", r_ceil, -3, 3, I64, {1, 0}),
-    UN(round, "torch.round(a)", "", r_round, -3, 3, I64, {0.5, 0}, {1.5, 0}),
+        3, 0, INPUT, {4.0 / 3.0, 0.8807970779778824}),
+    UN(tanh, "torch.tanh(a)", "", r_tanh, -3, 3, I64 | B, OUTPUT, {0, 1}),
+    UN(relu, "torch.relu(a)", "", r_relu, -3, 3, I64, OUTPUT, {0, 0}, {-0.0, 0}),
+    {.name = "gelu", .c_name = "tg_gelu", .torch = "R.gelu(a, approximate)",
+     .params = "i:approximate", .nin = 1, .nin_required = 1, .nout = 1, .diff = 1,
+     .apply = ap_gelu, .samples = s_gelu, .ref = r_gelu, .lo = -3, .hi = 3,
+     .saves = TGR_SAVES_INPUT, .nkinks = 1, .kinks = {{0, 0.5}}},
+    UN(silu, "F.silu(a)", "", r_silu, -3, 3, 0, INPUT, {0, 0.5}),
+    UN(reciprocal, "torch.reciprocal(a)", "", r_reciprocal, 0.2, 3, I64 | B, OUTPUT, {0, -INFINITY}),
+    UN(floor, "torch.floor(a)", "", r_floor, -3, 3, I64, NONE, {1, 0}),
+    UN(ceil, "torch.ceil(a)", "", r_ceil, -3, 3, I64, NONE, {1, 0}),
+    UN(round, "torch.round(a)", "", r_round, -3, 3, I64, NONE, {0.5, 0}, {1.5, 0}),
     BIN(add, "torch.add(a, b)", -2, 2),
     BIN(sub, "torch.sub(a, b)", -2, 2),
     BIN(mul, "torch.mul(a, b)", -2, 2),

@@ -66,17 +66,23 @@ static void s_norm(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
         for (int i = 0; i < out->n; i++)
             if (out->s[i].nin && out->s[i].in[0] && tg_ndim(out->s[i].in[0]) == 0)
                 out->s[i].flags &= ~(unsigned)TGR_S_SMOOTH;
-    const double extra[3] = {is_norm ? 1.0 : 0.0, is_norm ? INFINITY : 2.0, is_norm ? 3.0 : -1.0};
+    /* the norms: p = 1, inf, 3, 0.5, 0, -inf, -1, NaN; the variances: corrections 0
+     * and 2, and -1 refused */
+    const double pn[8] = {1.0, INFINITY, 3.0, 0.5, 0.0, -INFINITY, -1.0, NAN};
+    const double pv[3] = {0.0, 2.0, -1.0};
+    const int n = is_norm ? 8 : 3;
+    const int nbad = is_norm ? 0 : 1; /* the last nbad are refused */
     const int64_t c34[2] = {3, 4};
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < n; k++) {
         tgr_args a = tgr_args0(dt);
-        a.fv[0] = extra[k];
+        a.fv[0] = is_norm ? pn[k] : pv[k];
         if (dim) a.iv[0] = 1;
+        const bool bad = k >= n - nbad;
         char what[48];
-        snprintf(what, sizeof what, "%s %g", is_norm ? "p" : "correction", extra[k]);
-        tgr_sample *s = tgr_add(out, what, k == 2 ? TGR_S_BAD : TGR_S_SMOOTH, &a, 1,
+        snprintf(what, sizeof what, "%s %g", is_norm ? "p" : "correction", a.fv[0]);
+        tgr_sample *s = tgr_add(out, what, bad ? TGR_S_BAD : isnan(a.fv[0]) ? 0u : TGR_S_SMOOTH, &a, 1,
                                 tgr_rand(dt, 2, c34, 40 + (uint64_t)k, -2, 2));
-        if (s && k == 2) s->want = TG_ERR_VALUE;
+        if (s && bad) s->want = TG_ERR_VALUE;
         else if (s && dim) s->batch = 1;
     }
 }

@@ -312,8 +312,10 @@ static void s_join(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     a.iv[0] = 0;
     tgr_add(out, "empty part", TGR_S_EMPTY, &a, 2, tgr_rand(dt, 2, SH(2, 3), 10, -2, 2),
             tgr_rand(dt, 2, stack ? SH(2, 3) : SH(0, 3), 11, -2, 2));
-    bad(out, "other dtypes", &a, TG_ERR_DTYPE, 2, tgr_rand(dt, 1, SH(3), 12, -2, 2),
-        tgr_rand(TG_I64, 1, SH(3), 13, -2, 2));
+    tgr_add(out, "i64 promoted", TGR_S_DTYPES, &a, 2, tgr_rand(dt, 1, SH(3), 12, -2, 2),
+            tgr_rand(TG_I64, 1, SH(3), 13, -2, 2));
+    tgr_add(out, "f32 with f64", TGR_S_DTYPES, &a, 2, tgr_rand(TG_F32, 2, SH(2, 3), 18, -2, 2),
+            tgr_rand(TG_F64, 2, SH(stack ? 2 : 1, 3), 19, -2, 2));
     bad(out, "shapes differ", &a, TG_ERR_SHAPE, 2, tgr_rand(dt, 2, SH(2, 3), 14, -2, 2),
         tgr_rand(dt, 2, SH(2, 4), 15, -2, 2));
     a.iv[0] = 4;

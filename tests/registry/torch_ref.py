@@ -1,0 +1,460 @@
+"""tests/registry/torch_ref.py - PyTorch's side of the op registry: the helpers
+the registry rows' PyTorch expressions name as R.<helper>, for the ops whose
+PyTorch spelling needs more than one call or that mirror what tapegrad saves
+for backward (so that an in-place edit fails backward on both sides alike).
+
+Contract:
+  - evaluate(row, inputs, args) evaluates a row's "torch" expression (from
+    the manifest written by tests/registry/tg_registry) with the inputs bound
+    to a, b, c, d and the parameters by name (dtypes as torch dtypes, shapes
+    and dim lists as tuples), and returns a list of outputs (a tuple result
+    becomes a list, one tensor a one-element list; None where tapegrad gives
+    no output).
+  - Helpers raise ContractError where tapegrad's documented contract refuses
+    an input that PyTorch has no op for; NOTES collects the documented
+    differences (docs/api.md "Differences from PyTorch") a helper met.
+  - Used by tests/registry/torch_ops.py (every sample of every row) and
+    tests/diff/tg_prog.py (the op programs).
+"""
+import builtins
+import math
+
+import torch
+import torch.nn.functional as F
+
+TORCH_DT = {'f32': torch.float32, 'f64': torch.float64, 'i64': torch.int64, 'bool': torch.bool,
+            'bf16': torch.bfloat16}
+DT_NAME = {v: k for k, v in TORCH_DT.items()}
+NOTES = []   # documented differences met (names of tests/diff/tg_doc.py's DOCUMENTED)
+
+
+class ContractError(Exception):
+    """What tapegrad's documented contract refuses where PyTorch has no op."""
+
+
+# ---- the saved-tensor behaviour of tapegrad's ops ---------------------------------------------
+
+class _Scale(torch.autograd.Function):
+    """x * k saving nothing, as tg_scale (PyTorch's mul keeps the number as a saved
+    tensor, which makes a second backward fail where tapegrad's does not)."""
+    @staticmethod
+    def forward(ctx, x, k):
+        ctx.k = k
+        return x * k
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.k, None
+
+
+class _Mean(torch.autograd.Function):
+    """mean (over all elements, or over dim) saving only the input's shape, as
+    tg_mean/tg_mean_dim (PyTorch 1.13's mean keeps its input as a saved tensor)."""
+    @staticmethod
+    def forward(ctx, x, dim, keepdim):
+        ctx.shape, ctx.dim, ctx.keepdim = x.shape, dim, keepdim
+        return x.mean() if dim is None else x.mean(dim, keepdim=keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        if ctx.dim is None:
+            n = 1
+            for s in ctx.shape:
+                n *= s
+            return g.expand(ctx.shape) / n, None, None
+        d = ctx.dim % len(ctx.shape) if ctx.shape else 0
+        if not ctx.keepdim and ctx.shape:
+            g = g.unsqueeze(d)
+        n = ctx.shape[d] if ctx.shape else 1
+        return g.expand(ctx.shape) / n, None, None
+
+
+class _VarLike(torch.autograd.Function):
+    """torch.var / torch.std with tapegrad's backward (ops/moments.c): 2 g (x - mean) / (n - c)
+    and g (x - mean) / ((n - c) std), 0 where std is 0, the divisor not clamped."""
+
+    @staticmethod
+    def forward(ctx, a, dim, corr, keepdim, std):
+        f = torch.std if std else torch.var
+        r = f(a, correction=corr) if dim is None else f(a, dim, correction=corr, keepdim=keepdim)
+        ctx.save_for_backward(a, r)
+        ctx.args = (dim, corr, keepdim, std)
+        return r
+
+    @staticmethod
+    def backward(ctx, g):
+        a, r = ctx.saved_tensors
+        dim, corr, keepdim, std = ctx.args
+        if dim is None:
+            dev, gk, rk, n = a - a.mean(), g, r, a.numel()
+        elif a.dim() == 0:
+            dev, gk, rk, n = a - a, g, r, 1
+        else:
+            d = dim % a.dim()
+            dev = a - a.mean(d, keepdim=True)
+            gk = g if keepdim else g.unsqueeze(d)
+            rk = r if keepdim else r.unsqueeze(d)
+            n = a.shape[d]
+        den = float(n - corr)
+        k = (1.0 if std else 2.0) / den if den != 0 else math.copysign(math.inf, den)
+        q = dev * gk * k
+        if std:
+            q = torch.where(rk == 0, torch.zeros((), dtype=q.dtype), q / rk)
+        return q, None, None, None, None
+
+
+class _GatherLast(torch.autograd.Function):
+    """gather along the last dim saving only the index, as tg_gather (PyTorch's
+    gather also saves its input, so editing it in place afterwards fails backward)."""
+    @staticmethod
+    def forward(ctx, x, idx):
+        ctx.save_for_backward(idx)
+        ctx.shape = x.shape
+        return torch.gather(x, -1, idx)
+
+    @staticmethod
+    def backward(ctx, g):
+        idx, = ctx.saved_tensors
+        return torch.zeros(ctx.shape, dtype=g.dtype).scatter_add(-1, idx, g), None
+
+
+class _WhereAny(torch.autograd.Function):
+    """where with a condition of any dtype (non-zero = true) that it saves,
+    version-checked, as tg_where does. PyTorch's where needs a bool condition,
+    which would be made with cond != 0, a copy: an in-place edit of the
+    condition afterwards would then go unseen, where tapegrad's backward fails."""
+    @staticmethod
+    def forward(ctx, cond, a, b):
+        ctx.save_for_backward(cond)
+        ctx.shapes = (a.shape, b.shape)
+        ctx.dtypes = (a.dtype, b.dtype)
+        return torch.where(cond != 0, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        cond, = ctx.saved_tensors
+        m = cond != 0
+        z = torch.zeros((), dtype=g.dtype)
+        ga = torch.where(m, g, z).sum_to_size(ctx.shapes[0]).to(ctx.dtypes[0])
+        gb = torch.where(m, z, g).sum_to_size(ctx.shapes[1]).to(ctx.dtypes[1])
+        return None, ga, gb
+
+
+class _Keep(torch.autograd.Function):
+    """The identity (a copy) that saves its input for backward, version-checked:
+    what tg_logprob_entropy keeps of the logits."""
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        ctx.saved_tensors   # noqa: B018  (unpacking checks the version)
+        return g
+
+
+# ---- helpers named by the rows ------------------------------------------------------------
+
+def _integral(v):
+    return math.isfinite(v) and v == math.floor(v) and abs(v) < 2.0 ** 63
+
+
+def reduction(r):
+    if r not in (0, 1, 2):
+        raise ValueError('reduction %d' % r)
+    return ('none', 'mean', 'sum')[r]
+
+
+def scale(a, k):
+    if a.is_floating_point():
+        return _Scale.apply(a, k)
+    if not _integral(k):
+        raise ContractError('a non-integer constant with an integer tensor')
+    return a * int(k)
+
+
+def add_scalar(a, k):
+    if a.is_floating_point():
+        return a + k
+    if not _integral(k):
+        raise ContractError('a non-integer constant with an integer tensor')
+    return a + int(k)
+
+
+def _num(a, v):
+    """A C double as tapegrad reads it for an integer tensor: an integral value is
+    an integer (a Python int), any other a float."""
+    return int(v) if not a.is_floating_point() and _integral(v) else v
+
+
+def clamp(a, lo, hi):
+    # an infinite bound is no bound (None), an integral one an int for integer tensors
+    return torch.clamp(a, min=None if lo == -math.inf else _num(a, lo),
+                       max=None if hi == math.inf else _num(a, hi))
+
+
+def pow_scalar(a, e):
+    return torch.pow(a, _num(a, e))
+
+
+def gelu(a, approximate):
+    if approximate not in (0, 1):
+        raise ValueError('approximate %d' % approximate)
+    return F.gelu(a, approximate='tanh' if approximate else 'none')
+
+
+def scale_(a, k):
+    if a.is_floating_point():
+        return a.copy_(_Scale.apply(a, k))
+    return a.mul_(k)
+
+
+def mean(a, dim=None, keepdim=False):
+    if not a.is_floating_point() or (dim is not None and not -max(a.dim(), 1) <= dim <
+                                     max(a.dim(), 1)):
+        return torch.mean(a) if dim is None else torch.mean(a, dim, keepdim=keepdim)
+    return _Mean.apply(a, dim, bool(keepdim))
+
+
+def var(a, dim, corr, keepdim, std):
+    """tg_var/tg_std (dim None: all elements) with tapegrad's degenerate-case gradient."""
+    if not (corr >= 0 and math.isfinite(corr)):
+        raise ValueError('correction %g' % corr)
+    n = a.numel() if dim is None else (a.shape[dim] if a.dim() else 1)
+    corr_i = int(corr) if corr == int(corr) else corr
+    if n - corr <= 0 and a.requires_grad:
+        NOTES.append('var-degenerate')
+        return _VarLike.apply(a, dim, corr_i, bool(keepdim), std)
+    f = torch.std if std else torch.var
+    if dim is None:
+        return f(a.reshape(-1), 0, correction=corr_i)
+    return f(a, dim, correction=corr_i, keepdim=bool(keepdim))
+
+
+def where(cond, a, b):
+    if a.requires_grad or b.requires_grad:
+        return _WhereAny.apply(cond, a, b)
+    return torch.where(cond != 0, a, b)
+
+
+def masked_fill(a, mask, value):
+    m = mask if mask.dtype == torch.bool else mask != 0
+    if torch.broadcast_shapes(a.shape, m.shape) != a.shape:
+        raise RuntimeError('the mask would change the input\'s shape')
+    return a.masked_fill(m, value)
+
+
+def cmp_scalar(f, a, v):
+    # tapegrad's scalar is a double: a whole number compares as an integer (t == 2)
+    if _integral(v):
+        v = int(v)
+    return f(a, v)
+
+
+def int_division(f, a, b):
+    if a.dtype != torch.int64 or b.dtype != torch.int64:
+        NOTES.append('float-division-ops')
+        raise ContractError('tg_remainder and tg_floor_divide take i64 tensors')
+    ab, bb = torch.broadcast_tensors(a, b)
+    if bool((bb == 0).any()) and ab.numel():
+        raise RuntimeError('ZeroDivisionError')
+    if bool(((ab == -2 ** 63) & (bb == -1)).any()):
+        # PyTorch's CPU kernel traps there; tapegrad wraps to INT64_MIN
+        NOTES.append('int-min-division')
+        out = []
+        for x, y in zip(ab.reshape(-1).tolist(), bb.reshape(-1).tolist()):
+            v = x % y if f is torch.remainder else x // y
+            out.append((v + 2 ** 63) % 2 ** 64 - 2 ** 63)
+        return torch.tensor(out, dtype=torch.int64).reshape(ab.shape)
+    return f(a, b)
+
+
+def slice(a, dim, start, end, step):   # noqa: A001  (the op's name)
+    if a.dim() == 0 or not -a.dim() <= dim < a.dim():
+        raise IndexError('dim %d out of range' % dim)
+    dim %= a.dim()
+    if step <= 0:
+        raise ValueError('step must be greater than zero')
+    # PyTorch 1.13 takes INT64_MIN for a symbolic size: use an equivalent bound
+    lo, hi = -2 ** 62, 2 ** 62
+    start, end = max(lo, min(hi, start)), max(lo, min(hi, end))
+    return a[(builtins.slice(None),) * dim + (builtins.slice(start, end, step),)]
+
+
+def from_data(vals, shape, dtype):
+    n = 1
+    for s in shape:
+        if s < 0:
+            raise ContractError('negative size')
+        n *= s
+    if len(shape) > 8:
+        raise ContractError('more than 8 dims')
+    if n and not vals:
+        raise ContractError('no data')
+    v = [vals[i % len(vals)] for i in range(n)] if n else []
+    if dtype == torch.int64:
+        v = [0 if math.isnan(x) else int(max(min(x, 9.2e18), -9.2e18)) for x in v]
+    return torch.tensor(v, dtype=dtype).reshape(shape).clone()
+
+
+class Random:
+    """A result whose values come from tapegrad's generator: only its dtype and
+    shape are compared."""
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = tuple(shape), dtype
+
+
+def random(shape, dtype):
+    if any(s < 0 for s in shape) or len(shape) > 8:
+        raise ContractError('bad shape')
+    return Random(shape, dtype)
+
+
+def to_dtype(a, dtype):
+    if a.dtype == dtype:
+        return a
+    if dtype == torch.int64 and a.is_floating_point():
+        with torch.no_grad():
+            big = 9.2e18
+            odd = torch.isnan(a) | (a.abs() >= big)
+            if bool(odd.any()):   # tapegrad saturates (NaN -> 0); PyTorch: the CPU's
+                NOTES.append('float-to-int')
+                out = torch.where(torch.isnan(a), torch.zeros((), dtype=a.dtype), a)
+                hi = (out >= big).contiguous()
+                lo = (out <= -big).contiguous()
+                out = out.clamp(-big, big).to(torch.int64)
+                out[hi] = 9223372036854775807
+                out[lo] = -9223372036854775808
+                return out.contiguous()
+    return a.to(dtype, memory_format=torch.contiguous_format)
+
+
+def gather_last(a, idx):
+    if not (a.is_floating_point() and idx.dtype == torch.int64):
+        return torch.gather(a, -1, idx)
+    return _GatherLast.apply(a, idx)
+
+
+def masked_mean(x, mask, dim, all_):
+    xm = x * mask
+    mb = mask.expand(xm.shape) if mask.dim() <= xm.dim() else mask
+    if all_:
+        return xm.sum() / mb.sum()
+    return xm.sum(dim) / mb.sum(dim)
+
+
+def agg_loss(loss, mask, mode):
+    if mode not in (0, 1, 2):
+        raise ValueError('mode %d' % mode)
+    if loss.dim() == 0:
+        raise ContractError('0-d loss')
+    if mode == 0:
+        return masked_mean(loss, mask, 0, True)
+    if mode == 1:
+        return (loss * mask).sum(-1).mean()
+    return masked_mean(loss, mask, -1, False).mean()
+
+
+def logprob(z, y, impl, T, ignore, chunk, entropy, egrad, lse=False):
+    """tapegrad's log-prob/entropy contract (include/tapegrad/logprob.h) in
+    PyTorch ops: x = z/T, logprob = log_softmax(x)[y], entropy = -sum(p log p),
+    lse = logsumexp(x); rows whose target is ignore give 0 and no gradient."""
+    if not (z.is_floating_point() and y.dtype == torch.int64):
+        raise ContractError('dtype')
+    if z.dim() < 1 or tuple(y.shape) != tuple(z.shape[:-1]) or z.shape[-1] == 0:
+        raise ContractError('shape')
+    if not (math.isfinite(T) and T > 0) or chunk < 0 or impl not in (0, 1):
+        raise ContractError('value')
+    V = z.shape[-1]
+    N = y.numel()
+    mask = y != ignore
+    with torch.no_grad():
+        if bool(((y[mask] < 0) | (y[mask] >= V)).any()):
+            raise ContractError('target out of range')
+        rows = z.detach()[mask]
+        if rows.numel() and bool((torch.isnan(rows) | (rows == math.inf)).any() |
+                                 (rows == -math.inf).all(-1).any()):
+            raise ContractError('bad row')
+    if z.requires_grad and torch.is_grad_enabled():
+        # what backward finds version-checked: the fused op keeps the logits; the
+        # composite one keeps them when chunked (as a reshape, shared only if it is a view)
+        if impl == 0:
+            z = _Keep.apply(z)
+        elif 0 < chunk < N:
+            z2 = z.reshape(N, V)
+            if z2.data_ptr() == z.data_ptr() and z2._base is not None:
+                z = _Keep.apply(z2).reshape(z.shape)
+    if impl == 1:   # as the composite path: z itself for T = 1, else z * (1/T)
+        x = z if T == 1.0 else _Scale.apply(z, 1.0 / T)
+    else:
+        x = z / T
+    m = mask.unsqueeze(-1)
+    if impl == 1 and bool(mask.all()):
+        xs = x   # the composite path masks the logits only when some row is ignored
+    else:
+        xs = torch.where(m, x, torch.zeros((), dtype=x.dtype))
+    ls = torch.log_softmax(xs, -1)
+    ys = torch.where(mask, y, torch.zeros((), dtype=y.dtype))
+    zero = torch.zeros((), dtype=x.dtype)
+    lp = torch.where(mask, ls.gather(-1, ys.unsqueeze(-1)).squeeze(-1), zero)
+    ent = None
+    if entropy:
+        # -sum(p log p) with its own log_softmax, as the composite path does (no
+        # node shared with the log-prob's graph)
+        p = torch.softmax(xs, -1)
+        ls2 = torch.log_softmax(xs, -1)
+        s = (p * torch.where(p > 0, ls2, zero)).sum(-1)
+        # the fused op gives +0 for a certain outcome, the composite path -0 (a neg)
+        ent = torch.where(mask, -s if impl == 1 else zero - s, zero)
+        if not egrad:
+            ent = ent.detach()
+    if not lse:
+        return lp, ent
+    return lp, ent, torch.where(mask, torch.logsumexp(xs, -1), zero)
+
+
+def linear_logprob(h, w, y, b, impl, T, ignore, entropy, egrad):
+    """tg_linear_logprob_entropy: the logits h @ w^T (+ b), then logprob with lse."""
+    if h.dim() < 1 or w.dim() != 2 or w.shape[1] != h.shape[-1] or \
+            (b is not None and tuple(b.shape) != (w.shape[0],)):
+        raise ContractError('shape')
+    z = torch.matmul(h, w.t())
+    if b is not None:
+        z = z + b
+    return logprob(z, y, impl, T, ignore, 0, entropy, egrad, lse=True)
+
+
+# ---- evaluating a row ----------------------------------------------------------------------
+
+def _param(kind, v):
+    if kind == 'T':
+        return TORCH_DT[v]
+    if kind in 'SD':
+        return tuple(v)
+    if kind == 'r':
+        return float(v)
+    if kind == 'V':
+        return list(v)
+    return int(v)
+
+
+class _Helpers:
+    """The namespace the expressions call R.<name> in."""
+    def __getattr__(self, name):
+        return globals()[name]
+
+
+def evaluate(row, inputs, args):
+    """The outputs of row['torch'] on inputs (tensors or None) and args (the
+    sample's parameter values by name): a list."""
+    ns = {'torch': torch, 'F': F, 'R': _Helpers(), 'math': math, 'a': None, 'b': None,
+          'c': None, 'd': None}
+    for name, t in zip('abcd', inputs):
+        ns[name] = t
+    for name, kind, _slot in row['params']:
+        ns[name] = _param(kind, args[name])
+    r = eval(row['torch'], ns)   # noqa: S307  (the registry's own expressions)
+    if isinstance(r, (tuple, list)):
+        return list(r)
+    return [r]
