@@ -1,15 +1,20 @@
 /* ops/triangle.c - masks: triu and tril (PyTorch's): the elements on and above (or
- * below) a diagonal of the last two dims, the rest 0. Composed as
+ * below) a diagonal of the last two dims, the rest 0, computed as
  * where(mask, t, 0) with a (rows, cols) mask made on the host and moved to
- * t's device, so NaN and inf outside the triangle become 0 as in PyTorch, and
- * the gradient is the same triangle of the upstream gradient (no saved
- * input: where saves only the mask); masked_fill, where(mask, value, t). */
+ * t's device (NaN and inf outside the triangle become 0, as in PyTorch), and
+ * recorded as a node that saves nothing (its gradient is the same triangle
+ * of the upstream gradient); masked_fill, where(mask, value, t). */
 #include "ops_internal.h"
 
-static tg_tensor *triangle(tg_site s, const char *who, tg_tensor *t, int64_t k, bool upper) {
-    if (tg__null_arg(t, who, "t")) return NULL;
-    if (t->ndim < 2)
-        return tg__fail(TG_ERR_DIM, "%s: needs at least 2 dims (got %d)", who, t->ndim);
+/* Node parameters: the diagonal and which triangle. */
+enum { P_DIAG = 0, P_UPPER = 1 };
+
+static tg_status triangle_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
+static const tg__op_def TRIU_DEF = {"TriuBackward", triangle_backward, false, NULL};
+static const tg__op_def TRIL_DEF = {"TrilBackward", triangle_backward, false, NULL};
+
+/* where(mask, t, 0) with the (rows, cols) mask of the triangle, nothing recorded. */
+static tg_tensor *masked(tg_site s, const char *who, tg_tensor *t, int64_t k, bool upper) {
     int64_t R = t->shape[t->ndim - 2], C = t->shape[t->ndim - 1];
     tg_tensor *m = tg__tensor_new(s, who, TG_I64, 2, (int64_t[]){R, C}, TG_MEM_WORKSPACE);
     if (!m) return NULL;
@@ -21,11 +26,35 @@ static tg_tensor *triangle(tg_site s, const char *who, tg_tensor *t, int64_t k, 
         tg__tensor_release(m);
         if (!(m = d)) return NULL;
     }
-    tg_tensor *z = tg__scalar_like(s, t, 0);
-    tg_tensor *out = z ? tg__where(s, m, t, z) : NULL;
+    tg_tensor *z = tg__scalar_like(s, t, 0), *out = NULL;
+    TG_NO_GRAD { out = z ? tg__where(s, m, t, z) : NULL; }
     tg__tensor_release(z);
     tg__tensor_release(m);
     return out;
+}
+
+/* Recorded as its own node that saves nothing, as PyTorch's TriuBackward: its
+ * gradient is the same triangle of the upstream gradient, so a second backward
+ * through it needs nothing a first one freed. */
+static tg_tensor *triangle(tg_site s, const char *who, tg_tensor *t, int64_t k, bool upper) {
+    if (tg__null_arg(t, who, "t")) return NULL;
+    if (t->ndim < 2)
+        return tg__fail(TG_ERR_DIM, "%s: needs at least 2 dims (got %d)", who, t->ndim);
+    tg_tensor *out = masked(s, who, t, k, upper);
+    if (!out || !tg__needs_grad(1, &t)) return out;
+    tg__node *n = tg__record(s, upper ? &TRIU_DEF : &TRIL_DEF, 1, &t, out);
+    if (!n) {
+        tg__tensor_release(out);
+        return NULL;
+    }
+    n->iparam[P_DIAG] = k;
+    n->iparam[P_UPPER] = upper;
+    return out;
+}
+
+static tg_status triangle_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    gin[0] = masked(n->site, n->name, gout[0], n->iparam[P_DIAG], n->iparam[P_UPPER] != 0);
+    return gin[0] ? TG_OK : tg_last_status();
 }
 
 tg_tensor *tg_triu_at(tg_site s, tg_tensor *t, int64_t diagonal) {

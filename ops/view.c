@@ -368,7 +368,11 @@ tg_tensor *tg_unsqueeze_at(tg_site s, tg_tensor *t, int dim) {
 
 tg_tensor *tg_flatten_at(tg_site s, tg_tensor *t, int start_dim, int end_dim) {
     if (tg__null_arg(t, "tg_flatten", "t")) return NULL;
-    if (t->ndim == 0) return tg__ret(tg__reshape(s, t, 1, (int64_t[]){1}));
+    if (t->ndim == 0) { /* dims 0 and -1 only, as PyTorch; the result has shape [1] */
+        if (tg__wrap_dim("tg_flatten", start_dim, 0) < 0 || tg__wrap_dim("tg_flatten", end_dim, 0) < 0)
+            return NULL;
+        return tg__ret(tg__reshape(s, t, 1, (int64_t[]){1}));
+    }
     int a = tg__wrap_dim("tg_flatten", start_dim, t->ndim);
     if (a < 0) return NULL;
     int b = tg__wrap_dim("tg_flatten", end_dim, t->ndim);

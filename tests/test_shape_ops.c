@@ -345,3 +345,26 @@ Test(shape_ops, masked_fill_as_pytorch) {
     tgt_assert_error(TG_ERR_NULL, "tg_masked_fill", "mask", NULL);
     TGO_RELEASE(x, m, f, sm, w, wv, p, m2, l, big);
 }
+
+/* triu/tril save nothing, as PyTorch's: a second backward through their output
+ * after a first one without retain_graph works (it failed with TG_ERR_FREED
+ * while they were composed with where, whose saved mask the first freed). */
+Test(shape_ops, triangles_save_nothing_so_a_second_backward_works) {
+    for (int upper = 0; upper < 2; upper++) {
+        tg_tensor *x = tg_randn(TG_F64, TG_SHAPE(4, 5), 3, 0, 1);
+        cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+        tg_tensor *t = upper ? tg_triu(x, 1) : tg_tril(x, -1);
+        tg_tensor *s1 = tg_sum(t);
+        cr_assert_eq(tg_backward(s1, NULL, false), TG_OK, "%s", tg_last_error());
+        tg_tensor *m = tg_mean(t);
+        cr_assert_eq(tg_backward(m, NULL, false), TG_OK, "%s", tg_last_error());
+        tg_tensor *g = tg_grad(x);
+        /* d(sum) + d(mean) on the triangle: 1 + 1/20 there, 0 elsewhere */
+        for (int64_t i = 0; i < 4; i++)
+            for (int64_t j = 0; j < 5; j++) {
+                bool in = upper ? j - i >= 1 : j - i <= -1;
+                cr_assert_float_eq(tgt_at(g, i * 5 + j), in ? 1.05 : 0.0, 1e-15);
+            }
+        TGO_RELEASE(x, t, s1, m, g);
+    }
+}

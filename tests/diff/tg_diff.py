@@ -46,7 +46,7 @@ import json  # noqa: E402
 
 from tg_doc import DISABLED, DOCUMENTED, documented  # noqa: E402
 from tg_gen import AVOIDABLE, generate  # noqa: E402
-from tg_prog import INPLACE, OPS, TorchRun, format_insn, parse_programs  # noqa: E402
+from tg_prog import INPLACE, OPS, TorchRun, format_insn, load_manifest, parse_programs  # noqa: E402
 
 warnings.filterwarnings('ignore')
 torch.set_num_threads(1)
@@ -56,14 +56,14 @@ DT = {torch.float64: 'f64', torch.float32: 'f32', torch.int64: 'i64', torch.bool
 
 # ---- values ----------------------------------------------------------------------------------
 
-def close(a, b):
+def close(a, b, rtol=RTOL):
     if isinstance(a, str) or isinstance(b, str):
         return False
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
     if math.isinf(a) or math.isinf(b):
         return a == b
-    return abs(a - b) <= RTOL * max(abs(a), abs(b)) + ATOL
+    return abs(a - b) <= rtol * max(abs(a), abs(b)) + ATOL
 
 
 def describe(t):
@@ -99,8 +99,9 @@ def diff_tensor(ct, pt):
     data = pt.detach().reshape(-1).tolist()
     if isinstance(ct['data'], str) or len(ct['data']) != len(data):
         return 'tapegrad data %s, PyTorch %s' % (_short(ct['data']), _short(data))
+    rtol = 2e-6 if ct['dtype'] == 'f32' else RTOL   # f32 results: f32 rounding
     for i, (a, b) in enumerate(zip(ct['data'], data)):
-        if not close(float(a), float(b)):
+        if not close(float(a), float(b), rtol):
             return 'element %d: tapegrad %.17g, PyTorch %.17g (tapegrad %s, PyTorch %s)' % (
                 i, a, b, _short(ct['data']), _short(data))
     try:
@@ -247,7 +248,7 @@ def _compare_step(ctx, run, i, ins, cs, inputs, before, exc):
         d = documented('status', ins, inputs, cst, exc, ctx)
         if d:
             ctx['docs'].append(d)
-            if exc is None and cst != 'TG_OK' and op not in INPLACE + ('backward',):
+            if exc is None and cst != 'TG_OK' and op not in INPLACE and op != 'backward':
                 if op != 'requires_grad':   # tapegrad's outputs are NULL: so are PyTorch's
                     run._set(ins, *([None] * OPS[op][0]))
                 return None                 # the same state on both sides
@@ -439,6 +440,7 @@ def main():
     ap.add_argument('--no-doc', default='', help='comma-separated documented differences to '
                     'treat as failures (to see what they hide)')
     a = ap.parse_args()
+    load_manifest(a.runner)   # the instruction set: the registry's rows (tg_prog.py)
     DISABLED.update(x for x in a.no_doc.split(',') if x)
     t0 = time.time()
     out_dir = a.out or tempfile.mkdtemp(prefix='tg_diff_')

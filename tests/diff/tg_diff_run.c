@@ -6,6 +6,9 @@
  *   tg_diff_run --decode BYTES      print the program a fuzz input decodes to
  *   tg_diff_run --encode TEXT OUT   write the bytes a text program encodes to
  *                                   (a seed for tests/fuzz/corpus/ops)
+ *   tg_diff_run --manifest          the op registry's rows, one JSON line each (the
+ *                                   instructions that are ops: tests/registry)
+ *   tg_diff_run --samples           the rows, each followed by its f64 samples
  *   tg_diff_run --forms FILE        check that every program of FILE prints, parses,
  *                                   encodes and decodes back to the same text
  *
@@ -78,8 +81,8 @@ typedef struct run_ctx {
 } run_ctx;
 
 static bool is_inplace(int op) {
-    return op == TGP_ADD_ || op == TGP_SUB_ || op == TGP_MUL_ || op == TGP_SCALE_ ||
-           op == TGP_COPY_ || op == TGP_FILL_;
+    const tgr_op *row = tgp_row(op);
+    return row && (row->flags & TGR_INPLACE);
 }
 
 static void hook(void *user, tgp_exec *e, int i, const tgp_insn *in, tg_status st) {
@@ -307,6 +310,8 @@ static int forms(const char *path) {
 }
 
 int main(int argc, char **argv) {
+    if (argc == 2 && !strcmp(argv[1], "--manifest")) return tgr_manifest(stdout, false), 0;
+    if (argc == 2 && !strcmp(argv[1], "--samples")) return tgr_manifest(stdout, true), 0;
     if (argc == 3 && !strcmp(argv[1], "--forms")) return forms(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "--decode")) return decode(argv[2]);
     if (argc == 4 && !strcmp(argv[1], "--encode")) return encode(argv[2], argv[3]);
@@ -316,6 +321,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: tg_diff_run [--json] FILE|-\n"
                     "       tg_diff_run --decode FUZZ_INPUT\n"
                     "       tg_diff_run --encode PROGRAM.txt OUT.bin\n"
-                    "       tg_diff_run --forms FILE\n");
+                    "       tg_diff_run --forms FILE\n"
+                    "       tg_diff_run --manifest | --samples\n");
     return 2;
 }

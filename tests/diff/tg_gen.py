@@ -1,15 +1,18 @@
 """tests/diff/tg_gen.py - seeded random op programs for the differential suite.
 
 Contract: generate(seed, index) returns the text of one program (tests/prog
-text form) and depends on nothing but its arguments. Programs are built step
-by step while running them with PyTorch (tg_prog.TorchRun), so that most
-instructions get operands of fitting shapes: broadcasting partners, strided
-views (slices with negative, huge and stepped bounds, transposes, expands),
-in-place ops on non-leaf tensors, on views and on leaves, no-grad regions,
-the log-prob op with every option, custom functions, scopes, and backward
-passes (once or twice, retained or not, scalar or with an explicit upstream
-gradient). A few instructions are wrong on purpose (bad dims, shapes that do
-not broadcast, out-of-range indices) so that error statuses are compared too.
+text form) and depends on nothing but its arguments (and the registry's
+manifest, read once by tg_prog.load_manifest). Programs are built step by
+step while running them with PyTorch (tg_prog.TorchRun), so that most
+instructions get operands of fitting shapes. The ops come from the registry:
+g_op draws any row and one of its samples (the inputs the registry made for
+it: leading dims, broadcast partners, strided layouts, empty dims, special
+values, other dtypes, bad inputs), reusing registers of the same shape and
+dtype as inputs so that graphs grow, and sometimes new arguments drawn from
+the row's own. Around them: views and in-place ops on registers (rows with
+those flags), modify-and-restore and other patterns, custom functions,
+scopes, no-grad regions and backward passes (once or twice, retained or
+not, scalar or with an explicit upstream gradient).
 """
 import math
 import random
@@ -17,7 +20,8 @@ import warnings
 
 import torch
 
-from tg_prog import F64, I64, NREG, UNARY_VOCAB, TorchRun, format_insn, new_insn
+from tg_prog import (F64, I64, INPLACE, NREG, ROWS, S_BAD, VIEWS, FLAG_CREATE, TorchRun,  # noqa: E501
+                     format_insn, new_insn)
 
 warnings.filterwarnings('ignore')
 HUGE = [2 ** 62, -2 ** 62, 9223372036854775807, -9223372036854775808, 100, -100]
@@ -40,6 +44,10 @@ class Gen:
         self.owner = [0] * NREG
         self.depth = 0
         self.special = rng.random() < 0.08   # some programs use nan/inf/huge values
+        self.pools = {}
+        # every row but creation (the leaves make tensors) and in-place (g_inplace)
+        self.op_names = sorted(n for n, row in ROWS.items()
+                               if not row['flags'] & FLAG_CREATE and n not in INPLACE)
 
     # ---- bookkeeping ---------------------------------------------------------------------
     def emit(self, ins):
@@ -158,173 +166,11 @@ class Gen:
         return self.leaf(self.bcast_partner(list(ta.shape)))
 
     # ---- instruction families --------------------------------------------------------------
-    def g_unary(self):
-        a = self.operand()
-        op = self.r.choice(['neg', 'exp', 'log', 'scale', 'add_scalar', 'clamp', 'sum', 'mean',
-                            'softmax', 'log_softmax', 'contiguous', 'clone', 'detach', 'vocab'])
-        if op == 'vocab':  # one of the rest of the unary vocabulary
-            op = self.r.choice(sorted(UNARY_VOCAB) + ['pow_scalar', 'softplus', 'gelu'])
-        ins = new_insn(op, [self.free()], [a])
-        if op == 'pow_scalar':
-            ins['e'] = self.r.choice([0.0, 0.5, -0.5, 1.0, 2.0, 3.0, -1.0, -2.0, 1.5, 2.5,
-                                      self.val()])
-        if op == 'softplus':
-            ins.update(beta=self.r.choice([1.0, 0.5, 2.0, -1.0, self.val()]),
-                       threshold=self.r.choice([20.0, 1.0, 0.0, self.val()]))
-        if op == 'gelu':
-            ins['tanh'] = self.r.randrange(2)
-        if op in ('scale', 'add_scalar'):
-            ins['k'] = self.val()
-        if op == 'clamp':
-            lo, hi = sorted([self.val(), self.val()])
-            if self.r.random() < 0.2:
-                lo = -math.inf
-            if self.r.random() < 0.2:
-                hi = math.inf
-            if self.r.random() < 0.04:
-                lo, hi = hi, lo
-            ins.update(lo=lo, hi=hi)
-        self.emit(ins)
-
-    def g_binary(self):
-        a = self.operand()
-        op = self.r.choice(['add', 'sub', 'mul', 'div', 'maximum', 'minimum', 'where', 'pow'])
-        b = self.partner(a)
-        if op == 'where':
-            cshape = self.bcast_partner(list(self.t(a).shape))
-            n = 1
-            for x in cshape:
-                n *= x
-            c = self.free()
-            self.emit(new_insn('from_data', [c], dtype=F64, shape=cshape,
-                               vals=[float(self.r.random() < 0.5) for _ in range(min(n, 64))]))
-            self.emit(new_insn('where', [self.free()], [c, a, b]))
-        else:
-            if self.r.random() < 0.5:
-                a, b = b, a
-            self.emit(new_insn(op, [self.free()], [a, b]))
-
-    def g_reduce(self):
-        a = self.operand()
-        nd = self.t(a).dim()
-        dim = self.r.randrange(-nd, nd) if nd and self.r.random() < 0.95 else self.r.choice(
-            [nd, -nd - 1, 5])
-        op = self.r.choice(['sum_dim', 'mean_dim'])
-        self.emit(new_insn(op, [self.free()], [a], dim=dim, keepdim=self.r.randrange(2)))
-
-    def g_compare(self):
-        """Comparisons, logic and predicates on any dtype; the mask often drives a where."""
-        a = self.operand(lambda t: True)
-        k = self.r.random()
-        m = self.free()
-        if k < 0.45:
-            op = self.r.choice(['eq', 'ne', 'lt', 'le', 'gt', 'ge', 'logical_and', 'logical_or',
-                                'logical_xor'])
-            self.emit(new_insn(op, [m], [a, self.partner(a)]))
-        elif k < 0.75:
-            v = self.r.choice([0.0, 1.0, 2.0, -1.0, 0.5, math.nan, math.inf, self.val()])
-            self.emit(new_insn('cmp_scalar', [m], [a], which=self.r.randrange(6), v=v))
-        else:
-            op = self.r.choice(['logical_not', 'isnan', 'isinf', 'isfinite'])
-            self.emit(new_insn(op, [m], [a]))
-        if self.run.regs[m] is not None and self.r.random() < 0.6:
-            x = self.operand()
-            self.emit(new_insn('where', [self.free()], [m, x, self.partner(x)]))
-
-    def g_reduce_line(self):
-        """The reductions along a dim that are not sums, and the scans."""
-        a = self.operand(lambda t: True) if self.r.random() < 0.1 else self.operand()
-        nd = self.t(a).dim()
-        dim = self.r.randrange(-nd, nd) if nd and self.r.random() < 0.95 else self.r.choice(
-            [0, -1, nd, 4])
-        op = self.r.choice(['amax_dim', 'amin_dim', 'logsumexp_dim', 'prod_dim', 'any_dim',
-                            'argmax_dim', 'cumsum', 'cumprod', 'var_dim', 'std_dim', 'norm_dim'])
-        kw = {'dim': dim}
-        if op not in ('cumsum', 'cumprod'):
-            kw['keepdim'] = self.r.randrange(2)
-        if op in ('var_dim', 'std_dim'):
-            kw['correction'] = float(self.r.choice([0, 1, 1, 2]))
-        if op == 'norm_dim':
-            kw['p'] = self.r.choice([1.0, 2.0, math.inf])
-        self.emit(new_insn(op, [self.free()], [a], **kw))
-
-    def g_index(self):
-        """flip and index_select (repeated and, rarely, out-of-range indices)."""
-        a = self.operand()
-        t = self.t(a)
-        nd = t.dim()
-        if nd == 0 or self.r.random() < 0.5:
-            dims = [d for d in range(nd) if self.r.random() < 0.5]
-            dims = [d - nd if self.r.random() < 0.3 else d for d in dims]
-            if self.r.random() < 0.05:
-                dims.append(self.r.choice([nd, 0]))   # out of range, or repeated
-            self.emit(new_insn('flip', [self.free()], [a], shape=dims))
-            return
-        d = self.r.randrange(nd)
-        n = t.shape[d]
-        vals = [float(self.r.randrange(n)) if n else 0.0 for _ in range(self.r.randrange(5))]
-        if vals and self.r.random() < 0.05:
-            vals[0] = float(self.r.choice([n, -1]))
-        ix = self.free()
-        self.emit(new_insn('from_data', [ix], dtype=I64, shape=[len(vals)], vals=vals))
-        self.emit(new_insn('index_select', [self.free()], [a, ix],
-                           dim=d - nd if self.r.random() < 0.3 else d))
-
-    def g_intdiv(self):
-        """remainder / floor_divide of i64 tensors (a zero divisor now and then)."""
-        shape = self.shape(2)
-        n = 1
-        for x in shape:
-            n *= x
-        a, b = self.free(), None
-        self.emit(new_insn('from_data', [a], dtype=I64, shape=shape,
-                           vals=[float(self.r.randrange(-9, 10)) for _ in range(min(n, 64))]))
-        b = self.free()
-        bs = self.bcast_partner(shape)
-        m = 1
-        for x in bs:
-            m *= x
-        zero_ok = self.r.random() < 0.1
-        dv = [float(self.r.choice([-3, -2, -1, 1, 2, 5] + ([0] if zero_ok else [])))
-              for _ in range(min(m, 64))]
-        self.emit(new_insn('from_data', [b], dtype=I64, shape=bs, vals=dv))
-        self.emit(new_insn(self.r.choice(['remainder', 'floor_divide']), [self.free()], [a, b]))
-
     def g_view(self):
+        """A view row (slice, transpose, view, expand, permute, narrow, ...) of a register."""
         a = self.operand()
-        t = self.t(a)
-        nd = t.dim()
-        k = self.r.random()
-        d = self.free()
-        if k < 0.4 and nd:
-            bounds = [0, 1, 2, -1, -2, 3] + (HUGE if self.r.random() < 0.3 else [])
-            self.emit(new_insn('slice', [d], [a], dim=self.r.randrange(-nd, nd),
-                               start=self.r.choice(bounds + [0, 0]),
-                               end=self.r.choice(bounds + [HUGE[2]] * 3),
-                               step=self.r.choice([1, 1, 1, 2, 3] + ([0, -1] if
-                                                  self.r.random() < 0.05 else []))))
-        elif k < 0.5 and nd >= 1:
-            self.emit(new_insn('transpose', [d], [a], d0=self.r.randrange(-nd, nd),
-                               d1=self.r.randrange(-nd, nd)))
-        elif k < 0.6:
-            self.g_shape_op(a, t, d)
-        elif k < 0.8:
-            shape = list(t.shape)
-            n = t.numel()
-            cand = [[-1], [n], [1, -1], [-1, 1]]
-            if nd >= 2:
-                cand.append(shape[:-2] + [-1])
-                cand.append(shape[::-1])
-            self.emit(new_insn(self.r.choice(['view', 'reshape']), [d], [a],
-                               shape=self.r.choice(cand)))
-        else:
-            shape = [s if s != 1 else self.r.choice([1, 2, 3]) for s in t.shape]
-            if self.r.random() < 0.3:
-                shape = [self.r.choice([2, 3])] + shape
-            if self.r.random() < 0.2 and shape:
-                shape[self.r.randrange(len(shape))] = -1
-            self.emit(new_insn('expand', [d], [a], shape=shape))
-        return d
+        name = self.r.choice(sorted(VIEWS))
+        self.emit(self.insn_of(name, [a], self.random_args(ROWS[name], self.t(a))))
 
     def g_inplace(self):
         """In-place on a non-leaf, a view of a non-leaf, a view of a leaf, or a leaf."""
@@ -353,58 +199,19 @@ class Gen:
                                                         or u._base is tt or tt._base is not None,
                                                         t) for t in self.run.regs):
             return
-        ops = ['add_', 'sub_', 'mul_', 'scale_'] + ([] if 'fill-copy' in self.avoid else
-                                                     ['copy_', 'fill_'])
+        ops = [n for n in sorted(INPLACE)
+               if 'fill-copy' not in self.avoid or n not in ('copy_', 'fill_')]
         op = self.r.choice(ops)
-        if op in ('scale_', 'fill_'):
+        if ROWS[op]['nin'] == 1:
             ins = new_insn(op, src=[target])
-            ins['k' if op == 'scale_' else 'value'] = self.val()
+            for key, kind, _ in ROWS[op]['params']:
+                ins[key] = self.val() if kind == 'r' else 0
         else:
             other = self.pick(lambda t: t.is_floating_point() and _bcast_to(t.shape, tt.shape))
             if other is None or self.r.random() < 0.5:
                 other = self.leaf(self.bcast_partner(list(tt.shape)))
             ins = new_insn(op, src=[target, other])
         self.emit(ins)
-
-    def g_shape_op(self, a, t, d):
-        """permute, narrow, squeeze, unsqueeze, flatten of a; cat or stack with a
-        second operand of a fitting shape."""
-        nd = t.dim()
-        op = self.r.choice(['permute', 'narrow', 'squeeze', 'unsqueeze', 'flatten', 'cat',
-                            'stack'])
-        bad = self.r.random() < 0.05   # an out-of-range dim or bound now and then
-        if op == 'permute':
-            dims = list(range(nd))
-            self.r.shuffle(dims)
-            if bad and nd:
-                dims[0] = dims[-1]
-            self.emit(new_insn('permute', [d], [a], shape=dims))
-        elif op == 'narrow' and nd:
-            dim = self.r.randrange(-nd, nd)
-            size = t.shape[dim]
-            start = self.r.randrange(-size, size + 1) if size else 0
-            length = self.r.randrange(0, size - (start % size if size else 0) + 1) if size else 0
-            self.emit(new_insn('narrow', [d], [a], dim=dim, start=start,
-                               length=length + (size + 1 if bad else 0)))
-        elif op in ('squeeze', 'unsqueeze', 'flatten') or not nd:
-            if op == 'flatten':
-                s0 = self.r.randrange(-nd, nd) if nd else 0
-                e0 = self.r.randrange(-nd, nd) if nd else 0
-                lo, hi = sorted([s0 % nd, e0 % nd]) if nd else (0, 0)
-                self.emit(new_insn('flatten', [d], [a], s=hi if bad else lo, e=lo if bad else hi))
-            else:
-                n = nd + (1 if op == 'unsqueeze' else 0)
-                dim = self.r.randrange(-max(n, 1), max(n, 1)) if not bad else n + 1
-                self.emit(new_insn('squeeze' if op == 'flatten' else op, [d], [a], dim=dim))
-        else:
-            dim = self.r.randrange(-nd, nd)
-            shape = list(t.shape)
-            if op == 'cat':
-                shape[dim] = self.r.randrange(0, 3)
-            b = a if self.r.random() < 0.3 and op == 'stack' else self.leaf(shape)
-            if bad:
-                b = self.leaf(shape + [2])
-            self.emit(new_insn(op, [d], [a, b], dim=dim))
 
     def g_view_of(self, a):
         t = self.t(a)
@@ -421,78 +228,112 @@ class Gen:
             self.emit(new_insn('view', [d], [a], shape=[-1]))
         return d if self.t(d) is not None else a
 
-    def g_matmul(self):
-        m, k, n = (self.r.choice([1, 2, 3]) for _ in range(3))
-        batch = [] if self.r.random() < 0.6 else [self.r.choice([1, 2])]
-        a = self.pick(lambda t: t.is_floating_point() and t.dim() >= 2)
-        if a is None or self.r.random() < 0.5:
-            a = self.leaf(batch + [m, k])
-        ta = self.t(a)
-        k = ta.shape[-1]
-        bshape = ([] if self.r.random() < 0.5 else list(ta.shape[:-2])) + [k, n]
-        if self.r.random() < 0.05:
-            bshape = [k + 1, n]
-        b = self.leaf(bshape)
-        if self.r.random() < 0.3:
-            bt = self.free()
-            self.emit(new_insn('transpose', [bt], [self.leaf(bshape[:-2] + [n, k])], d0=-1,
-                               d1=-2))
-            b = bt
-        self.emit(new_insn('matmul', [self.free()], [a, b]))
-
-    def targets(self, lead, V, ignore):
-        n = 1
-        for x in lead:
-            n *= x
-        vals = []
-        for _ in range(min(n, 64)):
-            u = self.r.random()
-            vals.append(float(ignore if u < 0.2 else (V if u < 0.23 else self.r.randrange(V))))
+    # ---- the registry's rows -----------------------------------------------------------
+    def materialize(self, d):
+        """A register holding the manifest tensor d (from_data; a strided one made
+        as the registry makes it: a transpose of its last two dims, or every
+        second element of a longer 1-D tensor)."""
+        dt = {'f64': F64, 'f32': 0, 'i64': I64, 'bool': 3}[d['dtype']]
+        shape, vals = list(d['shape']), [float(v) for v in d['values']][:64]
         r = self.free()
-        self.emit(new_insn('from_data', [r], dtype=I64, shape=lead, vals=vals))
+        if d.get('strided') and len(shape) >= 2:
+            tshape = shape[:-2] + [shape[-1], shape[-2]]
+            t = torch.tensor(d['values'], dtype=torch.float64).reshape(shape).transpose(-2, -1)
+            vals = [float(v) for v in t.reshape(-1).tolist()][:64]
+            self.emit(new_insn('from_data', [r], dtype=dt, shape=tshape, vals=vals))
+            v = self.free()
+            self.emit(new_insn('transpose', [v], [r], d0=-2, d1=-1))
+            r = v
+        elif d.get('strided') and len(shape) == 1:
+            twice = [x for x in vals for _ in (0, 1)][:64]
+            self.emit(new_insn('from_data', [r], dtype=dt, shape=[2 * shape[0]], vals=twice))
+            v = self.free()
+            self.emit(new_insn('slice', [v], [r], dim=0, start=0, end=2 ** 62, step=2))
+            r = v
+        else:
+            self.emit(new_insn('from_data', [r], dtype=dt, shape=shape, vals=vals))
         return r
 
-    def g_gather(self):
-        a = self.pick(lambda t: t.is_floating_point() and t.dim() >= 1 and t.shape[-1] > 0)
-        if a is None:
-            a = self.leaf([self.r.choice([1, 2, 3]), self.r.choice([2, 3, 4])])
-        t = self.t(a)
-        V = t.shape[-1]
-        if V == 0:
-            return
-        lead = list(t.shape[:-1]) + [self.r.choice([1, 1, 2])]
-        idx = self.targets(lead, V, self.r.randrange(V))
-        self.emit(new_insn('gather', [self.free()], [a, idx]))
+    def random_args(self, row, x):
+        """Arguments for row on input x (a tensor or None): dims of x for the dim
+        parameters, a permutation for dim lists, the row's own sample values
+        (or shapes that fit x) for the others."""
+        pool = self.pools.setdefault(row['row'], _arg_pool(row))
+        nd = x.dim() if x is not None else 0
+        args = {}
+        for name, kind, _ in row['params']:
+            choices = pool.get(name) or [0]
+            if kind == 'd':
+                args[name] = self.r.randrange(-nd, nd) if nd and self.r.random() < 0.95 \
+                    else self.r.choice([0, -1, nd, 4])
+            elif kind == 'b':
+                args[name] = self.r.randrange(2)
+            elif kind == 'D':
+                dims = list(range(nd))
+                self.r.shuffle(dims)
+                args[name] = dims if self.r.random() < 0.7 else self.r.choice(choices)
+            elif kind == 'S' and x is not None and self.r.random() < 0.6:
+                shape = list(x.shape)
+                args[name] = self.r.choice([[-1], shape, [1] + shape, shape[:-1] + [-1]])
+            elif kind == 'r' and self.r.random() < 0.2:
+                args[name] = self.val()
+            else:
+                args[name] = self.r.choice(choices)
+        return args
 
-    def g_logprob(self):
-        a = self.pick(lambda t: t.is_floating_point() and t.dim() >= 1 and t.shape[-1] > 0)
-        if a is None or self.r.random() < 0.6:
-            lead = [self.r.choice([1, 2, 3, 4])] + ([self.r.choice([2, 3])] if
-                                                    self.r.random() < 0.3 else [])
-            a = self.leaf(lead + [self.r.choice([1, 2, 3, 5])], rg=self.r.random() < 0.85)
-            if self.r.random() < 0.3 and self.t(a).shape[0] > 1:
-                v = self.free()   # logits[:-1]: a strided slice of the rows
-                self.emit(new_insn('slice', [v], [a], dim=0, start=0, end=-1, step=1))
-                a = v
-        t = self.t(a)
-        V = t.shape[-1]
-        ignore = self.r.choice([-100, -100, 0, 1])
-        y = self.targets(list(t.shape[:-1]), V, ignore)
-        if self.r.random() < 0.03:
-            y = self.leaf(list(t.shape[:-1]))   # float targets: a dtype error
-        T = self.r.choice([1.0, 1.0, 0.5, 2.0, 0.7] + ([0.0, -1.0, math.inf] if
-                                                      self.r.random() < 0.05 else []))
-        ent = self.r.random() < 0.8
-        self.emit(new_insn('logprob', self.free2(), [a, y],
-                           impl=self.r.randrange(2), T=T, ignore=ignore,
-                           chunk=self.r.choice([0, 0, 1, 2, 3]), entropy=int(ent),
-                           egrad=int(self.r.random() < 0.6)))
+    def insn_of(self, name, src, args):
+        """The instruction of row name on registers src with arguments args."""
+        row = ROWS[name]
+        nd = 0 if name in INPLACE else row['nout']
+        dst = []
+        for _ in range(nd):
+            free = [i for i, t in enumerate(self.run.regs) if t is None and i not in dst]
+            dst.append(self.r.choice(free) if free else self.r.randrange(NREG))
+        ins = new_insn(name, dst, src)
+        for key, kind, _ in row['params']:
+            v = args[key]
+            if kind == 'T':
+                ins['dtype'] = {'f64': F64, 'f32': 0, 'i64': I64, 'bool': 3}.get(v, F64)
+            elif kind in 'SD':
+                ins['shape'] = [int(q) for q in v]
+            elif kind == 'V':
+                ins['vals'] = [float(q) for q in v][:64]
+            elif kind == 'r':
+                ins[key] = float(v)
+            else:
+                ins[key] = int(max(min(int(v), 2 ** 63 - 1), -2 ** 63))
+        return ins
+
+    def g_op(self):
+        """A registry row on one of its samples' inputs (some replaced by registers of
+        the same shape and dtype), with the sample's arguments or new ones."""
+        name = self.r.choice(self.op_names)
+        row = ROWS[name]
+        samples = [s for s in row['samples'] if not s['flags'] & S_BAD]
+        if not samples or self.r.random() < 0.08:
+            samples = row['samples']
+        s = self.r.choice(samples)
+        src = []
+        for d in s['inputs']:
+            r = None
+            if d is not None and d['dtype'] in ('f32', 'f64') and self.r.random() < 0.4:
+                r = self.pick(lambda t, d=d: list(t.shape) == d['shape'] and
+                              str(t.dtype) == {'f32': 'torch.float32',
+                                               'f64': 'torch.float64'}[d['dtype']])
+            if r is None and d is not None:
+                r = self.materialize(d)
+                if d['dtype'] in ('f32', 'f64') and self.r.random() < 0.7:
+                    self.emit(new_insn('requires_grad', src=[r], on=1))
+            src.append(r)
+        x = self.t(src[0]) if src and src[0] is not None else None
+        args = s['args'] if self.r.random() < 0.75 else self.random_args(row, x)
+        self.emit(self.insn_of(name, src, args))
 
     def g_custom(self):
-        op = self.r.choice(['square', 'cexp', 'mulsub'])
+        op = self.r.choice(['fn_square', 'fn_exp', 'fn_mulsub'])
         fail = 0 if self.r.random() < 0.9 else self.r.choice([1, 2])
         a = self.operand()
-        if op == 'mulsub':
+        if op == 'fn_mulsub':
             b = self.leaf(list(self.t(a).shape))
             self.emit(new_insn(op, self.free2(), [a, b], fail=fail))
         else:
@@ -590,10 +431,12 @@ class Gen:
         elif k == 5:   # the logits of the log-prob op edited in place before backward
             z = self.free()
             self.emit(new_insn('view', [z], [y], shape=[1, n]))
-            t = self.targets([1], n, -100)
+            t = self.free()
+            self.emit(new_insn('from_data', [t], dtype=I64, shape=[1],
+                               vals=[float(self.r.randrange(n))]))
             lp, ent = self.free2()
-            self.emit(new_insn('logprob', [lp, ent], [z, t], impl=self.r.randrange(2), T=1.0,
-                               ignore=-100, chunk=self.r.choice([0, 1]), entropy=1,
+            self.emit(new_insn('logprob_entropy', [lp, ent], [z, t], impl=self.r.randrange(2),
+                               T=1.0, ignore=-100, chunk=self.r.choice([0, 1]), entropy=1,
                                egrad=self.r.randrange(2)))
             self.emit(new_insn('scale_', src=[y], k=0.5))
             root = lp
@@ -631,10 +474,18 @@ def _bcast_to(src, dst):
         return False
 
 
-FAMILIES = [('g_unary', 12), ('g_binary', 14), ('g_reduce', 5), ('g_view', 12),
-            ('g_inplace', 16), ('g_matmul', 4), ('g_gather', 3), ('g_logprob', 6),
-            ('g_custom', 4), ('g_backward', 8), ('g_misc', 8), ('g_scope', 3), ('g_pattern', 5),
-            ('g_compare', 6), ('g_reduce_line', 8), ('g_index', 4), ('g_intdiv', 2)]
+FAMILIES = [('g_op', 50), ('g_view', 12), ('g_inplace', 16), ('g_custom', 4),
+            ('g_backward', 8), ('g_misc', 8), ('g_scope', 3), ('g_pattern', 5)]
+
+
+def _arg_pool(row):
+    """Every value each parameter of row takes in the row's samples (good ones first)."""
+    pool = {}
+    for s in row['samples']:
+        for k, v in s['args'].items():
+            if v not in pool.setdefault(k, []):
+                pool[k].append(v)
+    return pool
 
 
 def generate(seed, index, avoid=()):

@@ -30,64 +30,45 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "registry.h"
 #include "tapegrad.h"
 
 #define TGP_NREG 24        /* registers r0..r23 */
 #define TGP_MAX_INSNS 64   /* longest program the byte decoder makes */
-#define TGP_MAX_SHAPE 9    /* one more than TG_MAX_DIMS, to test the limit */
-#define TGP_MAX_VALS 64    /* literal values of one from_data */
+#define TGP_MAX_SHAPE TGR_MAX_SHAPE /* one more than TG_MAX_DIMS, to test the limit */
+#define TGP_MAX_VALS TGR_MAX_VALS   /* literal values of one from_data */
 #define TGP_MAX_SCOPES 8   /* deepest scope nesting the executor opens */
-#define TGP_NI 6           /* integer fields per instruction */
-#define TGP_NF 3           /* double fields per instruction */
+#define TGP_NI TGR_NI      /* integer fields per instruction */
+#define TGP_NF TGR_NF      /* double fields per instruction */
 #define TGP_NONE (-1)      /* no register */
 
+/* The instructions that are not ops: autograd state, custom functions,
+ * ownership, scopes and the memory tools. Every op is an instruction too: the
+ * registry's rows (tests/registry), opcode TGP_NCONTROL + the row's index,
+ * named as the row (tgp_op_by_name("sum_dim")), its arguments the row's. */
 typedef enum tgp_opcode {
-    /* creation: dst = op(dtype, shape, ...) */
-    TGP_ZEROS, TGP_ONES, TGP_FULL, TGP_RANDN, TGP_RAND, TGP_ARANGE, TGP_FROM_DATA,
     /* autograd state */
-    TGP_REQUIRES_GRAD, TGP_GRAD_MODE, TGP_BACKWARD, TGP_GRAD, TGP_ZERO_GRAD, TGP_DETACH,
-    /* views and copies */
-    TGP_SLICE, TGP_VIEW, TGP_RESHAPE, TGP_TRANSPOSE, TGP_EXPAND, TGP_CONTIGUOUS, TGP_CLONE,
-    TGP_TO_DTYPE,
-    /* binary, broadcasting */
-    TGP_ADD, TGP_SUB, TGP_MUL, TGP_DIV, TGP_MAXIMUM, TGP_MINIMUM, TGP_WHERE,
-    /* unary */
-    TGP_NEG, TGP_EXP, TGP_LOG, TGP_SCALE, TGP_ADD_SCALAR, TGP_CLAMP,
-    /* reductions */
-    TGP_SUM, TGP_MEAN, TGP_SUM_DIM, TGP_MEAN_DIM,
-    /* matmul, softmax family, gather, the log-prob op */
-    TGP_MATMUL, TGP_SOFTMAX, TGP_LOG_SOFTMAX, TGP_GATHER, TGP_LOGPROB,
-    /* in-place */
-    TGP_ADD_, TGP_SUB_, TGP_MUL_, TGP_SCALE_, TGP_COPY_, TGP_FILL_,
-    /* custom functions (defined in prog.c) */
+    TGP_REQUIRES_GRAD, TGP_GRAD_MODE, TGP_BACKWARD, TGP_GRAD, TGP_ZERO_GRAD,
+    /* custom functions (defined in prog_ops.c) */
     TGP_SQUARE, TGP_CEXP, TGP_MULSUB,
     /* ownership, scopes, memory tools (no PyTorch counterpart) */
     TGP_SCOPE_BEGIN, TGP_SCOPE_END, TGP_SCOPE_KEEP, TGP_RELEASE, TGP_LEAK_SCAN,
     TGP_STEP_MARK, TGP_FAULT, TGP_PRINT, TGP_DOT,
-    /* the rest of the unary vocabulary (appended: encoded programs keep their meaning) */
-    TGP_RSQRT, TGP_ABS, TGP_SIGN, TGP_SQUARE_OP, TGP_POW_SCALAR, TGP_LOG1P, TGP_EXPM1,
-    TGP_SIGMOID, TGP_LOGSIGMOID, TGP_SOFTPLUS, TGP_TANH, TGP_RELU, TGP_GELU, TGP_SILU,
-    TGP_RECIPROCAL, TGP_FLOOR, TGP_CEIL, TGP_ROUND, TGP_POW,
-    /* shape ops and joining (permute's dims are its shape field) */
-    TGP_PERMUTE, TGP_NARROW, TGP_SQUEEZE, TGP_UNSQUEEZE, TGP_FLATTEN, TGP_CAT, TGP_STACK,
-    /* comparisons and logic (bool results), i64 division (cmp_scalar: which = 0..5 for
-     * eq, ne, lt, le, gt, ge) */
-    TGP_EQ, TGP_NE, TGP_LT, TGP_LE, TGP_GT, TGP_GE, TGP_CMP_SCALAR, TGP_LOGICAL_AND,
-    TGP_LOGICAL_OR, TGP_LOGICAL_XOR, TGP_LOGICAL_NOT, TGP_ISNAN, TGP_ISINF, TGP_ISFINITE,
-    TGP_REMAINDER, TGP_FLOOR_DIVIDE,
-    /* reductions along a dim, scans, indexing (flip's dims are its shape field) */
-    TGP_AMAX_DIM, TGP_AMIN_DIM, TGP_LOGSUMEXP_DIM, TGP_PROD_DIM, TGP_ANY_DIM, TGP_ARGMAX_DIM,
-    TGP_CUMSUM, TGP_CUMPROD, TGP_VAR_DIM, TGP_STD_DIM, TGP_NORM_DIM, TGP_FLIP,
-    TGP_INDEX_SELECT,
-    TGP_NOPS
+    TGP_NCONTROL
 } tgp_opcode;
+
+/* The number of opcodes: the control instructions and the registry's rows. */
+int tgp_nops(void);
+
+/* The registry row of opcode op, or NULL for a control instruction. */
+const tgr_op *tgp_row(int op);
 
 /* One instruction. Which fields an op reads is given by its descriptor
  * (tgp_op_desc); the others are ignored and printed nowhere. */
 typedef struct tgp_insn {
-    int op;                        /* tgp_opcode */
-    int dst[2];                    /* destination registers or TGP_NONE */
-    int src[3];                    /* source registers or TGP_NONE */
+    int op;                        /* a tgp_opcode, or TGP_NCONTROL + a registry row */
+    int dst[TGR_MAX_OUT];          /* destination registers or TGP_NONE */
+    int src[TGR_MAX_IN];           /* source registers or TGP_NONE */
     int dtype;                     /* tg_dtype, for creation and to_dtype */
     int ndim;                      /* shape length (0..TGP_MAX_SHAPE) */
     int64_t shape[TGP_MAX_SHAPE];
@@ -113,7 +94,7 @@ typedef struct tgp_op_desc {
     int nsrc_required;    /* the first nsrc_required must be tensors (else TG_ERR_NULL) */
     bool has_dtype, has_shape, has_vals;
     bool c_only;          /* no PyTorch counterpart: memory tools, scopes */
-    const char *keys[TGP_NI + TGP_NF]; /* key names, NULL-terminated */
+    const char *keys[TGP_NI + TGP_NF + 1]; /* key names, NULL-terminated */
     int slots[TGP_NI + TGP_NF];        /* 0..5: iv[k]; 10..12: fv[k - 10] */
 } tgp_op_desc;
 

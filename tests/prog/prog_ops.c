@@ -1,11 +1,12 @@
 /* tests/prog/prog_ops.c - the instruction set of op programs: one descriptor
- * per op (name, registers, fields and their text keys), the program container,
- * and the three custom functions (square, cexp, mulsub) the programs apply
- * with tg_function_apply.
+ * per instruction (name, registers, fields and their text keys), made from
+ * the op registry for the ops and written here for the control
+ * instructions, the program container, and the three custom functions
+ * (fn_square, fn_exp, fn_mulsub) the programs apply with tg_function_apply.
  *
- * Contract: the table is the single source for the text printer and parser
- * (prog_text.c), the byte decoder and the executor (prog.c); op names are the
- * ones tests/diff/tg_diff.py maps to PyTorch. */
+ * Contract: the descriptors are the single source for the text printer and
+ * parser (prog_text.c), the byte decoder and the executor (prog.c); op names
+ * are the registry's, whose manifest tests/diff reads. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,70 +17,16 @@
 #define F(k) (10 + (k))
 
 /* name, ndst, nsrc, nsrc_required, dtype, shape, vals, c_only, keys, slots */
-static const tgp_op_desc g_ops[TGP_NOPS] = {
-    [TGP_ZEROS] = {"zeros", 1, 0, 0, true, true, false, false, {NULL}, {0}},
-    [TGP_ONES] = {"ones", 1, 0, 0, true, true, false, false, {NULL}, {0}},
-    [TGP_FULL] = {"full", 1, 0, 0, true, true, false, false, {"value", NULL}, {F(0)}},
-    [TGP_RANDN] = {"randn", 1, 0, 0, true, true, false, false, {"seed", "mean", "std", NULL},
-                   {I(0), F(0), F(1)}},
-    [TGP_RAND] = {"rand", 1, 0, 0, true, true, false, false, {"seed", "lo", "hi", NULL},
-                  {I(0), F(0), F(1)}},
-    [TGP_ARANGE] = {"arange", 1, 0, 0, true, false, false, false, {"start", "end", "step", NULL},
-                    {F(0), F(1), F(2)}},
-    [TGP_FROM_DATA] = {"from_data", 1, 0, 0, true, true, true, false, {NULL}, {0}},
+static const tgp_op_desc g_control[TGP_NCONTROL] = {
     [TGP_REQUIRES_GRAD] = {"requires_grad", 0, 1, 1, false, false, false, false, {"on", NULL},
                            {I(0)}},
     [TGP_GRAD_MODE] = {"grad_mode", 0, 0, 0, false, false, false, false, {"on", NULL}, {I(0)}},
     [TGP_BACKWARD] = {"backward", 0, 2, 1, false, false, false, false, {"retain", NULL}, {I(0)}},
     [TGP_GRAD] = {"grad", 1, 1, 1, false, false, false, false, {NULL}, {0}},
     [TGP_ZERO_GRAD] = {"zero_grad", 0, 1, 1, false, false, false, false, {NULL}, {0}},
-    [TGP_DETACH] = {"detach", 1, 1, 1, false, false, false, false, {NULL}, {0}},
-    [TGP_SLICE] = {"slice", 1, 1, 1, false, false, false, false,
-                   {"dim", "start", "end", "step", NULL}, {I(0), I(1), I(2), I(3)}},
-    [TGP_VIEW] = {"view", 1, 1, 1, false, true, false, false, {NULL}, {0}},
-    [TGP_RESHAPE] = {"reshape", 1, 1, 1, false, true, false, false, {NULL}, {0}},
-    [TGP_TRANSPOSE] = {"transpose", 1, 1, 1, false, false, false, false, {"d0", "d1", NULL},
-                       {I(0), I(1)}},
-    [TGP_EXPAND] = {"expand", 1, 1, 1, false, true, false, false, {NULL}, {0}},
-    [TGP_CONTIGUOUS] = {"contiguous", 1, 1, 1, false, false, false, false, {NULL}, {0}},
-    [TGP_CLONE] = {"clone", 1, 1, 1, false, false, false, false, {NULL}, {0}},
-    [TGP_TO_DTYPE] = {"to_dtype", 1, 1, 1, true, false, false, false, {NULL}, {0}},
-    [TGP_ADD] = {"add", 1, 2, 2, false, false, false, false, {NULL}, {0}},
-    [TGP_SUB] = {"sub", 1, 2, 2, false, false, false, false, {NULL}, {0}},
-    [TGP_MUL] = {"mul", 1, 2, 2, false, false, false, false, {NULL}, {0}},
-    [TGP_DIV] = {"div", 1, 2, 2, false, false, false, false, {NULL}, {0}},
-    [TGP_MAXIMUM] = {"maximum", 1, 2, 2, false, false, false, false, {NULL}, {0}},
-    [TGP_MINIMUM] = {"minimum", 1, 2, 2, false, false, false, false, {NULL}, {0}},
-    [TGP_WHERE] = {"where", 1, 3, 3, false, false, false, false, {NULL}, {0}},
-    [TGP_NEG] = {"neg", 1, 1, 1, false, false, false, false, {NULL}, {0}},
-    [TGP_EXP] = {"exp", 1, 1, 1, false, false, false, false, {NULL}, {0}},
-    [TGP_LOG] = {"log", 1, 1, 1, false, false, false, false, {NULL}, {0}},
-    [TGP_SCALE] = {"scale", 1, 1, 1, false, false, false, false, {"k", NULL}, {F(0)}},
-    [TGP_ADD_SCALAR] = {"add_scalar", 1, 1, 1, false, false, false, false, {"k", NULL}, {F(0)}},
-    [TGP_CLAMP] = {"clamp", 1, 1, 1, false, false, false, false, {"lo", "hi", NULL},
-                   {F(0), F(1)}},
-    [TGP_SUM] = {"sum", 1, 1, 1, false, false, false, false, {NULL}, {0}},
-    [TGP_MEAN] = {"mean", 1, 1, 1, false, false, false, false, {NULL}, {0}},
-    [TGP_SUM_DIM] = {"sum_dim", 1, 1, 1, false, false, false, false, {"dim", "keepdim", NULL},
-                     {I(0), I(1)}},
-    [TGP_MEAN_DIM] = {"mean_dim", 1, 1, 1, false, false, false, false, {"dim", "keepdim", NULL},
-                      {I(0), I(1)}},
-    [TGP_MATMUL] = {"matmul", 1, 2, 2, false, false, false, false, {NULL}, {0}},
-    [TGP_SOFTMAX] = {"softmax", 1, 1, 1, false, false, false, false, {NULL}, {0}},
-    [TGP_LOG_SOFTMAX] = {"log_softmax", 1, 1, 1, false, false, false, false, {NULL}, {0}},
-    [TGP_GATHER] = {"gather", 1, 2, 2, false, false, false, false, {NULL}, {0}},
-    [TGP_LOGPROB] = {"logprob", 2, 2, 2, false, false, false, false,
-                     {"impl", "T", "ignore", "chunk", "entropy", "egrad", NULL},
-                     {I(0), F(0), I(1), I(2), I(3), I(4)}},
-    [TGP_ADD_] = {"add_", 0, 2, 2, false, false, false, false, {NULL}, {0}},
-    [TGP_SUB_] = {"sub_", 0, 2, 2, false, false, false, false, {NULL}, {0}},
-    [TGP_MUL_] = {"mul_", 0, 2, 2, false, false, false, false, {NULL}, {0}},
-    [TGP_SCALE_] = {"scale_", 0, 1, 1, false, false, false, false, {"k", NULL}, {F(0)}},
-    [TGP_COPY_] = {"copy_", 0, 2, 2, false, false, false, false, {NULL}, {0}},
-    [TGP_FILL_] = {"fill_", 0, 1, 1, false, false, false, false, {"value", NULL}, {F(0)}},
-    [TGP_SQUARE] = {"square", 1, 1, 1, false, false, false, false, {"fail", NULL}, {I(0)}},
-    [TGP_CEXP] = {"cexp", 1, 1, 1, false, false, false, false, {"fail", NULL}, {I(0)}},
-    [TGP_MULSUB] = {"mulsub", 2, 2, 2, false, false, false, false, {"fail", NULL}, {I(0)}},
+    [TGP_SQUARE] = {"fn_square", 1, 1, 1, false, false, false, false, {"fail", NULL}, {I(0)}},
+    [TGP_CEXP] = {"fn_exp", 1, 1, 1, false, false, false, false, {"fail", NULL}, {I(0)}},
+    [TGP_MULSUB] = {"fn_mulsub", 2, 2, 2, false, false, false, false, {"fail", NULL}, {I(0)}},
     [TGP_SCOPE_BEGIN] = {"scope_begin", 0, 0, 0, false, false, false, true, {NULL}, {0}},
     [TGP_SCOPE_END] = {"scope_end", 0, 0, 0, false, false, false, true, {"bad", NULL}, {I(0)}},
     [TGP_SCOPE_KEEP] = {"scope_keep", 0, 1, 0, false, false, false, true, {NULL}, {0}},
@@ -90,64 +37,68 @@ static const tgp_op_desc g_ops[TGP_NOPS] = {
                    {I(0), I(1)}},
     [TGP_PRINT] = {"print", 0, 1, 1, false, false, false, true, {NULL}, {0}},
     [TGP_DOT] = {"dot", 0, 3, 0, false, false, false, true, {NULL}, {0}},
-#define UN(NAME, name) [TGP_##NAME] = {name, 1, 1, 1, false, false, false, false, {NULL}, {0}}
-    UN(RSQRT, "rsqrt"), UN(ABS, "abs"), UN(SIGN, "sign"), UN(SQUARE_OP, "square_op"),
-    [TGP_POW_SCALAR] = {"pow_scalar", 1, 1, 1, false, false, false, false, {"e", NULL}, {F(0)}},
-    UN(LOG1P, "log1p"), UN(EXPM1, "expm1"), UN(SIGMOID, "sigmoid"),
-    UN(LOGSIGMOID, "logsigmoid"),
-    [TGP_SOFTPLUS] = {"softplus", 1, 1, 1, false, false, false, false, {"beta", "threshold", NULL},
-                      {F(0), F(1)}},
-    UN(TANH, "tanh"), UN(RELU, "relu"),
-    [TGP_GELU] = {"gelu", 1, 1, 1, false, false, false, false, {"tanh", NULL}, {I(0)}},
-    UN(SILU, "silu"), UN(RECIPROCAL, "reciprocal"), UN(FLOOR, "floor"), UN(CEIL, "ceil"),
-    UN(ROUND, "round"),
-#undef UN
-    [TGP_POW] = {"pow", 1, 2, 2, false, false, false, false, {NULL}, {0}},
-    [TGP_PERMUTE] = {"permute", 1, 1, 1, false, true, false, false, {NULL}, {0}},
-    [TGP_NARROW] = {"narrow", 1, 1, 1, false, false, false, false, {"dim", "start", "length", NULL},
-                    {I(0), I(1), I(2)}},
-    [TGP_SQUEEZE] = {"squeeze", 1, 1, 1, false, false, false, false, {"dim", NULL}, {I(0)}},
-    [TGP_UNSQUEEZE] = {"unsqueeze", 1, 1, 1, false, false, false, false, {"dim", NULL}, {I(0)}},
-    [TGP_FLATTEN] = {"flatten", 1, 1, 1, false, false, false, false, {"s", "e", NULL},
-                     {I(0), I(1)}},
-    [TGP_CAT] = {"cat", 1, 2, 2, false, false, false, false, {"dim", NULL}, {I(0)}},
-    [TGP_STACK] = {"stack", 1, 2, 2, false, false, false, false, {"dim", NULL}, {I(0)}},
-#define B2(NAME, name) [TGP_##NAME] = {name, 1, 2, 2, false, false, false, false, {NULL}, {0}}
-#define U1(NAME, name) [TGP_##NAME] = {name, 1, 1, 1, false, false, false, false, {NULL}, {0}}
-#define RD(NAME, name) [TGP_##NAME] = {name, 1, 1, 1, false, false, false, false, \
-                                       {"dim", "keepdim", NULL}, {I(0), I(1)}}
-    B2(EQ, "eq"), B2(NE, "ne"), B2(LT, "lt"), B2(LE, "le"), B2(GT, "gt"), B2(GE, "ge"),
-    [TGP_CMP_SCALAR] = {"cmp_scalar", 1, 1, 1, false, false, false, false, {"which", "v", NULL},
-                        {I(0), F(0)}},
-    B2(LOGICAL_AND, "logical_and"), B2(LOGICAL_OR, "logical_or"), B2(LOGICAL_XOR, "logical_xor"),
-    U1(LOGICAL_NOT, "logical_not"), U1(ISNAN, "isnan"), U1(ISINF, "isinf"),
-    U1(ISFINITE, "isfinite"), B2(REMAINDER, "remainder"), B2(FLOOR_DIVIDE, "floor_divide"),
-    RD(AMAX_DIM, "amax_dim"), RD(AMIN_DIM, "amin_dim"), RD(LOGSUMEXP_DIM, "logsumexp_dim"),
-    RD(PROD_DIM, "prod_dim"), RD(ANY_DIM, "any_dim"), RD(ARGMAX_DIM, "argmax_dim"),
-    [TGP_CUMSUM] = {"cumsum", 1, 1, 1, false, false, false, false, {"dim", NULL}, {I(0)}},
-    [TGP_CUMPROD] = {"cumprod", 1, 1, 1, false, false, false, false, {"dim", NULL}, {I(0)}},
-    [TGP_VAR_DIM] = {"var_dim", 1, 1, 1, false, false, false, false,
-                     {"dim", "keepdim", "correction", NULL}, {I(0), I(1), F(0)}},
-    [TGP_STD_DIM] = {"std_dim", 1, 1, 1, false, false, false, false,
-                     {"dim", "keepdim", "correction", NULL}, {I(0), I(1), F(0)}},
-    [TGP_NORM_DIM] = {"norm_dim", 1, 1, 1, false, false, false, false,
-                      {"dim", "keepdim", "p", NULL}, {I(0), I(1), F(0)}},
-    [TGP_FLIP] = {"flip", 1, 1, 1, false, true, false, false, {NULL}, {0}},
-    [TGP_INDEX_SELECT] = {"index_select", 1, 2, 2, false, false, false, false, {"dim", NULL},
-                          {I(0)}},
-#undef B2
-#undef U1
-#undef RD
 };
 
+/* The descriptors of the control instructions, then one per registry row: its
+ * name, outputs (none for an in-place op), inputs and parameters. */
+static tgp_op_desc *g_all;
+static int g_nall;
+
+static void init_descs(void) {
+    if (g_all) return;
+    tgr_init();
+    g_nall = TGP_NCONTROL + tgr_nops;
+    g_all = calloc((size_t)g_nall, sizeof *g_all);
+    if (!g_all) abort(); /* the test program's own memory */
+    memcpy(g_all, g_control, sizeof g_control);
+    for (int i = 0; i < tgr_nops; i++) {
+        const tgr_op *row = tgr_ops[i];
+        tgp_op_desc *d = &g_all[TGP_NCONTROL + i];
+        d->name = row->name;
+        d->ndst = row->flags & TGR_INPLACE ? 0 : row->nout;
+        d->nsrc = row->nin;
+        d->nsrc_required = row->nin_required;
+        int nk = 0;
+        for (int k = 0; k < row->nparams; k++) {
+            const tgr_param *q = &row->p[k];
+            switch (q->kind) {
+            case TGR_P_DTYPE: d->has_dtype = true; break;
+            case TGR_P_SHAPE: case TGR_P_DIMS: d->has_shape = true; break;
+            case TGR_P_VALS: d->has_vals = true; break;
+            case TGR_P_REAL:
+                d->keys[nk] = q->name;
+                d->slots[nk++] = F(q->slot);
+                break;
+            default:
+                d->keys[nk] = q->name;
+                d->slots[nk++] = I(q->slot);
+                break;
+            }
+        }
+        d->keys[nk] = NULL;
+    }
+}
+
+int tgp_nops(void) {
+    init_descs();
+    return g_nall;
+}
+
+const tgr_op *tgp_row(int op) {
+    init_descs();
+    return op >= TGP_NCONTROL && op < g_nall ? tgr_ops[op - TGP_NCONTROL] : NULL;
+}
+
 const tgp_op_desc *tgp_op_desc_get(int op) {
-    if (op < 0 || op >= TGP_NOPS) return NULL;
-    return &g_ops[op];
+    init_descs();
+    if (op < 0 || op >= g_nall) return NULL;
+    return &g_all[op];
 }
 
 int tgp_op_by_name(const char *name) {
-    for (int i = 0; i < TGP_NOPS; i++)
-        if (strcmp(g_ops[i].name, name) == 0) return i;
+    init_descs();
+    for (int i = 0; i < g_nall; i++)
+        if (strcmp(g_all[i].name, name) == 0) return i;
     return -1;
 }
 
@@ -155,8 +106,8 @@ tgp_insn tgp_insn_init(int op) {
     tgp_insn in;
     memset(&in, 0, sizeof in);
     in.op = op;
-    in.dst[0] = in.dst[1] = TGP_NONE;
-    in.src[0] = in.src[1] = in.src[2] = TGP_NONE;
+    in.dst[0] = in.dst[1] = in.dst[2] = TGP_NONE;
+    for (int k = 0; k < TGR_MAX_IN; k++) in.src[k] = TGP_NONE;
     in.dtype = TG_F64;
     return in;
 }

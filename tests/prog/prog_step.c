@@ -19,70 +19,15 @@ static int g_sentinel_obj;
 
 typedef struct call {
     tg_status st;
-    tg_tensor *out[2];
+    tg_tensor *out[TGR_MAX_OUT];
     int kind;
 } call;
-
-static int clamp_int(int64_t v) {
-    return v < INT_MIN ? INT_MIN : v > INT_MAX ? INT_MAX : (int)v;
-}
-
-static int64_t to_i64(double v) {
-    if (isnan(v)) return 0;
-    if (v >= 9.2e18) return INT64_MAX;
-    if (v <= -9.2e18) return INT64_MIN;
-    return (int64_t)v;
-}
-
-/* Element count of a creation shape, or -1 when negative, overflowing or
- * larger than the program may pass literal data for. */
-static int64_t small_numel(const tgp_insn *in) {
-    int64_t n = 1;
-    for (int i = 0; i < in->ndim; i++) {
-        if (in->shape[i] < 0 || in->shape[i] > 4096) return -1;
-        n *= in->shape[i];
-        if (n > 4096) return -1;
-    }
-    return n;
-}
-
-static tg_tensor *from_data(const tgp_insn *in) {
-    const int64_t *shape = in->ndim ? in->shape : NULL;
-    int64_t n = small_numel(in);
-    if (n < 0 || (n > 0 && in->nvals == 0))
-        return tg_from_data((tg_dtype)in->dtype, in->ndim, shape, NULL);
-    void *buf = malloc((size_t)(n ? n : 1) * 8);
-    if (!buf) abort();
-    for (int64_t i = 0; i < n; i++) {
-        double v = in->vals[i % in->nvals];
-        if (in->dtype == TG_F32) ((float *)buf)[i] = (float)v;
-        else if (in->dtype == TG_I64) ((int64_t *)buf)[i] = to_i64(v);
-        else ((double *)buf)[i] = v;
-    }
-    tg_tensor *t = tg_from_data((tg_dtype)in->dtype, in->ndim, shape, buf);
-    free(buf);
-    return t;
-}
-
-static void logprob(const tgp_insn *in, tg_tensor **s, call *c) {
-    tg_logprob_opts o = tg_logprob_opts_default();
-    o.impl = (tg_logprob_impl)in->iv[0];
-    o.temperature = in->fv[0];
-    o.ignore_index = in->iv[1];
-    o.chunk_size = in->iv[2];
-    o.want_entropy = in->iv[3] != 0;
-    o.entropy_grad = in->iv[4] != 0;
-    c->kind = K_MULTI;
-    c->out[0] = c->out[1] = SENTINEL;
-    c->st = tg_logprob_entropy(s[0], s[1], &o, &c->out[0],
-                               in->dst[1] == TGP_NONE ? NULL : &c->out[1]);
-    if (in->dst[1] == TGP_NONE) c->out[1] = NULL;
-}
 
 static void custom(const tgp_insn *in, tg_tensor **s, call *c) {
     const tgp_op_desc *d = tgp_op_desc_get(in->op);
     c->kind = K_MULTI;
     c->out[0] = c->out[1] = SENTINEL;
+    c->out[2] = NULL;
     c->st = tg_function_apply(tgp__custom_fn(in->op), (void *)tgp__fail_mode(in->iv[0]),
                               d->nsrc, s, d->ndst, c->out);
     if (d->ndst == 1) c->out[1] = NULL;
@@ -117,22 +62,34 @@ static tg_status leak_scan(tgp_exec *e) {
     return st;
 }
 
+/* A registry row's call: its apply function with the instruction's fields
+ * as its arguments (the op programs see the in-place ops as they are). */
+static void row_call(const tgr_op *row, const tgp_insn *in, tg_tensor **s, call *c) {
+    tgr_args a;
+    memset(&a, 0, sizeof a);
+    a.dtype = in->dtype;
+    a.ndim = in->ndim;
+    memcpy(a.shape, in->shape, sizeof a.shape);
+    memcpy(a.iv, in->iv, sizeof a.iv);
+    memcpy(a.fv, in->fv, sizeof a.fv);
+    a.nvals = in->nvals;
+    memcpy(a.vals, in->vals, sizeof a.vals);
+    for (int k = 0; k < TGR_MAX_OUT; k++) c->out[k] = NULL;
+    c->kind = row->flags & TGR_INPLACE ? K_STATUS : row->nout > 1 ? K_MULTI : K_TENSOR;
+    c->st = row->apply(row, s, &a, c->out);
+}
+
 /* The library call of in. */
 static void exec_op(tgp_exec *e, const tgp_insn *in, tg_tensor **s, call *c) {
-    tg_dtype dt = (tg_dtype)in->dtype;
-    const int64_t *shape = in->ndim ? in->shape : NULL;
-    int nd = in->ndim;
     c->kind = K_TENSOR;
     c->st = TG_OK;
     tg_tensor *o = NULL;
+    const tgr_op *row = tgp_row(in->op);
+    if (row) {
+        row_call(row, in, s, c);
+        return;
+    }
     switch ((tgp_opcode)in->op) {
-    case TGP_ZEROS: o = tg_zeros(dt, nd, shape); break;
-    case TGP_ONES: o = tg_ones(dt, nd, shape); break;
-    case TGP_FULL: o = tg_full(dt, nd, shape, in->fv[0]); break;
-    case TGP_RANDN: o = tg_randn(dt, nd, shape, (uint64_t)in->iv[0], in->fv[0], in->fv[1]); break;
-    case TGP_RAND: o = tg_rand(dt, nd, shape, (uint64_t)in->iv[0], in->fv[0], in->fv[1]); break;
-    case TGP_ARANGE: o = tg_arange(dt, in->fv[0], in->fv[1], in->fv[2]); break;
-    case TGP_FROM_DATA: o = from_data(in); break;
     case TGP_REQUIRES_GRAD:
         c->kind = K_STATUS;
         c->st = tg_set_requires_grad(s[0], in->iv[0] != 0);
@@ -151,122 +108,6 @@ static void exec_op(tgp_exec *e, const tgp_insn *in, tg_tensor **s, call *c) {
         return;
     case TGP_GRAD: c->kind = K_GRAD; o = tg_grad(s[0]); break;
     case TGP_ZERO_GRAD: c->kind = K_STATUS; c->st = tg_zero_grad(s[0]); return;
-    case TGP_DETACH: o = tg_detach(s[0]); break;
-    case TGP_SLICE:
-        o = tg_slice(s[0], clamp_int(in->iv[0]), in->iv[1], in->iv[2], in->iv[3]);
-        break;
-    case TGP_VIEW: o = tg_view(s[0], nd, shape); break;
-    case TGP_RESHAPE: o = tg_reshape(s[0], nd, shape); break;
-    case TGP_TRANSPOSE: o = tg_transpose(s[0], clamp_int(in->iv[0]), clamp_int(in->iv[1])); break;
-    case TGP_EXPAND: o = tg_expand(s[0], nd, shape); break;
-    case TGP_CONTIGUOUS: o = tg_contiguous(s[0]); break;
-    case TGP_CLONE: o = tg_clone(s[0]); break;
-    case TGP_TO_DTYPE: o = tg_to_dtype(s[0], dt); break;
-    case TGP_ADD: o = tg_add(s[0], s[1]); break;
-    case TGP_SUB: o = tg_sub(s[0], s[1]); break;
-    case TGP_MUL: o = tg_mul(s[0], s[1]); break;
-    case TGP_DIV: o = tg_div(s[0], s[1]); break;
-    case TGP_MAXIMUM: o = tg_maximum(s[0], s[1]); break;
-    case TGP_MINIMUM: o = tg_minimum(s[0], s[1]); break;
-    case TGP_WHERE: o = tg_where(s[0], s[1], s[2]); break;
-    case TGP_NEG: o = tg_neg(s[0]); break;
-    case TGP_EXP: o = tg_exp(s[0]); break;
-    case TGP_LOG: o = tg_log(s[0]); break;
-    case TGP_SCALE: o = tg_scale(s[0], in->fv[0]); break;
-    case TGP_ADD_SCALAR: o = tg_add_scalar(s[0], in->fv[0]); break;
-    case TGP_CLAMP: o = tg_clamp(s[0], in->fv[0], in->fv[1]); break;
-    case TGP_RSQRT: o = tg_rsqrt(s[0]); break;
-    case TGP_ABS: o = tg_abs(s[0]); break;
-    case TGP_SIGN: o = tg_sign(s[0]); break;
-    case TGP_SQUARE_OP: o = tg_square(s[0]); break;
-    case TGP_POW_SCALAR: o = tg_pow_scalar(s[0], in->fv[0]); break;
-    case TGP_LOG1P: o = tg_log1p(s[0]); break;
-    case TGP_EXPM1: o = tg_expm1(s[0]); break;
-    case TGP_SIGMOID: o = tg_sigmoid(s[0]); break;
-    case TGP_LOGSIGMOID: o = tg_logsigmoid(s[0]); break;
-    case TGP_SOFTPLUS: o = tg_softplus(s[0], in->fv[0], in->fv[1]); break;
-    case TGP_TANH: o = tg_tanh(s[0]); break;
-    case TGP_RELU: o = tg_relu(s[0]); break;
-    case TGP_GELU: o = tg_gelu(s[0], in->iv[0] ? TG_GELU_TANH : TG_GELU_NONE); break;
-    case TGP_SILU: o = tg_silu(s[0]); break;
-    case TGP_RECIPROCAL: o = tg_reciprocal(s[0]); break;
-    case TGP_FLOOR: o = tg_floor(s[0]); break;
-    case TGP_CEIL: o = tg_ceil(s[0]); break;
-    case TGP_ROUND: o = tg_round(s[0]); break;
-    case TGP_POW: o = tg_pow(s[0], s[1]); break;
-    case TGP_PERMUTE: {
-        int dims[TGP_MAX_SHAPE]; /* more than TG_MAX_DIMS: tg_permute refuses them */
-        for (int i = 0; i < nd && i < TGP_MAX_SHAPE; i++) dims[i] = clamp_int(in->shape[i]);
-        o = tg_permute(s[0], nd, dims);
-        break;
-    }
-    case TGP_NARROW: o = tg_narrow(s[0], clamp_int(in->iv[0]), in->iv[1], in->iv[2]); break;
-    case TGP_SQUEEZE: o = tg_squeeze(s[0], clamp_int(in->iv[0])); break;
-    case TGP_UNSQUEEZE: o = tg_unsqueeze(s[0], clamp_int(in->iv[0])); break;
-    case TGP_FLATTEN: o = tg_flatten(s[0], clamp_int(in->iv[0]), clamp_int(in->iv[1])); break;
-    case TGP_CAT: o = tg_cat(2, (tg_tensor *[]){s[0], s[1]}, clamp_int(in->iv[0])); break;
-    case TGP_STACK: o = tg_stack(2, (tg_tensor *[]){s[0], s[1]}, clamp_int(in->iv[0])); break;
-    case TGP_EQ: o = tg_eq(s[0], s[1]); break;
-    case TGP_NE: o = tg_ne(s[0], s[1]); break;
-    case TGP_LT: o = tg_lt(s[0], s[1]); break;
-    case TGP_LE: o = tg_le(s[0], s[1]); break;
-    case TGP_GT: o = tg_gt(s[0], s[1]); break;
-    case TGP_GE: o = tg_ge(s[0], s[1]); break;
-    case TGP_CMP_SCALAR: {
-        tg_tensor *(*const f[6])(tg_site, tg_tensor *, double) = {
-            tg_eq_scalar_at, tg_ne_scalar_at, tg_lt_scalar_at,
-            tg_le_scalar_at, tg_gt_scalar_at, tg_ge_scalar_at};
-        o = f[(uint64_t)in->iv[0] % 6](TG_SITE, s[0], in->fv[0]); /* any integer: no UB */
-        break;
-    }
-    case TGP_LOGICAL_AND: o = tg_logical_and(s[0], s[1]); break;
-    case TGP_LOGICAL_OR: o = tg_logical_or(s[0], s[1]); break;
-    case TGP_LOGICAL_XOR: o = tg_logical_xor(s[0], s[1]); break;
-    case TGP_LOGICAL_NOT: o = tg_logical_not(s[0]); break;
-    case TGP_ISNAN: o = tg_isnan(s[0]); break;
-    case TGP_ISINF: o = tg_isinf(s[0]); break;
-    case TGP_ISFINITE: o = tg_isfinite(s[0]); break;
-    case TGP_REMAINDER: o = tg_remainder(s[0], s[1]); break;
-    case TGP_FLOOR_DIVIDE: o = tg_floor_divide(s[0], s[1]); break;
-    case TGP_AMAX_DIM: o = tg_amax_dim(s[0], clamp_int(in->iv[0]), in->iv[1] != 0); break;
-    case TGP_AMIN_DIM: o = tg_amin_dim(s[0], clamp_int(in->iv[0]), in->iv[1] != 0); break;
-    case TGP_LOGSUMEXP_DIM: o = tg_logsumexp_dim(s[0], clamp_int(in->iv[0]), in->iv[1] != 0); break;
-    case TGP_PROD_DIM: o = tg_prod_dim(s[0], clamp_int(in->iv[0]), in->iv[1] != 0); break;
-    case TGP_ANY_DIM: o = tg_any_dim(s[0], clamp_int(in->iv[0]), in->iv[1] != 0); break;
-    case TGP_ARGMAX_DIM: o = tg_argmax_dim(s[0], clamp_int(in->iv[0]), in->iv[1] != 0); break;
-    case TGP_CUMSUM: o = tg_cumsum(s[0], clamp_int(in->iv[0])); break;
-    case TGP_CUMPROD: o = tg_cumprod(s[0], clamp_int(in->iv[0])); break;
-    case TGP_VAR_DIM:
-        o = tg_var_dim(s[0], clamp_int(in->iv[0]), in->fv[0], in->iv[1] != 0);
-        break;
-    case TGP_STD_DIM:
-        o = tg_std_dim(s[0], clamp_int(in->iv[0]), in->fv[0], in->iv[1] != 0);
-        break;
-    case TGP_NORM_DIM:
-        o = tg_norm_dim(s[0], in->fv[0], clamp_int(in->iv[0]), in->iv[1] != 0);
-        break;
-    case TGP_FLIP: {
-        int dims[TGP_MAX_SHAPE];
-        for (int i = 0; i < nd && i < TGP_MAX_SHAPE; i++) dims[i] = clamp_int(in->shape[i]);
-        o = tg_flip(s[0], nd, dims);
-        break;
-    }
-    case TGP_INDEX_SELECT: o = tg_index_select(s[0], clamp_int(in->iv[0]), s[1]); break;
-    case TGP_SUM: o = tg_sum(s[0]); break;
-    case TGP_MEAN: o = tg_mean(s[0]); break;
-    case TGP_SUM_DIM: o = tg_sum_dim(s[0], clamp_int(in->iv[0]), in->iv[1] != 0); break;
-    case TGP_MEAN_DIM: o = tg_mean_dim(s[0], clamp_int(in->iv[0]), in->iv[1] != 0); break;
-    case TGP_MATMUL: o = tg_matmul(s[0], s[1]); break;
-    case TGP_SOFTMAX: o = tg_softmax(s[0]); break;
-    case TGP_LOG_SOFTMAX: o = tg_log_softmax(s[0]); break;
-    case TGP_GATHER: o = tg_gather(s[0], s[1]); break;
-    case TGP_LOGPROB: logprob(in, s, c); return;
-    case TGP_ADD_: c->kind = K_STATUS; c->st = tg_add_(s[0], s[1]); return;
-    case TGP_SUB_: c->kind = K_STATUS; c->st = tg_sub_(s[0], s[1]); return;
-    case TGP_MUL_: c->kind = K_STATUS; c->st = tg_mul_(s[0], s[1]); return;
-    case TGP_SCALE_: c->kind = K_STATUS; c->st = tg_scale_(s[0], in->fv[0]); return;
-    case TGP_COPY_: c->kind = K_STATUS; c->st = tg_copy_(s[0], s[1]); return;
-    case TGP_FILL_: c->kind = K_STATUS; c->st = tg_fill_(s[0], in->fv[0]); return;
     case TGP_SQUARE: case TGP_CEXP: case TGP_MULSUB: custom(in, s, c); return;
     case TGP_SCOPE_BEGIN: c->kind = K_TOOL; c->st = tgp__scope_begin(e); return;
     case TGP_SCOPE_END: c->kind = K_TOOL; c->st = tgp__scope_end(e, in->iv[0] != 0); return;
@@ -282,10 +123,10 @@ static void exec_op(tgp_exec *e, const tgp_insn *in, tg_tensor **s, call *c) {
         return;
     case TGP_PRINT: c->kind = K_STATUS; c->st = tg_print(e->devnull, s[0], 8); return;
     case TGP_DOT: c->kind = K_TOOL; c->st = dot(e, in); return;
-    case TGP_NOPS: break;
+    case TGP_NCONTROL: break;
     }
     c->out[0] = o;
-    c->out[1] = NULL;
+    c->out[1] = c->out[2] = NULL;
 }
 
 /* ---- what the checks compare ------------------------------------------------------------ */
@@ -308,29 +149,20 @@ static bool tg__prog_float(const tg_tensor *t) {
 }
 
 static bool is_inplace(int op) {
-    return op == TGP_ADD_ || op == TGP_SUB_ || op == TGP_MUL_ || op == TGP_SCALE_ ||
-           op == TGP_COPY_ || op == TGP_FILL_;
+    const tgr_op *row = tgp_row(op);
+    return row && (row->flags & TGR_INPLACE);
 }
 
 /* Whether the result of a successful op must require grad, or -1: not checked. */
 static int want_rg(const tgp_exec *e, const tgp_insn *in, tg_tensor **s, tg_tensor *out, int k) {
-    int op = in->op;
-    bool any = false;
-    switch ((tgp_opcode)op) {
-    case TGP_ZEROS: case TGP_ONES: case TGP_FULL: case TGP_RANDN: case TGP_RAND:
-    case TGP_ARANGE: case TGP_FROM_DATA: case TGP_DETACH:
-        return 0;
-    case TGP_GRAD: /* a .grad is a leaf the program may have marked requires_grad */
-        return -1;
-    case TGP_CONTIGUOUS: case TGP_TO_DTYPE:
-        if (out == s[0]) return -1; /* the input itself */
-        break;
-    default: break;
-    }
+    const tgr_op *row = tgp_row(in->op);
+    if (in->op == TGP_GRAD) return -1; /* a .grad is a leaf the program may have marked */
+    if (!row) return -1;               /* the custom functions: tg_function_apply's own checks */
+    if (row->flags & TGR_CREATE) return 0;
+    if ((row->flags & TGR_MAYBE_SELF) && out == s[0]) return -1; /* the input itself */
     if (tg_get_dtype(out) == TG_I64 || tg_get_dtype(out) == TG_BOOL) return 0;
-    switch ((tgp_opcode)op) {
-    case TGP_SLICE: case TGP_VIEW: case TGP_RESHAPE: case TGP_TRANSPOSE: case TGP_EXPAND:
-    case TGP_PERMUTE: case TGP_NARROW: case TGP_SQUEEZE: case TGP_UNSQUEEZE: case TGP_FLATTEN:
+    if (!row->diff) return 0; /* detach and the other ops without a gradient */
+    if (row->flags & TGR_VIEW) {
         /* with grad mode on, a view requires grad when its input does; made
          * in no-grad mode, when its base does (as PyTorch: a view of a view
          * that was marked requires_grad itself does not); a reshape that had
@@ -345,37 +177,27 @@ static int want_rg(const tgp_exec *e, const tgp_insn *in, tg_tensor **s, tg_tens
             return rg;
         }
         return tg_requires_grad(s[0]);
-    default: break;
     }
-    const tgp_op_desc *d = tgp_op_desc_get(op);
-    for (int i = 0; i < d->nsrc; i++) {
-        if (op == TGP_WHERE && i == 0) continue;                      /* the condition */
-        if ((op == TGP_GATHER || op == TGP_LOGPROB || op == TGP_INDEX_SELECT) && i == 1)
-            continue; /* indices */
-        any |= tg_requires_grad(s[i]);
-    }
-    if (op == TGP_LOGPROB && k == 1) any &= in->iv[4] != 0;
+    bool any = false;
+    for (int i = 0; i < row->nin; i++)
+        if (row->diff >> i & 1) any |= tg_requires_grad(s[i]);
+    /* an output that a parameter detaches: the entropy without its gradient (egrad=0) */
+    const tgr_param *eg = tgr_param_of(row, "egrad");
+    if (k == 1 && eg && in->iv[eg->slot] == 0) any = false;
     return e->grad_on && any;
 }
 
 /* Whether op returns a new contiguous tensor (creation, copies, math: not views). */
 static bool returns_contiguous(int op) {
-    switch ((tgp_opcode)op) {
-    case TGP_SLICE: case TGP_VIEW: case TGP_RESHAPE: case TGP_TRANSPOSE: case TGP_EXPAND:
-    case TGP_DETACH: case TGP_GRAD: case TGP_TO_DTYPE: case TGP_SQUARE: case TGP_CEXP:
-    case TGP_MULSUB: case TGP_PERMUTE: case TGP_NARROW: case TGP_SQUEEZE: case TGP_UNSQUEEZE:
-    case TGP_FLATTEN:
-        return false;
-    default: /* the ops before the in-place ones, and the math appended after the tools */
-        return op < TGP_ADD_ || op >= TGP_RSQRT;
-    }
+    const tgr_op *row = tgp_row(op);
+    return row && !(row->flags & (TGR_VIEW | TGR_MAYBE_SELF | TGR_INPLACE));
 }
 
 /* ---- one instruction ----------------------------------------------------------------------- */
 
 tg_status tgp__step(tgp_exec *e, const tgp_insn *in) {
     const tgp_op_desc *d = tgp_op_desc_get(in->op);
-    tg_tensor *s[3] = {NULL, NULL, NULL};
+    tg_tensor *s[TGR_MAX_IN] = {NULL, NULL, NULL, NULL};
     bool null_input = false;
     for (int i = 0; i < d->nsrc; i++) {
         int r = in->src[i];
@@ -388,8 +210,8 @@ tg_status tgp__step(tgp_exec *e, const tgp_insn *in) {
 
     /* before: versions (all registers), source values, grads (backward) */
     snap sn[TGP_NREG];
-    double *sv[3] = {NULL, NULL, NULL};
-    int64_t sn_n[3] = {0, 0, 0};
+    double *sv[TGR_MAX_IN] = {NULL, NULL, NULL, NULL};
+    int64_t sn_n[TGR_MAX_IN] = {0, 0, 0, 0};
     for (int r = 0; r < TGP_NREG; r++) {
         sn[r].t = e->reg[r];
         sn[r].version = e->reg[r] ? tg_version(e->reg[r]) : 0;
@@ -412,7 +234,7 @@ tg_status tgp__step(tgp_exec *e, const tgp_insn *in) {
 
     bool armed = e->fault_armed && in->op != TGP_FAULT;
     if (armed) tg_fault_inject(e->fault_n, e->fault_persistent);
-    call c = {TG_OK, {NULL, NULL}, K_TENSOR};
+    call c = {TG_OK, {NULL, NULL, NULL}, K_TENSOR};
     exec_op(e, in, s, &c);
     uint64_t fired = armed ? tg_fault_inject(0, false) : 0;
     if (armed) e->fault_armed = false;
@@ -464,17 +286,18 @@ tg_status tgp__step(tgp_exec *e, const tgp_insn *in) {
                           tg_status_name(prev_st), tg_status_name(last), msg);
             if (null_input) tgp__viol(e, "succeeded with a NULL input");
             if (c.kind == K_MULTI) {
-                const tgp_op_desc *od = d;
-                bool ent_wanted = in->op != TGP_LOGPROB || (in->iv[3] != 0);
-                if (!c.out[0] || (od->ndst == 2 && in->dst[1] != TGP_NONE && ent_wanted &&
-                                  !c.out[1]))
+                /* the first output always; an option may leave out the others
+                 * (the entropy when entropy=0: then it must be NULL) */
+                const tgr_op *row = tgp_row(in->op);
+                const tgr_param *ent = row ? tgr_param_of(row, "entropy") : NULL;
+                if (!c.out[0] || (ent && in->iv[ent->slot] != 0 && !c.out[1]))
                     tgp__viol(e, "succeeded but an output is NULL");
-                if (in->op == TGP_LOGPROB && !ent_wanted && c.out[1])
+                if (ent && in->iv[ent->slot] == 0 && c.out[1])
                     tgp__viol(e, "want_entropy is false but an entropy was returned");
             }
         }
     }
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < TGR_MAX_OUT; k++)
         if (c.out[k] == SENTINEL) {
             tgp__viol(e, "output %d was never set", k);
             c.out[k] = NULL;
@@ -502,7 +325,7 @@ tg_status tgp__step(tgp_exec *e, const tgp_insn *in) {
         free(now);
     }
     if (ok && !tool) {
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < TGR_MAX_OUT; k++) {
             if (!c.out[k] || c.kind == K_STATUS) continue;
             int w = want_rg(e, in, s, c.out[k], k);
             if (w >= 0 && tg_requires_grad(c.out[k]) != (w != 0))
@@ -534,7 +357,7 @@ tg_status tgp__step(tgp_exec *e, const tgp_insn *in) {
         }
     }
     for (int r = 0; r < TGP_NREG; r++) free(sn[r].gv);
-    for (int i = 0; i < 3; i++) free(sv[i]);
+    for (int i = 0; i < TGR_MAX_IN; i++) free(sv[i]);
     if (tg_is_grad_enabled() != e->grad_on) {
         tgp__viol(e, "left grad mode %d (the program set %d)", tg_is_grad_enabled(), e->grad_on);
         tg_set_grad_enabled(e->grad_on);

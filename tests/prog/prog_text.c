@@ -214,17 +214,17 @@ int tgp_parse_line(const char *line, tgp_insn *out, char *err, size_t errcap) {
     }
     if (nt == 0 || tok[0][0] == '#') return 0;
     int k = 0;
-    int dst[2] = {TGP_NONE, TGP_NONE}, ndst = 0;
+    int dst[TGR_MAX_OUT] = {TGP_NONE, TGP_NONE, TGP_NONE}, ndst = 0;
     if (nt >= 2 && !strcmp(tok[1], "=")) {
-        char *comma = strchr(tok[0], ',');
-        if (comma) *comma = '\0';
-        dst[0] = parse_reg(tok[0]);
-        if (dst[0] == -2) return perr(err, errcap, "bad destination", tok[0]), -1;
-        ndst = 1;
-        if (comma) {
-            dst[1] = parse_reg(comma + 1);
-            if (dst[1] == -2) return perr(err, errcap, "bad destination", comma + 1), -1;
-            ndst = 2;
+        char *r = tok[0];
+        for (;;) { /* rD[,rE[,rF]] */
+            char *comma = strchr(r, ',');
+            if (comma) *comma = '\0';
+            if (ndst == TGR_MAX_OUT) return perr(err, errcap, "too many destinations", r), -1;
+            dst[ndst] = parse_reg(r);
+            if (dst[ndst++] == -2) return perr(err, errcap, "bad destination", r), -1;
+            if (!comma) break;
+            r = comma + 1;
         }
         k = 2;
     }
@@ -234,8 +234,7 @@ int tgp_parse_line(const char *line, tgp_insn *out, char *err, size_t errcap) {
     const tgp_op_desc *d = tgp_op_desc_get(op);
     if (ndst > d->ndst) return perr(err, errcap, "too many destinations for", d->name), -1;
     *out = tgp_insn_init(op);
-    out->dst[0] = dst[0];
-    out->dst[1] = dst[1];
+    for (int i = 0; i < TGR_MAX_OUT; i++) out->dst[i] = dst[i];
     int nsrc = 0;
     for (k++; k < nt; k++)
         if (!parse_token(tok[k], d, out, &nsrc, err, errcap)) return -1;
@@ -349,7 +348,15 @@ static int dec_reg(rd *r, bool *assigned, int last) {
     return reg;
 }
 
-static bool is_creation(int op) { return op <= TGP_FROM_DATA; }
+static bool is_creation(int op) {
+    const tgr_op *row = tgp_row(op);
+    return row && (row->flags & TGR_CREATE);
+}
+
+static bool is_arange(int op) {
+    const tgr_op *row = tgp_row(op);
+    return row && !strcmp(row->name, "arange");
+}
 
 /* Keeps one input fast: ordinary sizes (0..16) multiply to at most 4096 elements;
  * the huge sizes of the edge-case table (which must fail) are left alone. */
@@ -380,7 +387,7 @@ bool tgp_decode_bytes(const uint8_t *data, size_t size, tgp_prog *p) {
     bool assigned[TGP_NREG] = {false};
     int last = -1;
     while (r.i < r.n && p->n < TGP_MAX_INSNS) {
-        tgp_insn in = tgp_insn_init((int)(u8(&r) % TGP_NOPS));
+        tgp_insn in = tgp_insn_init((int)(u8(&r) % (unsigned)tgp_nops()));
         const tgp_op_desc *d = tgp_op_desc_get(in.op);
         for (int k = 0; k < d->ndst; k++) {
             unsigned b = u8(&r);
@@ -406,7 +413,7 @@ bool tgp_decode_bytes(const uint8_t *data, size_t size, tgp_prog *p) {
             if (sl >= 10) in.fv[sl - 10] = dec_double(&r);
             else in.iv[sl] = dec_int(&r);
         }
-        if (in.op == TGP_ARANGE) cap_arange(&in);
+        if (is_arange(in.op)) cap_arange(&in);
         in.keep_err = u8(&r) % 16 == 15;
         for (int k = 0; k < d->ndst; k++)
             if (in.dst[k] != TGP_NONE) assigned[last = in.dst[k]] = true;

@@ -230,6 +230,11 @@ static void s_flatten(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     static const vcase cs[] = {{"0..1", {0, 1}, 0, {0}, TG_OK}, {"1..-1", {1, -1}, 0, {0}, TG_OK},
                                {"2..2", {2, 2}, 0, {0}, TG_OK}, {"2..0", {2, 0}, 0, {0}, TG_ERR_DIM}};
     view_cases(op, dt, out, cs, N(cs));
+    tgr_args a = tgr_args0(dt);
+    a.iv[1] = -1;
+    tgr_add(out, "0-d", TGR_S_SMOOTH, &a, 1, tgr_rand(dt, 0, NULL, 40, -2, 2));
+    a.iv[1] = 4; /* a 0-d tensor has dims 0 and -1 only (before: accepted) */
+    bad(out, "0-d, end 4", &a, TG_ERR_DIM, 1, tgr_rand(dt, 0, NULL, 41, -2, 2), NULL);
 }
 static void s_view(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     static const vcase cs[] = {{"(6, 4)", {0}, 2, {6, 4}, TG_OK},

@@ -75,8 +75,7 @@ class _VarLike(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, a, dim, corr, keepdim, std):
-        f = torch.std if std else torch.var
-        r = f(a, correction=corr) if dim is None else f(a, dim, correction=corr, keepdim=keepdim)
+        r = _var(a, dim, corr, keepdim, std)
         ctx.save_for_backward(a, r)
         ctx.args = (dim, corr, keepdim, std)
         return r
@@ -169,17 +168,11 @@ def reduction(r):
 def scale(a, k):
     if a.is_floating_point():
         return _Scale.apply(a, k)
-    if not _integral(k):
-        raise ContractError('a non-integer constant with an integer tensor')
-    return a * int(k)
+    return a * _num(a, k)
 
 
 def add_scalar(a, k):
-    if a.is_floating_point():
-        return a + k
-    if not _integral(k):
-        raise ContractError('a non-integer constant with an integer tensor')
-    return a + int(k)
+    return a + _num(a, k)
 
 
 def _num(a, v):
@@ -196,6 +189,29 @@ def clamp(a, lo, hi):
 
 def pow_scalar(a, e):
     return torch.pow(a, _num(a, e))
+
+
+def _nonfinite_grad(a):
+    if a.requires_grad and a.is_floating_point() and not bool(torch.isfinite(a).all()):
+        NOTES.append('prod-nonfinite')
+
+
+def prod(a, dim=None, keepdim=False):
+    _nonfinite_grad(a)
+    return torch.prod(a) if dim is None else torch.prod(a, dim, keepdim=bool(keepdim))
+
+
+def cumprod(a, dim):
+    _nonfinite_grad(a)
+    return torch.cumprod(a, dim)
+
+
+def norm(a, p, dim=None, keepdim=False):
+    if not (p in (0.0, 1.0, 2.0) or math.isinf(p) or math.isnan(p)):
+        NOTES.append('norm-p-precision')
+    if dim is None:
+        return torch.linalg.vector_norm(a, p)
+    return torch.linalg.vector_norm(a, p, dim, keepdim=bool(keepdim))
 
 
 def gelu(a, approximate):
@@ -226,10 +242,20 @@ def var(a, dim, corr, keepdim, std):
     if n - corr <= 0 and a.requires_grad:
         NOTES.append('var-degenerate')
         return _VarLike.apply(a, dim, corr_i, bool(keepdim), std)
-    f = torch.std if std else torch.var
+    return _var(a, dim, corr_i, bool(keepdim), std)
+
+
+def _var(a, dim, corr, keepdim, std):
+    """torch.var/std; a fractional correction (PyTorch 1.13 takes integers only, 2.x any
+    number) as its formula sum((a - mean)^2) / (n - correction)."""
     if dim is None:
-        return f(a.reshape(-1), 0, correction=corr_i)
-    return f(a, dim, correction=corr_i, keepdim=bool(keepdim))
+        a, dim, keepdim = a.reshape(-1), 0, False
+    if isinstance(corr, int):
+        f = torch.std if std else torch.var
+        return f(a, dim, correction=corr, keepdim=keepdim)
+    n = a.shape[dim] if a.dim() else 1
+    v = ((a - a.mean(dim, keepdim=True)) ** 2).sum(dim, keepdim=keepdim) / (n - corr)
+    return v.sqrt() if std else v
 
 
 def where(cond, a, b):
@@ -293,8 +319,9 @@ def from_data(vals, shape, dtype):
     if n and not vals:
         raise ContractError('no data')
     v = [vals[i % len(vals)] for i in range(n)] if n else []
-    if dtype == torch.int64:
-        v = [0 if math.isnan(x) else int(max(min(x, 9.2e18), -9.2e18)) for x in v]
+    if dtype == torch.int64:   # as tapegrad's registry row converts a double: saturating
+        v = [0 if math.isnan(x) else 2 ** 63 - 1 if x >= 9.2e18 else -2 ** 63 if x <= -9.2e18
+             else int(x) for x in v]
     return torch.tensor(v, dtype=dtype).reshape(shape).clone()
 
 
