@@ -26,6 +26,7 @@
 #ifndef TG_KERNEL_H
 #define TG_KERNEL_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -128,7 +129,9 @@ extern "C" {
     X(DIV, x / y)                                                                   \
     X(MAX, (x > y || x != x) ? x : y) /* NaN in x kept, NaN in y taken */           \
     X(MIN, (x < y || x != x) ? x : y)                                               \
-    X(POW, TGM_POW(x, y))
+    X(POW, TGM_POW(x, y))                                                           \
+    X(REMAINDER, TG__FLOAT2(tg__remainder, x, y))                                   \
+    X(FLOOR_DIVIDE, TG__FLOAT2(tg__floor_divide, x, y))
 
 /* Ternary gradient helpers: X(NAME, f(g, x, y)). */
 #define TG__TERNARY_OPS(X)                                                          \
@@ -139,7 +142,8 @@ extern "C" {
      * 0. d/d exponent (x base, y the result): result * log(base), 0 where the  \
      * base is 0 and the exponent >= 0, i.e. where the result is then 0 or 1 */   \
     X(POW_GRAD_A, y == 0 ? (T)0 : g * (y * TGM_POW(x, y - (T)1)))                   \
-    X(POW_GRAD_B, (x == 0 && (y == 0 || y == 1)) ? (T)0 : g * (y * TGM_LOG(x)))
+    X(POW_GRAD_B, (x == 0 && (y == 0 || y == 1)) ? (T)0 : g * (y * TGM_LOG(x)))     \
+    X(REMAINDER_GRAD_B, -g * TG__FLOAT2(tg__floor_divide, x, y)) /* PyTorch's */
 
 /* Exact ops, no gradient (ops/compare.c, ops/intarith.c). Operands of one
  * dtype T; x, y, p0, p1 of type T (the unary ones ignore y: backends pass x
@@ -206,6 +210,36 @@ TG__K_FN int64_t tg__ipow(int64_t x, int64_t y) {
     return (int64_t)r;
 }
 
+/* PyTorch's float remainder and floor division (its CPU kernels' rules, so
+ * the results agree bit for bit): the remainder has the divisor's sign (x
+ * itself for an infinite divisor of its sign), and the floor division is
+ * (x - remainder) / y rounded to the nearest integer, a signed 0 where that
+ * is 0, and x / y (inf or NaN) for a zero divisor. */
+#define TG__FLOAT_PAIR(NAME, T, FMOD, FLOOR, COPYSIGN)                              \
+    TG__K_FN T NAME##_remainder(T x, T y) {                                         \
+        T m = FMOD(x, y);                                                           \
+        return (m != 0 && ((y < 0) != (m < 0))) ? m + y : m;                        \
+    }                                                                               \
+    TG__K_FN T NAME##_floor_divide(T x, T y) {                                      \
+        if (y == 0) return x / y;                                                   \
+        T m = FMOD(x, y);                                                           \
+        T d = (x - m) / y;                                                          \
+        if (m != 0 && ((y < 0) != (m < 0))) d -= (T)1;                              \
+        if (d == 0) return COPYSIGN((T)0, x / y);                                   \
+        T f = FLOOR(d);                                                             \
+        return d - f > (T)0.5 ? f + (T)1 : f;                                       \
+    }
+TG__FLOAT_PAIR(tg__f, float, fmodf, floorf, copysignf)
+TG__FLOAT_PAIR(tg__d, double, fmod, floor, copysign)
+/* f(x, y) for the formulas' type T (float or double). */
+#define TG__FLOAT2(f, x, y)                                                         \
+    (sizeof(T) == sizeof(float) ? (T)f##_f((float)(x), (float)(y))                  \
+                                : (T)f##_d((double)(x), (double)(y)))
+#define tg__remainder_f tg__f_remainder
+#define tg__remainder_d tg__d_remainder
+#define tg__floor_divide_f tg__f_floor_divide
+#define tg__floor_divide_d tg__d_floor_divide
+
 /* Reductions along one dim and scans (kernels/line.h has their definitions). */
 typedef enum tg__redop {
     TG__RED_MAX, TG__RED_MIN, TG__RED_LOGSUMEXP, TG__RED_PROD, TG__RED_ANY, TG__RED_ALL,
@@ -213,7 +247,7 @@ typedef enum tg__redop {
 } tg__redop;
 typedef enum tg__scanop {
     TG__SCAN_CUMSUM, TG__SCAN_REV_CUMSUM, TG__SCAN_CUMPROD, TG__SCAN_CUMPROD_GRAD,
-    TG__SCAN_PROD_GRAD, TG__SCAN_NOP
+    TG__SCAN_PROD_GRAD, TG__SCAN_DISC_REV, TG__SCAN_DISC_FWD, TG__SCAN_NOP
 } tg__scanop;
 
 enum { TG__SAVES_NONE = 0, TG__SAVES_INPUT, TG__SAVES_OUTPUT };
@@ -348,23 +382,37 @@ typedef struct tg__backend {
      * algorithms. reduce_dim: out (x's dtype, or bool for ANY/ALL) and idx
      * (i64) contiguous over x's shape without dim; either may have data NULL
      * (not wanted). scan: out contiguous with x's shape; g (gradient scans)
-     * over x's shape, any strides (PROD_GRAD: stride 0 along dim). */
+     * over x's shape, any strides (PROD_GRAD: stride 0 along dim); gamma the
+     * discount of the DISC scans (0 for the others). */
     tg_status (*reduce_dim)(int op, const tg__arr *out, const tg__arr *idx, const tg__arr *x,
                             int dim);
-    tg_status (*scan)(int op, const tg__arr *out, const tg__arr *x, const tg__arr *g, int dim);
+    tg_status (*scan)(int op, const tg__arr *out, const tg__arr *x, const tg__arr *g, int dim,
+                      double gamma);
 
-    /* Rows are the last dim of x (0-d: one row of length 1); y and dx are
-     * contiguous with x's shape. */
-    tg_status (*softmax_forward)(const tg__arr *x, void *y, bool is_log);
-    tg_status (*softmax_backward)(const tg__arr *y, const tg__arr *g, void *dx, bool is_log);
+    /* Rows are the last dim of x (0-d: one row of length 1); y, g and dx
+     * have x's shape, any strides (the ops move another dim last as a
+     * permuted view of every operand). */
+    tg_status (*softmax_forward)(const tg__arr *x, const tg__arr *y, bool is_log);
+    tg_status (*softmax_backward)(const tg__arr *y, const tg__arr *g, const tg__arr *dx,
+                                  bool is_log);
 
     /* t (..., V) and index (..., J) i64 with t's leading shape, each over its
      * own shape; out / dt contiguous. find_bad: *bad = the first C-order
      * position of an index outside [0, V), -1 if none. backward: dt is
-     * zero-filled by the caller and accumulated into. */
+     * zero-filled by the caller and accumulated into. forward takes t of
+     * any dtype (elements are moved by their size, never read as numbers);
+     * backward f32/f64. */
     tg_status (*gather_find_bad)(const tg__arr *index, int64_t V, int64_t *bad);
     tg_status (*gather_forward)(const tg__arr *t, const tg__arr *index, void *out);
     tg_status (*gather_backward)(const tg__arr *g, const tg__arr *index, void *dt, int64_t V);
+
+    /* Along dim `dim` of x (f32, f64, i64 or bool; over its own shape, any
+     * strides, ndim >= 1), kernels/sort.h's stable order: idx (i64) and val
+     * (x's dtype; data NULL: not wanted) contiguous with x's shape get, line
+     * by line, the positions along dim in sorted order and the elements
+     * there. Workspace: 8 bytes per element of x. */
+    tg_status (*argsort)(const tg__arr *idx, const tg__arr *val, const tg__arr *x, int dim,
+                         bool descending);
 
     /* c[i] = a[i] @ b[i] over the nb-dim batch shape bshape, or, with
      * `reduce`, c = sum_i a[i] @ b[i] (b's gradient for a shared weight).

@@ -79,15 +79,41 @@ TG__LINE_FN double tg__line_reduce(int op, const void *x, int dt, int64_t off0, 
  *   CUMSUM: o_j = x_0 + ... + x_j.  REV_CUMSUM: o_j = x_j + ... + x_{n-1}
  *     (cumsum's backward, applied to g passed as x).
  *   CUMPROD: o_j = x_0 * ... * x_j.
+ *   With o i64 (x i64 or bool), CUMSUM and CUMPROD are exact, wrapping
+ *     around on overflow, as PyTorch.
  *   CUMPROD_GRAD: o_i = sum_{j >= i} g_j prod_{k <= j, k != i} x_k, the
  *     gradient of sum_j g_j cumprod(x)_j, without division (exact at zeros):
  *     o_i = P_{i-1} R_i with P the exclusive prefix product and
  *     R_i = g_i + x_{i+1} R_{i+1}.
  *   PROD_GRAD: the same with the upstream at the last element only (g_j for
- *     j < n - 1 not read): o_i = g prod_{k != i} x_k. */
+ *     j < n - 1 not read): o_i = g prod_{k != i} x_k.
+ *   DISC_REV: o_j = x_j + gamma o_{j+1} (the discounted return; o_{n-1} = x_{n-1}).
+ *   DISC_FWD: o_j = x_j + gamma o_{j-1} (DISC_REV's backward, applied to g
+ *     passed as x). */
 TG__LINE_FN void tg__line_scan(int op, void *o, int odt, int64_t ooff0, int64_t ost,
                                const void *x, int dt, int64_t off0, int64_t st, const void *g,
-                               int gdt, int64_t goff0, int64_t gst, int64_t n) {
+                               int gdt, int64_t goff0, int64_t gst, int64_t n, double gamma) {
+    if (op == TG__SCAN_DISC_REV || op == TG__SCAN_DISC_FWD) {
+        double acc = 0.0;
+        bool rev = op == TG__SCAN_DISC_REV;
+        for (int64_t i = 0; i < n; i++) {
+            int64_t j = rev ? n - 1 - i : i;
+            acc = tg__line_rd(x, dt, off0 + j * st) + (i > 0 ? gamma * acc : 0.0);
+            tg__line_wr(o, odt, ooff0 + j * ost, acc);
+        }
+        return;
+    }
+    if ((op == TG__SCAN_CUMSUM || op == TG__SCAN_CUMPROD) && odt == TG_I64) {
+        uint64_t acc = op == TG__SCAN_CUMSUM ? 0 : 1;
+        for (int64_t j = 0; j < n; j++) {
+            int64_t off = off0 + j * st;
+            uint64_t v = dt == TG_BOOL ? (uint64_t)(((const uint8_t *)x)[off] != 0)
+                                       : (uint64_t)((const int64_t *)x)[off];
+            acc = op == TG__SCAN_CUMSUM ? acc + v : acc * v;
+            ((int64_t *)o)[ooff0 + j * ost] = (int64_t)acc;
+        }
+        return;
+    }
     if (op == TG__SCAN_CUMSUM || op == TG__SCAN_CUMPROD) {
         double acc = op == TG__SCAN_CUMSUM ? 0.0 : 1.0;
         for (int64_t j = 0; j < n; j++) {

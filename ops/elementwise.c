@@ -1,6 +1,6 @@
 /* ops/elementwise.c - binary elementwise differentiable ops: add, sub, mul,
- * div, maximum, minimum, pow, where (NumPy broadcasting), and to_dtype; their
- * backward formulas. The unary ops are table-driven in ops/unary.c.
+ * div, maximum, minimum, pow, remainder, floor_divide, where (NumPy
+ * broadcasting), and to_dtype; their backward formulas. The unary ops are table-driven in ops/unary.c.
  *
  * Contract: operands of any dtypes, promoted as PyTorch does
  * (ops/promote.c: f32 * bool mask is f32, i64 / i64 is f32, f32 + f64 is
@@ -87,6 +87,7 @@ static tg_status div_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
 static tg_status max_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 static tg_status min_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 static tg_status pow_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
+static tg_status remainder_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 
 static const tg__op_def ADD_DEF = {"AddBackward", add_backward, false, NULL};
 static const tg__op_def SUB_DEF = {"SubBackward", sub_backward, false, NULL};
@@ -95,12 +96,15 @@ static const tg__op_def DIV_DEF = {"DivBackward", div_backward, false, NULL};
 static const tg__op_def MAX_DEF = {"MaximumBackward", max_backward, false, NULL};
 static const tg__op_def MIN_DEF = {"MinimumBackward", min_backward, false, NULL};
 static const tg__op_def POW_DEF = {"PowBackward", pow_backward, false, NULL};
+static const tg__op_def REMAINDER_DEF = {"RemainderBackward", remainder_backward, false, NULL};
 
 /* out = a op b with broadcasting. Saves per op (iparam[SLOT_A], iparam[SLOT_B]: the
  * slots of a and b, -1 when not saved):
  *   mul: a if b needs a gradient, b if a does;  div: b always, a if b needs one;
  *   maximum/minimum: both; pow: both and its result (PyTorch saves the three:
- *   an in-place edit of the result fails backward there too). */
+ *   an in-place edit of the result fails backward there too); remainder: both
+ *   if b needs a gradient. floor_divide records nothing (no gradient: its
+ *   result does not require grad). */
 static tg_tensor *binary_on(tg_site s, const char *who, tg__binop op, const tg__op_def *def,
                             tg_tensor *a, tg_tensor *b);
 static tg_tensor *int_binary(tg_site s, const char *who, tg__binop op, tg_tensor *a,
@@ -117,6 +121,9 @@ static int compute_dtype(const char *who, tg__binop op, tg_dtype rt, const tg_te
                              "(as in PyTorch): use tg_logical_xor or tg_logical_not, or convert "
                              "it with tg_to_dtype", who), -1;
     if (op == TG__BIN_DIV && !tg__is_floating(rt)) return TG_F32;
+    if ((op == TG__BIN_REMAINDER || op == TG__BIN_FLOOR_DIVIDE) && rt == TG_BOOL)
+        return tg__set_error(TG_ERR_DTYPE, "%s: two bool tensors are not supported (as in "
+                             "PyTorch): convert one with tg_to_dtype", who), -1;
     if (rt != TG_BOOL) return (int)rt;
     if (op == TG__BIN_POW)
         return tg__set_error(TG_ERR_DTYPE, "%s: pow of two bool tensors is not supported (as in "
@@ -161,6 +168,8 @@ static tg_tensor *int_binary(tg_site s, const char *who, tg__binop op, tg_tensor
     case TG__BIN_MAX: return tg__int_binary(s, who, TG__INT_MAX, a, b);
     case TG__BIN_MIN: return tg__int_binary(s, who, TG__INT_MIN, a, b);
     case TG__BIN_POW: return tg__int_binary(s, who, TG__INT_POW, a, b);
+    case TG__BIN_REMAINDER: return tg__int_binary(s, who, TG__INT_REMAINDER, a, b);
+    case TG__BIN_FLOOR_DIVIDE: return tg__int_binary(s, who, TG__INT_FLOOR_DIVIDE, a, b);
     default:
         return tg__fail(TG_ERR_DTYPE, "%s: dtype i64 is not supported (f32 or f64 required; "
                         "convert with tg_to_dtype)", who);
@@ -177,7 +186,7 @@ static tg_tensor *binary_on(tg_site s, const char *who, tg__binop op, const tg__
     tg_tensor *out = tg__new_output_on(s, who, a->storage->device, a->dtype, nd, shape);
     if (!out || !(out = tg__k_ok(tg__k_binary(op, out, a, b, 0.0, 0.0), out))) return NULL;
     tg_tensor *in[2] = {a, b};
-    if (!tg__needs_grad(2, in)) return out;
+    if (op == TG__BIN_FLOOR_DIVIDE || !tg__needs_grad(2, in)) return out;
     tg__node *n = tg__record(s, def, 2, in, out);
     if (!n) goto fail;
     bool save_a = false, save_b = false;
@@ -187,6 +196,7 @@ static tg_tensor *binary_on(tg_site s, const char *who, tg__binop op, const tg__
     case TG__BIN_MAX:
     case TG__BIN_MIN:
     case TG__BIN_POW: save_a = save_b = true; break;
+    case TG__BIN_REMAINDER: save_a = save_b = needs(n, 1); break;
     default: break;
     }
     n->iparam[SLOT_A] = n->iparam[SLOT_B] = n->iparam[SLOT_OUT] = -1;
@@ -226,6 +236,34 @@ tg_tensor *tg_minimum_at(tg_site s, tg_tensor *a, tg_tensor *b) {
 }
 tg_tensor *tg_pow_at(tg_site s, tg_tensor *a, tg_tensor *b) {
     return tg__ret(binary(s, "tg_pow", TG__BIN_POW, &POW_DEF, a, b));
+}
+tg_tensor *tg_remainder_at(tg_site s, tg_tensor *a, tg_tensor *b) {
+    return tg__ret(binary(s, "tg_remainder", TG__BIN_REMAINDER, &REMAINDER_DEF, a, b));
+}
+tg_tensor *tg_floor_divide_at(tg_site s, tg_tensor *a, tg_tensor *b) {
+    return tg__ret(binary(s, "tg_floor_divide", TG__BIN_FLOOR_DIVIDE, NULL, a, b));
+}
+
+/* d(a remainder b): g, and -g * floor_divide(a, b) (PyTorch's). */
+static tg_status remainder_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    tg_tensor *g = gout[0], *a = NULL, *b = NULL;
+    if (needs(n, 0)) {
+        gin[0] = tg__sum_to(n->site, g, &n->in_meta[0]);
+        if (!gin[0]) return bw_fail(gin, 2);
+    }
+    if (!needs(n, 1)) return TG_OK;
+    if (!unpack(n, n->iparam[SLOT_A], &a) || !unpack(n, n->iparam[SLOT_B], &b)) goto fail;
+    tg_tensor *t = like(n, g);
+    if (t) t = tg__k_ok(tg__k_ternary(TG__TER_REMAINDER_GRAD_B, t, g, a, b), t);
+    gin[1] = reduce_to_input(n, 1, t);
+    if (!gin[1]) goto fail;
+    tg__tensor_release(a);
+    tg__tensor_release(b);
+    return TG_OK;
+fail:
+    if (a) tg__tensor_release(a);
+    if (b) tg__tensor_release(b);
+    return bw_fail(gin, 2);
 }
 
 /* d(a+b): g summed to each input's shape. */

@@ -175,7 +175,12 @@ tg_tensor *tg_gather_dim_at(tg_site s, tg_tensor *t, int dim, tg_tensor *index) 
     return tg__ret(gather_dim(s, "tg_gather_dim", t, dim, index));
 }
 
-/* scatter_add: node inputs (t, index, src); saves index; iparam[0] = dim. */
+tg_tensor *tg__gather_dim(tg_site s, const char *who, tg_tensor *t, int dim, tg_tensor *index) {
+    return gather_dim(s, who, t, dim, index);
+}
+
+/* scatter_add: node inputs (t, index, src); saves index when src needs a
+ * gradient (as PyTorch: t's gradient is g itself); iparam[0] = dim. */
 static tg_status scatter_add_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
     if (n->edge[0].kind != TG__EDGE_NONE) gin[0] = tg_retain(gout[0]);
     if (n->edge[2].kind != TG__EDGE_NONE) {
@@ -238,7 +243,7 @@ static tg_tensor *scatter_add(tg_site s, tg_tensor *t, int dim, tg_tensor *index
     if (tg__needs_grad(3, in)) {
         /* res may share storage with ot only through views, released above: a tensor of its own */
         tg__node *n = tg__record(s, &scatter_add_def, 3, in, res);
-        if (!n || tg__node_save(n, index, false, 1) < 0) {
+        if (!n || (n->edge[2].kind != TG__EDGE_NONE && tg__node_save(n, index, false, 1) < 0)) {
             tg__tensor_release(res);
             return NULL;
         }

@@ -1,10 +1,13 @@
 /* ops/inplace.c - in-place ops: add_, sub_, mul_, scale_, copy_, fill_ and
- * tg_mark_modified. Each bumps the storage's version counter and records its
+ * tg_mark_modified. add_, sub_, mul_ and scale_ take the dtypes of their
+ * out-of-place ops, computed in the promoted dtype and written back converted
+ * where PyTorch allows it (f32 += f64; not a float into an i64 tensor). Each bumps the storage's version counter and records its
  * name and call site, so that a later backward can name it. With grad mode on
  * and the tensor or the other operand requiring grad the op is recorded, as
  * in PyTorch: refused on a leaf that requires grad (and on a view of one);
  * on other tensors the tensor's grad_fn becomes the op's node, and on a view
  * its base's grad_fn becomes a CopySlices node (ops/view_inplace.c). */
+#include <math.h>
 #include <string.h>
 
 #include "ops_internal.h"
@@ -33,16 +36,9 @@ static tg_status check(ip_kind k, tg_tensor *t, tg_tensor *other, bool record) {
     char a[160], b[160];
     const tg_tensor *to[2] = {t, other};
     if (!tg__same_device(who, 2, to)) return tg_last_status();
-    if (k != IP_COPY && k != IP_FILL && !tg__is_float(t->dtype))
-        return tg__set_error(TG_ERR_DTYPE, "%s: needs an f32/f64 tensor, got %s", who,
-                             tg_dtype_name(t->dtype));
-    if (other && k != IP_COPY && other->dtype != t->dtype)
-        return tg__set_error(TG_ERR_DTYPE, "%s: dtypes differ (%s and %s)", who,
-                             tg_dtype_name(t->dtype), tg_dtype_name(other->dtype));
-    if (record && !tg__is_float(t->dtype))
-        return tg__set_error(TG_ERR_DTYPE, "%s: cannot write a value that requires grad into a "
-                             "%s tensor (%s); convert it with tg_to_dtype first", who,
-                             tg_dtype_name(t->dtype), TG__LABEL(t));
+    if (k != IP_COPY && k != IP_FILL && t->dtype == TG_BF16)
+        return tg__set_error(TG_ERR_DTYPE, "%s: a bf16 tensor is not supported (convert it with "
+                             "tg_to_dtype)", who);
     if (other) {
         int nd;
         int64_t bs[TG_MAX_DIMS];
@@ -113,7 +109,28 @@ static tg_tensor *overwrite(tg_site s, tg_tensor *t, tg_tensor *src, double v) {
     return r;
 }
 
-/* The out-of-place equivalent, recorded in the graph (grad mode is on). */
+/* a and b see the same elements the same way (x.mul_(x)). */
+static bool same_view(const tg_tensor *a, const tg_tensor *b) {
+    if (a->storage != b->storage || a->offset != b->offset || a->ndim != b->ndim) return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d] || (a->shape[d] > 1 && a->strides[d] != b->strides[d]))
+            return false;
+    return true;
+}
+
+/* PyTorch's can_cast: an in-place result of dtype `from` may be written into
+ * a tensor of dtype `to` unless that would drop a category (a float into an
+ * integer or bool tensor, an integer into a bool one). */
+static tg_status castable(const char *who, tg_dtype from, tg_dtype to) {
+    bool ok = tg__is_floating(to) || (!tg__is_floating(from) && (to != TG_BOOL || from == TG_BOOL));
+    if (ok) return TG_OK;
+    return tg__set_error(TG_ERR_DTYPE, "%s: result type %s can't be cast to the desired output "
+                         "type %s, the modified tensor's dtype (as PyTorch)", who,
+                         tg_dtype_name(from), tg_dtype_name(to));
+}
+
+/* The out-of-place equivalent, recorded in the graph when grad mode is on and
+ * an operand requires grad; its dtype is the promoted one (tg_add's rules). */
 static tg_tensor *out_of_place(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, double v) {
     switch (k) {
     case IP_ADD: return tg__add(s, t, other);
@@ -138,8 +155,24 @@ static tg_tensor *out_of_place(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *ot
  * for a view, its base) takes the result's history. Nothing changes on
  * failure, but for a device kernel that fails while writing. */
 static tg_status apply_recorded(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, double v) {
+    /* other partly in t's memory: read all of it first (a recorded copy, so
+     * that what backward saves is not the memory about to be written), as
+     * unrecorded; t itself (x.mul_(x)) is saved as it is, as PyTorch, and the
+     * write then fails backward's version check */
+    bool partial = other && k != IP_COPY && other->storage == t->storage && !same_view(t, other);
+    tg_tensor *own = partial ? tg__clone(s, other) : NULL;
+    if (partial && !own) return tg_last_status();
+    if (own) other = own;
     tg_tensor *r = out_of_place(k, s, t, other, v);
+    if (own) tg__tensor_release(own);
     if (!r) return tg_last_status();
+    if (r->dtype != t->dtype) { /* promoted: back to t's dtype, recorded */
+        tg_tensor *c = castable(ip_who[k], r->dtype, t->dtype) == TG_OK
+                           ? tg__to_dtype(s, r, t->dtype)
+                           : NULL;
+        tg__tensor_release(r);
+        if (!(r = c)) return tg_last_status();
+    }
     tg__node *cs = NULL;
     if (t->view_base && !(cs = tg__copyslices_new(s, t, r))) {
         tg__tensor_release(r);
@@ -182,18 +215,43 @@ static tg_status apply(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, dou
     tg_tensor *moved;
     if (!tg__promote_scalars_to(s, t->storage->device, 1, &other, &moved))
         return tg_last_status();
+    const char *prev = tg__caller_enter(who); /* the out-of-place ops' errors name it */
     tg_status st = apply_on(k, s, t, other, v);
+    tg__caller_leave(prev);
     tg__release_promoted(1, &moved);
     return st;
 }
 
 static tg_status apply_on(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, double v) {
     const char *who = ip_who[k];
-    bool record = tg_is_grad_enabled() && (tg__req_grad(t) || (other && tg__req_grad(other)));
-    tg_status st = check(k, t, other, record);
+    /* an integer or bool t takes values only (copy_ of a float that requires
+     * grad into an i64 tensor is not recorded, as PyTorch) */
+    bool record = tg_is_grad_enabled() && tg__is_floating(t->dtype) &&
+                  (tg__req_grad(t) || (other && tg__req_grad(other)));
+    tg_status st = TG_OK;
+    if ((k == IP_ADD || k == IP_SUB || k == IP_MUL) && t->dtype != TG_BF16) {
+        tg_tensor *ops[2] = {t, other}; /* PyTorch checks the result type first */
+        st = castable(who, tg__result_type(2, ops), t->dtype);
+    } else if (k == IP_SCALE && !tg__is_floating(t->dtype) && (v != floor(v) || !isfinite(v))) {
+        st = castable(who, TG_F32, t->dtype);
+    }
+    if (st == TG_OK) st = check(k, t, other, record);
     if (st != TG_OK) return st;
     if (record) return apply_recorded(k, s, t, other, v);
 
+    if (k != IP_COPY && k != IP_FILL && (!tg__is_float(t->dtype) || (other && other->dtype !=
+                                                                     t->dtype))) {
+        /* integer arithmetic or mixed dtypes: computed out of place in the
+         * promoted dtype (PyTorch's rules), then written into t converted */
+        tg_tensor *r = out_of_place(k, s, t, other, v);
+        if (!r) return tg_last_status();
+        st = castable(who, r->dtype, t->dtype);
+        if (st == TG_OK) st = tg__k_copy(t, r);
+        tg__tensor_release(r);
+        if (st != TG_OK) return st;
+        tg__storage_bump(t->storage, ip_name[k], ip_alt[k], s);
+        return TG_OK;
+    }
     tg_tensor *src = other;
     if (other && other->storage == t->storage) { /* aliasing: read from a copy */
         src = tg__tensor_new_on(s, who, t->storage->device, other->dtype, other->ndim,

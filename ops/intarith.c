@@ -5,8 +5,8 @@
  * integer dtype (neg, abs, sign, square, relu, clamp, scale / add_scalar /
  * pow_scalar by an integer, rounding), f32 where it promotes to its default
  * float (exp, log, sqrt, sigmoid, tanh, ..., a fractional constant), refusals
- * where it refuses (neg of a bool, gelu of an integer). tg_remainder /
- * tg_floor_divide live here. Never differentiable (the results
+ * where it refuses (neg of a bool, gelu of an integer); and tg_remainder /
+ * tg_floor_divide of two i64 tensors. Never differentiable (the results
  * do not require grad), wrap around on overflow as PyTorch, and never divide
  * by zero: a zero divisor is refused before the kernel runs (PyTorch's CPU
  * raises ZeroDivisionError there). Kernels: kernels/kernel.h's TG__INT_OPS.
@@ -170,20 +170,4 @@ tg_tensor *tg__int_unary(tg_site s, const char *who, tg__unop code, tg_tensor *t
     }
     tg_tensor *out = tg__new_output_on(s, who, t->storage->device, TG_I64, t->ndim, t->shape);
     return out ? tg__k_ok(tg__k_int_op(op, out, t, t, lo, hi), out) : NULL;
-}
-
-static tg_tensor *divide(tg_site s, const char *who, tg__intop op, tg_tensor *a, tg_tensor *b) {
-    if (tg__null_arg(a, who, "a") || tg__null_arg(b, who, "b")) return NULL;
-    tg_tensor *ab[2] = {a, b}, *owned[2];
-    if (!tg__promote_scalars(s, 2, ab, owned)) return NULL;
-    tg_tensor *out = tg__int_binary(s, who, op, ab[0], ab[1]);
-    tg__release_promoted(2, owned);
-    return out;
-}
-
-tg_tensor *tg_remainder_at(tg_site s, tg_tensor *a, tg_tensor *b) {
-    return tg__ret(divide(s, "tg_remainder", TG__INT_REMAINDER, a, b));
-}
-tg_tensor *tg_floor_divide_at(tg_site s, tg_tensor *a, tg_tensor *b) {
-    return tg__ret(divide(s, "tg_floor_divide", TG__INT_FLOOR_DIVIDE, a, b));
 }

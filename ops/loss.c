@@ -1,9 +1,11 @@
 /* ops/loss.c - losses and the masked reductions RL trainers aggregate with,
  * composed from the recorded ops (PyTorch's F.mse_loss, F.smooth_l1_loss,
- * F.binary_cross_entropy_with_logits; masked_mean as verl and TRL write it).
+ * F.binary_cross_entropy_with_logits, F.cross_entropy and F.nll_loss with
+ * class weights, F.kl_div; masked_mean as verl and TRL write it).
  *
  * Contract: float inputs of one dtype and device, broadcast as tg_sub does;
- * reduction TG_REDUCTION_NONE (the elementwise loss), _MEAN or _SUM (0-d).
+ * reduction TG_REDUCTION_NONE (the elementwise loss), _MEAN or _SUM (0-d),
+ * and for tg_kl_div alone _BATCHMEAN.
  * Composed ops: the graph is the one the formula's ops record (each saves
  * what it needs), so the values and gradients are those of the formula, and
  * every op's error reaches the caller with its own message. On failure
@@ -22,17 +24,35 @@ static tg_tensor *drop2(tg_tensor *r, tg_tensor *a, tg_tensor *b) {
     return r;
 }
 
-static bool check_reduction(const char *who, tg_reduction r) {
+/* NONE, MEAN or SUM; BATCHMEAN only where `batchmean` (tg_kl_div: PyTorch
+ * refuses 'batchmean' in every other loss). */
+static bool check_reduction_of(const char *who, tg_reduction r, bool batchmean) {
     if (r == TG_REDUCTION_NONE || r == TG_REDUCTION_MEAN || r == TG_REDUCTION_SUM) return true;
-    tg__set_error(TG_ERR_VALUE, "%s: reduction is %d (TG_REDUCTION_NONE, _MEAN or _SUM)", who,
-                  (int)r);
+    if (r == TG_REDUCTION_BATCHMEAN && batchmean) return true;
+    if (r == TG_REDUCTION_BATCHMEAN)
+        tg__set_error(TG_ERR_VALUE, "%s: reduction TG_REDUCTION_BATCHMEAN is tg_kl_div's only "
+                      "(TG_REDUCTION_NONE, _MEAN or _SUM here)", who);
+    else
+        tg__set_error(TG_ERR_VALUE, "%s: reduction is %d (TG_REDUCTION_NONE, _MEAN or _SUM%s)",
+                      who, (int)r, batchmean ? ", _BATCHMEAN" : "");
     return false;
 }
 
-/* Applies the reduction to the elementwise loss l (consumed). */
-static tg_tensor *reduce(tg_site s, tg_tensor *l, tg_reduction r) {
+static bool check_reduction(const char *who, tg_reduction r) {
+    return check_reduction_of(who, r, false);
+}
+
+/* Applies the reduction to the elementwise loss l (consumed); BATCHMEAN is
+ * the sum divided by batch, input.size(0) (kl_div). */
+static tg_tensor *reduce_batch(tg_site s, tg_tensor *l, tg_reduction r, int64_t batch) {
     if (!l || r == TG_REDUCTION_NONE) return l;
-    return drop2(tg__reduce_all(s, l, r == TG_REDUCTION_MEAN), l, NULL);
+    tg_tensor *t = drop2(tg__reduce_all(s, l, r == TG_REDUCTION_MEAN), l, NULL);
+    if (!t || r != TG_REDUCTION_BATCHMEAN) return t;
+    return drop2(tg__scale(s, t, 1.0 / (double)batch), t, NULL); /* batch 0: 0 / 0, NaN */
+}
+
+static tg_tensor *reduce(tg_site s, tg_tensor *l, tg_reduction r) {
+    return reduce_batch(s, l, r, 1);
 }
 
 static tg_tensor *mse_loss_op(tg_site s, tg_tensor *input, tg_tensor *target, tg_reduction r) {
@@ -150,68 +170,128 @@ static bool classes_last(tg_site s, const char *who, tg_tensor *input, tg_tensor
     return false;
 }
 
-/* t moved to dev (released either way); t itself on the CPU. */
-static tg_tensor *on_device(tg_site s, tg_tensor *t, tg_device dev) {
-    if (!t || dev == TG_CPU) return t;
-    tg_tensor *d = tg__to_device(s, t, dev);
-    tg__tensor_release(t);
-    return d;
+/* The class weights of tg_cross_entropy / tg_nll_loss, checked as PyTorch
+ * checks them: NULL, or (C) of the input's dtype on its device. A weight that
+ * requires grad is refused while grad mode is on, as PyTorch 1.13 refuses it
+ * ("nll_loss_forward is not differentiable with respect to argument
+ * 'weight'"). False with the error set. */
+static bool check_weight(const char *who, tg_tensor *weight, tg_tensor *input, int64_t C) {
+    if (!weight) return true;
+    if (weight->ndim != 1 || weight->shape[0] != C) {
+        char a[160];
+        tg__set_error(TG_ERR_SHAPE, "%s: weight tensor should be defined either for all %lld "
+                      "classes or no classes but got weight tensor of shape: %s", who,
+                      (long long)C, tg__shape_str(a, sizeof a, weight->ndim, weight->shape));
+        return false;
+    }
+    if (weight->dtype != input->dtype) {
+        tg__set_error(TG_ERR_DTYPE, "%s: weight is %s, input %s (class weights of the input's "
+                      "dtype required)", who, tg_dtype_name(weight->dtype),
+                      tg_dtype_name(input->dtype));
+        return false;
+    }
+    if (weight->storage->device != input->storage->device) {
+        tg__set_error(TG_ERR_DEVICE, "%s: weight is on %s, input on %s", who,
+                      tg__device_name(weight->storage->device),
+                      tg__device_name(input->storage->device));
+        return false;
+    }
+    if (tg_is_grad_enabled() && tg_requires_grad(weight)) {
+        tg__set_error(TG_ERR_AUTOGRAD, "%s: weight requires grad, but the loss is not "
+                      "differentiable with respect to its class weights (as PyTorch's): pass "
+                      "tg_detach(weight), or call it with grad mode off", who);
+        return false;
+    }
+    return true;
 }
 
-/* One host pass over the targets y (copied from any device): *mask (1 where
- * y != ignore_index, else 0; like's dtype and device, y's shape), *count of
- * those rows and, when idx is non-NULL, *idx: y as (..., 1) with ignored rows
- * set to class 0 and every kept target checked to lie in [0, C) (i64, on
- * like's device). False with the error set, nothing left behind. */
+/* What the class losses need of their targets, made in one host pass. */
+typedef struct class_rows {
+    tg_tensor *keep; /* (y's shape) 1 where y != ignore_index, else 0; on input's device */
+    tg_tensor *w;    /* (y's shape) weight[y], 0 on ignored rows; NULL without weights */
+    tg_tensor *idx;  /* (y's shape, 1) i64: y with ignored rows set to class 0; or NULL */
+    double total;    /* MEAN's divisor: the rows kept, or the sum of their weights */
+} class_rows;
+
+static void class_rows_free(class_rows *c) {
+    drop2(NULL, c->keep, c->w);
+    tg__tensor_release(c->idx);
+    *c = (class_rows){0};
+}
+
+static void put(tg_tensor *t, int64_t i, double v) {
+    if (t->dtype == TG_F32) ((float *)t->storage->data)[i] = (float)v;
+    else ((double *)t->storage->data)[i] = v;
+}
+
+/* *t (a new host tensor) moved to dev; false with the error set and *t NULL. */
+static bool move_to(tg_site s, tg_tensor **t, tg_device dev) {
+    if (!*t || dev == TG_CPU) return true;
+    tg_tensor *d = tg__to_device(s, *t, dev);
+    tg__tensor_release(*t);
+    *t = d;
+    return d != NULL;
+}
+
+/* One host pass over the targets y and the class weights (NULL: none), both
+ * copied from any device: c->keep, c->w (with a weight), c->idx (when
+ * want_idx), c->total, on like's device; keep and w are f64 for an f64 like,
+ * else f32 (the fused op's log-probs of bf16 logits are f32). A kept target
+ * that indexes something (want_idx, or a weight) must lie in [0, C). False
+ * with the error set, nothing left behind. */
 static bool host_targets(tg_site s, const char *who, tg_tensor *y, tg_tensor *like,
-                         int64_t ignore_index, int64_t C, tg_tensor **mask, int64_t *count,
-                         tg_tensor **idx) {
-    *mask = NULL;
-    if (idx) *idx = NULL;
+                         int64_t ignore_index, int64_t C, tg_tensor *weight, bool want_idx,
+                         class_rows *c) {
+    *c = (class_rows){0};
     int64_t n = tg__numel(y->ndim, y->shape), shape1[TG_MAX_DIMS];
     for (int d = 0; d < y->ndim; d++) shape1[d] = y->shape[d];
     shape1[y->ndim] = 1;
-    tg_tensor *m = tg__tensor_new(s, who, like->dtype, y->ndim, y->shape, TG_MEM_WORKSPACE);
-    tg_tensor *h = m ? tg__tensor_new(s, who, TG_I64, y->ndim + 1, shape1, TG_MEM_WORKSPACE)
-                     : NULL;
-    if (!h || tg_copy_out(y, TG_I64, h->storage->data, (size_t)n * sizeof(int64_t)) != TG_OK)
+    const tg_dtype dt = like->dtype == TG_F64 ? TG_F64 : TG_F32;
+    double *wv = weight ? tg__xmalloc((size_t)(C ? C : 1) * sizeof *wv) : NULL; /* (C) */
+    c->keep = weight && !wv ? NULL
+              : tg__tensor_new(s, who, dt, y->ndim, y->shape, TG_MEM_WORKSPACE);
+    c->w = c->keep && weight ? tg__tensor_new(s, who, dt, y->ndim, y->shape, TG_MEM_WORKSPACE)
+                             : NULL;
+    tg_tensor *h = c->keep && (c->w || !weight)
+                       ? tg__tensor_new(s, who, TG_I64, y->ndim + 1, shape1, TG_MEM_WORKSPACE)
+                       : NULL;
+    if (!h || tg_copy_out(y, TG_I64, h->storage->data, (size_t)n * sizeof(int64_t)) != TG_OK ||
+        (wv && tg_copy_out(weight, TG_F64, wv, (size_t)C * sizeof *wv) != TG_OK))
         goto fail;
     int64_t *hv = h->storage->data;
-    *count = 0;
     for (int64_t i = 0; i < n; i++) {
         bool keep = hv[i] != ignore_index;
-        if (keep && idx && (hv[i] < 0 || hv[i] >= C)) {
+        if (keep && (want_idx || wv) && (hv[i] < 0 || hv[i] >= C)) {
             tg__set_error(TG_ERR_VALUE, "%s: target %lld at position %lld is outside [0, %lld) "
                           "(and is not ignore_index %lld)", who, (long long)hv[i], (long long)i,
                           (long long)C, (long long)ignore_index);
             goto fail;
         }
         if (!keep) hv[i] = 0;
-        *count += keep;
-        if (like->dtype == TG_F32) ((float *)m->storage->data)[i] = keep;
-        else ((double *)m->storage->data)[i] = keep;
+        double w = !keep ? 0 : wv ? wv[hv[i]] : 1;
+        c->total += w;
+        put(c->keep, i, keep);
+        if (c->w) put(c->w, i, w);
     }
+    free(wv);
+    wv = NULL;
+    if (want_idx) c->idx = h;
+    else tg__tensor_release(h);
+    h = NULL;
     tg_device dev = like->storage->device;
-    if (!(*mask = on_device(s, m, dev))) {
-        tg__tensor_release(h);
-        return false;
-    }
-    if (!idx) {
-        tg__tensor_release(h);
+    if (move_to(s, &c->keep, dev) && move_to(s, &c->w, dev) && move_to(s, &c->idx, dev))
         return true;
-    }
-    if ((*idx = on_device(s, h, dev))) return true;
-    tg__tensor_release(*mask);
-    *mask = NULL;
-    return false;
 fail:
-    drop2(NULL, m, h);
+    free(wv);
+    tg__tensor_release(h);
+    class_rows_free(c);
     return false;
 }
 
-/* The per-row loss (consumed) reduced: MEAN divides by the count rows kept
- * (NaN when none is); NONE gives a 0-d loss back for a (C) input (squeeze). */
-static tg_tensor *reduce_rows(tg_site s, tg_tensor *loss, tg_reduction r, int64_t count,
+/* The per-row loss (consumed) reduced: MEAN divides by total (the rows kept,
+ * or their weights' sum: 0 / 0 is NaN when none is kept, as PyTorch); NONE
+ * gives a 0-d loss back for a (C) input (squeeze). */
+static tg_tensor *reduce_rows(tg_site s, tg_tensor *loss, tg_reduction r, double total,
                               bool squeeze) {
     if (!loss) return NULL;
     tg_tensor *t;
@@ -221,7 +301,7 @@ static tg_tensor *reduce_rows(tg_site s, tg_tensor *loss, tg_reduction r, int64_
     } else {
         t = tg__reduce_all(s, loss, false);
         if (t && r == TG_REDUCTION_MEAN) {
-            tg_tensor *d = tg__scale(s, t, count ? 1.0 / (double)count : NAN);
+            tg_tensor *d = tg__scale(s, t, 1.0 / total);
             tg__tensor_release(t);
             t = d;
         }
@@ -230,8 +310,35 @@ static tg_tensor *reduce_rows(tg_site s, tg_tensor *loss, tg_reduction r, int64_
     return t;
 }
 
+/* PyTorch's label smoothing: (1 - eps) nll + eps / C * (-sum_c w_c log p_c)
+ * on the kept rows, the second term 0 on ignored ones (w_c = 1 without a
+ * weight). nll (per row, already weighted) is consumed. */
+static tg_tensor *smoothed(tg_site s, tg_tensor *rows, tg_tensor *weight, tg_tensor *keep,
+                           tg_tensor *nll, double eps) {
+    int64_t C = rows->shape[rows->ndim - 1];
+    tg_tensor *ls = tg__log_softmax(s, rows); /* (..., C) */
+    tg_tensor *lw = ls && weight ? tg__mul(s, ls, weight) : ls ? tg_retain(ls) : NULL;
+    tg_tensor *sm = lw ? tg__sum_dim(s, lw, -1, false) : NULL;
+    drop2(NULL, ls, lw);
+    tg_tensor *u = sm ? tg__scale(s, sm, -eps / (double)C) : NULL;
+    tg_tensor *z = u ? tg__scalar_like(s, u, 0) : NULL;
+    tg_tensor *um = z ? tg__where(s, keep, u, z) : NULL; /* ignored rows: 0, no gradient */
+    drop2(NULL, sm, u);
+    tg_tensor *a = um ? tg__scale(s, nll, 1 - eps) : NULL;
+    tg_tensor *sum = a ? tg__add(s, a, um) : NULL;
+    drop2(NULL, z, um);
+    return drop2(sum, a, nll);
+}
+
+/* t * w (t consumed); t itself when w is NULL. */
+static tg_tensor *times(tg_site s, tg_tensor *t, tg_tensor *w) {
+    if (!t || !w) return t;
+    return drop2(tg__mul(s, t, w), t, NULL);
+}
+
 static tg_tensor *cross_entropy_op(tg_site s, tg_tensor *input, tg_tensor *target,
-                               int64_t ignore_index, double label_smoothing, tg_reduction r) {
+                                   tg_tensor *weight, int64_t ignore_index,
+                                   double label_smoothing, tg_reduction r) {
     const char *who = "tg_cross_entropy";
     if (tg__null_arg(input, who, "input") || tg__null_arg(target, who, "target") ||
         !check_reduction(who, r))
@@ -239,48 +346,40 @@ static tg_tensor *cross_entropy_op(tg_site s, tg_tensor *input, tg_tensor *targe
     if (!(label_smoothing >= 0 && label_smoothing <= 1))
         return tg__fail(TG_ERR_VALUE, "%s: label_smoothing must be in [0, 1] (got %g)", who,
                         label_smoothing);
-    tg_tensor *rows = NULL, *y = NULL, *lp = NULL, *h = NULL, *loss = NULL, *mask = NULL;
+    tg_tensor *rows = NULL, *y = NULL, *lp = NULL, *h = NULL, *loss = NULL;
+    class_rows c = {0};
     if (!classes_last(s, who, input, target, &rows, &y)) return NULL;
+    int64_t C = rows->shape[rows->ndim - 1];
+    if (!check_weight(who, weight, input, C)) goto out;
     tg_logprob_opts o = tg_logprob_opts_default();
     o.ignore_index = ignore_index;
     o.want_entropy = false;
     if (tg__logprob_entropy(s, who, rows, y, &o, &lp, &h) != TG_OK) goto out;
     loss = tg__neg(s, lp); /* -log p(target); 0 on ignored rows */
-    int64_t count = 0;
-    if (loss && (label_smoothing > 0 || r == TG_REDUCTION_MEAN) &&
-        !host_targets(s, who, y, rows, ignore_index, 0, &mask, &count, NULL)) {
+    if (loss && (weight || label_smoothing > 0 || r == TG_REDUCTION_MEAN) &&
+        !host_targets(s, who, y, rows, ignore_index, C, weight, false, &c)) {
         tg__tensor_release(loss);
         loss = NULL;
     }
-    if (loss && label_smoothing > 0) {
-        /* (1 - eps) nll + eps * mean over classes of -log p, 0 on ignored rows */
-        int64_t C = rows->shape[rows->ndim - 1];
-        tg_tensor *ls = tg__log_softmax(s, rows);
-        tg_tensor *sm = ls ? tg__sum_dim(s, ls, -1, false) : NULL;
-        tg_tensor *u = sm ? tg__scale(s, sm, -label_smoothing / (double)C) : NULL;
-        tg_tensor *um = u ? tg__mul(s, u, mask) : NULL; /* ignored rows' values are finite */
-        tg_tensor *a = um ? tg__scale(s, loss, 1 - label_smoothing) : NULL;
-        tg_tensor *sum = a ? tg__add(s, a, um) : NULL;
-        drop2(NULL, ls, sm);
-        drop2(NULL, u, um);
-        drop2(NULL, a, loss);
-        loss = sum;
-    }
-    loss = reduce_rows(s, loss, r, count, input->ndim == 1);
+    loss = times(s, loss, c.w); /* w[y] (-log p(target)), per row: no (N, C) tensor */
+    if (loss && label_smoothing > 0)
+        loss = smoothed(s, rows, weight, c.keep, loss, label_smoothing);
+    loss = reduce_rows(s, loss, r, c.total, input->ndim == 1);
 out:
     drop2(NULL, rows, y);
     drop2(NULL, lp, h);
-    tg__tensor_release(mask);
+    class_rows_free(&c);
     return loss;
 }
 
 /* target * (log target - input), the 0 log 0 terms 0 (PyTorch's xlogy), or
- * exp(target) * (target - input) for a log target. */
+ * exp(target) * (target - input) for a log target; BATCHMEAN divides the sum
+ * by input.size(0) (a 0-d input: the sum, as PyTorch). */
 static tg_tensor *kl_div_op(tg_site s, tg_tensor *input, tg_tensor *target, tg_reduction r,
-                        bool log_target) {
+                            bool log_target) {
     const char *who = "tg_kl_div";
     if (tg__null_arg(input, who, "input") || tg__null_arg(target, who, "target") ||
-        !check_reduction(who, r))
+        !check_reduction_of(who, r, true))
         return NULL;
     tg_tensor *d = tg__sub(s, log_target ? target : input, log_target ? input : target);
     tg_tensor *l = NULL;
@@ -300,12 +399,12 @@ static tg_tensor *kl_div_op(tg_site s, tg_tensor *input, tg_tensor *target, tg_r
         drop2(NULL, xl, tx);
     }
     tg__tensor_release(d);
-    return reduce(s, l, r);
+    return reduce_batch(s, l, r, input->ndim ? input->shape[0] : 1);
 }
 
-/* -input[..., target] on the kept rows (PyTorch's nll_loss without weights). */
-static tg_tensor *nll_loss_op(tg_site s, tg_tensor *input, tg_tensor *target, int64_t ignore_index,
-                          tg_reduction r) {
+/* -weight[target] input[..., target] on the kept rows (PyTorch's nll_loss). */
+static tg_tensor *nll_loss_op(tg_site s, tg_tensor *input, tg_tensor *target, tg_tensor *weight,
+                              int64_t ignore_index, tg_reduction r) {
     const char *who = "tg_nll_loss";
     if (tg__null_arg(input, who, "input") || tg__null_arg(target, who, "target") ||
         !check_reduction(who, r))
@@ -313,7 +412,8 @@ static tg_tensor *nll_loss_op(tg_site s, tg_tensor *input, tg_tensor *target, in
     if (target->dtype != TG_I64)
         return tg__fail(TG_ERR_DTYPE, "%s: target is %s (i64 class indices required)", who,
                         tg_dtype_name(target->dtype));
-    tg_tensor *rows = NULL, *y = NULL, *idx = NULL, *g = NULL, *mask = NULL, *loss = NULL;
+    tg_tensor *rows = NULL, *y = NULL, *g = NULL, *loss = NULL;
+    class_rows c = {0};
     if (!classes_last(s, who, input, target, &rows, &y)) return NULL;
     bool same = y->ndim + 1 == rows->ndim;
     for (int d = 0; same && d < y->ndim; d++) same = y->shape[d] == rows->shape[d];
@@ -325,21 +425,21 @@ static tg_tensor *nll_loss_op(tg_site s, tg_tensor *input, tg_tensor *target, in
                       tg__shape_str(b, sizeof b, input->ndim, input->shape));
         goto out;
     }
-    int64_t count = 0;
-    if (!host_targets(s, who, y, rows, ignore_index, rows->shape[rows->ndim - 1], &mask, &count,
-                      &idx))
+    int64_t C = rows->shape[rows->ndim - 1];
+    if (!check_weight(who, weight, input, C) ||
+        !host_targets(s, who, y, rows, ignore_index, C, weight, true, &c))
         goto out;
-    tg_tensor *gi = tg__gather(s, rows, idx);
+    tg_tensor *gi = tg__gather(s, rows, c.idx);
     g = gi ? tg__view(s, gi, y->ndim, y->shape) : NULL;
     tg__tensor_release(gi);
     tg_tensor *z = g ? tg__scalar_like(s, rows, 0) : NULL;
-    tg_tensor *ng = z ? tg__neg(s, g) : NULL;
-    loss = reduce_rows(s, ng ? tg__where(s, mask, ng, z) : NULL, r, count, input->ndim == 1);
+    tg_tensor *ng = times(s, z ? tg__neg(s, g) : NULL, c.w);
+    loss = reduce_rows(s, ng ? tg__where(s, c.keep, ng, z) : NULL, r, c.total, input->ndim == 1);
     drop2(NULL, z, ng);
 out:
     drop2(NULL, rows, y);
-    drop2(NULL, idx, g);
-    tg__tensor_release(mask);
+    tg__tensor_release(g);
+    class_rows_free(&c);
     return loss;
 }
 
@@ -446,19 +546,21 @@ tg_tensor *tg_masked_mean_at(tg_site s, tg_tensor *x, tg_tensor *mask, int dim, 
     return done(prev, masked_mean_op(s, x, mask, dim, all));
 }
 tg_tensor *tg_cross_entropy_at(tg_site s, tg_tensor *input, tg_tensor *target,
-                               int64_t ignore_index, double label_smoothing, tg_reduction r) {
+                               tg_tensor *weight, int64_t ignore_index, double label_smoothing,
+                               tg_reduction r) {
     const char *prev = tg__caller_enter("tg_cross_entropy");
-    return done(prev, cross_entropy_op(s, input, target, ignore_index, label_smoothing, r));
+    return done(prev,
+                cross_entropy_op(s, input, target, weight, ignore_index, label_smoothing, r));
 }
 tg_tensor *tg_kl_div_at(tg_site s, tg_tensor *input, tg_tensor *target, tg_reduction r,
                         bool log_target) {
     const char *prev = tg__caller_enter("tg_kl_div");
     return done(prev, kl_div_op(s, input, target, r, log_target));
 }
-tg_tensor *tg_nll_loss_at(tg_site s, tg_tensor *input, tg_tensor *target, int64_t ignore_index,
-                          tg_reduction r) {
+tg_tensor *tg_nll_loss_at(tg_site s, tg_tensor *input, tg_tensor *target, tg_tensor *weight,
+                          int64_t ignore_index, tg_reduction r) {
     const char *prev = tg__caller_enter("tg_nll_loss");
-    return done(prev, nll_loss_op(s, input, target, ignore_index, r));
+    return done(prev, nll_loss_op(s, input, target, weight, ignore_index, r));
 }
 tg_tensor *tg_one_hot_at(tg_site s, tg_tensor *target, int64_t num_classes) {
     const char *prev = tg__caller_enter("tg_one_hot");

@@ -378,6 +378,36 @@ tg_tensor *tg_var_at(tg_site s, tg_tensor *t, double correction) {
 tg_tensor *tg_var_dim_at(tg_site s, tg_tensor *t, int dim, double correction, bool keepdim) {
     return tg__ret(moment(s, "tg_var_dim", t, dim, correction, keepdim, false, false));
 }
+/* var / std over the dims listed (all for ndims 0): along the last dim of t
+ * with those dims merged into it (tg__merge_reduced), then viewed with
+ * keepdim's shape when asked. */
+static tg_tensor *moment_dims(tg_site s, const char *who, tg_tensor *t, int ndims,
+                              const int *dims, double correction, bool keepdim, bool std) {
+    if (tg__null_arg(t, who, "t") || !tg__same_device(who, 1, (const tg_tensor *const *)&t))
+        return NULL;
+    if (!tg__is_float(t->dtype)) return tg__dtype_unsupported(who, t->dtype), NULL;
+    bool red[TG_MAX_DIMS];
+    if (!tg__dims_mask(who, ndims, dims, t->ndim, red)) return NULL;
+    if (!isfinite(correction) || correction < 0)
+        return tg__fail(TG_ERR_VALUE, "%s: correction %g must be finite and >= 0", who, correction);
+    int64_t oshape[TG_MAX_DIMS], cnt;
+    int ond = tg__reduced_shape(t->ndim, t->shape, red, keepdim, oshape, &cnt);
+    tg_tensor *w = tg__merge_reduced(s, t, red);
+    tg_tensor *r = w ? moment(s, who, w, -1, correction, false, false, std) : NULL;
+    if (w) tg__tensor_release(w);
+    if (!r || !keepdim || t->ndim == 0) return r;
+    tg_tensor *k = tg__reshape(s, r, ond, oshape);
+    tg__tensor_release(r);
+    return k;
+}
+tg_tensor *tg_var_dims_at(tg_site s, tg_tensor *t, int ndims, const int *dims, double correction,
+                          bool keepdim) {
+    return tg__ret(moment_dims(s, "tg_var_dims", t, ndims, dims, correction, keepdim, false));
+}
+tg_tensor *tg_std_dims_at(tg_site s, tg_tensor *t, int ndims, const int *dims, double correction,
+                          bool keepdim) {
+    return tg__ret(moment_dims(s, "tg_std_dims", t, ndims, dims, correction, keepdim, true));
+}
 tg_tensor *tg_std_at(tg_site s, tg_tensor *t, double correction) {
     return tg__ret(moment(s, "tg_std", t, 0, correction, false, true, true));
 }

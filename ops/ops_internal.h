@@ -49,6 +49,20 @@ tg_tensor *tg__logsumexp_dim(tg_site s, tg_tensor *t, int dim, bool keepdim);
 tg_tensor *tg__test_scalar(tg_site s, const char *who, tg__testop op, tg_tensor *t, double v);
 /* Sum (mean false) or mean of all elements: a 0-d tensor. */
 tg_tensor *tg__reduce_all(tg_site s, tg_tensor *t, bool mean);
+/* The dims list of a multi-dim reduction (ops/reduce.c): red[d] for the
+ * ndim dims of the input, true where listed (every dim for ndims 0, as
+ * PyTorch's dim=()). False with TG_ERR_VALUE (ndims outside 0..8), TG_ERR_NULL
+ * (dims NULL) or TG_ERR_DIM (out of range, repeated), naming who. */
+bool tg__dims_mask(const char *who, int ndims, const int *dims, int ndim, bool *red);
+/* The result shape of reducing (ndim, shape) over red (keepdim: size 1
+ * there): its ndim; *count the elements reduced into each result. */
+int tg__reduced_shape(int ndim, const int64_t *shape, const bool *red, bool keepdim,
+                      int64_t *oshape, int64_t *count);
+/* t with the dims of red moved last and merged into one (the kept dims first,
+ * in order): a recorded permute + reshape, so a line reduction along its last
+ * dim reduces over every dim of red with the gradient of the whole set (a 0-d
+ * t becomes (1)). New reference, or NULL with the error set. */
+tg_tensor *tg__merge_reduced(tg_site s, tg_tensor *t, const bool *red);
 /* Sums g over broadcast dimensions down to shape m (for the backward of
  * broadcasting ops and expand). Returns a new reference (g retained if the
  * shapes already match). */
@@ -57,6 +71,8 @@ tg_tensor *tg__matmul(tg_site s, tg_tensor *a, tg_tensor *b);
 tg_tensor *tg__softmax(tg_site s, tg_tensor *t);
 tg_tensor *tg__log_softmax(tg_site s, tg_tensor *t);
 tg_tensor *tg__gather(tg_site s, tg_tensor *t, tg_tensor *index);
+/* tg_gather_dim without the scope (recorded: GatherBackward); errors name who. */
+tg_tensor *tg__gather_dim(tg_site s, const char *who, tg_tensor *t, int dim, tg_tensor *index);
 tg_tensor *tg__transpose(tg_site s, tg_tensor *t, int d0, int d1);
 tg_tensor *tg__slice(tg_site s, tg_tensor *t, int dim, int64_t start, int64_t end, int64_t step);
 tg_tensor *tg__narrow(tg_site s, tg_tensor *t, int dim, int64_t start, int64_t length);

@@ -1,6 +1,8 @@
 /* ops/reduce.c - differentiable sum/mean reductions: sum and mean of all
- * elements, sum_dim and mean_dim along one dim (keepdim), and tg__sum_to,
- * which sums a broadcast gradient back down to an input's shape.
+ * elements, sum_dim and mean_dim along one dim, sum_dims and mean_dims over
+ * several (keepdim), tg__sum_to, which sums a broadcast gradient back down to
+ * an input's shape, and the dims-list helpers of the other multi-dim
+ * reductions (tg__dims_mask, tg__merge_reduced).
  *
  * Contract: inputs are f32 or f64 with any strides; results are new
  * contiguous tensors of the input's dtype, accumulated in double (see
@@ -15,17 +17,24 @@
 
 #include "ops_internal.h"
 
-/* Strides to read g as a tensor of shape m (broadcast): g has m's ndim
- * (keepdim: size-1 dims read with stride 0), or one dim fewer where `ins` is
- * the reduced dim, or otherwise fewer dims aligned to the right. */
 /* Node parameters. */
-enum { P_DIM = 0 };   /* iparam: the reduced dim, -1 for all */
+enum { P_RED = 0 };   /* iparam: bit d set when dim d is reduced; -1 for all (right-aligned) */
 enum { P_SCALE = 0 }; /* dparam: 1, or 1/count for means */
 
-static void expand_strides(const tg_tensor *g, const tg__meta *m, int ins, int64_t *xs) {
-    if (ins >= 0 && g->ndim == m->ndim - 1) {
+static int count_bits(int64_t mask) {
+    int n = 0;
+    for (int d = 0; d < TG_MAX_DIMS; d++) n += (int)((mask >> d) & 1);
+    return n;
+}
+
+/* Strides to read g as a tensor of shape m (broadcast): g has m's ndim
+ * (keepdim: size-1 dims read with stride 0), or lacks exactly the dims of the
+ * mask `red` (bit d: dim d reduced), or otherwise has fewer dims aligned to
+ * the right. */
+static void expand_strides(const tg_tensor *g, const tg__meta *m, int64_t red, int64_t *xs) {
+    if (red > 0 && g->ndim == m->ndim - count_bits(red)) {
         for (int d = 0, gd = 0; d < m->ndim; d++) {
-            if (d == ins) {
+            if ((red >> d) & 1) {
                 xs[d] = 0;
                 continue;
             }
@@ -41,13 +50,13 @@ static void expand_strides(const tg_tensor *g, const tg__meta *m, int ins, int64
 }
 
 /* Backward of every reduction here: gin[0] = scale * g expanded to the input's
- * shape. iparam[P_DIM] = reduced dim (-1: all dims / right-aligned), dparam[P_SCALE] =
- * scale. */
+ * shape. iparam[P_RED] = the reduced dims' mask (-1: all dims / right-aligned),
+ * dparam[P_SCALE] = scale. */
 static tg_status expand_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
     const tg__meta *m = &n->in_meta[0];
     tg_tensor *g = gout[0];
     int64_t xs[TG_MAX_DIMS];
-    expand_strides(g, m, (int)n->iparam[P_DIM], xs);
+    expand_strides(g, m, n->iparam[P_RED], xs);
     tg_tensor *out = tg__new_output_on(n->site, n->name, g->storage->device, m->dtype, m->ndim,
                                        m->shape);
     if (!out) return tg_last_status();
@@ -59,7 +68,7 @@ static tg_status expand_backward(tg__node *n, tg_tensor *const *gout, tg_tensor 
             tg__tensor_release(out);
             return tg_last_status();
         }
-        expand_strides(c, m, (int)n->iparam[P_DIM], xs);
+        expand_strides(c, m, n->iparam[P_RED], xs);
         out = tg__k_ok(tg__k_unary(TG__UN_SCALE, out, c, xs, n->dparam[P_SCALE], 0.0), out);
         tg__tensor_release(c);
     }
@@ -71,6 +80,8 @@ static const tg__op_def SUM_DEF = {"SumBackward", expand_backward, false, NULL};
 static const tg__op_def MEAN_DEF = {"MeanBackward", expand_backward, false, NULL};
 static const tg__op_def SUM_DIM_DEF = {"SumDimBackward", expand_backward, false, NULL};
 static const tg__op_def MEAN_DIM_DEF = {"MeanDimBackward", expand_backward, false, NULL};
+static const tg__op_def SUM_DIMS_DEF = {"SumDimsBackward", expand_backward, false, NULL};
+static const tg__op_def MEAN_DIMS_DEF = {"MeanDimsBackward", expand_backward, false, NULL};
 static const tg__op_def SUM_TO_DEF = {"SumToBackward", expand_backward, false, NULL};
 
 static bool check_input(const char *who, const tg_tensor *t) {
@@ -92,11 +103,11 @@ static bool check_sum_input(const char *who, const tg_tensor *t, bool mean, tg_d
 }
 
 /* Runs the reduction of t over red[] into a new tensor of shape (ond, oshape)
- * and dtype odt, and records def when t requires grad (iparam[P_DIM] = ins,
- * dparam[P_SCALE] = scale). */
+ * and dtype odt, and records def when t requires grad (iparam[P_RED] = ins,
+ * the mask of the dims the result lacks or -1, dparam[P_SCALE] = scale). */
 static tg_tensor *reduce(tg_site s, const char *who, const tg__op_def *def, tg_tensor *t,
                          const bool *red, int ond, const int64_t *oshape, tg_dtype odt,
-                         double scale, int ins) {
+                         double scale, int64_t ins) {
     tg_tensor *out = tg__new_output_on(s, who, t->storage->device, odt, ond, oshape);
     if (!out || !(out = tg__k_ok(tg__k_sum_reduce(out, t, red, scale), out))) return NULL;
     if (!tg__needs_grad(1, &t)) return out;
@@ -105,7 +116,7 @@ static tg_tensor *reduce(tg_site s, const char *who, const tg__op_def *def, tg_t
         tg__tensor_release(out);
         return NULL;
     }
-    n->iparam[P_DIM] = ins;
+    n->iparam[P_RED] = ins;
     n->dparam[P_SCALE] = scale;
     return out;
 }
@@ -141,7 +152,79 @@ static tg_tensor *reduce_dim(tg_site s, tg_tensor *t, int dim, bool keepdim, boo
     }
     double scale = !mean ? 1.0 : cnt > 0 ? 1.0 / (double)cnt : NAN;
     return reduce(s, who, mean ? &MEAN_DIM_DEF : &SUM_DIM_DEF, t, red, ond, oshape, odt,
-                  scale, t->ndim == 0 ? -1 : d);
+                  scale, t->ndim == 0 || keepdim ? -1 : (int64_t)1 << d);
+}
+
+bool tg__dims_mask(const char *who, int ndims, const int *dims, int ndim, bool *red) {
+    if (ndims < 0 || ndims > TG_MAX_DIMS) {
+        tg__set_error(TG_ERR_VALUE, "%s: ndims %d outside [0, %d]", who, ndims, TG_MAX_DIMS);
+        return false;
+    }
+    if (ndims > 0 && !dims) {
+        tg__set_error(TG_ERR_NULL, "%s: dims is NULL with ndims %d", who, ndims);
+        return false;
+    }
+    bool seen[TG_MAX_DIMS] = {false};
+    for (int k = 0; k < ndims; k++) {
+        int d = tg__wrap_dim(who, dims[k], ndim);
+        if (d < 0) return false;
+        if (seen[d]) {
+            tg__set_error(TG_ERR_DIM, "%s: dim %d appears multiple times in the list of dims",
+                          who, d);
+            return false;
+        }
+        seen[d] = true;
+    }
+    for (int d = 0; d < ndim; d++) red[d] = ndims == 0 || seen[d];
+    return true;
+}
+
+int tg__reduced_shape(int ndim, const int64_t *shape, const bool *red, bool keepdim,
+                      int64_t *oshape, int64_t *count) {
+    int ond = 0;
+    *count = 1;
+    for (int d = 0; d < ndim; d++) {
+        if (!red[d]) oshape[ond++] = shape[d];
+        else if (keepdim) oshape[ond++] = 1;
+        if (red[d]) *count *= shape[d];
+    }
+    return ond;
+}
+
+tg_tensor *tg__merge_reduced(tg_site s, tg_tensor *t, const bool *red) {
+    int64_t one = 1;
+    if (t->ndim == 0) return tg__reshape(s, t, 1, &one);
+    int perm[TG_MAX_DIMS], np = 0, nkept = 0;
+    int64_t shape[TG_MAX_DIMS];
+    bool identity = true;
+    for (int d = 0; d < t->ndim; d++)
+        if (!red[d]) shape[nkept++] = t->shape[d], perm[np++] = d;
+    for (int d = 0; d < t->ndim; d++)
+        if (red[d]) one *= t->shape[d], perm[np++] = d;
+    for (int d = 0; d < t->ndim; d++) identity = identity && perm[d] == d;
+    shape[nkept] = one;
+    tg_tensor *p = identity ? tg_retain(t) : tg__permute(s, t, t->ndim, perm);
+    tg_tensor *w = p ? tg__reshape(s, p, nkept + 1, shape) : NULL;
+    if (p) tg__tensor_release(p);
+    return w;
+}
+
+/* Sum (or mean) over the dims listed (all of them for ndims 0, as PyTorch's
+ * dim=()). */
+static tg_tensor *reduce_dims(tg_site s, tg_tensor *t, int ndims, const int *dims, bool keepdim,
+                              bool mean) {
+    const char *who = mean ? "tg_mean_dims" : "tg_sum_dims";
+    tg_dtype odt;
+    if (tg__null_arg(t, who, "t") || !check_sum_input(who, t, mean, &odt)) return NULL;
+    bool red[TG_MAX_DIMS];
+    if (!tg__dims_mask(who, ndims, dims, t->ndim, red)) return NULL;
+    int64_t oshape[TG_MAX_DIMS], cnt, mask = 0;
+    int ond = tg__reduced_shape(t->ndim, t->shape, red, keepdim, oshape, &cnt);
+    for (int d = 0; d < t->ndim; d++)
+        if (red[d]) mask |= (int64_t)1 << d;
+    double scale = !mean ? 1.0 : cnt > 0 ? 1.0 / (double)cnt : NAN;
+    return reduce(s, who, mean ? &MEAN_DIMS_DEF : &SUM_DIMS_DEF, t, red, ond, oshape, odt,
+                  scale, keepdim || mask == 0 ? -1 : mask);
 }
 
 tg_tensor *tg__sum_dim(tg_site s, tg_tensor *t, int dim, bool keepdim) {
@@ -160,6 +243,12 @@ tg_tensor *tg_sum_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
 }
 tg_tensor *tg_mean_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
     return tg__ret(reduce_dim(s, t, dim, keepdim, true));
+}
+tg_tensor *tg_sum_dims_at(tg_site s, tg_tensor *t, int ndims, const int *dims, bool keepdim) {
+    return tg__ret(reduce_dims(s, t, ndims, dims, keepdim, false));
+}
+tg_tensor *tg_mean_dims_at(tg_site s, tg_tensor *t, int ndims, const int *dims, bool keepdim) {
+    return tg__ret(reduce_dims(s, t, ndims, dims, keepdim, true));
 }
 
 /* Sums g down to shape m: g's leading extra dims are summed away, and dims

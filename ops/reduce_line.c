@@ -1,7 +1,7 @@
 /* ops/reduce_line.c - reductions along one dim that are not sums: amax/amin,
  * max/min with their indices, argmax/argmin, logsumexp, prod, any/all, the
- * vector norms (p = 1, 2, inf), and the scans cumsum/cumprod; each also over
- * all elements where PyTorch has that form. Kernels: kernels/line.h.
+ * vector norms (p = 1, 2, inf); each also over all elements where PyTorch
+ * has that form (the scans are in ops/scan.c). Kernels: kernels/line.h.
  *
  * Contract: float inputs (f32/f64; any/all and argmax/argmin also i64 and
  * bool) with any strides; results are new contiguous tensors. `dim` may be
@@ -12,14 +12,13 @@
  *   max_dim/min_dim: all to the returned index (the first extreme, or the
  *     first NaN);
  *   logsumexp: g exp(x - result) (NaN on an all -inf line, as PyTorch);
- *   prod, cumprod: exact at zeros (products of the other elements, no
- *     division); cumsum: the reversed cumulative sum of g;
+ *   prod: exact at zeros (products of the other elements, no division);
  *   norm: p = 1 g sign(x); p = 2 g x / norm, 0 where the norm is 0; p = inf
  *     g sign(x) split evenly among the elements of largest magnitude.
- * Each saves what PyTorch's node saves (amax/amin, logsumexp, prod and
- * cumprod: input and result; max/min: the indices; cumsum: nothing), so that
- * an in-place edit fails backward exactly where PyTorch's does. On failure nothing is leaked and NULL
- * is returned with the error set. */
+ * Each saves what PyTorch's node saves (amax/amin, logsumexp and prod: input
+ * and result; max/min: the indices), so that an in-place edit fails backward
+ * exactly where PyTorch's does. On failure nothing is leaked and NULL is
+ * returned with the error set. */
 #include <math.h>
 
 #include "ops_internal.h"
@@ -189,30 +188,8 @@ static tg_status prod_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **
     tg__line_grad b;
     if (!tg__line_grad_open(n, gout[0], false, false, &b)) return tg_last_status();
     tg_tensor *out = like_meta(n, b.m, b.m->dtype);
-    if (out) out = tg__k_ok(tg__k_scan(TG__SCAN_PROD_GRAD, out, b.x, b.gk, b.d), out);
+    if (out) out = tg__k_ok(tg__k_scan(TG__SCAN_PROD_GRAD, out, b.x, b.gk, b.d, 0.0), out);
     tg__line_grad_close(&b);
-    gin[0] = out;
-    return out ? TG_OK : tg_last_status();
-}
-
-/* cumsum: the reversed cumulative sum of g. Saves nothing. */
-static tg_status cumsum_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
-    const tg__meta *m = &n->in_meta[0];
-    tg_tensor *out = like_meta(n, m, m->dtype);
-    if (out) out = tg__k_ok(tg__k_scan(TG__SCAN_REV_CUMSUM, out, gout[0], NULL,
-                                       (int)n->iparam[P_DIM]), out);
-    gin[0] = out;
-    return out ? TG_OK : tg_last_status();
-}
-
-/* cumprod: exact at zeros (CUMPROD_GRAD scan). Saves x. */
-static tg_status cumprod_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
-    const tg__meta *m = &n->in_meta[0];
-    tg_tensor *x = tg__node_saved(n, (int)n->iparam[P_SLOT_X]);
-    tg_tensor *out = x ? like_meta(n, m, m->dtype) : NULL;
-    if (out) out = tg__k_ok(tg__k_scan(TG__SCAN_CUMPROD_GRAD, out, x, gout[0],
-                                       (int)n->iparam[P_DIM]), out);
-    if (x) tg__tensor_release(x);
     gin[0] = out;
     return out ? TG_OK : tg_last_status();
 }
@@ -223,8 +200,6 @@ static const tg__op_def MAX_DEF = {"MaxBackward", indexed_backward, false, NULL}
 static const tg__op_def MIN_DEF = {"MinBackward", indexed_backward, false, NULL};
 static const tg__op_def LSE_DEF = {"LogsumexpBackward", lse_backward, false, NULL};
 static const tg__op_def PROD_DEF = {"ProdBackward", prod_backward, false, NULL};
-static const tg__op_def CUMSUM_DEF = {"CumsumBackward", cumsum_backward, false, NULL};
-static const tg__op_def CUMPROD_DEF = {"CumprodBackward", cumprod_backward, false, NULL};
 
 /* ---- forward -------------------------------------------------------------------------- */
 
@@ -297,6 +272,46 @@ tg_tensor *tg_amin_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
                                NULL, false));
 }
 
+/* amax / amin / logsumexp over the dims listed (all for ndims 0): the line
+ * reduction along the last dim of t with those dims merged into it
+ * (tg__merge_reduced: the gradient is the whole set's, ties split over all
+ * of it), then viewed with keepdim's shape when asked. */
+static tg_tensor *line_reduce_dims(tg_site s, const char *who, tg__redop op,
+                                   const tg__op_def *def, tg_tensor *t, int ndims,
+                                   const int *dims, bool keepdim) {
+    if (tg__null_arg(t, who, "t") || !check_dtype(who, t, false)) return NULL;
+    bool red[TG_MAX_DIMS];
+    if (!tg__dims_mask(who, ndims, dims, t->ndim, red)) return NULL;
+    int64_t oshape[TG_MAX_DIMS], cnt;
+    int ond = tg__reduced_shape(t->ndim, t->shape, red, keepdim, oshape, &cnt);
+    if (op != TG__RED_LOGSUMEXP && cnt == 0) {
+        char b[160];
+        return tg__fail(TG_ERR_SHAPE, "%s: the reduced dims of %s are empty (PyTorch: \"Expected "
+                        "reduction dim to have non-zero size\")", who,
+                        tg__shape_str(b, sizeof b, t->ndim, t->shape));
+    }
+    tg_tensor *w = tg__merge_reduced(s, t, red);
+    tg_tensor *r = w ? line_reduce(s, who, op, def, w, -1, false, false, NULL, false) : NULL;
+    if (w) tg__tensor_release(w);
+    if (!r || !keepdim || t->ndim == 0) return r;
+    tg_tensor *k = tg__reshape(s, r, ond, oshape);
+    tg__tensor_release(r);
+    return k;
+}
+tg_tensor *tg_amax_dims_at(tg_site s, tg_tensor *t, int ndims, const int *dims, bool keepdim) {
+    return tg__ret(line_reduce_dims(s, "tg_amax_dims", TG__RED_MAX, &AMAX_DEF, t, ndims, dims,
+                                    keepdim));
+}
+tg_tensor *tg_amin_dims_at(tg_site s, tg_tensor *t, int ndims, const int *dims, bool keepdim) {
+    return tg__ret(line_reduce_dims(s, "tg_amin_dims", TG__RED_MIN, &AMIN_DEF, t, ndims, dims,
+                                    keepdim));
+}
+tg_tensor *tg_logsumexp_dims_at(tg_site s, tg_tensor *t, int ndims, const int *dims,
+                                bool keepdim) {
+    return tg__ret(line_reduce_dims(s, "tg_logsumexp_dims", TG__RED_LOGSUMEXP, &LSE_DEF, t,
+                                    ndims, dims, keepdim));
+}
+
 /* values and indices: both handed to the caller's scope (or to the caller). */
 static tg_tensor *with_indices(tg_site s, const char *who, tg__redop op, const tg__op_def *def,
                                tg_tensor *t, int dim, bool keepdim, tg_tensor **indices) {
@@ -365,44 +380,4 @@ tg_tensor *tg_any_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
 tg_tensor *tg_all_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
     return tg__ret(line_reduce(s, "tg_all_dim", TG__RED_ALL, NULL, t, dim, keepdim, false, NULL,
                                false));
-}
-
-/* ---- scans ------------------------------------------------------------------------------ */
-
-static tg_tensor *scan(tg_site s, const char *who, tg__scanop op, const tg__op_def *def,
-                       tg_tensor *t, int dim) {
-    if (tg__null_arg(t, who, "t")) return NULL;
-    if (!check_dtype(who, t, false)) return NULL;
-    tg_tensor *w;
-    int d, ond;
-    int64_t oshape[TG_MAX_DIMS];
-    if (!setup(s, who, t, dim, true, false, &w, &d, &ond, oshape)) return NULL;
-    tg_tensor *out = tg__new_output_on(s, who, w->storage->device, w->dtype, w->ndim, w->shape);
-    if (!out || !(out = tg__k_ok(tg__k_scan(op, out, w, NULL, d), out))) goto fail;
-    if (tg__needs_grad(1, &w)) {
-        tg__node *n = tg__record(s, def, 1, &w, out);
-        if (!n) goto fail;
-        n->iparam[P_DIM] = d;
-        /* cumprod saves its input and, as PyTorch's node, its result */
-        if (def == &CUMPROD_DEF && ((n->iparam[P_SLOT_X] = tg__node_save(n, w, false, 0)) < 0 ||
-                                    tg__node_save(n, out, true, 0) < 0))
-            goto fail;
-    }
-    if (t->ndim == 0) { /* back to 0-d */
-        tg_tensor *r = tg__reshape(s, out, 0, NULL);
-        tg__tensor_release(out);
-        out = r;
-    }
-    tg__tensor_release(w);
-    return out;
-fail:
-    drop(w, out, NULL, NULL, NULL, NULL);
-    return NULL;
-}
-
-tg_tensor *tg_cumsum_at(tg_site s, tg_tensor *t, int dim) {
-    return tg__ret(scan(s, "tg_cumsum", TG__SCAN_CUMSUM, &CUMSUM_DEF, t, dim));
-}
-tg_tensor *tg_cumprod_at(tg_site s, tg_tensor *t, int dim) {
-    return tg__ret(scan(s, "tg_cumprod", TG__SCAN_CUMPROD, &CUMPROD_DEF, t, dim));
 }

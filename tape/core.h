@@ -505,21 +505,27 @@ tg_status tg__k_int_op(tg__intop op, tg_tensor *out, const tg_tensor *a, const t
 /* Along dim of x (ndim >= 1; kernels/line.h): out (may be NULL) and idx (i64,
  * may be NULL) new contiguous tensors of x's shape without dim (keepdim's
  * size-1 dim is allowed: same elements). scan: out contiguous with x's
- * shape; g (NULL, or broadcastable to x's shape) for the gradient scans. */
+ * shape; g (NULL, or broadcastable to x's shape) for the gradient scans;
+ * gamma the discount of the DISC scans. */
 tg_status tg__k_reduce_dim(tg__redop op, tg_tensor *out, tg_tensor *idx, const tg_tensor *x,
                            int dim);
 tg_status tg__k_scan(tg__scanop op, tg_tensor *out, const tg_tensor *x, const tg_tensor *g,
-                     int dim);
+                     int dim, double gamma);
 tg_status tg__k_copy(tg_tensor *dst, const tg_tensor *src);
 tg_status tg__k_accumulate(tg_tensor *dst, const tg_tensor *src);
 tg_status tg__k_fill(tg_tensor *t, double v);
 tg_status tg__k_sum_reduce(tg_tensor *out, const tg_tensor *x, const bool *red, double scale);
-tg_status tg__k_softmax_forward(const tg_tensor *x, tg_tensor *y, bool is_log);
-tg_status tg__k_softmax_backward(const tg_tensor *y, const tg_tensor *g, tg_tensor *dx,
+/* Softmax rows along dim of x (0 for a 0-d x); y, g and dx of x's shape. */
+tg_status tg__k_softmax_forward(const tg_tensor *x, tg_tensor *y, int dim, bool is_log);
+tg_status tg__k_softmax_backward(const tg_tensor *y, const tg_tensor *g, tg_tensor *dx, int dim,
                                  bool is_log);
 tg_status tg__k_gather_find_bad(const tg_tensor *index, int64_t V, int64_t *bad);
 tg_status tg__k_gather_forward(const tg_tensor *t, const tg_tensor *index, tg_tensor *out);
 tg_status tg__k_gather_backward(const tg_tensor *g, const tg_tensor *index, tg_tensor *dt);
+/* The stable sort along dim of x (0 for a 0-d x: one element): idx (i64) and
+ * val (x's dtype, or NULL: not wanted) new contiguous tensors of x's shape. */
+tg_status tg__k_argsort(tg_tensor *idx, tg_tensor *val, const tg_tensor *x, int dim,
+                        bool descending);
 tg_status tg__k_matmul(tg_device dev, const char *who, tg_dtype dt, int nb, const int64_t *bshape,
                        const tg__mat *a, const tg__mat *b, const tg__mat *c, bool reduce,
                        bool accumulate);

@@ -173,10 +173,10 @@ tg_status tg__k_reduce_dim(tg__redop op, tg_tensor *out, tg_tensor *idx, const t
 }
 
 tg_status tg__k_scan(tg__scanop op, tg_tensor *out, const tg_tensor *x, const tg_tensor *g,
-                     int dim) {
+                     int dim, double gamma) {
     REFUSE_BF16(out, x, g);
     tg__arr o = tg__arr_of(out), a = tg__arr_of(x), b = tg__arr_over(g, x, NULL);
-    return be(x)->scan((int)op, &o, &a, &b, dim);
+    return be(x)->scan((int)op, &o, &a, &b, dim, gamma);
 }
 
 tg_status tg__k_copy(tg_tensor *dst, const tg_tensor *src) {
@@ -202,17 +202,34 @@ tg_status tg__k_sum_reduce(tg_tensor *out, const tg_tensor *x, const bool *red, 
     return be(out)->sum_reduce(&o, &a, red, scale);
 }
 
-tg_status tg__k_softmax_forward(const tg_tensor *x, tg_tensor *y, bool is_log) {
-    REFUSE_BF16(x, y);
-    tg__arr a = tg__arr_of(x);
-    return be(x)->softmax_forward(&a, tg__ptr(y), is_log);
+/* a with its dim d moved last (a permuted view of the same elements). */
+static void move_last(tg__arr *a, int d) {
+    if (a->ndim == 0 || d == a->ndim - 1) return;
+    int64_t sz = a->shape[d], st = a->strides[d];
+    for (int i = d; i < a->ndim - 1; i++) {
+        a->shape[i] = a->shape[i + 1];
+        a->strides[i] = a->strides[i + 1];
+    }
+    a->shape[a->ndim - 1] = sz;
+    a->strides[a->ndim - 1] = st;
 }
 
-tg_status tg__k_softmax_backward(const tg_tensor *y, const tg_tensor *g, tg_tensor *dx,
+tg_status tg__k_softmax_forward(const tg_tensor *x, tg_tensor *y, int dim, bool is_log) {
+    REFUSE_BF16(x, y);
+    tg__arr a = tg__arr_of(x), o = tg__arr_of(y);
+    move_last(&a, dim);
+    move_last(&o, dim);
+    return be(x)->softmax_forward(&a, &o, is_log);
+}
+
+tg_status tg__k_softmax_backward(const tg_tensor *y, const tg_tensor *g, tg_tensor *dx, int dim,
                                  bool is_log) {
     REFUSE_BF16(y, g, dx);
-    tg__arr a = tg__arr_of(y), b = tg__arr_of(g);
-    return be(y)->softmax_backward(&a, &b, tg__ptr(dx), is_log);
+    tg__arr a = tg__arr_of(y), b = tg__arr_of(g), o = tg__arr_of(dx);
+    move_last(&a, dim);
+    move_last(&b, dim);
+    move_last(&o, dim);
+    return be(y)->softmax_backward(&a, &b, &o, is_log);
 }
 
 tg_status tg__k_gather_find_bad(const tg_tensor *index, int64_t V, int64_t *bad) {
@@ -231,6 +248,19 @@ tg_status tg__k_gather_backward(const tg_tensor *g, const tg_tensor *index, tg_t
     tg__arr a = tg__arr_of(g), b = tg__arr_of(index);
     int64_t V = dt->ndim > 0 ? dt->shape[dt->ndim - 1] : 1;
     return be(g)->gather_backward(&a, &b, tg__ptr(dt), V);
+}
+
+tg_status tg__k_argsort(tg_tensor *idx, tg_tensor *val, const tg_tensor *x, int dim,
+                        bool descending) {
+    REFUSE_BF16(x);
+    tg__arr i = tg__arr_of(idx), v = tg__arr_of(val ? val : idx), a = tg__arr_of(x);
+    if (!val) v.data = NULL;
+    if (x->ndim == 0) { /* one line of one element */
+        tg__arr *all[3] = {&i, &v, &a};
+        for (int k = 0; k < 3; k++) all[k]->ndim = 1, all[k]->shape[0] = 1, all[k]->strides[0] = 0;
+        dim = 0;
+    }
+    return be(x)->argsort(&i, &v, &a, dim, descending);
 }
 
 tg_status tg__k_matmul(tg_device dev, const char *who, tg_dtype dt, int nb, const int64_t *bshape,

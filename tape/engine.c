@@ -196,14 +196,14 @@ static tg_status check_root(tg_tensor *root, tg_tensor *grad) {
                                  TG__LABEL(root), tg__shape_str(a, sizeof a, root->ndim, root->shape));
         return TG_OK;
     }
-    if (grad->dtype != root->dtype)
-        return tg__set_error(TG_ERR_DTYPE, "tg_backward: grad is %s but the root is %s",
-                             tg_dtype_name(grad->dtype), tg_dtype_name(root->dtype));
+    if (grad->dtype == TG_BF16 && root->dtype != TG_BF16)
+        return tg__set_error(TG_ERR_DTYPE, "tg_backward: grad is bf16 but the root is %s",
+                             tg_dtype_name(root->dtype));
     if (grad->storage->device != root->storage->device)
         return tg__set_error(TG_ERR_DEVICE, "tg_backward: grad is on %s but the root is on %s",
                              tg__device_name(grad->storage->device),
                              tg__device_name(root->storage->device));
-    tg__meta m = {root->dtype, root->ndim, {0}, root->storage->device};
+    tg__meta m = {grad->dtype, root->ndim, {0}, root->storage->device}; /* any dtype: converted */
     memcpy(m.shape, root->shape, sizeof m.shape);
     if (!same_meta(grad, &m))
         return tg__set_error(TG_ERR_SHAPE, "tg_backward: grad has shape %s but the root has %s",
@@ -288,8 +288,13 @@ tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
     tg__node *rn = NULL;
 
     tg_tensor *seed;
-    if (grad) {
+    if (grad && (grad->dtype == root->dtype || (root->dtype == TG_BF16 && grad->dtype == TG_F32))) {
         seed = tg_retain(grad);
+    } else if (grad) { /* another dtype: converted to the root's, as PyTorch */
+        seed = tg__new_output_on(root->site, "tg_backward", root->storage->device,
+                                 root->dtype == TG_BF16 ? TG_F32 : root->dtype, root->ndim,
+                                 root->shape);
+        if (!seed || !(seed = tg__k_ok(tg__k_copy(seed, grad), seed))) goto fail_nomsg;
     } else {
         /* a one-element 1 on the root's device */
         seed = tg__new_output_on(root->site, "tg_backward", root->storage->device, root->dtype,

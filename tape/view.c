@@ -121,8 +121,10 @@ static bool stale(const tg_tensor *t) {
     if (t->view_hist != b->hist) return true;
     /* PyTorch makes a view's grad_fn again on any version change: a view made
      * before its base required grad has none, and after an in-place write
-     * (even an unrecorded one) its gradient reaches the base */
-    return !t->grad_fn && t->view_version != t->storage->version;
+     * (even an unrecorded one) its gradient reaches the base, as an
+     * as_strided of the base (no longer through a view in between that was
+     * made a leaf requiring grad: PyTorch's rule, kept) */
+    return t->view_version != t->storage->version;
 }
 
 bool tg__has_grad_fn(const tg_tensor *t) { return t->grad_fn || stale(t); }

@@ -110,7 +110,10 @@ Test(bf16, other_ops_refuse_it_cleanly) {
                       tg_mean_dim(a, 1, false), tg_softmax(a), tg_log_softmax(a),
                       tg_gt(a, b),          tg_amax(a),         tg_cumsum(a, 0),
                       tg_where(tg_gt(tg_to_dtype(a, TG_F32), tg_to_dtype(b, TG_F32)), a, b),
-                      tg_scale(a, 2.0),     tg_maximum(a, b),   tg_logsumexp_dim(a, 1, false)};
+                      tg_scale(a, 2.0),     tg_maximum(a, b),   tg_logsumexp_dim(a, 1, false),
+                      tg_sort(a, 1, false, NULL), tg_argsort(a, 0, true),
+                      tg_topk(a, 2, 1, true, NULL), tg_clamp_tensor(a, b, NULL),
+                      tg_clamp_tensor(a, NULL, b), tg_nan_to_num(a, 0.0, NAN, NAN)};
     for (size_t k = 0; k < sizeof r / sizeof r[0]; k++)
         cr_assert_null(r[k], "op %zu took bf16", k);
     tg_clear_error();

@@ -127,7 +127,9 @@ Test(cycles, base_and_views_updated_from_each_other) {
     cr_assert_eq(tg_add_(d, y), TG_OK, "%s", tg_last_error()); /* a detached alias joins in */
     assert_no_cycle("views of y updated from each other");
     tg_tensor *s = tg_sum(y);
-    cr_assert_eq(tg_backward(s, NULL, false), TG_ERR_INPLACE, "d += y moved y's version");
+    /* the partly overlapping operands were read into copies before the writes
+     * (what mul_ saves), so d += y, which moves y's version, fails nothing */
+    cr_assert_eq(tg_backward(s, NULL, false), TG_OK, "%s", tg_last_error());
     TGO_RELEASE(s, d, w, v, y, x);
     tgt_assert_nothing_live(); /* no cycle kept anything */
 }

@@ -73,11 +73,12 @@ Test(errors_shape, gather_leading_dims) {
 Test(errors_shape, backward_with_a_wrong_gradient) {
     tg_tensor *x = leaf_rg(TG_F64, TG_SHAPE(2, 3), 1);
     tg_tensor *y = tg_scale(x, 2);
-    tg_tensor *g_shape = tg_ones(TG_F64, TG_SHAPE(3, 2)), *g_dtype = tg_ones(TG_F32, TG_SHAPE(2, 3));
+    tg_tensor *g_shape = tg_ones(TG_F64, TG_SHAPE(3, 2));
+    tg_tensor *g_dtype = tg_to_dtype(tg_ones(TG_F32, TG_SHAPE(2, 3)), TG_BF16);
     tg_tensor *g_flat = tg_ones(TG_F64, TG_SHAPE(6));
     EXPECT_STATUS(tg_backward(y, g_shape, false), TG_ERR_SHAPE, "tg_backward", "[3, 2]", "[2, 3]");
     EXPECT_STATUS(tg_backward(y, g_flat, false), TG_ERR_SHAPE, "tg_backward");
-    EXPECT_STATUS(tg_backward(y, g_dtype, false), TG_ERR_DTYPE, "tg_backward", "f32", "f64");
+    EXPECT_STATUS(tg_backward(y, g_dtype, false), TG_ERR_DTYPE, "tg_backward", "bf16", "f64");
     EXPECT_STATUS(tg_backward(y, NULL, false), TG_ERR_AUTOGRAD, "tg_backward", "[2, 3]");
     tg_tensor *g0 = tg_grad(x);
     cr_assert_null(g0, "a refused backward wrote .grad");
@@ -86,6 +87,21 @@ Test(errors_shape, backward_with_a_wrong_gradient) {
     cr_assert_eq(tg_backward(y, good, false), TG_OK, "%s", tg_last_error());
     TGO_ASSERT_GRAD(x, 0, 2, 4, 6, 8, 10, 12);
     TGO_RELEASE(x, y, g_shape, g_dtype, g_flat, good);
+}
+
+/* A gradient of another dtype is converted to the root's, as PyTorch does
+ * (found by the differential programs: an f64 gradient for an f32 root was
+ * refused with TG_ERR_DTYPE). */
+Test(errors_shape, backward_converts_a_gradient_of_another_dtype) {
+    tg_tensor *x = leaf_rg(TG_F32, TG_SHAPE(3), 1);
+    tg_tensor *y = tg_scale(x, 2);
+    cr_assert_eq(tg_backward(y, TGO_MAKE(TG_F64, TG_SHAPE(3), 0.5, 1e-9, -2), true), TG_OK, "%s",
+                 tg_last_error());
+    tgo_assert_shape(tg_grad(x), TG_F32, 1, (int64_t[]){3});
+    TGO_ASSERT_GRAD(x, 0, 1, (float)2e-9, -4);
+    cr_assert_eq(tg_backward(y, TGO_MAKE(TG_I64, TG_SHAPE(3), 1, 2, 3), false), TG_OK);
+    TGO_ASSERT_GRAD(x, 0, 3, (float)2e-9 + 4, 2);
+    TGO_RELEASE(x, y);
 }
 
 Test(errors_shape, inplace_other_not_broadcastable_writes_nothing) {
@@ -106,16 +122,18 @@ Test(errors_shape, inplace_other_not_broadcastable_writes_nothing) {
 
 /* ---- dtype ---------------------------------------------------------------------------- */
 
-/* The elementwise ops promote mixed dtypes (test_promotion.c); matmul and the
- * in-place ops refuse them. */
+/* The elementwise and in-place ops promote mixed dtypes (test_promotion.c);
+ * matmul refuses them, and an in-place op refuses a result of a higher
+ * category than the modified tensor's, as PyTorch. */
 Test(errors_dtype, operands_of_different_float_dtypes) {
     tg_tensor *a = leaf_rg(TG_F32, TG_SHAPE(2, 2), 1), *b = leaf_rg(TG_F64, TG_SHAPE(2, 2), 2);
     tgo_snap sa = tgo_snapshot(a), sb = tgo_snapshot(b);
     EXPECT_NULL(tg_matmul(a, b), TG_ERR_DTYPE, "tg_matmul", "f32", "f64");
-    tg_tensor *t = TGO_MAKE(TG_F32, TG_SHAPE(2, 2), 1, 2, 3, 4);
+    tg_tensor *t = TGO_MAKE(TG_I64, TG_SHAPE(2, 2), 1, 2, 3, 4);
     tgo_snap st = tgo_snapshot(t);
-    EXPECT_STATUS(tg_add_(t, b), TG_ERR_DTYPE, "tg_add_", "f32", "f64");
-    EXPECT_STATUS(tg_mul_(t, b), TG_ERR_DTYPE, "tg_mul_");
+    EXPECT_STATUS(tg_add_(t, b), TG_ERR_DTYPE, "tg_add_", "f64", "i64");
+    EXPECT_STATUS(tg_mul_(t, b), TG_ERR_DTYPE, "tg_mul_", "can't be cast");
+    EXPECT_STATUS(tg_scale_(t, 0.5), TG_ERR_DTYPE, "tg_scale_", "f32", "i64");
     tgo_assert_unchanged(&st);
     tgo_assert_unchanged(&sa);
     tgo_assert_unchanged(&sb);
@@ -137,8 +155,10 @@ Test(errors_dtype, integer_tensors_into_float_ops) {
     EXPECT_NULL(tg_log_softmax(i), TG_ERR_DTYPE, "tg_log_softmax");
     EXPECT_NULL(tg_matmul(i, i), TG_ERR_DTYPE, "tg_matmul");
     EXPECT_NULL(tg_gather(i, i), TG_ERR_DTYPE, "tg_gather");
-    EXPECT_STATUS(tg_add_(i, i), TG_ERR_DTYPE, "tg_add_", "i64");
-    EXPECT_STATUS(tg_scale_(i, 2), TG_ERR_DTYPE, "tg_scale_");
+    tg_tensor *bo = tg_gt_scalar(f, 0.0);
+    EXPECT_STATUS(tg_add_(bo, i), TG_ERR_DTYPE, "tg_add_", "i64", "bool");
+    EXPECT_STATUS(tg_sub_(bo, bo), TG_ERR_DTYPE, "tg_sub_", "bool");
+    tg_release(bo);
     EXPECT_STATUS(tg_set_requires_grad(i, true), TG_ERR_DTYPE, "tg_set_requires_grad", "i64");
     cr_assert(!tg_requires_grad(i));
     tgo_assert_unchanged(&si);

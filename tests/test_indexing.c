@@ -174,6 +174,24 @@ Test(indexing, flip_saves_nothing_so_a_second_backward_works) {
     cr_assert_str_eq(tg_grad_fn_name(tg_flip(x, 0, NULL)), "FlipBackward");
 }
 
+/* scatter_add saves its index only when src needs a gradient (t's gradient is g
+ * itself), as PyTorch: with only t requiring grad a second backward needs no
+ * retain_graph. Regression (found by the differential suite): the index was
+ * always saved, so the second backward failed with TG_ERR_FREED. */
+Test(indexing, scatter_add_saves_the_index_only_for_src) {
+    tg_tensor *x = leaf23(), *src = tg_ones(TG_F64, TG_SHAPE(2, 3));
+    tg_tensor *index = tg_zeros(TG_I64, TG_SHAPE(2, 3));
+    tg_tensor *l = tg_sum(tg_scatter_add(x, 1, index, src));
+    cr_assert_eq(tg_backward(l, NULL, false), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_backward(l, NULL, false), TG_OK, "%s", tg_last_error());
+    TGO_ASSERT_GRAD(x, 0, 2, 2, 2, 2, 2, 2);
+    cr_assert_eq(tg_set_requires_grad(src, true), TG_OK);
+    l = tg_sum(tg_scatter_add(x, 1, index, src));
+    cr_assert_eq(tg_backward(l, NULL, false), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_backward(l, NULL, false), TG_ERR_FREED);
+    tg_clear_error();
+}
+
 /* Results are tensors of their own, never views of an op's internals. Regression (found
  * by the differential suite): flipping a (3, 4, 1) tensor along dim 1 returned a
  * transposed view of the gather's result (contiguous thanks to the size-1 dim), made

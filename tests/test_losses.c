@@ -1,5 +1,6 @@
 /* tests/test_losses.c - tg_mse_loss, tg_smooth_l1_loss,
- * tg_binary_cross_entropy_with_logits and tg_masked_mean: values and both
+ * tg_binary_cross_entropy_with_logits, tg_masked_mean, and the class losses
+ * (cross-entropy and NLL with class weights, kl_div with 'batchmean'): values and both
  * inputs' gradients against numbers computed with PyTorch 1.13 (float64,
  * F.mse_loss, F.smooth_l1_loss, F.binary_cross_entropy_with_logits, and
  * (x * m).sum(dim) / m.sum(dim)), each reduction, the kinks of smooth L1,
@@ -200,22 +201,28 @@ Test(losses, errors) {
 /* ---- cross-entropy ------------------------------------------------------------------- */
 
 /* (3, 4) logits, targets [2, ignored, 0]: value and gradient as PyTorch's
- * F.cross_entropy for each reduction and label smoothing. */
-static void check_ce(double eps, tg_reduction r, int64_t n_out, const double *want,
-                     const double *gx) {
+ * F.cross_entropy for each reduction and label smoothing, without class
+ * weights or with weight [0.5, 2, 1.5, 0.25] (when `weighted`). */
+static void check_ce_of(bool weighted, double eps, tg_reduction r, int64_t n_out,
+                        const double *want, const double *gx) {
     tg_tensor *x = tgt_f64(2, (int64_t[]){3, 4},
                            (double[]){0.5, -1.5, 2.0, 0.1, 3.0, -0.25, 0.0, 1.0, 1.0, 1.0, -2.0,
                                       0.3});
     cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
     tg_tensor *y = tg_from_data(TG_I64, TG_SHAPE(3), (int64_t[]){2, -100, 0});
-    tg_tensor *l = tg_cross_entropy(x, y, -100, eps, r);
+    tg_tensor *w = weighted ? TGT_F64(TG_SHAPE(4), 0.5, 2.0, 1.5, 0.25) : NULL;
+    tg_tensor *l = tg_cross_entropy(x, y, w, -100, eps, r);
     cr_assert_not_null(l, "%s", tg_last_error());
     tgt_assert_values(l, want, n_out, 1e-14);
     tg_tensor *sl = tg_sum(l);
     cr_assert_eq(tg_backward(sl, NULL, false), TG_OK, "%s", tg_last_error());
     tg_tensor *g = tg_grad(x);
     tgt_assert_values(g, gx, 12, 1e-14);
-    TGO_RELEASE(x, y, l, sl, g);
+    TGO_RELEASE(x, y, w, l, sl, g);
+}
+static void check_ce(double eps, tg_reduction r, int64_t n_out, const double *want,
+                     const double *gx) {
+    check_ce_of(false, eps, r, n_out, want, gx);
 }
 
 Test(losses, cross_entropy_as_pytorch) {
@@ -237,13 +244,83 @@ Test(losses, cross_entropy_as_pytorch) {
                         0.3677155395391051, -0.005447844583844005, 0.17001676550563383});
 }
 
+/* Class weights: a row's loss is w[y] (-log p[y]), MEAN divides by the kept
+ * rows' w[y], and label smoothing's term is -sum_c w_c log p_c (PyTorch's
+ * LossNLL.cpp); numbers from PyTorch 1.13, float64. */
+Test(losses, cross_entropy_class_weights_as_pytorch) {
+    check_ce_of(true, 0, TG_REDUCTION_MEAN, 1, (double[]){0.48757152744761456},
+                (double[]){0.11928724630489214, 0.016143773265188156, -0.2153916520046402,
+                           0.07996063243455995, 0, 0, 0, 0, -0.15182111511522373,
+                           0.09817888488477627, 0.004888038854038999, 0.048754191376408455});
+    check_ce_of(true, 0.1, TG_REDUCTION_MEAN, 1, (double[]){0.6677035781090548},
+                (double[]){0.1095580349543328, -0.009327086788379828, -0.17473439548783817,
+                           0.0745034473218853, 0, 0, 0, 0, -0.1220259905656864,
+                           0.0842240094343136, -0.013312056774881616, 0.051114037906254406});
+    check_ce_of(true, 0.2, TG_REDUCTION_SUM, 1, (double[]){1.6956712575409898},
+                (double[]){0.19965764720754686, -0.06959589368389564, -0.2681542779420724,
+                           0.13809252441842124, 0, 0, 0, 0, -0.18446173203229815,
+                           0.14053826796770189, -0.06302430480760446, 0.10694776887220073});
+    check_ce_of(true, 0.1, TG_REDUCTION_NONE, 3,
+                (double[]){0.6986221093591198, 0, 0.6367850468589896},
+                (double[]){0.2191160699086656, -0.018654173576759657, -0.34946879097567635,
+                           0.1490068946437706, 0, 0, 0, 0, -0.2440519811313728,
+                           0.1684480188686272, -0.026624113549763233, 0.10222807581250881});
+    /* every row ignored: NaN, and a zero gradient (PyTorch's too), smoothing included */
+    tg_tensor *x = tgo_rand(TG_F64, TG_SHAPE(3, 4), 7, -2, 2, true);
+    tg_tensor *y = tg_full(TG_I64, TG_SHAPE(3), -100), *w = TGT_F64(TG_SHAPE(4), 0.5, 2, 1.5, 1);
+    tg_tensor *l = tg_cross_entropy(x, y, w, -100, 0.1, TG_REDUCTION_MEAN);
+    double d;
+    cr_assert_eq(tg_item(l, &d), TG_OK, "%s", tg_last_error());
+    cr_assert(isnan(d));
+    cr_assert_eq(tg_backward(l, NULL, false), TG_OK, "%s", tg_last_error());
+    TGO_ASSERT_GRAD(x, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    TGO_RELEASE(x, y, w, l);
+}
+
+/* The weight PyTorch refuses, refused the same way: not (C), another dtype, or
+ * requiring grad while grad mode is on (PyTorch 1.13's nll_loss is not
+ * differentiable with respect to it); with grad mode off it is taken. */
+Test(losses, class_weight_errors) {
+    int sc = tg_scope_begin();
+    tg_tensor *x = tg_zeros(TG_F64, TG_SHAPE(2, 3));
+    tg_tensor *y = tg_from_data(TG_I64, TG_SHAPE(2), (int64_t[]){0, 2});
+    tg_tensor *bad[4] = {tg_ones(TG_F64, TG_SHAPE(4)), tg_ones(TG_F64, TG_SHAPE(1, 3)),
+                         tg_ones(TG_F64, TG_SCALAR), tg_ones(TG_F32, TG_SHAPE(3))};
+    const tg_status want[4] = {TG_ERR_SHAPE, TG_ERR_SHAPE, TG_ERR_SHAPE, TG_ERR_DTYPE};
+    for (int k = 0; k < 4; k++)
+        for (int nll = 0; nll < 2; nll++) {
+            tg_clear_error();
+            cr_assert_null(nll ? tg_nll_loss(x, y, bad[k], -100, TG_REDUCTION_MEAN)
+                               : tg_cross_entropy(x, y, bad[k], -100, 0.1, TG_REDUCTION_MEAN));
+            tgt_assert_error(want[k], nll ? "tg_nll_loss: " : "tg_cross_entropy: ",
+                             k < 3 ? "for all 3 classes" : "weight is f32", NULL);
+        }
+    tg_tensor *w = tg_ones(TG_F64, TG_SHAPE(3));
+    cr_assert_eq(tg_set_requires_grad(w, true), TG_OK);
+    for (int nll = 0; nll < 2; nll++) {
+        tg_clear_error();
+        cr_assert_null(nll ? tg_nll_loss(x, y, w, -100, TG_REDUCTION_SUM)
+                           : tg_cross_entropy(x, y, w, -100, 0, TG_REDUCTION_SUM));
+        tgt_assert_error(TG_ERR_AUTOGRAD, nll ? "tg_nll_loss" : "tg_cross_entropy",
+                         "weight requires grad", NULL);
+        TG_NO_GRAD {
+            tg_tensor *l = nll ? tg_nll_loss(x, y, w, -100, TG_REDUCTION_SUM)
+                               : tg_cross_entropy(x, y, w, -100, 0, TG_REDUCTION_SUM);
+            cr_assert_not_null(l, "%s", tg_last_error());
+        }
+    }
+    tg_clear_error();
+    cr_assert_eq(tg_scope_end(sc), TG_OK);
+    cr_assert_eq(tg_live().nodes, 0);
+}
+
 /* PyTorch's other layouts: (N, C, d) with classes on dim 1, and (C) with a
  * 0-d target (a 0-d loss); every row ignored gives NaN for MEAN. */
 Test(losses, cross_entropy_layouts_and_all_ignored) {
     tg_tensor *z = tgt_f64(3, (int64_t[]){1, 3, 2}, (double[]){0.5, 1.0, -1.5, 0.0, 2.0, -0.5});
     cr_assert_eq(tg_set_requires_grad(z, true), TG_OK);
     tg_tensor *t = tg_from_data(TG_I64, TG_SHAPE(1, 2), (int64_t[]){2, 1});
-    tg_tensor *l = tg_cross_entropy(z, t, -100, 0, TG_REDUCTION_MEAN);
+    tg_tensor *l = tg_cross_entropy(z, t, NULL, -100, 0, TG_REDUCTION_MEAN);
     TGO_ASSERT_VALUES(l, 1e-14, 0.8450854166697721);
     cr_assert_eq(tg_backward(l, NULL, false), TG_OK, "%s", tg_last_error());
     TGO_ASSERT_GRAD(z, 1e-14, 0.08901510275307953, 0.3142658596058812, 0.012046884143424197,
@@ -251,13 +328,13 @@ Test(losses, cross_entropy_layouts_and_all_ignored) {
     tg_tensor *v = tgt_f64(1, (int64_t[]){3}, (double[]){0.5, -1.5, 2.0});
     cr_assert_eq(tg_set_requires_grad(v, true), TG_OK);
     tg_tensor *k = tg_from_data(TG_I64, TG_SCALAR, (int64_t[]){1});
-    tg_tensor *l1 = tg_cross_entropy(v, k, -100, 0.3, TG_REDUCTION_NONE);
+    tg_tensor *l1 = tg_cross_entropy(v, k, NULL, -100, 0.3, TG_REDUCTION_NONE);
     cr_assert_eq(tg_ndim(l1), 0);
     TGO_ASSERT_VALUES(l1, 1e-14, 3.1758020492315993);
     cr_assert_eq(tg_backward(l1, NULL, false), TG_OK, "%s", tg_last_error());
     TGO_ASSERT_GRAD(v, 1e-14, 0.07803020550615905, -0.7759062317131515, 0.6978760262069925);
     tg_tensor *ig = tg_from_data(TG_I64, TG_SHAPE(1, 2), (int64_t[]){-100, -100});
-    tg_tensor *ln = tg_cross_entropy(z, ig, -100, 0, TG_REDUCTION_MEAN);
+    tg_tensor *ln = tg_cross_entropy(z, ig, NULL, -100, 0, TG_REDUCTION_MEAN);
     double d;
     cr_assert_eq(tg_item(ln, &d), TG_OK);
     cr_assert(isnan(d));
@@ -270,19 +347,19 @@ Test(losses, cross_entropy_errors) {
     tg_tensor *y2 = tg_from_data(TG_I64, TG_SHAPE(3), (int64_t[]){0, 1, 2});
     tg_tensor *z = tg_full(TG_F64, TG_SCALAR, 1);
     tg_clear_error();
-    cr_assert_null(tg_cross_entropy(x, y, -100, 0, TG_REDUCTION_MEAN));
+    cr_assert_null(tg_cross_entropy(x, y, NULL, -100, 0, TG_REDUCTION_MEAN));
     tgt_assert_error(TG_ERR_VALUE, "tg_cross_entropy", "3", NULL); /* target out of range */
     tg_clear_error();
-    cr_assert_null(tg_cross_entropy(x, y2, -100, 0, TG_REDUCTION_MEAN));
+    cr_assert_null(tg_cross_entropy(x, y2, NULL, -100, 0, TG_REDUCTION_MEAN));
     tgt_assert_error(TG_ERR_SHAPE, NULL);
     tg_clear_error();
-    cr_assert_null(tg_cross_entropy(x, y, -100, 1.5, TG_REDUCTION_MEAN));
+    cr_assert_null(tg_cross_entropy(x, y, NULL, -100, 1.5, TG_REDUCTION_MEAN));
     tgt_assert_error(TG_ERR_VALUE, "label_smoothing", NULL);
     tg_clear_error();
-    cr_assert_null(tg_cross_entropy(z, y, -100, 0, TG_REDUCTION_MEAN));
+    cr_assert_null(tg_cross_entropy(z, y, NULL, -100, 0, TG_REDUCTION_MEAN));
     tgt_assert_error(TG_ERR_SHAPE, "0-d", NULL);
     tg_clear_error();
-    cr_assert_null(tg_cross_entropy(x, NULL, -100, 0, TG_REDUCTION_MEAN));
+    cr_assert_null(tg_cross_entropy(x, NULL, NULL, -100, 0, TG_REDUCTION_MEAN));
     tgt_assert_error(TG_ERR_NULL, "target", NULL);
     cr_assert_eq(tg_live().nodes, 0);
     TGO_RELEASE(x, y, y2, z);
@@ -333,6 +410,44 @@ Test(losses, kl_div_as_pytorch) {
     TGO_RELEASE(x, t, l);
 }
 
+/* TG_REDUCTION_BATCHMEAN: kl_div's sum over input.size(0) (a 0-d input: the
+ * sum, as PyTorch's F.kl_div); every other loss refuses it, as PyTorch's
+ * ("batchmean is not a valid value for reduction"). */
+Test(losses, kl_div_batchmean_and_the_others_refuse_it) {
+    int sc = tg_scope_begin();
+    tg_tensor *x = TGT_F64(TG_SHAPE(2, 3), -0.5, -1.5, -2.0, -3.0, -0.25, -1.0);
+    tg_tensor *t = TGT_F64(TG_SHAPE(2, 3), 0.2, 0, 0.8, 0.5, 0.5, 0);
+    cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+    tg_tensor *l = tg_kl_div(x, t, TG_REDUCTION_BATCHMEAN, false);
+    TGO_ASSERT_VALUES(l, 1e-15, 1.0657251979509335);
+    cr_assert_eq(tg_backward(l, NULL, false), TG_OK, "%s", tg_last_error());
+    TGO_ASSERT_GRAD(x, 1e-15, -0.1, 0, -0.4, -0.25, -0.25, 0);
+    tg_tensor *x0 = tg_full(TG_F64, TG_SCALAR, -0.5), *t0 = tg_full(TG_F64, TG_SCALAR, 0.2);
+    TGO_ASSERT_VALUES(tg_kl_div(x0, t0, TG_REDUCTION_BATCHMEAN, false), 1e-15,
+                      -0.22188758248682008);
+    tg_tensor *e = tg_zeros(TG_F64, TG_SHAPE(0, 3));
+    double d;
+    cr_assert_eq(tg_item(tg_kl_div(e, e, TG_REDUCTION_BATCHMEAN, true), &d), TG_OK);
+    cr_assert(isnan(d), "batchmean of an empty batch: %g (PyTorch: NaN)", d);
+    tg_tensor *y = tg_from_data(TG_I64, TG_SHAPE(2), (int64_t[]){0, 2});
+    static const char *const names[] = {"tg_mse_loss", "tg_smooth_l1_loss",
+                                        "tg_binary_cross_entropy_with_logits",
+                                        "tg_cross_entropy", "tg_nll_loss"};
+    const tg_reduction bm = TG_REDUCTION_BATCHMEAN;
+    for (int k = 0; k < 5; k++) {
+        tg_clear_error();
+        tg_tensor *r = k == 0   ? tg_mse_loss(x, t, bm)
+                       : k == 1 ? tg_smooth_l1_loss(x, t, bm, 1.0)
+                       : k == 2 ? tg_binary_cross_entropy_with_logits(x, t, NULL, bm)
+                       : k == 3 ? tg_cross_entropy(x, y, NULL, -100, 0, bm)
+                                : tg_nll_loss(x, y, NULL, -100, bm);
+        cr_assert_null(r, "%s took TG_REDUCTION_BATCHMEAN", names[k]);
+        tgt_assert_error(TG_ERR_VALUE, names[k], "BATCHMEAN", NULL);
+    }
+    tg_clear_error();
+    cr_assert_eq(tg_scope_end(sc), TG_OK);
+}
+
 /* ---- NLL and one_hot ------------------------------------------------------------------ */
 
 /* PyTorch's F.nll_loss on log_softmax of the cross-entropy logits (float64). */
@@ -349,7 +464,7 @@ Test(losses, nll_loss_as_pytorch) {
         tg_tensor *lp = tgt_f64(2, (int64_t[]){3, 4}, lpv);
         cr_assert_eq(tg_set_requires_grad(lp, true), TG_OK);
         tg_tensor *y = tg_from_data(TG_I64, TG_SHAPE(3), (int64_t[]){2, -100, 0});
-        tg_tensor *l = tg_nll_loss(lp, y, -100, rs[k]), *sl = tg_sum(l);
+        tg_tensor *l = tg_nll_loss(lp, y, NULL, -100, rs[k]), *sl = tg_sum(l);
         cr_assert_not_null(l, "%s", tg_last_error());
         tgt_assert_values(l, want[k], k == 2 ? 3 : 1, 1e-15);
         cr_assert_eq(tg_backward(sl, NULL, false), TG_OK, "%s", tg_last_error());
@@ -362,23 +477,46 @@ Test(losses, nll_loss_as_pytorch) {
                            (double[]){0.5, -1.5, 2.0, 0.1, 3.0, -0.25, 0.0, 1.0, 1.0, 1.0, -2.0,
                                       0.3});
     tg_tensor *y = tg_from_data(TG_I64, TG_SHAPE(3), (int64_t[]){2, -100, 0});
-    tg_tensor *ls = tg_log_softmax(x), *a = tg_nll_loss(ls, y, -100, TG_REDUCTION_MEAN);
-    tg_tensor *b = tg_cross_entropy(x, y, -100, 0, TG_REDUCTION_MEAN);
+    tg_tensor *ls = tg_log_softmax(x), *a = tg_nll_loss(ls, y, NULL, -100, TG_REDUCTION_MEAN);
+    tg_tensor *b = tg_cross_entropy(x, y, NULL, -100, 0, TG_REDUCTION_MEAN);
     tgo_assert_same(a, b, 1e-15);
     tg_tensor *bad = tg_from_data(TG_I64, TG_SHAPE(3), (int64_t[]){2, 4, 0});
     tg_clear_error();
-    cr_assert_null(tg_nll_loss(ls, bad, -100, TG_REDUCTION_MEAN));
+    cr_assert_null(tg_nll_loss(ls, bad, NULL, -100, TG_REDUCTION_MEAN));
     tgt_assert_error(TG_ERR_VALUE, "tg_nll_loss", "target 4", "position 1", NULL);
     tg_tensor *f = tg_zeros(TG_F64, TG_SHAPE(3));
     tg_clear_error();
-    cr_assert_null(tg_nll_loss(ls, f, -100, TG_REDUCTION_MEAN));
+    cr_assert_null(tg_nll_loss(ls, f, NULL, -100, TG_REDUCTION_MEAN));
     tgt_assert_error(TG_ERR_DTYPE, "i64", NULL);
     tg_tensor *y2 = tg_from_data(TG_I64, TG_SHAPE(2), (int64_t[]){0, 1});
     tg_clear_error();
-    cr_assert_null(tg_nll_loss(ls, y2, -100, TG_REDUCTION_MEAN));
+    cr_assert_null(tg_nll_loss(ls, y2, NULL, -100, TG_REDUCTION_MEAN));
     tgt_assert_error(TG_ERR_SHAPE, "tg_nll_loss", NULL);
     cr_assert_eq(tg_live().nodes, 0); /* x does not require grad: nothing recorded */
     TGO_RELEASE(x, y, ls, a, b, bad, f, y2);
+}
+
+/* F.nll_loss with weight [0.5, 2, 1.5, 0.25] (float64): -w[y] lp[y], MEAN over
+ * the kept rows' weights (1.5 + 0.5), the gradient -w[y] / 2 at the targets. */
+Test(losses, nll_loss_class_weights_as_pytorch) {
+    const tg_reduction rs[3] = {TG_REDUCTION_MEAN, TG_REDUCTION_SUM, TG_REDUCTION_NONE};
+    const double want[3][3] = {{0.48757152744761456}, {0.9751430548952291},
+                               {0.5078081813141149, 0, 0.4673348735811142}};
+    for (int k = 0; k < 3; k++) {
+        tg_tensor *x = TGT_F64(TG_SHAPE(3, 4), 0.5, -1.5, 2.0, 0.1, 3.0, -0.25, 0.0, 1.0, 1.0,
+                               1.0, -2.0, 0.3);
+        tg_tensor *lp = tg_log_softmax(x), *lpd = tg_detach(lp);
+        cr_assert_eq(tg_set_requires_grad(lpd, true), TG_OK);
+        tg_tensor *y = tg_from_data(TG_I64, TG_SHAPE(3), (int64_t[]){2, -100, 0});
+        tg_tensor *w = TGT_F64(TG_SHAPE(4), 0.5, 2.0, 1.5, 0.25);
+        tg_tensor *l = tg_nll_loss(lpd, y, w, -100, rs[k]), *sl = tg_sum(l);
+        cr_assert_not_null(l, "%s", tg_last_error());
+        tgt_assert_values(l, want[k], k == 2 ? 3 : 1, 1e-15);
+        cr_assert_eq(tg_backward(sl, NULL, false), TG_OK, "%s", tg_last_error());
+        double q = k == 0 ? 0.5 : 1.0;
+        TGO_ASSERT_GRAD(lpd, 0, 0, 0, -1.5 * q, 0, 0, 0, 0, 0, -0.5 * q, 0, 0, 0);
+        TGO_RELEASE(x, lp, lpd, y, w, l, sl);
+    }
 }
 
 Test(losses, one_hot_as_pytorch) {
@@ -509,7 +647,7 @@ Test(losses, errors_name_the_loss_called) {
     /* one prefix, not two */
     tg_tensor *z = tg_zeros(TG_F64, TG_SHAPE(3, 4)), *t = tg_zeros(TG_F64, TG_SHAPE(3));
     tg_clear_error();
-    cr_assert_null(tg_cross_entropy(z, t, -100, 0.0, TG_REDUCTION_MEAN));
+    cr_assert_null(tg_cross_entropy(z, t, NULL, -100, 0.0, TG_REDUCTION_MEAN));
     cr_assert(strncmp(tg_last_error(), "tg_cross_entropy: ", 18) == 0, "%s", tg_last_error());
     cr_assert_null(strstr(tg_last_error() + 1, "tg_cross_entropy"), "%s", tg_last_error());
     tg_clear_error();

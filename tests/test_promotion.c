@@ -126,3 +126,43 @@ Test(promotion, integer_sums_are_exact) {
     tgo_assert_shape(tg_sum_dim(m, 0, true), TG_I64, 2, (int64_t[]){1, 2});
     TGO_ASSERT_VALUES(tg_sum(tg_zeros(TG_BOOL, TG_SHAPE(0))), 0, 0);
 }
+
+/* In-place arithmetic computes in the promoted dtype and writes back converted,
+ * as PyTorch: f32 += f64 is rounded once into the f32 tensor, i64 *= i64 stays
+ * exact, i64 += bool is i64; a float result into an i64 tensor and an i64 one
+ * into a bool tensor are refused, nothing written. Recorded, the gradient
+ * reaches the other operand in its own dtype. */
+Test(promotion, inplace_ops_promote_and_write_back) {
+    tg_tensor *t = TGO_MAKE(TG_F32, TG_SHAPE(3), 1.1, 2.2, 3.3);
+    tg_tensor *d = TGO_MAKE(TG_F64, TG_SHAPE(3), 1e-9, 2.0, 0.1);
+    cr_assert_eq(tg_add_(t, d), TG_OK, "%s", tg_last_error());
+    tgo_assert_shape(t, TG_F32, 1, (int64_t[]){3});
+    const float *v = tg_data(t);
+    cr_assert(v[0] == (float)((double)1.1f + 1e-9) && v[1] == (float)((double)2.2f + 2.0) &&
+              v[2] == (float)((double)3.3f + 0.1), "%.9g %.9g %.9g", v[0], v[1], v[2]);
+    tg_tensor *i = TGO_MAKE(TG_I64, TG_SHAPE(3), 3037000500.0, -2, 5);
+    cr_assert_eq(tg_mul_(i, TGO_MAKE(TG_I64, TG_SHAPE(3), 3037000500.0, 3, -1)), TG_OK);
+    const int64_t *iv = tg_data(i);
+    cr_assert_eq(iv[0], (int64_t)((uint64_t)3037000500 * (uint64_t)3037000500));
+    cr_assert(iv[1] == -6 && iv[2] == -5);
+    cr_assert_eq(tg_add_(i, bools(3, (const double[]){1, 0, 1})), TG_OK);
+    cr_assert(iv[1] == -6 && iv[2] == -4);
+    tgo_snap si = tgo_snapshot(i);
+    cr_assert_eq(tg_add_(i, d), TG_ERR_DTYPE);
+    tgt_assert_error(TG_ERR_DTYPE, "tg_add_", "f64", "i64", NULL);
+    tgo_assert_unchanged(&si);
+    tg_tensor *b = bools(3, (const double[]){1, 0, 1});
+    cr_assert_eq(tg_mul_(b, b), TG_OK); /* bool *= bool: logical and, as PyTorch */
+    cr_assert_eq(tg_add_(b, i), TG_ERR_DTYPE);
+    tgt_assert_error(TG_ERR_DTYPE, "tg_add_", "i64", "bool", NULL);
+    /* recorded: f32 y *= f64 w (w requires grad): dy/dw in f64 */
+    tg_tensor *w = TGO_MAKE(TG_F64, TG_SHAPE(3), 0.5, 2, -1);
+    cr_assert_eq(tg_set_requires_grad(w, true), TG_OK);
+    tg_tensor *y = tg_clone(TGO_MAKE(TG_F32, TG_SHAPE(3), 1, 2, 3));
+    cr_assert_eq(tg_mul_(y, w), TG_OK, "%s", tg_last_error());
+    tgo_assert_shape(y, TG_F32, 1, (int64_t[]){3});
+    cr_assert(tg_requires_grad(y));
+    cr_assert_eq(tg_backward(tg_sum(y), NULL, false), TG_OK, "%s", tg_last_error());
+    tgo_assert_shape(tg_grad(w), TG_F64, 1, (int64_t[]){3});
+    TGO_ASSERT_VALUES(tg_grad(w), 0, 1, 2, 3);
+}

@@ -186,8 +186,8 @@ Test(reductions, bad_inputs) {
     tgt_assert_error(TG_ERR_DIM, NULL);
     cr_assert_null(tg_logsumexp(TGO_MAKE(TG_I64, TG_SHAPE(2), 1, 2)));
     tgt_assert_error(TG_ERR_DTYPE, "tg_logsumexp", "i64", NULL);
-    cr_assert_null(tg_cumprod(TGO_MAKE(TG_BOOL, TG_SHAPE(2), 1, 0), 0));
-    tgt_assert_error(TG_ERR_DTYPE, "tg_cumprod", "bool", NULL);
+    cr_assert_null(tg_discounted_cumsum(TGO_MAKE(TG_BOOL, TG_SHAPE(2), 1, 0), 0.9, 0));
+    tgt_assert_error(TG_ERR_DTYPE, "tg_discounted_cumsum", "bool", NULL);
     tg_clear_error();
     cr_assert_null(tg_prod_dim(NULL, 0, false));
     tgt_assert_error(TG_ERR_NULL, "tg_prod_dim", NULL);

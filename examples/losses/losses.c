@@ -133,3 +133,79 @@ tg_tensor *zoo_pretrain_loss(tg_tensor *logits, tg_tensor *targets, double label
     }
     return finish(sc, loss);
 }
+
+zoo_gae_opts zoo_gae_defaults(void) {
+    zoo_gae_opts o = {0.99, 0.95, 0.2, 0.2, 0.5};
+    return o;
+}
+
+tg_tensor *zoo_gae(tg_tensor *rewards, tg_tensor *values, tg_tensor *mask, double gamma,
+                   double lambda, tg_tensor **returns) {
+    *returns = NULL;
+    if (!rewards || !values || !mask) { /* a failed call's NULL: its error stays */
+        if (tg_last_status() == TG_OK) tg_set_error(TG_ERR_NULL, "zoo_gae: an input is NULL");
+        return NULL;
+    }
+    int64_t B = tg_size(rewards, 0), T = tg_size(rewards, 1), TV = tg_size(values, 1);
+    if (tg_ndim(rewards) != 2 || T < 1 || (TV != T && TV != T + 1)) {
+        tg_set_error(TG_ERR_SHAPE, "zoo_gae: values has %lld steps for %lld rewards (T or T + 1)",
+                     (long long)TV, (long long)T);
+        return NULL;
+    }
+    int sc = tg_scope_begin();
+    tg_tensor *adv = NULL, *ret = NULL;
+    TG_NO_GRAD { /* the advantages are constants: nothing recorded, nothing saved */
+        tg_tensor *v = tg_mul(tg_narrow(values, 1, 0, T), mask); /* V_t, 0 past the end */
+        tg_tensor *boot = TV == T + 1 /* V_T where the row runs to its end, else 0 */
+                              ? tg_mul(tg_narrow(values, 1, T, 1), tg_narrow(mask, 1, T - 1, 1))
+                              : tg_zeros(tg_get_dtype(values), TG_SHAPE(B, 1));
+        tg_tensor *v_next = tg_cat(2, (tg_tensor *[]){tg_narrow(v, 1, 1, T - 1), boot}, 1);
+        tg_tensor *delta = tg_sub(tg_add(tg_mul(rewards, mask), tg_scale(v_next, gamma)), v);
+        adv = tg_discounted_cumsum(delta, gamma * lambda, 1);
+        ret = tg_add(adv, v);
+    }
+    tg_tensor *kept_ret = adv && ret ? tg_scope_keep(ret) : NULL;
+    tg_tensor *kept = finish(sc, kept_ret ? adv : NULL);
+    if (!kept) {
+        tg_release(kept_ret);
+        return NULL;
+    }
+    *returns = kept_ret;
+    return kept;
+}
+
+tg_tensor *zoo_ppo_gae_loss(tg_tensor *logp, tg_tensor *old_logp, tg_tensor *new_values,
+                            tg_tensor *rewards, tg_tensor *values, tg_tensor *mask,
+                            const zoo_gae_opts *o) {
+    int sc = tg_scope_begin();
+    tg_tensor *ret = NULL;
+    tg_tensor *adv = zoo_gae(rewards, values, mask, o->gamma, o->lambda, &ret);
+    tg_tensor *ratio = tg_exp(tg_sub(logp, old_logp));
+    tg_tensor *pg = tg_neg(tg_minimum(tg_mul(ratio, adv),
+                                      tg_mul(tg_clamp(ratio, 1 - o->clip, 1 + o->clip), adv)));
+    tg_tensor *loss = tg_masked_mean(pg, mask, 0, true);
+    if (o->vf_coef != 0) { /* the clipped value loss, around the rollout's values */
+        tg_tensor *old_v = adv ? tg_detach(tg_narrow(values, 1, 0, tg_size(adv, 1))) : NULL;
+        tg_tensor *v_clip = tg_add(old_v, tg_clamp(tg_sub(new_values, old_v), -o->vf_clip,
+                                                   o->vf_clip));
+        tg_tensor *vf = tg_maximum(tg_square(tg_sub(new_values, ret)),
+                                   tg_square(tg_sub(v_clip, ret)));
+        loss = tg_add(loss, tg_scale(tg_masked_mean(vf, mask, 0, true), o->vf_coef * 0.5));
+    }
+    return finish(sc, loss);
+}
+
+tg_tensor *zoo_zloss_loss(tg_tensor *logits, tg_tensor *targets, tg_tensor *mask, double z_coef) {
+    int sc = tg_scope_begin();
+    tg_logprob_opts o = tg_logprob_opts_default();
+    o.want_entropy = false;
+    tg_tensor *lp = NULL, *lse = NULL, *loss = NULL; /* lp, lse: (B, T) */
+    tg_status st = z_coef != 0 ? tg_logprob_entropy_lse(logits, targets, &o, &lp, NULL, &lse)
+                               : tg_logprob_entropy(logits, targets, &o, &lp, NULL);
+    if (st == TG_OK) {
+        loss = tg_masked_mean(tg_neg(lp), mask, 0, true);
+        if (z_coef != 0)
+            loss = tg_add(loss, tg_scale(tg_masked_mean(tg_square(lse), mask, 0, true), z_coef));
+    }
+    return finish(sc, loss);
+}

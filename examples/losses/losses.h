@@ -1,7 +1,9 @@
 /* examples/losses/losses.h - the losses RL and LLM researchers write first,
- * with tapegrad's public API only: PPO, GRPO, DPO and its variants (cDPO,
- * IPO, SimPO), KTO, REINFORCE with a baseline, and the pretraining loss
- * (label-smoothed cross-entropy plus z-loss). examples/README.md shows each
+ * with tapegrad's public API only: PPO (on given advantages, and on GAE
+ * advantages with the clipped value loss), GRPO, DPO and its variants (cDPO,
+ * IPO, SimPO), KTO, REINFORCE with a baseline, cross-entropy with z-loss on
+ * (B, T, V) logits, and the pretraining loss (label-smoothed cross-entropy plus
+ * z-loss). examples/README.md shows each
  * beside its PyTorch form; make_fixtures.py has that form and the reference
  * numbers the tests compare with.
  *
@@ -68,6 +70,50 @@ tg_tensor *zoo_kto_loss(tg_tensor *pi, tg_tensor *ref, tg_tensor *desirable, tg_
 
 /* REINFORCE with the batch-mean baseline: token-mean of -(r - mean(r)) logp. */
 tg_tensor *zoo_reinforce_loss(tg_tensor *logp, tg_tensor *rewards, tg_tensor *mask);
+
+/* GAE (Schulman et al.), as OpenRLHF's get_advantages_and_returns computes
+ * it for right-padded responses, one episode per row:
+ *   V_t   = values[:, t] mask_t;  V_T = values[:, T] mask_{T-1} (a bootstrap
+ *           column, for rows cut off at T) or 0 (values (B, T): every episode
+ *           ends in its row)
+ *   delta = rewards mask + gamma V_{t+1} - V_t
+ *   adv   = discounted_cumsum(delta, gamma lambda, 1)   (tg_discounted_cumsum)
+ *   ret   = adv + V
+ * An episode ends at its row's last unmasked step (no value after it), unless
+ * the row is unmasked to its end and values has the bootstrap column. rewards,
+ * mask (B, T), values (B, T + 1) or (B, T). Computed with grad mode off, as
+ * trainers do: the advantages and returns are constants (nothing is saved,
+ * values gets no gradient through them). Returns adv (B, T) and *returns
+ * (B, T), both moved to the caller's scope; NULL and *returns NULL on failure. */
+tg_tensor *zoo_gae(tg_tensor *rewards, tg_tensor *values, tg_tensor *mask, double gamma,
+                   double lambda, tg_tensor **returns);
+
+/* PPO on GAE advantages, as OpenRLHF's PolicyLoss and ValueLoss (and CleanRL's
+ * ppo.py) write it, token-means over the mask:
+ *   adv, ret = zoo_gae(rewards, values, mask, gamma, lambda)   (no gradient)
+ *   ratio = exp(logp - old_logp)
+ *   pg    = -min(ratio adv, clamp(ratio, 1 - clip, 1 + clip) adv)
+ *   old_v = values[:, :T] (detached); v_clip = old_v + clamp(new_values - old_v, +-vf_clip)
+ *   vf    = max((new_values - ret)^2, (v_clip - ret)^2)
+ *   loss  = mean(pg) + vf_coef 0.5 mean(vf)
+ * logp, old_logp, new_values (the critic being trained), rewards, mask (B, T);
+ * values: the rollout's critic values, (B, T + 1) or (B, T) as zoo_gae's.
+ * new_values may be NULL when vf_coef is 0. */
+typedef struct zoo_gae_opts {
+    double gamma, lambda, clip, vf_clip, vf_coef;
+} zoo_gae_opts;
+zoo_gae_opts zoo_gae_defaults(void); /* 0.99, 0.95, 0.2, 0.2, 0.5 */
+tg_tensor *zoo_ppo_gae_loss(tg_tensor *logp, tg_tensor *old_logp, tg_tensor *new_values,
+                            tg_tensor *rewards, tg_tensor *values, tg_tensor *mask,
+                            const zoo_gae_opts *o);
+
+/* Cross-entropy plus z-loss on (B, T, V) logits (PaLM's auxiliary loss that
+ * keeps log Z near 0), token-means over the float mask (B, T):
+ *   mean(-log p(target)) + z_coef mean(logsumexp(logits)^2)
+ * both from one tg_logprob_entropy_lse call (its lse output: no second pass
+ * over the logits, no (B, T, V) tensor). targets (B, T) i64 classes, valid at
+ * masked positions too. */
+tg_tensor *zoo_zloss_loss(tg_tensor *logits, tg_tensor *targets, tg_tensor *mask, double z_coef);
 
 /* Pretraining: cross_entropy(logits (N, V), targets (N), ignore -100,
  * label_smoothing) + z_coef mean over kept rows of logsumexp(logits)^2,

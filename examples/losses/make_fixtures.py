@@ -92,6 +92,49 @@ def reinforce(logp, rewards, mask):
     return agg(-adv * logp, mask, 'token-mean')
 
 
+def gae(rewards, values, mask, gamma, lam):
+    """OpenRLHF's get_advantages_and_returns (the loop over t, right-padded rows),
+    with the bootstrap column of values (B, T + 1) used where a row runs to its end."""
+    B, T = rewards.shape
+    boot = values[:, T] * mask[:, T - 1] if values.shape[1] == T + 1 else torch.zeros(B, dtype=DT)
+    v = values[:, :T] * mask
+    r = rewards * mask
+    lastgaelam = 0
+    adv = []
+    for t in reversed(range(T)):
+        nextvalues = v[:, t + 1] if t < T - 1 else boot
+        delta = r[:, t] + gamma * nextvalues - v[:, t]
+        lastgaelam = delta + gamma * lam * lastgaelam
+        adv.append(lastgaelam)
+    adv = torch.stack(adv[::-1], 1)
+    return adv, adv + v
+
+
+def masked_mean(x, mask):
+    return (x * mask).sum() / mask.sum()
+
+
+def ppo_gae(logp, old_logp, new_values, rewards, values, mask, gamma=0.99, lam=0.95, clip=0.2,
+            vf_clip=0.2, vf_coef=0.5):
+    """PPO on GAE advantages: OpenRLHF's PolicyLoss and ValueLoss (CleanRL's ppo.py has
+    the same clipped value loss), token means over the mask."""
+    with torch.no_grad():  # advantages and returns are constants, as in the trainers
+        adv, ret = gae(rewards, values, mask, gamma, lam)
+    ratio = torch.exp(logp - old_logp)
+    pg = -torch.minimum(ratio * adv, torch.clamp(ratio, 1 - clip, 1 + clip) * adv)
+    old_v = values[:, :rewards.shape[1]].detach()
+    v_clip = old_v + torch.clamp(new_values - old_v, -vf_clip, vf_clip)
+    vf = torch.maximum((new_values - ret) ** 2, (v_clip - ret) ** 2)
+    return masked_mean(pg, mask) + vf_coef * 0.5 * masked_mean(vf, mask)
+
+
+def zloss(logits, targets, mask, z_coef=1e-3):
+    """Cross-entropy plus PaLM's z-loss on (B, T, V) logits, token means over the mask."""
+    ce = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction='none')
+    lse = torch.logsumexp(logits, -1)
+    return masked_mean(ce.view(targets.shape), mask) + z_coef * masked_mean(lse ** 2, mask)
+
+
 def pretrain(logits, targets, label_smoothing=0.1, z_coef=1e-4):
     ce = F.cross_entropy(logits, targets, ignore_index=-100, label_smoothing=label_smoothing)
     keep = targets != -100
@@ -180,6 +223,23 @@ def main():
 
     targets = torch.tensor([3, -100, 0, 7, 7, -100], dtype=torch.int64)
     run('pretrain', pretrain, {'logits': randn(6, 9, scale=2.0), 'targets': targets}, ['logits'])
+
+    # PPO on GAE: rows 0 and 2 end early (terminal), rows 1 and 3 run to T (bootstrapped
+    # from the last column of values, or not when values is (B, T)); ratios around 1
+    gae_in = {'logp': logp, 'old_logp': old, 'new_values': randn(B, T),
+              'rewards': randn(B, T), 'values': randn(B, T + 1), 'mask': mask}
+    for case, vals in (('ppo_gae_bootstrap', gae_in['values']),
+                       ('ppo_gae_terminal', gae_in['values'][:, :T])):
+        run(case, ppo_gae, dict(gae_in, values=vals), ['logp', 'new_values'])
+        adv, ret = gae(gae_in['rewards'], vals, mask, 0.99, 0.95)
+        save(case, 'adv', adv)
+        save(case, 'returns', ret)
+
+    # z-loss on (B, T, V) logits (the fused op's lse with two leading dims)
+    run('zloss', zloss, {'logits': randn(2, 3, 5, scale=2.0),
+                         'targets': torch.tensor([[1, 4, 0], [2, 2, 3]], dtype=torch.int64),
+                         'mask': torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0]], dtype=DT)},
+        ['logits'])
 
 
 if __name__ == '__main__':

@@ -234,6 +234,82 @@ Test(zoo, kto_reinforce_pretrain) {
     });
 }
 
+/* PPO on GAE advantages: the advantages and returns (tg_discounted_cumsum of the
+ * deltas with gamma lambda) against the trainers' loop over t, then the loss and
+ * the gradients of logp and of the critic's new values; the rollout's values
+ * require grad here and get none (the advantages are computed with grad mode
+ * off), and nothing is saved for the advantages. */
+Test(zoo, ppo_gae_advantages_and_clipped_value_loss) {
+    static const char *const CASES[2] = {"ppo_gae_bootstrap", "ppo_gae_terminal"};
+    for (int k = 0; k < 2; k++) {
+        const char *cas = CASES[k];
+        STEP({
+            tg_tensor *ret = NULL, *values = fx(cas, "values", true);
+            size_t s0 = saved_bytes();
+            tg_tensor *adv = zoo_gae(fx(cas, "rewards", false), values, fx(cas, "mask", false),
+                                     0.99, 0.95, &ret);
+            cr_assert_not_null(adv, "%s: %s", cas, tg_last_error());
+            cr_assert_eq(saved_bytes(), s0, "%s: the advantages saved something", cas);
+            cr_assert(!tg_requires_grad(adv) && !tg_requires_grad(ret));
+            char what[96];
+            snprintf(what, sizeof what, "%s: advantages", cas);
+            assert_close(what, adv, fx(cas, "adv", false));
+            snprintf(what, sizeof what, "%s: returns", cas);
+            assert_close(what, ret, fx(cas, "returns", false));
+            tg_tensor *logp = fx(cas, "logp", true), *nv = fx(cas, "new_values", true);
+            zoo_gae_opts o = zoo_gae_defaults();
+            tg_tensor *loss = zoo_ppo_gae_loss(logp, fx(cas, "old_logp", false), nv,
+                                               fx(cas, "rewards", false), values,
+                                               fx(cas, "mask", false), &o);
+            check_case(cas, loss, 2, (const char *const[]){"logp", "new_values"},
+                       (tg_tensor *const[]){logp, nv});
+            cr_assert_null(tg_grad(values), "%s: the rollout's values got a gradient", cas);
+        });
+    }
+    STEP({ /* values of another length: the example's own error */
+        tg_tensor *ret = NULL, *r = fx("ppo_gae_terminal", "rewards", false);
+        tg_clear_error();
+        cr_assert_null(zoo_gae(r, tg_zeros(TG_F64, TG_SHAPE(4, 3)), r, 0.99, 0.95, &ret));
+        cr_assert_null(ret);
+        cr_assert_eq(tg_last_status(), TG_ERR_SHAPE, "%s", tg_last_error());
+        tg_clear_error();
+    });
+}
+
+/* Cross-entropy plus z-loss on (B, T, V) logits: the lse of the fused op with two
+ * leading dims against torch.logsumexp; with z_coef 0 the lse is not asked for
+ * and the loss saves what plain cross-entropy saves. */
+Test(zoo, zloss_on_batch_time_vocab_logits) {
+    STEP({
+        tg_tensor *z = fx("zloss", "logits", true);
+        tg_tensor *loss = zoo_zloss_loss(z, fx("zloss", "targets", false),
+                                         fx("zloss", "mask", false), 1e-3);
+        check_case("zloss", loss, 1, (const char *const[]){"logits"}, (tg_tensor *const[]){z});
+    });
+    size_t saved[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        STEP({
+            tg_tensor *z = fx("zloss", "logits", true), *y = fx("zloss", "targets", false);
+            tg_tensor *m = fx("zloss", "mask", false);
+            size_t s0 = saved_bytes();
+            tg_tensor *loss = NULL;
+            if (k == 0) {
+                loss = zoo_zloss_loss(z, y, m, 0.0);
+            } else { /* the cross-entropy term alone, written out */
+                tg_logprob_opts o = tg_logprob_opts_default();
+                tg_tensor *lp = NULL;
+                o.want_entropy = false;
+                cr_assert_eq(tg_logprob_entropy(z, y, &o, &lp, NULL), TG_OK, "%s", tg_last_error());
+                loss = tg_masked_mean(tg_neg(lp), m, 0, true);
+            }
+            cr_assert_not_null(loss, "%s", tg_last_error());
+            saved[k] = saved_bytes() - s0;
+        });
+    }
+    cr_assert_eq(saved[0], saved[1], "z_coef 0 saved %zu bytes, cross-entropy alone %zu",
+                 saved[0], saved[1]);
+}
+
 Test(zoo, bad_inputs_give_the_first_error_and_keep_nothing) {
     STEP({
         zoo_ppo_opts o = zoo_ppo_defaults();

@@ -82,13 +82,14 @@ tg_status tg_zero_grad(tg_tensor *t);
 tg_tensor *tg_detach_at(tg_site s, tg_tensor *t);
 #define tg_detach(t) tg_detach_at(TG_SITE, t)
 
-/* Back-propagates from root. grad is the upstream gradient (same shape and
- * dtype as root), or NULL for a one-element root (gradient 1). Gradients are
+/* Back-propagates from root. grad is the upstream gradient (root's shape; of
+ * another dtype it is converted to root's, as PyTorch does), or NULL for a
+ * one-element root (gradient 1). Gradients are
  * accumulated into the .grad of every leaf that requires grad. Unless
  * retain_graph, the saved tensors of every node visited are freed.
  * Errors: TG_ERR_NULL; TG_ERR_AUTOGRAD (root does not require grad, or is not
- * a single element and grad is NULL); TG_ERR_SHAPE/TG_ERR_DTYPE (grad does
- * not match root); TG_ERR_INPLACE (a saved tensor was modified in place);
+ * a single element and grad is NULL); TG_ERR_SHAPE (grad's shape is not
+ * root's); TG_ERR_DTYPE (a bf16 grad for a root of another dtype); TG_ERR_INPLACE (a saved tensor was modified in place);
  * TG_ERR_FREED (saved tensors already freed by an earlier backward);
  * TG_ERR_NOMEM; whatever a custom function's backward returned.
  * On failure no leaf's .grad is changed. The graph is validated before any

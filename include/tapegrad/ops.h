@@ -45,12 +45,16 @@ tg_tensor *tg_where_at(tg_site s, tg_tensor *cond, tg_tensor *a, tg_tensor *b);
  * (integer or infinite bounds), tg_scale and tg_add_scalar (an integer k)
  * accept an i64 tensor the same way; the other unary ops refuse it. */
 
-/* a mod b and floor(a / b) of i64 tensors, rounding toward -inf (PyTorch's
- * and Python's rules: the remainder has the divisor's sign; INT64_MIN
- * floor_divide -1 wraps to INT64_MIN). Broadcast as tg_add; not
- * differentiable. Errors: TG_ERR_DTYPE (an operand not i64), TG_ERR_VALUE
- * (a zero divisor, naming its first position), TG_ERR_SHAPE, TG_ERR_NULL,
- * TG_ERR_DEVICE, TG_ERR_NOMEM. */
+/* a mod b and floor(a / b), rounding toward -inf (PyTorch's and Python's
+ * rules: the remainder has the divisor's sign), broadcast and promoted as
+ * tg_add. Two integer operands compute exactly in i64 (INT64_MIN
+ * floor_divide -1 wraps to INT64_MIN) and refuse a zero divisor; float ones
+ * compute as PyTorch's kernels (a zero divisor gives NaN for the remainder,
+ * +-inf or NaN for the quotient). Gradients: remainder g for a and
+ * -g floor_divide(a, b) for b, as PyTorch; floor_divide is not differentiable
+ * (its result never requires grad). Errors: TG_ERR_DTYPE (two bool
+ * operands), TG_ERR_VALUE (a zero i64 divisor, naming its first position),
+ * TG_ERR_SHAPE, TG_ERR_NULL, TG_ERR_DEVICE, TG_ERR_NOMEM. */
 tg_tensor *tg_remainder_at(tg_site s, tg_tensor *a, tg_tensor *b);
 tg_tensor *tg_floor_divide_at(tg_site s, tg_tensor *a, tg_tensor *b);
 #define tg_remainder(a, b) tg_remainder_at(TG_SITE, a, b)
@@ -134,6 +138,24 @@ tg_tensor *tg_add_scalar_at(tg_site s, tg_tensor *t, double k);
  * lo > hi gives hi everywhere, a NaN bound NaN everywhere. Gradient 1 where
  * lo <= t <= hi, else 0. */
 tg_tensor *tg_clamp_at(tg_site s, tg_tensor *t, double lo, double hi);
+/* PyTorch's clamp with tensor bounds: min(max(t, min), max), t, min and max
+ * broadcast together, of the dtype PyTorch's result_type gives the three
+ * (operands converted first, as tg_add's). min or max NULL: that bound is
+ * absent (PyTorch's None); both NULL is TG_ERR_VALUE. A NaN anywhere gives
+ * NaN; min > max gives max. i64 works in i64; bool takes one bound only (as
+ * PyTorch). Gradients as PyTorch's (clamp_backward_min_max): t gets g where
+ * min <= t <= max; min gets g where t < min (and min < max, with both
+ * bounds); max gets g where t > max (or max < min). Errors: TG_ERR_NULL (t),
+ * TG_ERR_VALUE, TG_ERR_DTYPE (bf16; bool with both bounds), TG_ERR_SHAPE,
+ * TG_ERR_DEVICE, TG_ERR_NOMEM. */
+tg_tensor *tg_clamp_tensor_at(tg_site s, tg_tensor *t, tg_tensor *min, tg_tensor *max);
+/* PyTorch's nan_to_num: NaN -> nan_value, +inf -> posinf, -inf -> neginf (each
+ * converted to t's dtype); a NaN posinf / neginf means PyTorch's default
+ * (None): the dtype's largest / lowest finite value. An i64 or bool t is
+ * returned as a copy, unchanged (as PyTorch). Gradient g * isfinite(t).
+ * Errors: TG_ERR_NULL, TG_ERR_DTYPE (bf16), TG_ERR_DEVICE, TG_ERR_NOMEM. */
+tg_tensor *tg_nan_to_num_at(tg_site s, tg_tensor *t, double nan_value, double posinf,
+                             double neginf);
 /* The rest of the unary vocabulary, as PyTorch computes each one (values,
  * NaN/inf propagation, the gradient at kinks); f32/f64 only (TG_ERR_DTYPE
  * otherwise), any layout, result contiguous, recorded when t requires grad.
@@ -188,6 +210,9 @@ tg_tensor *tg_round_at(tg_site s, tg_tensor *t);
 #define tg_scale(t, k) tg_scale_at(TG_SITE, t, k)
 #define tg_add_scalar(t, k) tg_add_scalar_at(TG_SITE, t, k)
 #define tg_clamp(t, lo, hi) tg_clamp_at(TG_SITE, t, lo, hi)
+#define tg_clamp_tensor(t, min, max) tg_clamp_tensor_at(TG_SITE, t, min, max)
+#define tg_nan_to_num(t, nan_value, posinf, neginf) \
+    tg_nan_to_num_at(TG_SITE, t, nan_value, posinf, neginf)
 #define tg_rsqrt(t) tg_rsqrt_at(TG_SITE, t)
 #define tg_abs(t) tg_abs_at(TG_SITE, t)
 #define tg_sign(t) tg_sign_at(TG_SITE, t)
@@ -241,13 +266,18 @@ tg_tensor *tg_masked_fill_at(tg_site s, tg_tensor *t, tg_tensor *mask, double va
 /* ---- losses ----------------------------------------------------------------- */
 /* Composed from the recorded ops (the graph is the formula's), PyTorch's
  * values and gradients; input and target of one float dtype, broadcast as
- * tg_sub. reduction: the elementwise loss, its mean or its sum (0-d).
- * Errors: those of the ops (TG_ERR_NULL, TG_ERR_SHAPE, TG_ERR_DTYPE, ...),
- * TG_ERR_VALUE for another reduction. */
+ * tg_sub. reduction: the elementwise loss, its mean or its sum (0-d); what
+ * MEAN divides by is each loss's (every element for most; the rows kept, or
+ * their class weights' sum, for tg_cross_entropy and tg_nll_loss).
+ * TG_REDUCTION_BATCHMEAN (PyTorch's 'batchmean': the sum divided by
+ * input.size(0)) is tg_kl_div's only; the other losses refuse it, as PyTorch
+ * does. Errors: those of the ops (TG_ERR_NULL, TG_ERR_SHAPE, TG_ERR_DTYPE,
+ * ...), TG_ERR_VALUE for another reduction. */
 typedef enum tg_reduction {
     TG_REDUCTION_NONE = 0,
     TG_REDUCTION_MEAN = 1,
-    TG_REDUCTION_SUM = 2
+    TG_REDUCTION_SUM = 2,
+    TG_REDUCTION_BATCHMEAN = 3
 } tg_reduction;
 /* (input - target)^2. */
 tg_tensor *tg_mse_loss_at(tg_site s, tg_tensor *input, tg_tensor *target, tg_reduction r);
@@ -268,37 +298,46 @@ tg_tensor *tg_binary_cross_entropy_with_logits_at(tg_site s, tg_tensor *input,
  * the mask gets one too if it requires grad. Errors: those of tg_mul,
  * tg_sum_dim, TG_ERR_DIM. */
 tg_tensor *tg_masked_mean_at(tg_site s, tg_tensor *x, tg_tensor *mask, int dim, bool all);
-/* PyTorch's cross_entropy without class weights: input (C) with a 0-d target,
- * or (N, C, d1, ...) with target (N, d1, ...) of i64 class indices. Rows whose
- * target is ignore_index give 0 and no gradient; label_smoothing in [0, 1]
- * mixes in the mean over classes of -log p. MEAN divides by the rows kept
- * (NaN when none is). Computed by the fused log-prob op (no (N, C) tensor is
- * saved for the log-likelihood term; label smoothing adds a log_softmax).
- * Errors: those of tg_logprob_entropy (a target outside [0, C), a kept row of
- * NaN or all -inf logits: PyTorch returns NaN there), TG_ERR_VALUE for
- * label_smoothing or reduction. */
+/* PyTorch's cross_entropy: input (C) with a 0-d target, or (N, C, d1, ...)
+ * with target (N, d1, ...) of i64 class indices; weight NULL or (C) class
+ * weights of input's dtype (not owned; never differentiated). A row's loss is
+ * w[y] (-log p[y]); rows whose target is ignore_index give 0 and no gradient;
+ * label_smoothing in [0, 1] mixes in eps / C * (-sum_c w_c log p_c) (PyTorch's
+ * formula; w_c = 1 without weights). MEAN divides by the sum of w[y] over the
+ * rows kept (their number without weights; NaN when none is). Computed by the
+ * fused log-prob op (no (N, C) tensor is saved for the log-likelihood term;
+ * label smoothing adds a log_softmax). Errors: those of tg_logprob_entropy (a
+ * target outside [0, C), a kept row of NaN or all -inf logits: PyTorch returns
+ * NaN there), TG_ERR_VALUE for label_smoothing or reduction (BATCHMEAN
+ * included), TG_ERR_SHAPE / TG_ERR_DTYPE / TG_ERR_DEVICE for a weight that is
+ * not (C), of input's dtype, on its device, TG_ERR_AUTOGRAD for a weight that
+ * requires grad while grad mode is on (as PyTorch 1.13). */
 tg_tensor *tg_cross_entropy_at(tg_site s, tg_tensor *input, tg_tensor *target,
-                               int64_t ignore_index, double label_smoothing, tg_reduction r);
-#define tg_cross_entropy(input, target, ignore_index, label_smoothing, r) \
-    tg_cross_entropy_at(TG_SITE, input, target, ignore_index, label_smoothing, r)
+                               tg_tensor *weight, int64_t ignore_index, double label_smoothing,
+                               tg_reduction r);
+#define tg_cross_entropy(input, target, weight, ignore_index, label_smoothing, r) \
+    tg_cross_entropy_at(TG_SITE, input, target, weight, ignore_index, label_smoothing, r)
 /* PyTorch's kl_div: input holds log-probabilities; target probabilities
  * (target (log target - input), 0 where target is 0) or, with log_target,
  * log-probabilities (exp(target) (target - input)). MEAN averages over every
- * element, as PyTorch's 'mean' (its 'batchmean' is SUM divided by the batch
- * size). */
+ * element, as PyTorch's 'mean'; TG_REDUCTION_BATCHMEAN (PyTorch's
+ * 'batchmean', the KL divergence's true mean per sample) divides the sum by
+ * input.size(0) (a 0-d input: the sum; size 0: NaN, as PyTorch). */
 tg_tensor *tg_kl_div_at(tg_site s, tg_tensor *input, tg_tensor *target, tg_reduction r,
                         bool log_target);
 #define tg_kl_div(input, target, r, log_target) tg_kl_div_at(TG_SITE, input, target, r, log_target)
-/* PyTorch's nll_loss without weights: -input[..., target] with input holding
+/* PyTorch's nll_loss: -w[target] input[..., target] with input holding
  * log-probabilities in PyTorch's layouts ((C) with a 0-d target, or (N, C,
- * d1, ...) with target (N, d1, ...)); ignored rows give 0 and no gradient;
- * MEAN divides by the rows kept. Errors: TG_ERR_DTYPE (target not i64),
- * TG_ERR_SHAPE, TG_ERR_VALUE (a target outside [0, C): names its position),
- * and those of the ops. */
-tg_tensor *tg_nll_loss_at(tg_site s, tg_tensor *input, tg_tensor *target, int64_t ignore_index,
-                          tg_reduction r);
-#define tg_nll_loss(input, target, ignore_index, r) \
-    tg_nll_loss_at(TG_SITE, input, target, ignore_index, r)
+ * d1, ...) with target (N, d1, ...)); weight NULL (w = 1) or (C) class
+ * weights as tg_cross_entropy's; ignored rows give 0 and no gradient; MEAN
+ * divides by the sum of w[target] over the rows kept (NaN when none is).
+ * Errors: TG_ERR_DTYPE (target not i64), TG_ERR_SHAPE, TG_ERR_VALUE (a
+ * target outside [0, C): names its position; the reduction), the weight's
+ * errors of tg_cross_entropy, and those of the ops. */
+tg_tensor *tg_nll_loss_at(tg_site s, tg_tensor *input, tg_tensor *target, tg_tensor *weight,
+                          int64_t ignore_index, tg_reduction r);
+#define tg_nll_loss(input, target, weight, ignore_index, r) \
+    tg_nll_loss_at(TG_SITE, input, target, weight, ignore_index, r)
 /* An i64 tensor of target's shape plus a last dim of num_classes, 1 at each
  * target's class and 0 elsewhere (PyTorch's one_hot; num_classes -1: the
  * largest target + 1). No gradient. Errors: TG_ERR_DTYPE (target not i64),
@@ -340,6 +379,17 @@ tg_tensor *tg_mean_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim);
 #define tg_mean(t) tg_mean_at(TG_SITE, t)
 #define tg_sum_dim(t, dim, keepdim) tg_sum_dim_at(TG_SITE, t, dim, keepdim)
 #define tg_mean_dim(t, dim, keepdim) tg_mean_dim_at(TG_SITE, t, dim, keepdim)
+/* Over several dims at once, PyTorch's sum(t, dim=(0, 2)): dims[0..ndims)
+ * (negative allowed, each at most once; ndims 0 reduces every dim, as
+ * PyTorch's dim=()); keepdim keeps them as size 1. The same dtypes as
+ * tg_sum / tg_mean. Errors: TG_ERR_NULL (t, or dims with ndims > 0),
+ * TG_ERR_VALUE (ndims outside 0..8), TG_ERR_DIM (a dim out of range or
+ * repeated), TG_ERR_DTYPE, TG_ERR_DEVICE, TG_ERR_NOMEM. The other multi-dim
+ * reductions below (tg_*_dims) take their dims the same way. */
+tg_tensor *tg_sum_dims_at(tg_site s, tg_tensor *t, int ndims, const int *dims, bool keepdim);
+tg_tensor *tg_mean_dims_at(tg_site s, tg_tensor *t, int ndims, const int *dims, bool keepdim);
+#define tg_sum_dims(t, ndims, dims, keepdim) tg_sum_dims_at(TG_SITE, t, ndims, dims, keepdim)
+#define tg_mean_dims(t, ndims, dims, keepdim) tg_mean_dims_at(TG_SITE, t, ndims, dims, keepdim)
 
 /* The other reductions, PyTorch's names and gradients; over all elements (a
  * 0-d result) or along dim (negative allowed; keepdim keeps it as size 1; a
@@ -357,6 +407,12 @@ tg_tensor *tg_amin_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim);
 #define tg_amin(t) tg_amin_at(TG_SITE, t)
 #define tg_amax_dim(t, dim, keepdim) tg_amax_dim_at(TG_SITE, t, dim, keepdim)
 #define tg_amin_dim(t, dim, keepdim) tg_amin_dim_at(TG_SITE, t, dim, keepdim)
+/* Over several dims (as tg_sum_dims): the gradient is split evenly among all
+ * the elements of the reduced set equal to the result, as PyTorch's. */
+tg_tensor *tg_amax_dims_at(tg_site s, tg_tensor *t, int ndims, const int *dims, bool keepdim);
+tg_tensor *tg_amin_dims_at(tg_site s, tg_tensor *t, int ndims, const int *dims, bool keepdim);
+#define tg_amax_dims(t, ndims, dims, keepdim) tg_amax_dims_at(TG_SITE, t, ndims, dims, keepdim)
+#define tg_amin_dims(t, ndims, dims, keepdim) tg_amin_dims_at(TG_SITE, t, ndims, dims, keepdim)
 /* PyTorch's max(t, dim) / min(t, dim): the values (returned) and, when
  * indices is not NULL, *indices = their i64 positions along dim (the first
  * extreme, or the first NaN), a second new reference owned like the result.
@@ -382,6 +438,11 @@ tg_tensor *tg_logsumexp_at(tg_site s, tg_tensor *t);
 tg_tensor *tg_logsumexp_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim);
 #define tg_logsumexp(t) tg_logsumexp_at(TG_SITE, t)
 #define tg_logsumexp_dim(t, dim, keepdim) tg_logsumexp_dim_at(TG_SITE, t, dim, keepdim)
+/* Over several dims (as tg_sum_dims). */
+tg_tensor *tg_logsumexp_dims_at(tg_site s, tg_tensor *t, int ndims, const int *dims,
+                                bool keepdim);
+#define tg_logsumexp_dims(t, ndims, dims, keepdim) \
+    tg_logsumexp_dims_at(TG_SITE, t, ndims, dims, keepdim)
 /* Product (1 for an empty line). Gradient: g times the product of the other
  * elements, exact where t has zeros (no division). */
 tg_tensor *tg_prod_at(tg_site s, tg_tensor *t);
@@ -399,11 +460,23 @@ tg_tensor *tg_all_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim);
 #define tg_any_dim(t, dim, keepdim) tg_any_dim_at(TG_SITE, t, dim, keepdim)
 #define tg_all_dim(t, dim, keepdim) tg_all_dim_at(TG_SITE, t, dim, keepdim)
 /* Cumulative sum / product along dim (t's shape), accumulated in double.
- * Gradients: the reversed cumulative sum of g; for cumprod, exact at zeros. */
+ * Both also take i64 and bool tensors: an exact i64 result (wrapping around
+ * on overflow), as PyTorch. Gradients: the
+ * reversed cumulative sum of g; for cumprod, exact at zeros. Errors:
+ * TG_ERR_NULL, TG_ERR_DTYPE, TG_ERR_DIM, TG_ERR_DEVICE, TG_ERR_NOMEM. */
 tg_tensor *tg_cumsum_at(tg_site s, tg_tensor *t, int dim);
 tg_tensor *tg_cumprod_at(tg_site s, tg_tensor *t, int dim);
 #define tg_cumsum(t, dim) tg_cumsum_at(TG_SITE, t, dim)
 #define tg_cumprod(t, dim) tg_cumprod_at(TG_SITE, t, dim)
+/* The discounted reverse cumulative sum along dim of an f32/f64 tensor:
+ * y_j = x_j + gamma y_{j+1}, y_last = x_last (RL returns; GAE advantages with
+ * gamma * lambda), accumulated in double; a new tensor of x's shape. No
+ * PyTorch op: the loop `for j reversed: y[j] = x[j] + gamma * y[j+1]`.
+ * Gradient: dx_j = g_j + gamma dx_{j-1}. Errors: TG_ERR_NULL, TG_ERR_DTYPE,
+ * TG_ERR_DIM, TG_ERR_VALUE (gamma NaN or infinite), TG_ERR_DEVICE,
+ * TG_ERR_NOMEM. */
+tg_tensor *tg_discounted_cumsum_at(tg_site s, tg_tensor *x, double gamma, int dim);
+#define tg_discounted_cumsum(x, gamma, dim) tg_discounted_cumsum_at(TG_SITE, x, gamma, dim)
 /* Variance and standard deviation: sum((t - mean)^2) / (n - correction)
  * (PyTorch's default correction is 1; NaN or inf where n - correction <= 0,
  * as PyTorch). std's gradient is 0 where std is 0 (a constant line), as
@@ -416,6 +489,16 @@ tg_tensor *tg_std_dim_at(tg_site s, tg_tensor *t, int dim, double correction, bo
 #define tg_var_dim(t, dim, correction, keepdim) tg_var_dim_at(TG_SITE, t, dim, correction, keepdim)
 #define tg_std(t, correction) tg_std_at(TG_SITE, t, correction)
 #define tg_std_dim(t, dim, correction, keepdim) tg_std_dim_at(TG_SITE, t, dim, correction, keepdim)
+/* Over several dims (as tg_sum_dims): n is the number of elements reduced
+ * into each result. */
+tg_tensor *tg_var_dims_at(tg_site s, tg_tensor *t, int ndims, const int *dims, double correction,
+                          bool keepdim);
+tg_tensor *tg_std_dims_at(tg_site s, tg_tensor *t, int ndims, const int *dims, double correction,
+                          bool keepdim);
+#define tg_var_dims(t, ndims, dims, correction, keepdim) \
+    tg_var_dims_at(TG_SITE, t, ndims, dims, correction, keepdim)
+#define tg_std_dims(t, ndims, dims, correction, keepdim) \
+    tg_std_dims_at(TG_SITE, t, ndims, dims, correction, keepdim)
 /* Vector norm (PyTorch's linalg.vector_norm) for p = 1, 2 or INFINITY:
  * sum |t|, sqrt(sum t^2), max |t| (TG_ERR_SHAPE for an empty line with
  * INFINITY, as PyTorch: the max has no identity). Gradients g sign(t);
@@ -437,8 +520,20 @@ tg_tensor *tg_matmul_at(tg_site s, tg_tensor *a, tg_tensor *b);
 #define tg_matmul(a, b) tg_matmul_at(TG_SITE, a, b)
 
 /* ---- softmax family, gather (last dimension) ---------------------------- */
+/* Softmax / log-softmax of an f32/f64 tensor along its last dim (a 0-d tensor
+ * is one row of one element), PyTorch's softmax(t, -1): a new contiguous
+ * tensor of t's shape, rows reduced in double with the row max subtracted; a
+ * row of all -inf gives NaN, a -inf entry probability 0. Saves the output.
+ * Errors: TG_ERR_NULL, TG_ERR_DTYPE, TG_ERR_DEVICE, TG_ERR_NOMEM. */
 tg_tensor *tg_softmax_at(tg_site s, tg_tensor *t);
 tg_tensor *tg_log_softmax_at(tg_site s, tg_tensor *t);
+/* The same along dim (negative from the end), PyTorch's softmax(t, dim): the
+ * rows along dim are read and written in place (no transposed copy).
+ * Errors: as tg_softmax, and TG_ERR_DIM. */
+tg_tensor *tg_softmax_dim_at(tg_site s, tg_tensor *t, int dim);
+tg_tensor *tg_log_softmax_dim_at(tg_site s, tg_tensor *t, int dim);
+#define tg_softmax_dim(t, dim) tg_softmax_dim_at(TG_SITE, t, dim)
+#define tg_log_softmax_dim(t, dim) tg_log_softmax_dim_at(TG_SITE, t, dim)
 /* out[..., j] = t[..., index[..., j]]; index is i64 with t's leading shape and
  * any last size. Errors: TG_ERR_DTYPE (index not i64), TG_ERR_SHAPE (leading
  * shapes differ), TG_ERR_VALUE (an index outside [0, size); the message names
@@ -473,6 +568,81 @@ tg_tensor *tg_flip_at(tg_site s, tg_tensor *t, int ndims, const int *dims);
 #define tg_log_softmax(t) tg_log_softmax_at(TG_SITE, t)
 #define tg_gather(t, index) tg_gather_at(TG_SITE, t, index)
 
+/* ---- selection and rearrangement ------------------------------------------
+ * New contiguous tensors (new references), any strides in, empty dims
+ * allowed, negative dims counted from the end. t of dtype f32, f64, i64 or
+ * bool; gradients for f32/f64 (tg_select, a view, is in tensor.h). */
+
+/* PyTorch's t[:, ..., index] with `index` at dim: an i64 index of any shape
+ * (0-d too), entries in [-size, size) (negative ones count from the end),
+ * repeats allowed. Result shape t.shape[:dim] + index.shape +
+ * t.shape[dim+1:]. Gradient: g added back at the indexed positions (repeats
+ * add up); the index is saved (version-checked, as PyTorch). Errors:
+ * TG_ERR_NULL, TG_ERR_DTYPE (index not i64 — a bool index is a mask: use
+ * tg_masked_select —, or t of another dtype), TG_ERR_DIM (t 0-d, dim out of
+ * range), TG_ERR_VALUE (an index out of range: the message names its
+ * position in index and its value; or a result of more than TG_MAX_DIMS
+ * dims), TG_ERR_DEVICE, TG_ERR_NOMEM. */
+tg_tensor *tg_index_at(tg_site s, tg_tensor *t, int dim, tg_tensor *index);
+/* The elements of t where mask (TG_BOOL) is true, t and mask broadcast
+ * together, in C order of the broadcast shape: a 1-D tensor (PyTorch's
+ * masked_select). Its length depends on the mask's values, so the mask is
+ * read on the host: for CUDA tensors a copy of it comes back to the host
+ * (the call waits for the device). Gradient: g put back at the selected
+ * positions, summed over the dims along which t was broadcast. Saves the
+ * selected positions (not t or mask: editing them in place afterwards does
+ * not fail backward, as PyTorch's would). Errors: TG_ERR_NULL, TG_ERR_DTYPE
+ * (mask not bool, as PyTorch 1.13; t of another dtype), TG_ERR_SHAPE (t and
+ * mask do not broadcast), TG_ERR_DEVICE, TG_ERR_NOMEM, TG_ERR_CUDA. */
+tg_tensor *tg_masked_select_at(tg_site s, tg_tensor *t, tg_tensor *mask);
+/* PyTorch's roll: t with its elements shifted cyclically by shifts[k] along
+ * dims[k] (any sign and size; a dim given twice is rolled twice), or with
+ * ndims 0 (dims may be NULL) by shifts[0] over the flattened elements, the
+ * shape kept. Gradient: g rolled back; saves nothing. Any dtype. Errors:
+ * TG_ERR_NULL, TG_ERR_VALUE (nshifts != ndims, or ndims 0 and nshifts != 1,
+ * or a negative count), TG_ERR_DIM (a dim out of range, dims given for a 0-d
+ * t), TG_ERR_NOMEM. */
+tg_tensor *tg_roll_at(tg_site s, tg_tensor *t, int nshifts, const int64_t *shifts, int ndims,
+                      const int *dims);
+/* PyTorch's t.repeat(repeats): t tiled repeats[i] times along dim i; t is
+ * first seen with ndim - t.ndim new leading size-1 dims. A repeat of 0 gives
+ * an empty result; always a copy. Gradient: g summed over the copies. Any
+ * dtype. Errors: TG_ERR_NULL, TG_ERR_VALUE (ndim < t's ndim as PyTorch, ndim
+ * over TG_MAX_DIMS, a negative repeat), TG_ERR_SHAPE (result too large),
+ * TG_ERR_NOMEM. */
+tg_tensor *tg_repeat_at(tg_site s, tg_tensor *t, int ndim, const int64_t *repeats);
+#define tg_index(t, dim, index) tg_index_at(TG_SITE, t, dim, index)
+#define tg_masked_select(t, mask) tg_masked_select_at(TG_SITE, t, mask)
+/* (t, nshifts, shifts, ndims, dims) */
+#define tg_roll(t, ...) tg_roll_at(TG_SITE, t, __VA_ARGS__)
+#define tg_repeat(t, ...) tg_repeat_at(TG_SITE, t, __VA_ARGS__) /* (t, ndim, repeats) */
+
+/* ---- sorting ----------------------------------------------------------------
+ * Along dim (negative from the end; a 0-d t is one element, dim 0 or -1) of t
+ * f32, f64, i64 or bool (tg_topk: not bool, as PyTorch), any strides, empty
+ * dims allowed. The order is PyTorch's stable sort (sort(stable=True)):
+ * ascending, or descending; equal elements keep their index order; NaN is
+ * larger than +inf (last ascending, first descending); -0.0 equals +0.0.
+ * Results are new contiguous tensors; indices are i64. The values of a float
+ * t are recorded (their gradient is scattered back to the indices, as
+ * PyTorch's); i64 and bool values never require grad. When indices is not
+ * NULL, *indices receives a second new reference owned like the result
+ * (NULL on failure). Errors: TG_ERR_NULL, TG_ERR_DTYPE, TG_ERR_DIM,
+ * TG_ERR_DEVICE, TG_ERR_NOMEM, and those stated. */
+/* The positions along dim that sort t (PyTorch's argsort(stable=True)). */
+tg_tensor *tg_argsort_at(tg_site s, tg_tensor *t, int dim, bool descending);
+/* The sorted values of t along dim, the positions in *indices. */
+tg_tensor *tg_sort_at(tg_site s, tg_tensor *t, int dim, bool descending, tg_tensor **indices);
+/* The k largest (largest true) or smallest elements along dim, in sorted order
+ * (PyTorch's topk with sorted=True), the positions in *indices; dim's size
+ * becomes k. Equal elements come lowest index first (the stable order;
+ * PyTorch leaves it unspecified). TG_ERR_VALUE for k outside [0, size]. */
+tg_tensor *tg_topk_at(tg_site s, tg_tensor *t, int64_t k, int dim, bool largest,
+                      tg_tensor **indices);
+#define tg_argsort(t, dim, descending) tg_argsort_at(TG_SITE, t, dim, descending)
+#define tg_sort(t, dim, descending, indices) tg_sort_at(TG_SITE, t, dim, descending, indices)
+#define tg_topk(t, k, dim, largest, indices) tg_topk_at(TG_SITE, t, k, dim, largest, indices)
+
 /* ---- in-place (bump the version counter, record op name and call site) ----
  * t may be a view (the write goes to the shared storage). other is broadcast
  * to t's shape. With grad mode on and t or other requiring grad, the op is
@@ -481,8 +651,13 @@ tg_tensor *tg_flip_at(tg_site s, tg_tensor *t, int ndims, const int *dims);
  * the edit). fill_ and copy_ keep t's history, which then gets a zero
  * gradient. Refused (TG_ERR_AUTOGRAD) with grad mode on: a leaf that requires
  * grad, a view of one, a view made with grad mode off, a view returned by a
- * custom function. Errors also: TG_ERR_SHAPE (other does not broadcast to t),
- * TG_ERR_DTYPE, TG_ERR_LAYOUT (t, or a view's base, has overlapping elements,
+ * custom function. add_, sub_, mul_ and scale_ take the operands their
+ * out-of-place ops take (i64 and bool tensors too, mixed dtypes), computed in
+ * the promoted dtype and written into t converted, as PyTorch (an f32 t plus
+ * an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the promoted
+ * dtype is of a higher category than t's (a float into an i64 or bool t, an
+ * i64 into a bool t), as PyTorch. Errors also: TG_ERR_SHAPE (other does not
+ * broadcast to t), TG_ERR_DTYPE, TG_ERR_LAYOUT (t, or a view's base, has overlapping elements,
  * e.g. an expand view), TG_ERR_NOMEM. Nothing is written and nothing changes
  * on failure (but for a CUDA kernel failing while it writes: TG_ERR_CUDA). */
 tg_status tg_add__at(tg_site s, tg_tensor *t, tg_tensor *other);

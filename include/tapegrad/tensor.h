@@ -159,6 +159,15 @@ tg_tensor *tg_slice_at(tg_site s, tg_tensor *t, int dim, int64_t start, int64_t 
 tg_tensor *tg_narrow_at(tg_site s, tg_tensor *t, int dim, int64_t start, int64_t length);
 #define tg_narrow(t, dim, start, length) tg_narrow_at(TG_SITE, t, dim, start, length)
 
+/* PyTorch's select: the elements at position `index` along dim, without that
+ * dim (a view; a new reference). dim and index may be negative (counted from
+ * the end). Gradient: g at that position of a zero tensor of t's shape; an
+ * in-place op on the result behaves as on any view. Any dtype. Errors:
+ * TG_ERR_NULL, TG_ERR_DIM (t is 0-d, or dim out of range), TG_ERR_VALUE
+ * (index outside [-size, size)), TG_ERR_NOMEM. */
+tg_tensor *tg_select_at(tg_site s, tg_tensor *t, int dim, int64_t index);
+#define tg_select(t, dim, index) tg_select_at(TG_SITE, t, dim, index)
+
 /* The dims of t reordered: dim i of the result is dim dims[i] of t (a view;
  * ndim must be t's, each dim once, negative counted from the end). Errors:
  * TG_ERR_NULL, TG_ERR_DIM. */

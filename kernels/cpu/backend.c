@@ -31,6 +31,7 @@ const tg__backend tg__cpu_backend = {
     .gather_find_bad = tg__cpu_gather_find_bad,
     .gather_forward = tg__cpu_gather_forward,
     .gather_backward = tg__cpu_gather_backward,
+    .argsort = tg__cpu_argsort,
     .matmul = tg__cpu_matmul,
     .lpe_forward = tg__cpu_lpe_forward,
     .lpe_check_rows = tg__cpu_lpe_check_rows,

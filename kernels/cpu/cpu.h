@@ -23,7 +23,8 @@ tg_status tg__cpu_int_op(int op, const tg__arr *out, const tg__arr *a, const tg_
                          int64_t p0, int64_t p1);
 tg_status tg__cpu_reduce_dim(int op, const tg__arr *out, const tg__arr *idx, const tg__arr *x,
                              int dim);
-tg_status tg__cpu_scan(int op, const tg__arr *out, const tg__arr *x, const tg__arr *g, int dim);
+tg_status tg__cpu_scan(int op, const tg__arr *out, const tg__arr *x, const tg__arr *g, int dim,
+                       double gamma);
 /* copy.c */
 tg_status tg__cpu_copy(const tg__arr *out, const tg__arr *src);
 tg_status tg__cpu_accumulate(const tg__arr *out, const tg__arr *src);
@@ -32,12 +33,16 @@ tg_status tg__cpu_fill(const tg__arr *out, double v);
 tg_status tg__cpu_sum_reduce(const tg__arr *out, const tg__arr *x, const bool *red,
                              double scale);
 /* softmax.c */
-tg_status tg__cpu_softmax_forward(const tg__arr *x, void *y, bool is_log);
-tg_status tg__cpu_softmax_backward(const tg__arr *y, const tg__arr *g, void *dx, bool is_log);
+tg_status tg__cpu_softmax_forward(const tg__arr *x, const tg__arr *y, bool is_log);
+tg_status tg__cpu_softmax_backward(const tg__arr *y, const tg__arr *g, const tg__arr *dx,
+                                   bool is_log);
 /* gather.c */
 tg_status tg__cpu_gather_find_bad(const tg__arr *index, int64_t V, int64_t *bad);
 tg_status tg__cpu_gather_forward(const tg__arr *t, const tg__arr *index, void *out);
 tg_status tg__cpu_gather_backward(const tg__arr *g, const tg__arr *index, void *dt, int64_t V);
+/* sort.c */
+tg_status tg__cpu_argsort(const tg__arr *idx, const tg__arr *val, const tg__arr *x, int dim,
+                          bool descending);
 /* matmul.c */
 tg_status tg__cpu_matmul(int dtype, int nb, const int64_t *bshape, const tg__mat *a,
                          const tg__mat *b, const tg__mat *c, bool reduce, bool accumulate);

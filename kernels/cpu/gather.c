@@ -30,26 +30,28 @@ tg_status tg__cpu_gather_find_bad(const tg__arr *index, int64_t V, int64_t *bad)
     return TG_OK;
 }
 
+/* Moves one row's elements (any dtype: copied as T, an unsigned type of the
+ * element's size, never read as numbers). */
+#define TG__GATHER_ROW(T)                                                          \
+    do {                                                                           \
+        const T *x = tg__row_ptr(&rt, r); /* (V,) strided */                       \
+        T *o = (T *)po + r * J;           /* (J,) */                               \
+        for (int64_t j = 0; j < J; j++) o[j] = x[ix[j * ri.inner] * rt.inner];     \
+    } while (0)
+
 tg_status tg__cpu_gather_forward(const tg__arr *t, const tg__arr *index, void *out) {
     tg__rows rt = tg__rows_of(t), ri = tg__rows_of(index);
     int64_t N = ri.n, J = ri.len;
     char *po = out; // (N, J)
-    bool f32 = t->dtype == TG_F32;
+    const size_t es = rt.es;
     bool par = N > 1 && N * J >= TG__PAR_MIN;
 #pragma omp parallel for if (par) schedule(static)
     for (int64_t r = 0; r < N; r++) {
         const int64_t *ix = tg__row_ptr(&ri, r); // (J,) strided
-        if (f32) {
-            const float *x = tg__row_ptr(&rt, r); // (V,) strided
-            float *o = (float *)po + r * J;   // (J,)
-            for (int64_t j = 0; j < J; j++)
-                o[j] = x[ix[j * ri.inner] * rt.inner];
-        } else {
-            const double *x = tg__row_ptr(&rt, r); // (V,) strided
-            double *o = (double *)po + r * J;  // (J,)
-            for (int64_t j = 0; j < J; j++)
-                o[j] = x[ix[j * ri.inner] * rt.inner];
-        }
+        if (es == 8) TG__GATHER_ROW(uint64_t);
+        else if (es == 4) TG__GATHER_ROW(uint32_t);
+        else if (es == 2) TG__GATHER_ROW(uint16_t);
+        else TG__GATHER_ROW(uint8_t);
     }
     return TG_OK;
 }

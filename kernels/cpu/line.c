@@ -33,7 +33,8 @@ tg_status tg__cpu_reduce_dim(int op, const tg__arr *out, const tg__arr *idx, con
     return TG_OK;
 }
 
-tg_status tg__cpu_scan(int op, const tg__arr *out, const tg__arr *x, const tg__arr *g, int dim) {
+tg_status tg__cpu_scan(int op, const tg__arr *out, const tg__arr *x, const tg__arr *g, int dim,
+                       double gamma) {
     int64_t shape[TG__K_MAX_DIMS], st[TG__K_MAX_DIMS], ost[TG__K_MAX_DIMS], gst[TG__K_MAX_DIMS];
     int k = others(x, dim, shape, st);
     others(out, dim, shape, ost);
@@ -46,6 +47,6 @@ tg_status tg__cpu_scan(int op, const tg__arr *out, const tg__arr *x, const tg__a
                       out->strides[dim], x->data, x->dtype, tg__k_offset_of(l, k, shape, st),
                       x->strides[dim], g->data, g->dtype,
                       g->data ? tg__k_offset_of(l, k, shape, gst) : 0,
-                      g->data ? g->strides[dim] : 0, n);
+                      g->data ? g->strides[dim] : 0, n, gamma);
     return TG_OK;
 }

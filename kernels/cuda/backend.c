@@ -128,6 +128,7 @@ const tg__backend tg__cuda_backend = {
     .gather_find_bad = tg__cuda_gather_find_bad,
     .gather_forward = tg__cuda_gather_forward,
     .gather_backward = tg__cuda_gather_backward,
+    .argsort = tg__cuda_argsort,
     .matmul = matmul,
     .lpe_forward = lpe_forward,
     .lpe_check_rows = lpe_check_rows,

@@ -125,7 +125,8 @@ tg_status tg__cuda_fill(const tg__arr *out, double v);
 /* line.cu. Reductions along one dim and scans (kernels/line.h). */
 tg_status tg__cuda_reduce_dim(int op, const tg__arr *out, const tg__arr *idx, const tg__arr *x,
                               int dim);
-tg_status tg__cuda_scan(int op, const tg__arr *out, const tg__arr *x, const tg__arr *g, int dim);
+tg_status tg__cuda_scan(int op, const tg__arr *out, const tg__arr *x, const tg__arr *g, int dim,
+                        double gamma);
 
 /* reduce.cu. out (contiguous, f32/f64, numel = product of x's kept dims in C
  * order) = scale * sum of x over the dims with red[d] != 0, accumulated in
@@ -133,10 +134,10 @@ tg_status tg__cuda_scan(int op, const tg__arr *out, const tg__arr *x, const tg__
 tg_status tg__cuda_sum_reduce(const tg__arr *out, const tg__arr *x, const bool *red,
                               double scale);
 
-/* softmax.cu. Rows are the last dim of x (0-d: one row of length 1); y and dx
- * are contiguous with x's shape. Row sums in double, as on the CPU. */
-tg_status tg__cuda_softmax_forward(const tg__arr *x, void *y, bool is_log);
-tg_status tg__cuda_softmax_backward(const tg__arr *y, const tg__arr *g, void *dx,
+/* softmax.cu. Rows are the last dim of x (0-d: one row of length 1); y, g
+ * and dx have x's shape, any strides. Row sums in double, as on the CPU. */
+tg_status tg__cuda_softmax_forward(const tg__arr *x, const tg__arr *y, bool is_log);
+tg_status tg__cuda_softmax_backward(const tg__arr *y, const tg__arr *g, const tg__arr *dx,
                                     bool is_log);
 
 /* gather.cu. t (..., V) and index (..., J) i64 with t's leading shape (both
@@ -149,6 +150,11 @@ tg_status tg__cuda_gather_find_bad(const tg__arr *index, int64_t V, int64_t *bad
 tg_status tg__cuda_gather_forward(const tg__arr *t, const tg__arr *index, void *out);
 tg_status tg__cuda_gather_backward(const tg__arr *g, const tg__arr *index, void *dt,
                                    int64_t V);
+
+/* sort.cu. The stable sort along dim (kernels/sort.h), one thread per line;
+ * idx and val as the CPU's (kernels/kernel.h, argsort). */
+tg_status tg__cuda_argsort(const tg__arr *idx, const tg__arr *val, const tg__arr *x, int dim,
+                           bool descending);
 
 /* logprob.cu: the fused log-prob / entropy op (kernels/cpu/logprob.c has the
  * math; the layout of lp, H and stats is the same). z (..., V), y (N) i64 on

@@ -52,12 +52,22 @@ extern "C" tg_status tg__cuda_gather_forward(const tg__arr *t, const tg__arr *in
     (void)tgk_rows(index, &J, &is);
     if (n == 0) return TG_OK;
     unsigned g = tgk_grid(n, TGK_BLOCK);
-    if (t->dtype == TG_F32) {
-        auto k = k_gather_fwd<float>;
-        return TGK_LAUNCH(k, g, TGK_BLOCK, *t, *index, n, J, (float *)out);
+    /* elements are moved, never read as numbers: any dtype, by its size */
+    const size_t es = tg_dtype_size((tg_dtype)t->dtype);
+    if (es == 4) {
+        auto k = k_gather_fwd<uint32_t>;
+        return TGK_LAUNCH(k, g, TGK_BLOCK, *t, *index, n, J, (uint32_t *)out);
     }
-    auto k = k_gather_fwd<double>;
-    return TGK_LAUNCH(k, g, TGK_BLOCK, *t, *index, n, J, (double *)out);
+    if (es == 2) {
+        auto k = k_gather_fwd<uint16_t>;
+        return TGK_LAUNCH(k, g, TGK_BLOCK, *t, *index, n, J, (uint16_t *)out);
+    }
+    if (es == 1) {
+        auto k = k_gather_fwd<uint8_t>;
+        return TGK_LAUNCH(k, g, TGK_BLOCK, *t, *index, n, J, (uint8_t *)out);
+    }
+    auto k = k_gather_fwd<uint64_t>;
+    return TGK_LAUNCH(k, g, TGK_BLOCK, *t, *index, n, J, (uint64_t *)out);
 }
 
 extern "C" tg_status tg__cuda_gather_backward(const tg__arr *g, const tg__arr *index,

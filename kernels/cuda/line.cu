@@ -50,10 +50,10 @@ __global__ void k_reduce_dim(line_geom G, int op, void *o, int odt, int64_t *idx
 }
 
 __global__ void k_scan(line_geom G, int op, void *o, int odt, const void *x, int xdt,
-                       const void *g, int gdt) {
+                       const void *g, int gdt, double gamma) {
     TGK_FOR_EACH(G.lines, l) {
         tg__line_scan(op, o, odt, line_off(G, 1, l), G.lst[1], x, xdt, line_off(G, 0, l),
-                      G.lst[0], g, gdt, g ? line_off(G, 2, l) : 0, G.lst[2], G.n);
+                      G.lst[0], g, gdt, g ? line_off(G, 2, l) : 0, G.lst[2], G.n, gamma);
     }
 }
 
@@ -66,10 +66,10 @@ extern "C" tg_status tg__cuda_reduce_dim(int op, const tg__arr *out, const tg__a
 }
 
 extern "C" tg_status tg__cuda_scan(int op, const tg__arr *out, const tg__arr *x, const tg__arr *g,
-                                   int dim) {
+                                   int dim, double gamma) {
     line_geom G = geom(x, out, g, dim);
     if (G.lines == 0 || G.n == 0) return TG_OK;
     return TGK_LAUNCH(k_scan, tgk_grid(G.lines, TGK_BLOCK), TGK_BLOCK, G, op, out->data,
                       out->dtype, (const void *)x->data, x->dtype, (const void *)g->data,
-                      g->dtype);
+                      g->dtype, gamma);
 }

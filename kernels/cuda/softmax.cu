@@ -26,13 +26,13 @@ template <class T> __device__ __forceinline__ void sm_merge(T &m, double &s, T m
 /* One read of the row for its max and sum (online: a thread's sum is
  * rescaled when its max grows), one read and one write for the output. */
 template <class T>
-__global__ void k_softmax_fwd(tg__arr xa, int64_t N, int64_t V, int64_t xs, T *y,
-                              bool is_log) {
+__global__ void k_softmax_fwd(tg__arr xa, tg__arr ya, int64_t N, int64_t V, int64_t xs,
+                              int64_t ys, bool is_log) {
     __shared__ T mbuf[32];
     __shared__ double sbuf[32];
     for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
         const T *x = (const T *)xa.data + tgk_row_offset(xa, r);
-        T *yr = y + r * V;
+        T *yr = (T *)ya.data + tgk_row_offset(ya, r);
         T m = (T)-INFINITY;
         double sum = 0.0;
         for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
@@ -61,53 +61,55 @@ __global__ void k_softmax_fwd(tg__arr xa, int64_t N, int64_t V, int64_t xs, T *y
         for (int k = 0; k < nw; k++) sm_merge(m, sum, mbuf[k], sbuf[k]); /* same order everywhere */
         if (is_log) {
             T ls = (T)log(sum);
-            for (int64_t j = threadIdx.x; j < V; j += blockDim.x) yr[j] = (x[j * xs] - m) - ls;
+            for (int64_t j = threadIdx.x; j < V; j += blockDim.x) yr[j * ys] = (x[j * xs] - m) - ls;
         } else {
             double inv = 1.0 / sum;
             for (int64_t j = threadIdx.x; j < V; j += blockDim.x)
-                yr[j] = (T)((double)exp(x[j * xs] - m) * inv);
+                yr[j * ys] = (T)((double)exp(x[j * xs] - m) * inv);
         }
     }
 }
 
 template <class T>
-__global__ void k_softmax_bwd(tg__arr ya, tg__arr ga, int64_t N, int64_t V, T *dx,
+__global__ void k_softmax_bwd(tg__arr ya, tg__arr ga, tg__arr da, int64_t N, int64_t V,
                               bool is_log) {
     __shared__ double sbuf[32];
     int64_t ys = ya.ndim > 0 ? ya.strides[ya.ndim - 1] : 1;
     int64_t gs = ga.ndim > 0 ? ga.strides[ga.ndim - 1] : 1;
+    int64_t ds = da.ndim > 0 ? da.strides[da.ndim - 1] : 1;
     for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
         const T *y = (const T *)ya.data + tgk_row_offset(ya, r);
         const T *g = (const T *)ga.data + tgk_row_offset(ga, r);
-        T *d = dx + r * V;
+        T *d = (T *)da.data + tgk_row_offset(da, r);
         double acc = 0.0;
         for (int64_t j = threadIdx.x; j < V; j += blockDim.x)
             acc += is_log ? (double)g[j * gs] : (double)g[j * gs] * (double)y[j * ys];
         T s = (T)tgk_block_sum(acc, sbuf);
         for (int64_t j = threadIdx.x; j < V; j += blockDim.x)
-            d[j] = is_log ? g[j * gs] - exp(y[j * ys]) * s : y[j * ys] * (g[j * gs] - s);
+            d[j * ds] = is_log ? g[j * gs] - exp(y[j * ys]) * s : y[j * ys] * (g[j * gs] - s);
     }
 }
 
-extern "C" tg_status tg__cuda_softmax_forward(const tg__arr *x, void *y, bool is_log) {
-    int64_t V, xs, N = tgk_rows(x, &V, &xs);
+extern "C" tg_status tg__cuda_softmax_forward(const tg__arr *x, const tg__arr *y, bool is_log) {
+    int64_t V, xs, ys, N = tgk_rows(x, &V, &xs);
+    tgk_rows(y, &V, &ys);
     if (N == 0) return TG_OK;
     if (x->dtype == TG_F32) {
         auto k = k_softmax_fwd<float>;
-        return TGK_LAUNCH(k, tgk_grid(N, 1), TGK_BLOCK, *x, N, V, xs, (float *)y, is_log);
+        return TGK_LAUNCH(k, tgk_grid(N, 1), TGK_BLOCK, *x, *y, N, V, xs, ys, is_log);
     }
     auto k = k_softmax_fwd<double>;
-    return TGK_LAUNCH(k, tgk_grid(N, 1), TGK_BLOCK, *x, N, V, xs, (double *)y, is_log);
+    return TGK_LAUNCH(k, tgk_grid(N, 1), TGK_BLOCK, *x, *y, N, V, xs, ys, is_log);
 }
 
 extern "C" tg_status tg__cuda_softmax_backward(const tg__arr *y, const tg__arr *g,
-                                               void *dx, bool is_log) {
+                                               const tg__arr *dx, bool is_log) {
     int64_t V, ys, N = tgk_rows(y, &V, &ys);
     if (N == 0) return TG_OK;
     if (y->dtype == TG_F32) {
         auto k = k_softmax_bwd<float>;
-        return TGK_LAUNCH(k, tgk_grid(N, 1), TGK_BLOCK, *y, *g, N, V, (float *)dx, is_log);
+        return TGK_LAUNCH(k, tgk_grid(N, 1), TGK_BLOCK, *y, *g, *dx, N, V, is_log);
     }
     auto k = k_softmax_bwd<double>;
-    return TGK_LAUNCH(k, tgk_grid(N, 1), TGK_BLOCK, *y, *g, N, V, (double *)dx, is_log);
+    return TGK_LAUNCH(k, tgk_grid(N, 1), TGK_BLOCK, *y, *g, *dx, N, V, is_log);
 }

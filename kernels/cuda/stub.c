@@ -51,8 +51,9 @@ static tg_status red_dim(int op, const tg__arr *o, const tg__arr *i, const tg__a
     (void)op, (void)o, (void)i, (void)x, (void)d;
     return none();
 }
-static tg_status scan(int op, const tg__arr *o, const tg__arr *x, const tg__arr *g, int d) {
-    (void)op, (void)o, (void)x, (void)g, (void)d;
+static tg_status scan(int op, const tg__arr *o, const tg__arr *x, const tg__arr *g, int d,
+                      double gamma) {
+    (void)op, (void)o, (void)x, (void)g, (void)d, (void)gamma;
     return none();
 }
 static tg_status copy2(const tg__arr *o, const tg__arr *s) { (void)o, (void)s; return none(); }
@@ -61,8 +62,11 @@ static tg_status sum_reduce(const tg__arr *o, const tg__arr *x, const bool *red,
     (void)o, (void)x, (void)red, (void)sc;
     return none();
 }
-static tg_status sm_fwd(const tg__arr *x, void *y, bool l) { (void)x, (void)y, (void)l; return none(); }
-static tg_status sm_bwd(const tg__arr *y, const tg__arr *g, void *dx, bool l) {
+static tg_status sm_fwd(const tg__arr *x, const tg__arr *y, bool l) {
+    (void)x, (void)y, (void)l;
+    return none();
+}
+static tg_status sm_bwd(const tg__arr *y, const tg__arr *g, const tg__arr *dx, bool l) {
     (void)y, (void)g, (void)dx, (void)l;
     return none();
 }
@@ -70,6 +74,10 @@ static tg_status g_bad(const tg__arr *i, int64_t V, int64_t *b) { (void)i, (void
 static tg_status g_fwd(const tg__arr *t, const tg__arr *i, void *o) { (void)t, (void)i, (void)o; return none(); }
 static tg_status g_bwd(const tg__arr *g, const tg__arr *i, void *d, int64_t V) {
     (void)g, (void)i, (void)d, (void)V;
+    return none();
+}
+static tg_status argsort(const tg__arr *i, const tg__arr *v, const tg__arr *x, int d, bool desc) {
+    (void)i, (void)v, (void)x, (void)d, (void)desc;
     return none();
 }
 static tg_status mm(int dt, int nb, const int64_t *bs, const tg__mat *a, const tg__mat *b,
@@ -125,6 +133,7 @@ const tg__backend tg__cuda_backend = {
     .gather_find_bad = g_bad,
     .gather_forward = g_fwd,
     .gather_backward = g_bwd,
+    .argsort = argsort,
     .matmul = mm,
     .lpe_forward = lpe_f,
     .lpe_check_rows = lpe_c,

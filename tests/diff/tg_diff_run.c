@@ -16,8 +16,8 @@
  * every contract violation the executor found. With --json it prints one JSON
  * object per program on one line: "steps" (per instruction: "st", the status
  * name; "out", the values of the registers it wrote, or of the in-place
- * target; "grads", after a backward, the .grad of every register that has
- * one; "cleared", registers it emptied), "final" (every register and every
+ * target; "grads", after a backward, the .grad of every leaf register that
+ * has one; "cleared", registers it emptied), "final" (every register and every
  * .grad before the final release), "violations" and "leaked". A tensor is
  * {"dtype", "shape", "data", "rg", "leaf"} or null; NaN and infinities are
  * written as NaN, Infinity, -Infinity (as Python's json reads them).
@@ -66,7 +66,10 @@ static void json_grads(FILE *f, tgp_exec *e) {
     fputc('{', f);
     int k = 0;
     for (int r = 0; r < TGP_NREG; r++) {
-        tg_tensor *g = tgp_grad_peek(tgp_reg(e, r));
+        /* the leaves' only, as PyTorch's side reads them: a view that
+         * required grad as a leaf keeps its .grad after its base's in-place
+         * history made it an interior tensor */
+        tg_tensor *t = tgp_reg(e, r), *g = t && tg_is_leaf(t) ? tgp_grad_peek(t) : NULL;
         if (!g) continue;
         fprintf(f, "%s\"r%d\":", k++ ? "," : "", r);
         json_tensor(f, g);

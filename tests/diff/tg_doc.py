@@ -10,21 +10,25 @@ that a real bug of the same op is not excused by accident.
 import re
 
 DOCUMENTED = [
-    ('integer-ops', "tapegrad's integer arithmetic is add/sub/mul/maximum/minimum/remainder/"
-     'floor_divide and neg/abs/sign/square/clamp/scale/add_scalar/rounding; its other ops take '
-     'f32/f64 tensors only; PyTorch computes on integer tensors there too'),
+    ('integer-ops', "tapegrad's integer arithmetic is add/sub/mul/maximum/minimum/pow/remainder/"
+     'floor_divide, neg/abs/sign/square/clamp/scale/add_scalar/rounding and the ops whose '
+     'entries say they take i64 or bool (sums, cumsum/cumprod, sorting, selection, the '
+     'in-place arithmetic); its other ops take f32/f64 tensors only; PyTorch computes on '
+     'integer tensors there too'),
     ('int-min-division', 'INT64_MIN floor-divided by -1 wraps to INT64_MIN (remainder 0) in '
      "tapegrad; PyTorch's CPU kernel traps (SIGFPE), so the suite computes it with Python's "
      'floor rules'),
-    ('float-division-ops', 'tg_remainder and tg_floor_divide take i64 tensors only; PyTorch also '
-     'divides floats'),
+    ('unread-view-leaf', 'an in-place op with grad on a view made before its base required grad, '
+     'after an in-place op recorded on the base: PyTorch 1.13 refuses it as "a leaf Variable '
+     'that requires grad" unless the view\'s grad_fn was read in between (reading remakes it); '
+     'tapegrad treats the view as the interior tensor it is either way'),
+    ('floor-divide-grad', "tg_floor_divide's result never requires grad; PyTorch 1.13 records "
+     'a node whose backward raises ("derivative for aten::floor_divide is not implemented")'),
     ('var-degenerate', 'where n - correction <= 0 (a NaN or inf variance) tapegrad\'s var/std '
      'gradient is its formula, 2 g (x - mean) / (n - correction) (NaN where that is 0 * inf); '
      "PyTorch 1.13's is inf there"),
     ('bool-argmax', 'tg_argmax_dim takes a bool tensor (false < true); PyTorch 1.13 has no '
      'argmax kernel for bool'),
-    ('no-type-promotion', 'tapegrad refuses operands of different dtypes (TG_ERR_DTYPE); PyTorch '
-     'promotes them to a common dtype'),
     ('matmul-shapes', 'tg_matmul takes 2-D operands, equal batch dims, or a batched left '
      'operand with a 2-D right one; PyTorch also takes 1-D operands and broadcasts batch dims'),
     ('gather-index-shape', "tg_gather's index must have the input's exact leading shape; "
@@ -131,21 +135,13 @@ def _documented(kind, ins, inputs, cst, exc, ctx, what=None):
             (cst in ('TG_OK', 'TG_ERR_FREED', 'TG_ERR_INPLACE') and second) or
             (cst == 'TG_ERR_FREED' and exc is None)):
         return 'failed-backward-partial'
-    if cst == 'TG_ERR_DTYPE' and exc is None and op in ('cat', 'stack') and \
-            len({t.dtype for t in inputs if t is not None}) > 1:
-        return 'no-type-promotion'
     if op == 'argmax_dim' and cst == 'TG_OK' and exc is not None and inputs and \
             inputs[0] is not None and str(inputs[0].dtype) == 'torch.bool':
         return 'bool-argmax'
-    if cst == 'TG_ERR_DTYPE' and exc is None and op in ('remainder', 'floor_divide') and \
-            any(t is not None and t.is_floating_point() for t in inputs):
-        return 'float-division-ops'
     if cst == 'TG_ERR_DTYPE' and exc is None and is_row(op):
         data = [t for t in _data_inputs(op, inputs) if t is not None]
         if any(not t.is_floating_point() for t in data):
             return 'integer-ops'
-        if len({t.dtype for t in data}) > 1:
-            return 'no-type-promotion'
     named = op_difference(op, ins, inputs, cst, exc)
     if named:
         return named
@@ -170,7 +166,13 @@ def op_difference(op, ins, inputs, cst, exc):
     cst, what PyTorch raised, exc) that programs and the per-op check
     (tests/registry/torch_ops.py) share, or None."""
     msg = str(exc) if exc is not None else ''
-    if exc is None and cst == 'TG_ERR_VALUE' and ins is not None and len(ins.get('shape', [])) > 8:
+    if cst == 'TG_OK' and 'a leaf Variable that requires grad is being used in an in-place' in msg \
+            and inputs and inputs[0] is not None and inputs[0]._base is not None:
+        return 'unread-view-leaf'
+    if 'derivative for aten::floor_divide is not implemented' in msg:
+        return 'floor-divide-grad'
+    if exc is None and cst == 'TG_ERR_VALUE' and ins is not None and \
+            len(ins.get('shape') or ins.get('repeats') or []) > 8:   # tg_repeat: a dim per repeat
         return 'max-dims'
     if 'bool tensor' in msg and (op == 'pow' or op == 'backward') and cst == 'TG_OK':
         return 'bool-exponent-grad'

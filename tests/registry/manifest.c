@@ -105,8 +105,9 @@ void tgr_manifest(FILE *f, bool with_samples) {
             fprintf(f, ", \"%c\", %d]", op->p[k].kind, op->p[k].slot);
         }
         fprintf(f, "], \"nin\": %d, \"nin_required\": %d, \"nout\": %d, \"diff\": %u, "
-                   "\"flags\": %u}\n",
-                op->nin, op->nin_required, op->nout, op->diff, op->flags);
+                   "\"flags\": %u, \"saves_output\": %s}\n",
+                op->nin, op->nin_required, op->nout, op->diff, op->flags,
+                op->saves == TGR_SAVES_OUTPUT ? "true" : "false");
         if (!with_samples) continue;
         tgr_samples ss;
         tgr_samples_of(op, TG_F64, &ss);

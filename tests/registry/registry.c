@@ -383,8 +383,11 @@ static void mixed_pairs(const tgr_op *op, tg_dtype dt, tgr_samples *out, double 
     static const char *const names[3][2] = {{"other float right", "other float left"},
                                             {"i64 right", "i64 left"},
                                             {"bool right", "bool left"}};
-    /* PyTorch refuses a bool operand of sub, and pow of two bools */
-    const bool no_bool = !strcmp(op->name, "sub"), no_bool_pair = no_bool || !strcmp(op->name, "pow");
+    /* PyTorch refuses a bool operand of sub, and pow, remainder and floor_divide of
+     * two bools */
+    const bool no_bool = !strcmp(op->name, "sub");
+    const bool no_bool_pair = no_bool || !strcmp(op->name, "pow") ||
+                              !strcmp(op->name, "remainder") || !strcmp(op->name, "floor_divide");
     for (int w = 0; w < 3; w++) {
         for (int left = 0; left < 2; left++) {
             double wl = w == 1 ? (lo > 0 ? 1 : -3) : lo, wh = w == 1 ? 4 : hi;
@@ -468,6 +471,8 @@ void tgr_samples_reduce_dim(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     tgr_add(out, "transposed dim 1", TGR_S_SMOOTH | TGR_S_STRIDED, &a, 1,
             tgr_strided(tgr_rand(dt, 3, SH(2, 4, 3), seed_of(op, k++), lo, hi)))->batch = 1;
     tgr_add(out, "ties dim 1", 0, &a, 1, tgr_ties(dt, 2, SH(3, 4), seed_of(op, k++)))->batch = 1;
+    tgr_add(out, "empty others dim 1", TGR_S_EMPTY, &a, 1,
+            tgr_rand(dt, 2, SH(0, 4), seed_of(op, k++), lo, hi));
     tgr_add(out, "specials dim 1", TGR_S_SPECIAL, &a, 1, tgr_specials(dt, 2, SH(3, 3)));
     tgr_args z = args_of(op, dt);
     tgr_add(out, "0-d dim 0", TGR_S_SMOOTH, &z, 1, tgr_rand(dt, 0, NULL, seed_of(op, k++), lo, hi));

@@ -197,7 +197,7 @@ tg_tensor *tgr_loss(tg_tensor *const *out, int nout, unsigned mask);
 /* The parameter of op named name, or NULL. */
 const tgr_param *tgr_param_of(const tgr_op *op, const char *name);
 
-/* Writes the manifest: one JSON object per line, one per row (name, c_name,
+/* Writes the manifest: one JSON object per line, one per row (name, c_name, saves_output,
  * torch, params, nin, nout, diff, flags), then, when with_samples, one per
  * f64 sample (its inputs' dtypes, shapes, strides-kind and values; its
  * arguments; its flags). The differential suites read it. */

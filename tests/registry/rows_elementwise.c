@@ -1,7 +1,8 @@
 /* tests/registry/rows_elementwise.c - the registry rows of the elementwise
  * ops: unary (with their double references, smooth ranges and PyTorch's
  * gradients at the kinks), binary arithmetic, where, comparisons and logic,
- * integer division, masked_fill. */
+ * integer division, masked_fill, clamp with tensor bounds, nan_to_num. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -82,6 +83,8 @@ CALL(logical_xor, tg_logical_xor(in[0], in[1]))
 CALL(remainder, tg_remainder(in[0], in[1]))
 CALL(floor_divide, tg_floor_divide(in[0], in[1]))
 CALL(masked_fill, tg_masked_fill(in[0], in[1], P(0)))
+CALL(clamp_tensor, tg_clamp_tensor(in[0], in[1], in[2]))
+CALL(nan_to_num, tg_nan_to_num(in[0], P(0), P(1), P(2)))
 
 /* ---- references in double -------------------------------------------------------------- */
 
@@ -229,9 +232,18 @@ static void s_cmp_scalar(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
 }
 
 /* i64 dividends and non-zero divisors, broadcast; a zero divisor is refused */
+/* remainder and floor_divide: binary's float samples (positive operands away
+ * from the jumps at whole quotients), divisors 0, +-inf and NaN, and on i64
+ * signs, extremes (INT64_MIN // -1 wraps), a strided dividend, a zero divisor
+ * refused. */
 static void s_intdiv(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
-    (void)op;
+    tgr_samples_binary(op, dt, out);
     tgr_args a = tgr_args0(dt);
+    tgr_add(out, "special divisors", TGR_S_SPECIAL, &a, 2,
+            tgr_rand(dt, 2, (int64_t[]){3, 3}, 7, -3, 3), tgr_specials(dt, 2, (int64_t[]){3, 3}));
+    tgr_add(out, "negative operands", TGR_S_SMOOTH, &a, 2,
+            tgr_rand(dt, 2, (int64_t[]){3, 4}, 8, -3.3, -0.3),
+            tgr_rand(dt, 1, (int64_t[]){4}, 9, 0.7, 1.9))->batch = 1;
     const int64_t c34[2] = {3, 4}, c4[1] = {4};
     const int64_t dv[4] = {-3, -2, 2, 5};
     tgr_add(out, "signs", TGR_S_DTYPES, &a, 2, tgr_rand(TG_I64, 2, c34, 1, -9, 10),
@@ -245,9 +257,133 @@ static void s_intdiv(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     tgr_sample *s = tgr_add(out, "zero divisor", TGR_S_BAD, &a, 2, tgr_rand(TG_I64, 1, c4, 4, 1, 9),
                             tg_zeros(TG_I64, 1, c4));
     if (s) s->want = TG_ERR_VALUE;
-    s = tgr_add(out, "float operands", TGR_S_BAD, &a, 2, tgr_rand(dt, 1, c4, 5, 1, 3),
-                tgr_rand(dt, 1, c4, 6, 1, 3));
+}
+
+/* ---- clamp with tensor bounds, nan_to_num ----------------------------------------------- */
+
+/* A sample (t, min, max) with either bound absent (NULL). */
+static tgr_sample *clamp_add(tgr_samples *out, const char *what, unsigned flags, tg_tensor *t,
+                             tg_tensor *lo, tg_tensor *hi) {
+    tgr_args a = tgr_args0(TG_F64);
+    tgr_sample *s = lo && hi ? tgr_add(out, what, flags, &a, 3, t, lo, hi)
+                    : lo     ? tgr_add(out, what, flags, &a, 2, t, lo)
+                             : tgr_add(out, what, flags, &a, 2, t, hi);
+    if (s && !(lo && hi)) {
+        s->nin = 3;
+        s->in[2] = lo ? NULL : s->in[1];
+        s->in[1] = lo ? s->in[1] : NULL;
+    }
+    return s;
+}
+
+/* t, min and max of 0-3 leading dims, broadcast, min > max, one bound, strided,
+ * ties (PyTorch's gradient at t == min, t == max and min == max), NaN and inf
+ * in each operand, empty, promoted dtypes (another float, i64, bool); no bound,
+ * bool with both and shapes that do not broadcast refused. */
+static void s_clamp_tensor(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    (void)op;
+    const tg_dtype other = dt == TG_F32 ? TG_F64 : TG_F32;
+#define SHP(...) ((const int64_t[]){__VA_ARGS__})
+#define T(nd, shape, seed, lo, hi) tgr_rand(dt, nd, nd ? SHP shape : NULL, seed, lo, hi)
+    tgr_sample *s;
+    s = clamp_add(out, "same shape", TGR_S_SMOOTH, T(2, (2, 3), 1, -2, 2), T(2, (2, 3), 2, -1, 0),
+                  T(2, (2, 3), 3, 0, 1));
+    if (s) s->batch = 7;
+    clamp_add(out, "0-d", TGR_S_SMOOTH, T(0, (0), 4, -2, 2), T(0, (0), 5, -1, 0), T(0, (0), 6, 0, 1));
+    clamp_add(out, "1-d, 0-d bounds", TGR_S_SMOOTH | TGR_S_BCAST, T(1, (6), 7, -2, 2),
+              T(0, (0), 8, -1, 0), T(0, (0), 9, 0, 1));
+    s = clamp_add(out, "lead 1, row bounds", TGR_S_SMOOTH | TGR_S_BCAST, T(2, (3, 5), 10, -2, 2),
+                  T(1, (5), 11, -1, 0), T(2, (3, 5), 12, 0, 1));
+    if (s) s->batch = 5;
+    s = clamp_add(out, "lead 2, (4) and 0-d", TGR_S_SMOOTH | TGR_S_BCAST, T(3, (2, 3, 4), 13, -2, 2),
+                  T(1, (4), 14, -1, 0), T(0, (0), 15, 0, 1));
+    if (s) s->batch = 1;
+    s = clamp_add(out, "lead 3, (3, 1) bounds", TGR_S_SMOOTH | TGR_S_BCAST,
+                  T(4, (2, 2, 3, 2), 16, -2, 2), T(2, (3, 1), 17, -1, 0), T(2, (3, 1), 18, 0, 1));
+    if (s) s->batch = 1;
+    clamp_add(out, "bounds widen t", TGR_S_SMOOTH | TGR_S_BCAST, T(1, (4), 19, -2, 2),
+              T(2, (3, 1), 20, -1, 0), T(2, (3, 4), 21, 0, 1));
+    s = clamp_add(out, "min > max", TGR_S_SMOOTH, T(2, (3, 4), 22, -2, 2), T(2, (3, 4), 23, 0.5, 1),
+                  T(2, (3, 4), 24, -1, -0.5));
+    if (s) s->batch = 7;
+    s = clamp_add(out, "min only", TGR_S_SMOOTH, T(2, (3, 4), 25, -2, 2), T(2, (3, 4), 26, -1, 1), NULL);
+    if (s) s->batch = 3;
+    s = clamp_add(out, "max only, broadcast", TGR_S_SMOOTH | TGR_S_BCAST, T(2, (3, 4), 27, -2, 2),
+                  NULL, T(1, (4), 28, -1, 1));
+    if (s) s->batch = 1;
+    s = clamp_add(out, "strided", TGR_S_SMOOTH | TGR_S_STRIDED, tgr_strided(T(2, (3, 4), 29, -2, 2)),
+                  tgr_strided(T(2, (3, 4), 30, -1, 0)), tgr_strided(T(2, (3, 4), 31, 0, 1)));
+    if (s) s->batch = 7;
+    s = clamp_add(out, "ties", 0, tgr_ties(dt, 2, SHP(4, 6), 32), tgr_ties(dt, 2, SHP(4, 6), 33),
+                  tgr_ties(dt, 2, SHP(4, 6), 34));
+    if (s) s->batch = 7;
+    clamp_add(out, "ties, min only", 0, tgr_ties(dt, 2, SHP(4, 6), 35), tgr_ties(dt, 1, SHP(6), 36),
+              NULL);
+    clamp_add(out, "ties, max only", 0, tgr_ties(dt, 2, SHP(4, 6), 37), NULL,
+              tgr_ties(dt, 1, SHP(6), 38));
+    clamp_add(out, "specials in t", TGR_S_SPECIAL, tgr_specials(dt, 2, SHP(3, 3)),
+              T(1, (3), 39, -1, 0), T(1, (3), 40, 0, 1));
+    clamp_add(out, "specials in min", TGR_S_SPECIAL, T(2, (3, 3), 41, -2, 2),
+              tgr_specials(dt, 2, SHP(3, 3)), T(0, (0), 42, 0, 1));
+    clamp_add(out, "specials in max", TGR_S_SPECIAL, T(2, (3, 3), 43, -2, 2), NULL,
+              tgr_specials(dt, 2, SHP(3, 3)));
+    clamp_add(out, "empty", TGR_S_EMPTY | TGR_S_BCAST, T(2, (0, 3), 44, -2, 2), T(1, (3), 45, -1, 0),
+              T(1, (3), 46, 0, 1));
+    /* PyTorch's promotion: the result type of the three */
+    clamp_add(out, "min of the other float", TGR_S_DTYPES, T(2, (3, 4), 47, -2, 2),
+              tgr_rand(other, 2, SHP(3, 4), 48, -1, 0), T(0, (0), 49, 0, 1));
+    clamp_add(out, "0-d bound of the other float", TGR_S_DTYPES | TGR_S_BCAST,
+              T(2, (3, 4), 50, -2, 2), tgr_rand(other, 0, NULL, 51, -1, 0), NULL);
+    clamp_add(out, "i64 bounds", TGR_S_DTYPES, T(2, (3, 4), 52, -3, 3),
+              tgr_rand(TG_I64, 1, SHP(4), 53, -2, 0), tgr_rand(TG_I64, 0, NULL, 54, 1, 2));
+    s = clamp_add(out, "i64", TGR_S_DTYPES, tgr_rand(TG_I64, 2, SHP(3, 4), 55, -5, 6),
+                  tgr_rand(TG_I64, 2, SHP(3, 4), 56, -3, 0), tgr_rand(TG_I64, 2, SHP(3, 4), 57, 0, 3));
+    if (s) s->batch = 7;
+    clamp_add(out, "i64 with float bounds", TGR_S_DTYPES, tgr_rand(TG_I64, 2, SHP(3, 4), 58, -5, 6),
+              T(1, (4), 59, -2, 0), NULL);
+    clamp_add(out, "i64 with a bool min", TGR_S_DTYPES, tgr_rand(TG_I64, 2, SHP(3, 4), 60, -5, 6),
+              tgr_rand(TG_BOOL, 0, NULL, 61, 0, 2), NULL);
+    clamp_add(out, "bool, bool max", TGR_S_DTYPES, tgr_rand(TG_BOOL, 2, SHP(3, 4), 62, 0, 2), NULL,
+              tgr_rand(TG_BOOL, 1, SHP(4), 63, 0, 2));
+    clamp_add(out, "bool, i64 0-d min", TGR_S_DTYPES, tgr_rand(TG_BOOL, 2, SHP(3, 4), 64, 0, 2),
+              tg_full(TG_I64, 0, NULL, 2), NULL);
+    s = clamp_add(out, "no bound", TGR_S_BAD, T(2, (3, 4), 65, -2, 2), NULL, NULL);
+    if (s) s->want = TG_ERR_VALUE;
+    s = clamp_add(out, "bool with both bounds", TGR_S_BAD, tgr_rand(TG_BOOL, 2, SHP(3, 4), 66, 0, 2),
+                  tgr_rand(TG_BOOL, 0, NULL, 67, 0, 2), tgr_rand(TG_BOOL, 0, NULL, 68, 0, 2));
     if (s) s->want = TG_ERR_DTYPE;
+    s = clamp_add(out, "bounds that do not broadcast", TGR_S_BAD, T(2, (2, 3), 69, -2, 2),
+                  T(1, (4), 70, -1, 0), NULL);
+    if (s) s->want = TG_ERR_SHAPE;
+#undef T
+#undef SHP
+}
+
+static double r_nan_to_num(double x, const tgr_args *a) {
+    const bool f32 = a->dtype == TG_F32;
+    const double big = f32 ? FLT_MAX : DBL_MAX;
+    double v = isnan(x) ? P(0) : x == INFINITY ? (isnan(P(1)) ? big : P(1))
+               : x == -INFINITY ? (isnan(P(2)) ? -big : P(2)) : x;
+    if (f32 && isfinite(v) && fabs(v) > FLT_MAX) /* as an f32 holds it */
+        v = fabs(v) >= 0x1p128 - 0x1p103 ? copysign(INFINITY, v) : copysign(FLT_MAX, v);
+    return v;
+}
+
+/* The unary samples with PyTorch's defaults, and specials with other numbers:
+ * given, NaN kept, an f32 overflow (1e300 is inf in f32), tiny ones. */
+static void s_nan_to_num(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    tgr_samples_unary(op, dt, out);
+    static const double vals[3][3] = {
+        {2.0, 1e300, -3.0}, {NAN, INFINITY, NAN}, {-1.5, 5.0, -1e-300}};
+    static const char *const what[3] = {"specials, 2 1e300 -3", "strided specials, nan inf nan",
+                                        "specials, -1.5 5 -1e-300"};
+    for (int i = 0; i < 3; i++) {
+        tgr_args a = tgr_args0(dt);
+        for (int k = 0; k < 3; k++) a.fv[k] = vals[i][k];
+        tgr_add(out, what[i], TGR_S_SPECIAL | (i == 1 ? TGR_S_STRIDED : 0u), &a, 1,
+                i == 1 ? tgr_strided(tgr_specials(dt, 2, (const int64_t[]){3, 3}))
+                       : tgr_specials(dt, 2, (const int64_t[]){3, 3}));
+    }
 }
 
 /* ---- the rows -------------------------------------------------------------------------- */
@@ -323,7 +459,7 @@ tgr_op TGR_ROWS_ELEMENTWISE[] = {
     BIN(div, "torch.div(a, b)", 0.5, 2),
     BIN(maximum, "torch.maximum(a, b)", -2, 2),
     BIN(minimum, "torch.minimum(a, b)", -2, 2),
-    BIN(pow, "torch.pow(a, b)", 0.5, 2),
+    BIN(pow, "R.pow(a, b)", 0.5, 2),
     {.name = "where", .c_name = "tg_where", .torch = "R.where(a, b, c)", .nin = 3,
      .nin_required = 3, .nout = 1, .diff = 6, .apply = ap_where, .samples = s_where},
     CMP(eq, "torch.eq(a, b)", tgr_samples_compare),
@@ -345,10 +481,25 @@ tgr_op TGR_ROWS_ELEMENTWISE[] = {
     PRED(isnan, "torch.isnan(a)"),
     PRED(isinf, "torch.isinf(a)"),
     PRED(isfinite, "torch.isfinite(a)"),
-    CMP(remainder, "R.int_division(torch.remainder, a, b)", s_intdiv),
-    CMP(floor_divide, "R.int_division(torch.floor_divide, a, b)", s_intdiv),
+    {.name = "remainder", .c_name = "tg_remainder",
+     .torch = "R.int_division(torch.remainder, a, b)", .nin = 2, .nin_required = 2, .nout = 1,
+     .diff = 3, .dtypes = I64 | B, .apply = ap_remainder, .samples = s_intdiv, .lo = 0.3,
+     .hi = 3.7},
+    {.name = "floor_divide", .c_name = "tg_floor_divide",
+     .torch = "R.int_division(torch.floor_divide, a, b)", .nin = 2, .nin_required = 2,
+     .nout = 1, .dtypes = I64 | B, .apply = ap_floor_divide, .samples = s_intdiv, .lo = 0.3,
+     .hi = 3.7},
     {.name = "masked_fill", .c_name = "tg_masked_fill", .torch = "R.masked_fill(a, b, value)",
      .params = "r:value", .nin = 2, .nin_required = 2, .nout = 1, .diff = 1,
      .flags = TGR_COMPOSITE, .apply = ap_masked_fill, .samples = s_masked_fill},
+    {.name = "clamp_tensor", .c_name = "tg_clamp_tensor", .torch = "torch.clamp(a, b, c)",
+     .nin = 3, .nin_required = 1, .nout = 1, .diff = 7, .dtypes = I64 | B,
+     .apply = ap_clamp_tensor, .samples = s_clamp_tensor},
+    {.name = "nan_to_num", .c_name = "tg_nan_to_num",
+     .torch = "torch.nan_to_num(a, nan_value, None if math.isnan(posinf) else posinf, "
+              "None if math.isnan(neginf) else neginf)",
+     .params = "r:nan_value=0 r:posinf=nan r:neginf=nan", .nin = 1, .nin_required = 1,
+     .nout = 1, .diff = 1, .dtypes = I64 | B, .apply = ap_nan_to_num, .samples = s_nan_to_num,
+     .ref = r_nan_to_num, .lo = -3, .hi = 3, .saves = TGR_SAVES_INPUT},
 };
 const int TGR_N_ELEMENTWISE = (int)(sizeof TGR_ROWS_ELEMENTWISE / sizeof TGR_ROWS_ELEMENTWISE[0]);

@@ -1,5 +1,6 @@
 /* tests/registry/rows_index.c - the registry rows of indexing (gather,
- * scatter_add, index_select, flip, one_hot), matmul and the softmax family. */
+ * scatter_add, index_select, flip, one_hot), matmul, the softmax family and
+ * sorting (sort, argsort, topk). */
 #include <limits.h>
 #include <math.h>
 #include <string.h>
@@ -32,6 +33,21 @@ CALL(one_hot, tg_one_hot(in[0], PI(0)))
 CALL(matmul, tg_matmul(in[0], in[1]))
 CALL(softmax, tg_softmax(in[0]))
 CALL(log_softmax, tg_log_softmax(in[0]))
+CALL(argsort, tg_argsort(in[0], PD(0), PI(1) != 0))
+
+/* sort and topk: the values, and the indices as a second output */
+static tg_status ap_sort(const tgr_op *op, tg_tensor *const *in, const tgr_args *a,
+                         tg_tensor **out) {
+    (void)op;
+    out[0] = tg_sort(in[0], PD(0), PI(1) != 0, &out[1]);
+    return out[0] ? TG_OK : tg_last_status();
+}
+static tg_status ap_topk(const tgr_op *op, tg_tensor *const *in, const tgr_args *a,
+                         tg_tensor **out) {
+    (void)op;
+    out[0] = tg_topk(in[0], PI(0), PD(1), PI(2) != 0, &out[1]);
+    return out[0] ? TG_OK : tg_last_status();
+}
 
 #define SH(...) ((const int64_t[]){__VA_ARGS__})
 
@@ -190,6 +206,108 @@ static void s_rows(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     bad1(out, "i64", &a, TG_ERR_DTYPE, 1, tgr_rand(TG_I64, 1, SH(3), 12, 0, 3), NULL, NULL);
 }
 
+/* The arguments of sort / argsort (dim, descending) and topk (k, dim, largest). */
+static tgr_args sort_args(const tgr_op *op, tg_dtype dt, int dim, bool desc, int64_t k) {
+    tgr_args a = tgr_args0(dt);
+    const tgr_param *pk = tgr_param_of(op, "k");
+    a.iv[tgr_param_of(op, "dim")->slot] = dim;
+    a.iv[tgr_param_of(op, pk ? "largest" : "descending")->slot] = desc;
+    if (pk) a.iv[pk->slot] = k;
+    return a;
+}
+
+static tgr_sample *sort_add(tgr_samples *out, const tgr_op *op, tg_dtype dt, const char *what,
+                            unsigned flags, int dim, bool desc, int64_t k, tg_tensor *x) {
+    tgr_args a = sort_args(op, dt, dim, desc, k);
+    return tgr_add(out, what, flags, &a, 1, x);
+}
+
+/* sort, argsort, topk: the last dim after 0-3 leading dims and every dim of
+ * (3, 4) and (2, 3, 4), both directions; 0-d, transposed, ties (the stable
+ * order), specials (NaN, +-inf, +-0), empty dims, i64 beyond 2^53, bool,
+ * lines long enough for several merge passes and more lines than a GPU
+ * block; dim and k out of range and topk of bool refused. */
+static void s_sort(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    const bool topk = tgr_param_of(op, "k") != NULL;
+    tgr_sample *s;
+    for (int i = 0; i < 4; i++) {
+        int64_t xs[4];
+        const int nd = LEADS[i].nd;
+        for (int d = 0; d < nd; d++) xs[d] = LEADS[i].s[d];
+        xs[nd] = 5;
+        s = sort_add(out, op, dt, LEADS[i].what, TGR_S_SMOOTH, -1, i % 2, 3,
+                     tgr_rand(dt, nd + 1, xs, 1 + (uint64_t)i, -2, 2));
+        if (s && nd) s->batch = 1;
+    }
+    static const struct {
+        int nd;
+        int64_t s[3];
+    } shapes[] = {{2, {3, 4}}, {3, {2, 3, 4}}};
+    for (int i = 0; i < 2; i++)
+        for (int d = -1; d < shapes[i].nd; d++) {
+            char what[48];
+            snprintf(what, sizeof what, "%d-d dim %d%s", shapes[i].nd, d, (d + i) % 2 ? " desc" : "");
+            s = sort_add(out, op, dt, what, TGR_S_SMOOTH, d, (d + i) % 2, 2,
+                         tgr_rand(dt, shapes[i].nd, shapes[i].s, 10 + (uint64_t)(4 * i + d), -2, 2));
+            if (s && d != 0) s->batch = 1;
+        }
+    sort_add(out, op, dt, "0-d", TGR_S_SMOOTH, 0, false, 1, tgr_rand(dt, 0, NULL, 20, -2, 2));
+    sort_add(out, op, dt, "0-d dim -1 desc, k 0", TGR_S_SMOOTH, -1, true, 0,
+             tgr_rand(dt, 0, NULL, 21, -2, 2));
+    s = sort_add(out, op, dt, "transposed dim 1", TGR_S_SMOOTH | TGR_S_STRIDED, 1, true, 2,
+                 tgr_strided(tgr_rand(dt, 2, SH(3, 4), 22, -2, 2)));
+    if (s) s->batch = 1;
+    sort_add(out, op, dt, "transposed dim 0", TGR_S_SMOOTH | TGR_S_STRIDED, 0, false, 3,
+             tgr_strided(tgr_rand(dt, 2, SH(3, 4), 23, -2, 2)));
+    sort_add(out, op, dt, "strided 1-d", TGR_S_SMOOTH | TGR_S_STRIDED, 0, true, 4,
+             tgr_strided(tgr_rand(dt, 1, SH(6), 24, -2, 2)));
+    for (int desc = 0; desc < 2; desc++) {
+        s = sort_add(out, op, dt, desc ? "ties desc" : "ties", 0, 1, desc, 4,
+                     tgr_ties(dt, 2, SH(3, 6), 25 + (uint64_t)desc));
+        if (s) s->batch = 1;
+        sort_add(out, op, dt, desc ? "specials desc" : "specials", TGR_S_SPECIAL, 1, desc, 5,
+                 tgr_specials(dt, 2, SH(2, 9)));
+    }
+    sort_add(out, op, dt, "specials dim 0 desc", TGR_S_SPECIAL, 0, true, 4,
+             tgr_specials(dt, 2, SH(9, 2)));
+    sort_add(out, op, dt, "empty dim 0", TGR_S_EMPTY, 0, false, 0, tgr_rand(dt, 2, SH(0, 3), 27, -2, 2));
+    sort_add(out, op, dt, "empty lines", TGR_S_EMPTY, 1, true, 2, tgr_rand(dt, 2, SH(0, 3), 28, -2, 2));
+    sort_add(out, op, dt, "lines of 0", TGR_S_EMPTY, 1, false, 0, tgr_rand(dt, 2, SH(3, 0), 29, -2, 2));
+    /* several merge passes (runs of 16), and more lines than a GPU block (256);
+     * at most 4096 elements each (what the op programs rebuild) */
+    s = sort_add(out, op, dt, "long lines desc", 0, 1, true, 600, tgr_rand(dt, 2, SH(3, 700), 30, -2, 2));
+    if (s) s->batch = 1;
+    s = sort_add(out, op, dt, "300 lines", 0, 1, false, 2, tgr_rand(dt, 2, SH(300, 5), 31, -2, 2));
+    if (s) s->batch = 1;
+    sort_add(out, op, dt, "300 strided lines", TGR_S_STRIDED, 0, true, 3,
+             tgr_strided(tgr_rand(dt, 2, SH(5, 300), 32, -2, 2)));
+    s = sort_add(out, op, dt, "260 lines of ties", 0, 1, true, 7, tgr_ties(dt, 2, SH(260, 15), 33));
+    if (s) s->batch = 1;
+    /* i64 (exact beyond 2^53) and bool */
+    const int64_t big[8] = {((int64_t)1 << 62) + 1, (int64_t)1 << 62, INT64_MIN, INT64_MAX,
+                            ((int64_t)1 << 62) + 1, -5, ((int64_t)1 << 53) + 1, (int64_t)1 << 53};
+    for (int desc = 0; desc < 2; desc++)
+        sort_add(out, op, dt, desc ? "i64 beyond 2^53 desc" : "i64 beyond 2^53", TGR_S_DTYPES, 0,
+                 desc, 5, tg_from_data(TG_I64, 1, SH(8), big));
+    s = sort_add(out, op, dt, "i64 ties", TGR_S_DTYPES, 1, false, 3,
+                 tgr_rand(TG_I64, 2, SH(3, 6), 34, -2, 3));
+    if (s) s->batch = 1;
+    s = sort_add(out, op, dt, topk ? "bool refused" : "bool", topk ? TGR_S_BAD : TGR_S_DTYPES, 1,
+                 true, 3, tgr_rand(TG_BOOL, 2, SH(3, 6), 35, 0, 2));
+    if (s && topk) s->want = TG_ERR_DTYPE;
+    else if (s) s->batch = 1;
+    s = sort_add(out, op, dt, "dim 2 of 2", TGR_S_BAD, 2, false, 1, tgr_rand(dt, 2, SH(3, 4), 36, -2, 2));
+    if (s) s->want = TG_ERR_DIM;
+    if (topk) {
+        s = sort_add(out, op, dt, "k 5 of 4", TGR_S_BAD, 1, true, 5, tgr_rand(dt, 2, SH(3, 4), 37, -2, 2));
+        if (s) s->want = TG_ERR_VALUE;
+        s = sort_add(out, op, dt, "k -1", TGR_S_BAD, 1, true, -1, tgr_rand(dt, 2, SH(3, 4), 38, -2, 2));
+        if (s) s->want = TG_ERR_VALUE;
+        s = sort_add(out, op, dt, "0-d k 2", TGR_S_BAD, 0, true, 2, tgr_rand(dt, 0, NULL, 39, -2, 2));
+        if (s) s->want = TG_ERR_VALUE;
+    }
+}
+
 tgr_op TGR_ROWS_INDEX[] = {
     {.name = "gather", .c_name = "tg_gather", .torch = "R.gather_last(a, b)", .nin = 2,
      .nin_required = 2, .nout = 1, .diff = 1, .apply = ap_gather, .samples = s_gather},
@@ -214,5 +332,16 @@ tgr_op TGR_ROWS_INDEX[] = {
     {.name = "log_softmax", .c_name = "tg_log_softmax", .torch = "torch.log_softmax(a, -1)",
      .nin = 1, .nin_required = 1, .nout = 1, .diff = 1, .apply = ap_log_softmax,
      .samples = s_rows},
+    {.name = "sort", .c_name = "tg_sort",
+     .torch = "tuple(torch.sort(a, dim=dim, descending=bool(descending), stable=True))",
+     .params = "d:dim b:descending", .nin = 1, .nin_required = 1, .nout = 2, .diff = 1,
+     .dtypes = 1u << TG_I64 | 1u << TG_BOOL, .apply = ap_sort, .samples = s_sort},
+    {.name = "argsort", .c_name = "tg_argsort",
+     .torch = "torch.argsort(a, dim=dim, descending=bool(descending), stable=True)",
+     .params = "d:dim b:descending", .nin = 1, .nin_required = 1, .nout = 1,
+     .dtypes = 1u << TG_I64 | 1u << TG_BOOL, .apply = ap_argsort, .samples = s_sort},
+    {.name = "topk", .c_name = "tg_topk", .torch = "R.topk(a, k, dim, largest)",
+     .params = "i:k d:dim b:largest", .nin = 1, .nin_required = 1, .nout = 2, .diff = 1,
+     .dtypes = 1u << TG_I64, .apply = ap_topk, .samples = s_sort},
 };
 const int TGR_N_INDEX = (int)(sizeof TGR_ROWS_INDEX / sizeof TGR_ROWS_INDEX[0]);

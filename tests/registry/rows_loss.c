@@ -29,9 +29,9 @@ CALL(smooth_l1_loss, tg_smooth_l1_loss(in[0], in[1], (tg_reduction)PI(0), PR(0))
 CALL(binary_cross_entropy_with_logits,
      tg_binary_cross_entropy_with_logits(in[0], in[1], in[2], (tg_reduction)PI(0)))
 CALL(masked_mean, tg_masked_mean(in[0], in[1], PD(0), PB(1)))
-CALL(cross_entropy, tg_cross_entropy(in[0], in[1], PI(0), PR(0), (tg_reduction)PI(1)))
+CALL(cross_entropy, tg_cross_entropy(in[0], in[1], in[2], PI(0), PR(0), (tg_reduction)PI(1)))
 CALL(kl_div, tg_kl_div(in[0], in[1], (tg_reduction)PI(0), PB(1)))
-CALL(nll_loss, tg_nll_loss(in[0], in[1], PI(0), (tg_reduction)PI(1)))
+CALL(nll_loss, tg_nll_loss(in[0], in[1], in[2], PI(0), (tg_reduction)PI(1)))
 CALL(agg_loss, tg_agg_loss(in[0], in[1], (tg_agg_mode)PI(0)))
 STATUS(add_, tg_add_(in[0], in[1]))
 STATUS(sub_, tg_sub_(in[0], in[1]))
@@ -121,6 +121,34 @@ static tg_tensor *targets(int nd, const int64_t *shape, int64_t V, uint64_t seed
     return d;
 }
 
+/* kl_div's TG_REDUCTION_BATCHMEAN (the sum over input.size(0); a 0-d input:
+ * the sum) with 0-3 leading dims, a log target, a broadcast target (the
+ * divisor is the input's size 0) and an empty batch (0 / 0: NaN). */
+static void s_batchmean(tg_dtype dt, tgr_samples *out) {
+    const struct {
+        int nd;
+        int64_t s[3];
+    } sh[] = {{0, {0}}, {1, {5}}, {2, {3, 4}}, {3, {2, 3, 4}}};
+    for (int i = 0; i < 4; i++) {
+        tgr_args a = tgr_args0(dt);
+        a.iv[0] = TG_REDUCTION_BATCHMEAN;
+        a.iv[1] = i == 2; /* log_target */
+        char what[48];
+        snprintf(what, sizeof what, "batchmean, %d dims%s", sh[i].nd, i == 2 ? " log_target" : "");
+        tg_tensor *x = tgr_rand(dt, sh[i].nd, sh[i].s, 110 + (uint64_t)i, -3, -0.1);
+        tg_tensor *t = tgr_rand(dt, sh[i].nd, sh[i].s, 120 + (uint64_t)i, i == 2 ? -3 : 0.05,
+                                i == 2 ? -0.1 : 1);
+        tgr_add(out, what, TGR_S_SMOOTH, &a, 2, x, t);
+    }
+    tgr_args a = tgr_args0(dt);
+    a.iv[0] = TG_REDUCTION_BATCHMEAN;
+    tgr_add(out, "batchmean, broadcast strided input", TGR_S_SMOOTH | TGR_S_BCAST | TGR_S_STRIDED,
+            &a, 2, tgr_strided(tgr_rand(dt, 1, SH(4), 130, -3, -0.1)),
+            tgr_rand(dt, 2, SH(3, 4), 131, 0.05, 1));
+    tgr_add(out, "batchmean, empty batch", TGR_S_EMPTY, &a, 2,
+            tgr_rand(dt, 2, SH(0, 3), 132, -3, -0.1), tgr_rand(dt, 2, SH(0, 3), 133, 0.05, 1));
+}
+
 /* The same-shaped pair losses (mse, smooth L1, BCE, KL) for each reduction
  * (params start "i:reduction"), with leading dims, broadcast and strided
  * targets; probabilities for KL, 0/1 targets for BCE. */
@@ -168,6 +196,12 @@ static void s_pair_loss(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     }
     bad(out, "shapes that do not broadcast", &a, TG_ERR_SHAPE, 2,
         tgr_rand(dt, 2, SH(2, 3), 97, -2, 2), tgr_rand(dt, 1, SH(4), 98, 0, 1), NULL);
+    if (kl) s_batchmean(dt, out);
+    else { /* 'batchmean' is kl_div's only (PyTorch: "not a valid value for reduction") */
+        a.iv[0] = TG_REDUCTION_BATCHMEAN;
+        bad(out, "reduction batchmean", &a, TG_ERR_VALUE, 2, tgr_rand(dt, 1, SH(3), 101, -2, 2),
+            tgr_rand(dt, 1, SH(3), 102, 0, 1), NULL);
+    }
     a.iv[0] = 7;
     bad(out, "reduction 7", &a, TG_ERR_VALUE, 2, tgr_rand(dt, 1, SH(3), 99, -2, 2),
         tgr_rand(dt, 1, SH(3), 100, 0, 1), NULL);
@@ -217,12 +251,31 @@ static void s_masked(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     }
 }
 
+/* Log-probabilities over the class dim (1, or 0 for a (C) input) of logits x
+ * (consumed), detached and contiguous: nll_loss's input. */
+static tg_tensor *class_log_probs(tg_tensor *x) {
+    const bool k3 = tg_ndim(x) == 3;
+    tg_tensor *xt = k3 ? tg_transpose(x, 1, 2) : tg_retain(x);
+    tg_tensor *ls = tg_log_softmax(xt);
+    tg_tensor *lt = k3 ? tg_transpose(ls, 1, 2) : tg_retain(ls);
+    tg_tensor *c = tg_contiguous(lt);
+    tg_tensor *d = tg_detach(c);
+    tg_release(x);
+    tg_release(xt);
+    tg_release(ls);
+    tg_release(lt);
+    tg_release(c);
+    return d;
+}
+
 /* cross_entropy / nll_loss: PyTorch's layouts (C), (N, C), (N, C, d1); ignored
- * rows; each reduction; label smoothing for cross-entropy. params start
- * "i:ignore_index" */
+ * rows; each reduction, without and with class weights (random positive, C =
+ * 5); label smoothing for cross-entropy; all rows ignored (MEAN: NaN); an
+ * ignore_index that is a class; bad weights. params "i:ignore_index
+ * r:label_smoothing i:reduction" (nll_loss: "i:ignore_index i:reduction"),
+ * inputs (input, target, weight or absent). */
 static void s_class_loss(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     const bool ce = !strcmp(op->name, "cross_entropy");
-    const int rslot = ce ? 1 : 1; /* reduction: iv[1] for both */
     const struct {
         int nd;
         int64_t x[3];
@@ -232,46 +285,82 @@ static void s_class_loss(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     } lay[] = {{1, {5}, 0, {0}, "(C)"}, {2, {4, 5}, 1, {4}, "(N, C)"},
                {3, {2, 5, 3}, 2, {2, 3}, "(N, C, d1)"}};
     int k = 0;
-    for (int l = 0; l < 3; l++)
-        for (int r = 0; r < 3; r++) {
-            tgr_args a = tgr_args0(dt);
-            a.iv[0] = -100;
-            a.iv[rslot] = r;
-            a.fv[0] = ce && r == 1 ? 0.1 : 0.0;
-            tg_tensor *x = tgr_rand(dt, lay[l].nd, lay[l].x, 1 + (uint64_t)k, -2, 2);
-            if (!ce) { /* log-probabilities over the class dim */
-                tg_tensor *xt = lay[l].nd == 3 ? tg_transpose(x, 1, 2) : tg_retain(x);
-                tg_tensor *ls = tg_log_softmax(xt);
-                tg_tensor *lt = lay[l].nd == 3 ? tg_transpose(ls, 1, 2) : tg_retain(ls);
-                tg_tensor *c = tg_contiguous(lt);
-                tg_tensor *d = tg_detach(c);
-                tg_release(x);
-                tg_release(xt);
-                tg_release(ls);
-                tg_release(lt);
-                tg_release(c);
-                x = d;
+    for (int wt = 0; wt < 2; wt++)
+        for (int l = 0; l < 3; l++)
+            for (int r = 0; r < 3; r++) {
+                tgr_args a = tgr_args0(dt);
+                a.iv[0] = -100;
+                a.iv[1] = r;
+                a.fv[0] = ce && r == 1 ? 0.1 : ce && wt && r == 2 ? 0.2 : 0.0;
+                tg_tensor *x = tgr_rand(dt, lay[l].nd, lay[l].x, 1 + (uint64_t)k, -2, 2);
+                if (!ce) x = class_log_probs(x);
+                tg_tensor *y = lay[l].ny ? targets(lay[l].ny, lay[l].y, 5, 40 + (uint64_t)k)
+                                         : tg_full(TG_I64, 0, NULL, 3);
+                char what[48];
+                snprintf(what, sizeof what, "%s%s reduction %d%s", lay[l].what,
+                         wt ? " weighted" : "", r, a.fv[0] > 0 ? " smoothing" : "");
+                k++;
+                /* weighted: smooth in f64 only (gradcheck): test_registry's f32-vs-f64
+                 * gradient check keeps the inputs without a gradient in f32, and a
+                 * weight must have the input's dtype */
+                tg_tensor *w = wt ? tgr_rand(dt, 1, SH(5), 70 + (uint64_t)k, 0.25, 2) : NULL;
+                tgr_sample *s = wt ? tgr_add(out, what, dt == TG_F64 ? TGR_S_SMOOTH : 0u, &a, 3,
+                                             x, y, w)
+                                   : tgr_add(out, what, TGR_S_SMOOTH, &a, 2, x, y);
+                if (s && r == 0 && lay[l].nd >= 2) s->batch = 3;
             }
-            tg_tensor *y = lay[l].ny ? targets(lay[l].ny, lay[l].y, 5, 40 + (uint64_t)k)
-                                     : tg_full(TG_I64, 0, NULL, 3);
-            char what[48];
-            snprintf(what, sizeof what, "%s reduction %d%s", lay[l].what, r,
-                     a.fv[0] > 0 ? " smoothing 0.1" : "");
-            k++;
-            tgr_sample *s = tgr_add(out, what, TGR_S_SMOOTH, &a, 2, x, y);
-            if (s && r == 0 && lay[l].nd >= 2) s->batch = 3;
-        }
     tgr_args a = tgr_args0(dt);
     a.iv[0] = -100;
-    a.iv[rslot] = 1;
+    a.iv[1] = 1;
     tgr_add(out, "all ignored", 0, &a, 2, tgr_rand(dt, 2, SH(2, 3), 60, -2, 2),
             tg_full(TG_I64, 1, SH(2), -100));
+    a.fv[0] = ce ? 0.1 : 0.0;
+    tgr_add(out, "all ignored, weighted", 0, &a, 3, tgr_rand(dt, 2, SH(2, 3), 65, -2, 2),
+            tg_full(TG_I64, 1, SH(2), -100), tgr_rand(dt, 1, SH(3), 66, 0.25, 2));
+    tgr_add(out, "no rows, weighted", TGR_S_EMPTY, &a, 3, tgr_rand(dt, 2, SH(0, 3), 69, -2, 2),
+            tg_zeros(TG_I64, 1, SH(0)), tgr_rand(dt, 1, SH(3), 70, 0.25, 2));
+    tgr_args b = a;
+    b.iv[0] = 1; /* a class: its rows are ignored */
+    tg_tensor *x4 = tgr_rand(dt, 2, SH(4, 3), 67, -2, 2);
+    tgr_add(out, "weighted, ignore_index 1, strided weight",
+            (dt == TG_F64 ? TGR_S_SMOOTH : 0u) | TGR_S_STRIDED, &b, 3,
+            ce ? x4 : class_log_probs(x4),
+            tg_from_data(TG_I64, 1, SH(4), (const int64_t[]){1, 0, 2, 1}),
+            tgr_strided(tgr_rand(dt, 1, SH(3), 68, 0.25, 2)));
+    if (!ce) { /* a -inf log-probability at a target of weight 0: 0 * inf is NaN, as PyTorch */
+        const double v[6] = {-INFINITY, -0.5, -1.0, -2.0, -0.25, -INFINITY};
+        tg_tensor *lp = tg_from_data(TG_F64, 2, SH(2, 3), v), *w0 = tg_from_data(TG_F64, 1, SH(3),
+                                                                       (const double[]){0, 1, 2});
+        tgr_add(out, "-inf log-probs, weight 0", TGR_S_SPECIAL, &a, 3, tg_to_dtype(lp, dt),
+                tg_from_data(TG_I64, 1, SH(2), (const int64_t[]){0, 2}), tg_to_dtype(w0, dt));
+        tg_release(lp);
+        tg_release(w0);
+    }
+    a.fv[0] = 0;
     bad(out, "target 5 of 5", &a, TG_ERR_VALUE, 2, tgr_rand(dt, 2, SH(2, 5), 61, -2, 2),
         tg_full(TG_I64, 1, SH(2), 5), NULL);
     bad(out, "float targets", &a, TG_ERR_DTYPE, 2, tgr_rand(dt, 2, SH(2, 5), 62, -2, 2),
         tgr_rand(dt, 1, SH(2), 63, 0, 3), NULL);
     bad(out, "targets of another shape", &a, TG_ERR_SHAPE, 2, tgr_rand(dt, 2, SH(2, 5), 64, -2, 2),
         tg_zeros(TG_I64, 1, SH(3)), NULL);
+    const struct {
+        int nd;
+        int64_t s[2];
+        tg_dtype dt;
+        tg_status want;
+        const char *what;
+    } bw[] = {{1, {4}, dt, TG_ERR_SHAPE, "weight (4) for 5 classes"},
+              {2, {1, 5}, dt, TG_ERR_SHAPE, "weight (1, 5)"},
+              {0, {0}, dt, TG_ERR_SHAPE, "0-d weight"},
+              {1, {5}, dt == TG_F32 ? TG_F64 : TG_F32, TG_ERR_DTYPE, "weight of another dtype"},
+              {1, {5}, TG_I64, TG_ERR_DTYPE, "i64 weight"}};
+    for (int i = 0; i < 5; i++)
+        bad(out, bw[i].what, &a, bw[i].want, 3, tgr_rand(dt, 2, SH(2, 5), 140 + (uint64_t)i, -2, 2),
+            tg_zeros(TG_I64, 1, SH(2)),
+            tgr_rand(bw[i].dt, bw[i].nd, bw[i].s, 150 + (uint64_t)i, 0, 2));
+    a.iv[1] = TG_REDUCTION_BATCHMEAN;
+    bad(out, "reduction batchmean", &a, TG_ERR_VALUE, 2, tgr_rand(dt, 2, SH(2, 5), 160, -2, 2),
+        tg_zeros(TG_I64, 1, SH(2)), NULL);
 }
 
 /* logits (lead..., V) with 0-3 leading dims, targets with ignored rows, the
@@ -412,6 +501,31 @@ static void s_inplace(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     if (two) ADD("other that widens the target", TGR_S_BAD, T(dt, 1, SH(4), 11, -2, 2),
                  T(dt, 2, SH(3, 4), 12, -2, 2));
 #undef ADD
+    /* mixed dtypes: computed in the promoted dtype, written back converted (copy_
+     * converts anything); a float into an i64 target refused, as PyTorch */
+    const tg_dtype other = dt == TG_F32 ? TG_F64 : TG_F32;
+    const bool copy = !strcmp(op->name, "copy_"), fill = !strcmp(op->name, "fill_");
+    if (two) {
+        tgr_add(out, "other float other", TGR_S_DTYPES, &a, 2, T(dt, 2, SH(3, 4), 13, -2, 2),
+                T(other, 1, SH(4), 14, -2, 2));
+        tgr_add(out, "i64 other", TGR_S_DTYPES, &a, 2, T(dt, 2, SH(3, 4), 15, -2, 2),
+                T(TG_I64, 1, SH(4), 16, -3, 4));
+        tgr_add(out, "i64 target", TGR_S_DTYPES, &a, 2, T(TG_I64, 2, SH(3, 4), 17, -3, 4),
+                T(TG_I64, 2, SH(3, 4), 18, -3, 4));
+        const bool sub = !strcmp(op->name, "sub_"); /* PyTorch refuses a bool operand of sub */
+        tgr_sample *sb = tgr_add(out, "i64 target, bool other", sub ? TGR_S_BAD : TGR_S_DTYPES,
+                                 &a, 2, T(TG_I64, 2, SH(3, 4), 19, -3, 4),
+                                 T(TG_BOOL, 1, SH(4), 20, 0, 2));
+        if (sb && sub) sb->want = TG_ERR_DTYPE;
+        tgr_sample *s = tgr_add(out, "float into an i64 target", copy ? TGR_S_DTYPES : TGR_S_BAD,
+                                &a, 2, T(TG_I64, 2, SH(3, 4), 21, -3, 4),
+                                T(dt, 1, SH(4), 22, -2, 2));
+        if (s && !copy) s->want = TG_ERR_DTYPE;
+    } else if (!fill) { /* scale_ of an i64 target by -1.5: f32 into i64, refused */
+        tgr_sample *s = tgr_add(out, "i64 target", TGR_S_BAD, &a, 1,
+                                T(TG_I64, 2, SH(3, 4), 23, -3, 4));
+        if (s) s->want = TG_ERR_DTYPE;
+    }
 }
 
 #define LOSS(NAME, TORCH, PARAMS, NIN, NREQ, DIFF, SAMPLES)                                    \
@@ -426,9 +540,10 @@ static void s_inplace(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
 #define LP_ARGS "impl, T, ignore, chunk, entropy, egrad"
 
 tgr_op TGR_ROWS_LOSS[] = {
-    LOSS(mse_loss, "F.mse_loss(a, b, reduction=R.reduction(reduction))", "i:reduction", 2, 2, 3,
+    LOSS(mse_loss, "R.of_difference(F.mse_loss, a, b, reduction=R.reduction(reduction))", "i:reduction", 2, 2, 3,
          s_pair_loss),
-    LOSS(smooth_l1_loss, "F.smooth_l1_loss(a, b, reduction=R.reduction(reduction), beta=beta)",
+    LOSS(smooth_l1_loss,
+         "R.of_difference(F.smooth_l1_loss, a, b, reduction=R.reduction(reduction), beta=beta)",
          "i:reduction r:beta=1", 2, 2, 3, s_pair_loss),
     LOSS(binary_cross_entropy_with_logits,
          "F.binary_cross_entropy_with_logits(a, b, pos_weight=c, reduction=R.reduction(reduction))",
@@ -438,12 +553,12 @@ tgr_op TGR_ROWS_LOSS[] = {
     LOSS(masked_mean, "R.masked_mean(a, b, dim, all)", "d:dim b:all", 2, 2, 3, s_masked),
     LOSS(agg_loss, "R.agg_loss(a, b, mode)", "i:mode", 2, 2, 3, s_masked),
     LOSS(cross_entropy,
-         "F.cross_entropy(a, b, ignore_index=ignore_index, label_smoothing=label_smoothing, "
-         "reduction=R.reduction(reduction))",
-         "i:ignore_index=-100 r:label_smoothing i:reduction", 2, 2, 1, s_class_loss),
+         "F.cross_entropy(a, b, weight=c, ignore_index=ignore_index, "
+         "label_smoothing=label_smoothing, reduction=R.reduction(reduction))",
+         "i:ignore_index=-100 r:label_smoothing i:reduction", 3, 2, 1, s_class_loss),
     LOSS(nll_loss,
-         "F.nll_loss(a, b, ignore_index=ignore_index, reduction=R.reduction(reduction))",
-         "i:ignore_index=-100 i:reduction", 2, 2, 1, s_class_loss),
+         "F.nll_loss(a, b, weight=c, ignore_index=ignore_index, reduction=R.reduction(reduction))",
+         "i:ignore_index=-100 i:reduction", 3, 2, 1, s_class_loss),
     {.name = "logprob_entropy", .c_name = "tg_logprob_entropy", .torch = "R.logprob(a, b, " LP_ARGS ")",
      .params = LP, .nin = 2, .nin_required = 2, .nout = 2, .diff = 1,
      .apply = ap_logprob_entropy, .samples = s_logprob},

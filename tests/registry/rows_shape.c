@@ -346,6 +346,269 @@ static void s_triangle(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     bad(out, "1-d", &a, TG_ERR_DIM, 1, tgr_rand(dt, 1, SH(4), 7, -2, 2), NULL);
 }
 
+/* ---- selection and rearrangement: select, index, masked_select, roll, repeat --------------- */
+
+CALL(select, tg_select(in[0], PD(0), PI(1)))
+CALL(index, tg_index(in[0], PD(0), in[1]))
+CALL(masked_select, tg_masked_select(in[0], in[1]))
+CALL(repeat, tg_repeat(in[0], a->ndim, a->ndim ? a->shape : NULL))
+
+/* roll: the shifts are the literal values, the dims the shape field */
+static tg_status ap_roll(const tgr_op *op, tg_tensor *const *in, const tgr_args *a,
+                         tg_tensor **out) {
+    (void)op;
+    int64_t sh[TGR_MAX_VALS];
+    for (int i = 0; i < a->nvals; i++) sh[i] = (int64_t)a->vals[i];
+    out[0] = tg_roll(in[0], a->nvals, a->nvals ? sh : NULL, a->ndim,
+                     a->ndim ? dims_of(a, (int[TGR_MAX_SHAPE]){0}) : NULL);
+    return out[0] ? TG_OK : tg_last_status();
+}
+
+/* Leading shapes with 0-3 dims (dim 0 a batch dim) in front of an op's last dim. */
+static const struct {
+    int nd;
+    int64_t s[3];
+    const char *what;
+} LEADS[] = {{0, {0}, "lead 0"}, {1, {3}, "lead 1"}, {2, {2, 3}, "lead 2"},
+             {3, {2, 2, 2}, "lead 3"}};
+
+/* A tensor of shape (LEADS[i], last) of dtype dt. */
+static tg_tensor *lead_rand(tg_dtype dt, int i, int64_t last, uint64_t seed) {
+    int64_t xs[4];
+    const int nd = LEADS[i].nd;
+    for (int d = 0; d < nd; d++) xs[d] = LEADS[i].s[d];
+    xs[nd] = last;
+    return tgr_rand(dt, nd + 1, xs, seed, -2, 2);
+}
+
+static tg_tensor *ints(int nd, const int64_t *shape, const int64_t *v) {
+    return tg_from_data(TG_I64, nd, shape, v);
+}
+
+static void bad2(tgr_samples *out, const char *what, const tgr_args *a, tg_status want,
+                 tg_tensor *x, tg_tensor *y) {
+    bad(out, what, a, want, 2, x, y);
+}
+
+static void s_select(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    static const vcase cs[] = {{"dim 1 index 2", {1, 2}, 0, {0}, TG_OK},
+                               {"dim -1 index -1", {-1, -1}, 0, {0}, TG_OK},
+                               {"dim 0 index 1", {0, 1}, 0, {0}, TG_OK},
+                               {"index 3 of 3", {1, 3}, 0, {0}, TG_ERR_VALUE},
+                               {"index -4 of 3", {1, -4}, 0, {0}, TG_ERR_VALUE},
+                               {"dim 3", {3, 0}, 0, {0}, TG_ERR_DIM}};
+    view_cases(op, dt, out, cs, N(cs));
+    tgr_args a = tgr_args0(dt);
+    a.iv[0] = -1, a.iv[1] = 3;
+    for (int i = 0; i < 4; i++) {
+        tgr_sample *s = tgr_add(out, LEADS[i].what, TGR_S_SMOOTH, &a, 1,
+                                lead_rand(dt, i, 5, 50 + (uint64_t)i));
+        if (s && LEADS[i].nd) s->batch = 1;
+    }
+    a.iv[0] = 0, a.iv[1] = 1;
+    tgr_add(out, "empty (2, 0)", TGR_S_EMPTY, &a, 1, tgr_rand(dt, 2, SH(2, 0), 54, -2, 2));
+    a.iv[0] = 1, a.iv[1] = 0;
+    tgr_add(out, "specials", TGR_S_SPECIAL, &a, 1, tgr_specials(dt, 2, SH(3, 3)));
+    tgr_add(out, "i64", TGR_S_DTYPES, &a, 1, tgr_rand(TG_I64, 2, SH(3, 4), 55, -5, 6))->batch = 1;
+    tgr_add(out, "bool", TGR_S_DTYPES, &a, 1, tgr_rand(TG_BOOL, 2, SH(2, 3), 56, 0, 2))->batch = 1;
+    a.iv[0] = 0;
+    bad(out, "0-d", &a, TG_ERR_DIM, 1, tgr_rand(dt, 0, NULL, 57, -2, 2), NULL);
+}
+
+/* index: an i64 index of 0-3 dims (negative entries, repeats) along each dim */
+static void s_index(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    (void)op;
+    tgr_args a = tgr_args0(dt);
+    a.iv[0] = -1; /* the last dim (size 5) after 0-3 leading dims */
+    const int64_t v[6] = {4, -1, 0, 2, -5, 4};
+    const struct {
+        int nd;
+        int64_t s[2];
+    } ix[4] = {{1, {6}}, {2, {2, 3}}, {0, {0}}, {2, {3, 1}}};
+    for (int i = 0; i < 4; i++) {
+        tgr_sample *s = tgr_add(out, LEADS[i].what, TGR_S_SMOOTH, &a, 2,
+                                lead_rand(dt, i, 5, 60 + (uint64_t)i), ints(ix[i].nd, ix[i].s, v));
+        if (s && LEADS[i].nd) s->batch = 1;
+    }
+    a.iv[0] = 0;
+    tgr_add(out, "dim 0, (2, 2) index", TGR_S_SMOOTH, &a, 2, tgr_rand(dt, 2, SH(4, 3), 64, -2, 2),
+            ints(2, SH(2, 2), (const int64_t[]){3, -4, 1, 3}));
+    a.iv[0] = 1;
+    tgr_add(out, "dim 1 of (2, 4, 3), 1-d", TGR_S_SMOOTH, &a, 2,
+            tgr_rand(dt, 3, SH(2, 4, 3), 65, -2, 2), ints(1, SH(3), (const int64_t[]){-1, 0, 2}))
+        ->batch = 1;
+    tgr_add(out, "transposed, strided index", TGR_S_SMOOTH | TGR_S_STRIDED, &a, 2,
+            tgr_strided(tgr_rand(dt, 2, SH(3, 4), 66, -2, 2)),
+            tgr_strided(tgr_rand(TG_I64, 2, SH(2, 3), 67, -4, 4)))->batch = 1;
+    tgr_add(out, "empty index", TGR_S_EMPTY, &a, 2, tgr_rand(dt, 2, SH(3, 4), 68, -2, 2),
+            tg_zeros(TG_I64, 2, SH(2, 0)));
+    a.iv[0] = 0;
+    tgr_add(out, "empty t", TGR_S_EMPTY, &a, 2, tgr_rand(dt, 2, SH(2, 0), 69, -2, 2),
+            ints(1, SH(3), (const int64_t[]){1, 0, -1}));
+    a.iv[0] = 1;
+    tgr_add(out, "specials", TGR_S_SPECIAL, &a, 2, tgr_specials(dt, 2, SH(3, 3)),
+            ints(1, SH(3), (const int64_t[]){2, 0, 2}));
+    tgr_add(out, "i64", TGR_S_DTYPES, &a, 2, tgr_rand(TG_I64, 2, SH(3, 4), 70, -9, 9),
+            ints(2, SH(2, 2), (const int64_t[]){3, -4, 0, 0}))->batch = 1;
+    tgr_add(out, "bool", TGR_S_DTYPES, &a, 2, tgr_rand(TG_BOOL, 2, SH(3, 4), 71, 0, 2),
+            ints(0, NULL, (const int64_t[]){-2}))->batch = 1;
+    bad2(out, "index 4 of 4", &a, TG_ERR_VALUE, tgr_rand(dt, 2, SH(3, 4), 72, -2, 2),
+         ints(2, SH(2, 2), (const int64_t[]){0, 1, 4, 1}));
+    bad2(out, "index -5 of 4", &a, TG_ERR_VALUE, tgr_rand(dt, 2, SH(3, 4), 73, -2, 2),
+         ints(1, SH(2), (const int64_t[]){0, -5}));
+    bad2(out, "f64 index", &a, TG_ERR_DTYPE, tgr_rand(dt, 2, SH(3, 4), 74, -2, 2),
+         tgr_rand(TG_F64, 1, SH(2), 75, 0, 3));
+    bad2(out, "bool index", &a, TG_ERR_DTYPE, tgr_rand(dt, 2, SH(3, 4), 76, -2, 2),
+         tgr_rand(TG_BOOL, 1, SH(4), 77, 0, 2));
+    bad2(out, "dim 2 of 2", &(tgr_args){.dtype = (int)dt, .iv = {2}}, TG_ERR_DIM,
+         tgr_rand(dt, 2, SH(3, 4), 78, -2, 2), ints(1, SH(1), (const int64_t[]){0}));
+    a.iv[0] = 0;
+    bad2(out, "0-d t", &a, TG_ERR_DIM, tgr_rand(dt, 0, NULL, 79, -2, 2),
+         ints(0, NULL, (const int64_t[]){0}));
+}
+
+/* masked_select: bool masks of t's shape or broadcast with it, both ways */
+static void s_masked_select(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    (void)op;
+    tgr_args a = tgr_args0(dt);
+    for (int i = 0; i < 4; i++) /* the mask (5) broadcast over the leading dims */
+        tgr_add(out, LEADS[i].what, TGR_S_SMOOTH | (i ? TGR_S_BCAST : 0u), &a, 2,
+                lead_rand(dt, i, 5, 80 + (uint64_t)i),
+                tgr_rand(TG_BOOL, 1, SH(5), 84 + (uint64_t)i, 0, 2));
+    tgr_add(out, "same shape", TGR_S_SMOOTH, &a, 2, tgr_rand(dt, 2, SH(3, 4), 88, -2, 2),
+            tgr_rand(TG_BOOL, 2, SH(3, 4), 89, 0, 2));
+    tgr_add(out, "t broadcast to the mask", TGR_S_SMOOTH | TGR_S_BCAST, &a, 2,
+            tgr_rand(dt, 2, SH(3, 1), 90, -2, 2), tgr_rand(TG_BOOL, 3, SH(2, 3, 4), 91, 0, 2));
+    tgr_add(out, "0-d t", TGR_S_SMOOTH | TGR_S_BCAST, &a, 2, tgr_rand(dt, 0, NULL, 92, -2, 2),
+            tgr_rand(TG_BOOL, 1, SH(4), 93, 0, 2));
+    tgr_add(out, "0-d both", TGR_S_SMOOTH, &a, 2, tgr_rand(dt, 0, NULL, 94, -2, 2),
+            tg_full(TG_BOOL, 0, NULL, 1));
+    tgr_add(out, "transposed", TGR_S_SMOOTH | TGR_S_STRIDED, &a, 2,
+            tgr_strided(tgr_rand(dt, 2, SH(3, 4), 95, -2, 2)),
+            tgr_strided(tgr_rand(TG_BOOL, 2, SH(3, 4), 96, 0, 2)));
+    tgr_add(out, "all false", TGR_S_SMOOTH, &a, 2, tgr_rand(dt, 2, SH(2, 3), 97, -2, 2),
+            tg_zeros(TG_BOOL, 2, SH(2, 3)));
+    tgr_add(out, "empty", TGR_S_EMPTY, &a, 2, tgr_rand(dt, 2, SH(0, 3), 98, -2, 2),
+            tgr_rand(TG_BOOL, 1, SH(3), 99, 0, 2));
+    tgr_add(out, "specials", TGR_S_SPECIAL, &a, 2, tgr_specials(dt, 2, SH(3, 3)),
+            tgr_rand(TG_BOOL, 2, SH(3, 3), 100, 0, 2));
+    tgr_add(out, "i64", TGR_S_DTYPES, &a, 2, tgr_rand(TG_I64, 2, SH(3, 4), 101, -9, 9),
+            tgr_rand(TG_BOOL, 1, SH(4), 102, 0, 2));
+    tgr_add(out, "bool", TGR_S_DTYPES, &a, 2, tgr_rand(TG_BOOL, 2, SH(3, 4), 103, 0, 2),
+            tgr_rand(TG_BOOL, 2, SH(3, 4), 104, 0, 2));
+    bad2(out, "i64 mask", &a, TG_ERR_DTYPE, tgr_rand(dt, 2, SH(3, 4), 105, -2, 2),
+         tgr_rand(TG_I64, 2, SH(3, 4), 106, 0, 2));
+    bad2(out, "f64 mask", &a, TG_ERR_DTYPE, tgr_rand(dt, 1, SH(4), 107, -2, 2),
+         tgr_rand(TG_F64, 1, SH(4), 108, 0, 1));
+    bad2(out, "shapes do not broadcast", &a, TG_ERR_SHAPE, tgr_rand(dt, 2, SH(3, 4), 109, -2, 2),
+         tgr_rand(TG_BOOL, 1, SH(3), 110, 0, 2));
+}
+
+/* roll: shifts (the values) along dims (the shape field), or over the flattened tensor */
+static tgr_args roll_args(tg_dtype dt, int ns, const double *sh, int nd, const int64_t *dims) {
+    tgr_args a = with_shape(dt, nd, dims);
+    a.nvals = ns;
+    for (int i = 0; i < ns; i++) a.vals[i] = sh[i];
+    return a;
+}
+
+static void s_roll(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    (void)op;
+    const struct {
+        const char *what;
+        int ns;
+        double sh[3];
+        int nd;
+        int64_t dims[3];
+        tg_status want;
+    } cs[] = {{"1 along 0", 1, {1}, 1, {0}, TG_OK},
+              {"-5 along 2, 3 along -1", 2, {-5, 3}, 2, {2, -1}, TG_OK},
+              {"7, flattened", 1, {7}, 0, {0}, TG_OK},
+              {"1 -1 10 along 0 1 2", 3, {1, -1, 10}, 3, {0, 1, 2}, TG_OK},
+              {"2^62 along 1", 1, {4611686018427387904.0}, 1, {1}, TG_OK},
+              {"2 shifts, 1 dim", 2, {1, 2}, 1, {0}, TG_ERR_VALUE},
+              {"no shift", 0, {0}, 0, {0}, TG_ERR_VALUE},
+              {"2 shifts, flattened", 2, {1, 2}, 0, {0}, TG_ERR_VALUE},
+              {"dim 3", 1, {1}, 1, {3}, TG_ERR_DIM}};
+    for (int i = 0; i < N(cs); i++) {
+        tgr_args a = roll_args(dt, cs[i].ns, cs[i].sh, cs[i].nd, cs[i].dims);
+        for (int strided = 0; strided < (cs[i].want ? 1 : 2); strided++) {
+            tg_tensor *x = tgr_rand(dt, 3, SH(3, 4, 2), 120 + (uint64_t)i, -2, 2);
+            if (strided) x = tgr_strided(x);
+            char what[48];
+            snprintf(what, sizeof what, "%s%s", cs[i].what, strided ? ", transposed" : "");
+            tgr_sample *s = tgr_add(out, what, cs[i].want ? TGR_S_BAD
+                                    : TGR_S_SMOOTH | (strided ? TGR_S_STRIDED : 0u), &a, 1, x);
+            if (s) s->want = cs[i].want;
+        }
+    }
+    tgr_args a = roll_args(dt, 1, (const double[]){-2}, 1, SH(-1));
+    for (int i = 0; i < 4; i++) {
+        tgr_sample *s = tgr_add(out, LEADS[i].what, TGR_S_SMOOTH, &a, 1,
+                                lead_rand(dt, i, 5, 140 + (uint64_t)i));
+        if (s && LEADS[i].nd) s->batch = 1;
+    }
+    tgr_add(out, "empty along 0", TGR_S_EMPTY, &a, 1, tgr_rand(dt, 2, SH(0, 3), 144, -2, 2));
+    tgr_add(out, "specials", TGR_S_SPECIAL, &a, 1, tgr_specials(dt, 2, SH(3, 3)));
+    tgr_add(out, "i64", TGR_S_DTYPES, &a, 1, tgr_rand(TG_I64, 2, SH(3, 4), 145, -9, 9))->batch = 1;
+    tgr_add(out, "bool", TGR_S_DTYPES, &a, 1, tgr_rand(TG_BOOL, 2, SH(3, 4), 146, 0, 2))->batch = 1;
+    a = roll_args(dt, 1, (const double[]){3}, 0, NULL);
+    tgr_add(out, "0-d, flattened", TGR_S_SMOOTH, &a, 1, tgr_rand(dt, 0, NULL, 147, -2, 2));
+    tgr_add(out, "empty, flattened", TGR_S_EMPTY, &a, 1, tgr_rand(dt, 2, SH(2, 0), 148, -2, 2));
+    tgr_add(out, "transposed, flattened", TGR_S_SMOOTH | TGR_S_STRIDED, &a, 1,
+            tgr_strided(tgr_rand(dt, 2, SH(3, 4), 149, -2, 2)));
+    a = roll_args(dt, 1, (const double[]){1}, 1, SH(0));
+    bad(out, "0-d along 0", &a, TG_ERR_DIM, 1, tgr_rand(dt, 0, NULL, 150, -2, 2), NULL);
+}
+
+/* repeat: repeats (the shape field) over t's dims and new leading ones */
+static void s_repeat(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    (void)op;
+    const struct {
+        const char *what;
+        int nd;
+        int64_t r[9];
+        tg_status want;
+    } cs[] = {{"2 1", 2, {2, 1}, TG_OK},
+              {"2 1 3: a new dim", 3, {2, 1, 3}, TG_OK},
+              {"1 1: a copy", 2, {1, 1}, TG_OK},
+              {"8 dims", 8, {1, 2, 1, 1, 1, 1, 2, 3}, TG_OK},
+              {"0 2: empty", 2, {0, 2}, TG_OK},
+              {"1 repeat for 2 dims", 1, {2}, TG_ERR_VALUE},
+              {"-1 2", 2, {-1, 2}, TG_ERR_VALUE},
+              {"9 repeats", 9, {1, 1, 1, 1, 1, 1, 1, 1, 1}, TG_ERR_VALUE}};
+    for (int i = 0; i < N(cs); i++) {
+        tgr_args a = with_shape(dt, cs[i].nd, cs[i].r);
+        for (int strided = 0; strided < (cs[i].want ? 1 : 2); strided++) {
+            tg_tensor *x = tgr_rand(dt, 2, SH(2, 3), 160 + (uint64_t)i, -2, 2);
+            if (strided) x = tgr_strided(x);
+            char what[48];
+            snprintf(what, sizeof what, "%s%s", cs[i].what, strided ? ", transposed" : "");
+            const unsigned fl = cs[i].want ? TGR_S_BAD
+                                : (cs[i].r[0] == 0 ? TGR_S_EMPTY : TGR_S_SMOOTH) |
+                                      (strided ? TGR_S_STRIDED : 0u);
+            tgr_sample *s = tgr_add(out, what, fl, &a, 1, x);
+            if (s) s->want = cs[i].want;
+        }
+    }
+    for (int i = 0; i < 4; i++) { /* 1 over the leading dims, 2 along the last */
+        tgr_args a = tgr_args0(dt);
+        a.ndim = LEADS[i].nd + 1;
+        for (int d = 0; d < a.ndim; d++) a.shape[d] = d == a.ndim - 1 ? 2 : 1;
+        tgr_sample *s = tgr_add(out, LEADS[i].what, TGR_S_SMOOTH, &a, 1,
+                                lead_rand(dt, i, 3, 170 + (uint64_t)i));
+        if (s && LEADS[i].nd) s->batch = 1;
+    }
+    tgr_args a = with_shape(dt, 2, SH(3, 2));
+    tgr_add(out, "0-d", TGR_S_SMOOTH, &a, 1, tgr_rand(dt, 0, NULL, 174, -2, 2));
+    tgr_add(out, "empty (0, 3)", TGR_S_EMPTY, &a, 1, tgr_rand(dt, 2, SH(0, 3), 175, -2, 2));
+    tgr_add(out, "specials", TGR_S_SPECIAL, &a, 1, tgr_specials(dt, 2, SH(3, 3)));
+    tgr_add(out, "i64", TGR_S_DTYPES, &a, 1, tgr_rand(TG_I64, 2, SH(3, 4), 176, -9, 9));
+    tgr_add(out, "bool", TGR_S_DTYPES, &a, 1, tgr_rand(TG_BOOL, 1, SH(4), 177, 0, 2));
+    a = tgr_args0(dt);
+    tgr_add(out, "0-d, no repeat", TGR_S_SMOOTH, &a, 1, tgr_rand(dt, 0, NULL, 178, -2, 2));
+}
+
 /* ---- the rows ------------------------------------------------------------------------------- */
 
 #define CREATE(NAME, TORCH, PARAMS, FLAGS, SAMPLES)                                            \
@@ -397,5 +660,22 @@ tgr_op TGR_ROWS_SHAPE[] = {
      .samples = s_join},
     ONE(triu, "torch.triu(a, diagonal)", "i:diagonal", 1, 0, s_triangle),
     ONE(tril, "torch.tril(a, diagonal)", "i:diagonal", 1, 0, s_triangle),
+    {.name = "select", .c_name = "tg_select", .torch = "a.select(dim, index)",
+     .params = "d:dim i:index", .nin = 1, .nin_required = 1, .nout = 1, .diff = 1,
+     .flags = TGR_VIEW, .dtypes = 1u << TG_I64 | 1u << TG_BOOL, .apply = ap_select,
+     .samples = s_select},
+    {.name = "index", .c_name = "tg_index", .torch = "R.index(a, dim, b)", .params = "d:dim",
+     .nin = 2, .nin_required = 2, .nout = 1, .diff = 1, .dtypes = 1u << TG_I64 | 1u << TG_BOOL,
+     .apply = ap_index, .samples = s_index},
+    {.name = "masked_select", .c_name = "tg_masked_select", .torch = "R.masked_select(a, b)",
+     .nin = 2, .nin_required = 2, .nout = 1, .diff = 1, .flags = TGR_NO_BATCH,
+     .dtypes = 1u << TG_I64 | 1u << TG_BOOL, .apply = ap_masked_select,
+     .samples = s_masked_select},
+    {.name = "roll", .c_name = "tg_roll", .torch = "torch.roll(a, [int(v) for v in shifts], dims)",
+     .params = "V:shifts D:dims", .nin = 1, .nin_required = 1, .nout = 1, .diff = 1,
+     .dtypes = 1u << TG_I64 | 1u << TG_BOOL, .apply = ap_roll, .samples = s_roll},
+    {.name = "repeat", .c_name = "tg_repeat", .torch = "a.repeat(repeats)", .params = "S:repeats",
+     .nin = 1, .nin_required = 1, .nout = 1, .diff = 1, .flags = TGR_COMPOSITE,
+     .dtypes = 1u << TG_I64 | 1u << TG_BOOL, .apply = ap_repeat, .samples = s_repeat},
 };
 const int TGR_N_SHAPE = (int)(sizeof TGR_ROWS_SHAPE / sizeof TGR_ROWS_SHAPE[0]);

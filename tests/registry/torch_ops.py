@@ -103,9 +103,6 @@ def documented(row, rec, exc):
     exc: what PyTorch raised (in the forward or the backward), or None."""
     notes = set(torch_ref.NOTES)
     name, msg = row['row'], str(exc) if exc is not None else ''
-    if exc is not None and isinstance(exc, torch_ref.ContractError):
-        if 'float-division-ops' in notes:
-            return 'float-division-ops'
     if row['row'] in ('argmax_dim', 'argmin_dim', 'argmax', 'argmin') and \
             rec['inputs'][0]['dtype'] == 'bool' and exc is not None:
         return 'bool-argmax'

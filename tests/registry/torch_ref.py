@@ -160,9 +160,11 @@ def _integral(v):
 
 
 def reduction(r):
-    if r not in (0, 1, 2):
+    """tg_reduction's name in PyTorch (TG_REDUCTION_BATCHMEAN, 3: 'batchmean', which
+    F.kl_div alone takes; the other losses raise ValueError, as tapegrad refuses it)."""
+    if r not in (0, 1, 2, 3):
         raise ValueError('reduction %d' % r)
-    return ('none', 'mean', 'sum')[r]
+    return ('none', 'mean', 'sum', 'batchmean')[r]
 
 
 def scale(a, k):
@@ -187,6 +189,54 @@ def clamp(a, lo, hi):
                        max=None if hi == math.inf else _num(a, hi))
 
 
+class _OfDifference(torch.autograd.Function):
+    """loss(a, b) of d = a - b (PyTorch's values and gradient formula, its kinks
+    included) saving d only, as tapegrad's composite mse_loss and smooth_l1_loss
+    (their graphs start with tg_sub): an in-place edit of a or b after the
+    forward does not fail their backward, where PyTorch's loss node, which
+    saves both, does (docs/api.md, Losses)."""
+    @staticmethod
+    def forward(ctx, a, b, f, kw):
+        d = a - b
+        ctx.save_for_backward(d)
+        ctx.f, ctx.kw, ctx.shapes = f, kw, (a.shape, b.shape)
+        return f(d, torch.zeros_like(d), **kw)
+
+    @staticmethod
+    def backward(ctx, g):
+        d, = ctx.saved_tensors
+        with torch.enable_grad():
+            x = d.detach().requires_grad_(True)
+            gd, = torch.autograd.grad(ctx.f(x, torch.zeros_like(x), **ctx.kw), x, g)
+
+        def to(shape, t):
+            while t.dim() > len(shape):
+                t = t.sum(0)
+            for i, n in enumerate(shape):
+                if n == 1 and t.shape[i] != 1:
+                    t = t.sum(i, keepdim=True)
+            return t
+        return to(ctx.shapes[0], gd), to(ctx.shapes[1], -gd), None, None
+
+
+def of_difference(f, a, b, **kw):
+    if not (a.is_floating_point() and b.is_floating_point()):
+        return f(a, b, **kw)                      # PyTorch's refusal
+    torch.broadcast_shapes(a.shape, b.shape)      # raises as PyTorch for shapes that do not broadcast
+    return _OfDifference.apply(a, b, f, kw)
+
+
+def pow(a, b):   # noqa: A001  (the op's name)
+    """torch.pow with float operands of two dtypes converted to the promoted one
+    first, as tapegrad does (a recorded conversion): PyTorch computes the
+    exponent's gradient with the log of the base in the base's own dtype, an f32
+    log for an f32 base with an f64 exponent (docs/api.md "Type promotion")."""
+    if a.is_floating_point() and b.is_floating_point() and a.dtype != b.dtype:
+        dt = torch.result_type(a, b)
+        a, b = a.to(dt), b.to(dt)
+    return torch.pow(a, b)
+
+
 def pow_scalar(a, e):
     return torch.pow(a, _num(a, e))
 
@@ -204,6 +254,23 @@ def prod(a, dim=None, keepdim=False):
 def cumprod(a, dim):
     _nonfinite_grad(a)
     return torch.cumprod(a, dim)
+
+
+def discounted_cumsum(a, gamma, dim):
+    """y_j = a_j + gamma y_{j+1} along dim (no PyTorch op: the trainers' loop)."""
+    if not math.isfinite(gamma):
+        raise ValueError('discounted_cumsum: gamma must be finite')
+    if a.dim() == 0:
+        return a.clone()
+    if not a.is_floating_point():
+        raise TypeError('discounted_cumsum: a float tensor')
+    x = a.movedim(dim, 0)
+    out, acc = [], None
+    for j in reversed(range(x.shape[0])):
+        acc = x[j] if acc is None else x[j] + gamma * acc
+        out.append(acc)
+    y = torch.stack(out[::-1]) if out else x.clone()
+    return y.movedim(0, dim)
 
 
 def norm(a, p, dim=None, keepdim=False):
@@ -254,8 +321,46 @@ def _var(a, dim, corr, keepdim, std):
         f = torch.std if std else torch.var
         return f(a, dim, correction=corr, keepdim=keepdim)
     n = a.shape[dim] if a.dim() else 1
-    v = ((a - a.mean(dim, keepdim=True)) ** 2).sum(dim, keepdim=keepdim) / (n - corr)
+    # PyTorch 2.x's divisor for a fractional correction: max(0, n - correction)
+    v = ((a - a.mean(dim, keepdim=True)) ** 2).sum(dim, keepdim=keepdim) / max(0.0, n - corr)
     return v.sqrt() if std else v
+
+
+def dims(f, a, dims_, keepdim, *args):
+    """A reduction over several dims as tapegrad computes it: f (a one-dim
+    reduction of this module or of torch, f(x, dim, *args, keepdim)) along the
+    last dim of a with dims_ moved last and merged (all dims for an empty
+    dims_, as PyTorch's dim=(); PyTorch 1.13's logsumexp raises there), viewed
+    with keepdim's shape when asked."""
+    nd = a.dim()
+    if not a.is_floating_point():
+        return f(a, dims_ or None, *args, keepdim)   # PyTorch's refusal
+    red = [d % max(nd, 1) for d in dims_] if dims_ else list(range(nd))
+    if len(set(red)) != len(red) or any(not -max(nd, 1) <= d < max(nd, 1) for d in dims_):
+        return torch.sum(a, dim=tuple(dims_))    # raises as PyTorch does
+    if nd == 0:
+        return f(a.reshape(1), 0, *args, False)
+    kept = [d for d in range(nd) if d not in red]
+    n = 1
+    for d in red:
+        n *= a.shape[d]
+    w = a.permute(kept + red).reshape([a.shape[d] for d in kept] + [n])
+    r = f(w, -1, *args, False)
+    if keepdim:
+        r = r.reshape([1 if d in red else a.shape[d] for d in range(nd)])
+    return r
+
+
+def _mean_dim(x, dim, keepdim):
+    return mean(x, dim, keepdim)
+
+
+def _logsumexp_dim(x, dim, keepdim):
+    return torch.logsumexp(x, dim, keepdim=keepdim)
+
+
+def _var_dim(x, dim, corr, std, keepdim):
+    return var(x, dim, corr, keepdim, std)
 
 
 def where(cond, a, b):
@@ -279,9 +384,16 @@ def cmp_scalar(f, a, v):
 
 
 def int_division(f, a, b):
-    if a.dtype != torch.int64 or b.dtype != torch.int64:
-        NOTES.append('float-division-ops')
-        raise ContractError('tg_remainder and tg_floor_divide take i64 tensors')
+    """tg_remainder / tg_floor_divide: PyTorch's, with a zero integer divisor
+    refused (its CPU raises ZeroDivisionError) and INT64_MIN // -1 wrapping;
+    floor_divide not differentiable (PyTorch 1.13 records a node whose
+    backward raises: its result is compared detached)."""
+    if a.is_floating_point() or b.is_floating_point() or \
+            (a.dtype == torch.bool and b.dtype == torch.bool):
+        if f is torch.floor_divide:
+            return f(a.detach(), b.detach())
+        return f(a, b)
+    a, b = a.to(torch.int64), b.to(torch.int64)
     ab, bb = torch.broadcast_tensors(a, b)
     if bool((bb == 0).any()) and ab.numel():
         raise RuntimeError('ZeroDivisionError')
@@ -485,3 +597,47 @@ def evaluate(row, inputs, args):
     if isinstance(r, (tuple, list)):
         return list(r)
     return [r]
+
+
+def topk(a, k, dim, largest):
+    """tg_topk: PyTorch's topk (sorted) with equal elements lowest index first. PyTorch
+    leaves that order unspecified, so its topk is called only for its checks (k, dim,
+    dtype: it raises where tapegrad must refuse) and the result is the first k of the
+    stable sort, the same values with tapegrad's indices."""
+    torch.topk(a.detach(), k, dim, bool(largest), True)
+    v, i = torch.sort(a, dim=dim, descending=bool(largest), stable=True)
+    if a.dim() == 0:
+        return v, i
+    return v.narrow(dim, 0, k), i.narrow(dim, 0, k)
+
+
+def index(a, dim, idx):
+    """tg_index: a[:, ..., idx] with the i64 index idx at dim. A bool index (PyTorch's
+    mask indexing) is tg_masked_select's job: tapegrad's contract refuses it."""
+    if idx.dtype == torch.bool:
+        raise ContractError('a bool index is a mask: tg_masked_select')
+    if a.dim() == 0 or not -a.dim() <= dim < a.dim():
+        raise IndexError('dim %d out of range for %d dims' % (dim, a.dim()))
+    return a[(builtins.slice(None),) * (dim % a.dim()) + (idx,)]
+
+
+class _MaskedSelect(torch.autograd.Function):
+    """masked_select keeping neither its input nor the mask version-checked, as
+    tg_masked_select (which saves the selected positions; PyTorch saves both, so an
+    in-place edit of either afterwards fails its backward)."""
+    @staticmethod
+    def forward(ctx, x, mask):
+        ctx.shape = x.shape
+        ctx.m = torch.broadcast_tensors(x, mask)[1].clone()   # a copy, not saved
+        return torch.masked_select(x, mask)
+
+    @staticmethod
+    def backward(ctx, g):
+        gx = torch.zeros(ctx.m.shape, dtype=g.dtype).masked_scatter(ctx.m, g)
+        return gx.sum_to_size(ctx.shape), None
+
+
+def masked_select(a, mask):
+    if a.requires_grad and mask.dtype == torch.bool:
+        return _MaskedSelect.apply(a, mask)
+    return torch.masked_select(a, mask)
