@@ -56,8 +56,8 @@ if [[ -z "$nppy" ]]; then
     echo "make-seeds: no python3 with numpy: corpus/npy left as it is" >&2
     exit 0
 fi
-# the inputs merged from exploring are named by their SHA-1: keep them
-find "$here/corpus/npy" -type f ! -regex '.*/[0-9a-f]\{40\}' -delete
+# the files below are overwritten; inputs merged from exploring (named by their
+# SHA-1) and regression inputs added by hand stay
 "$nppy" - "$here/corpus/npy" <<'PY'
 import io, os, sys
 import numpy as np
