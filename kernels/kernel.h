@@ -131,7 +131,8 @@ extern "C" {
     X(MIN, (x < y || x != x) ? x : y)                                               \
     X(POW, TGM_POW(x, y))                                                           \
     X(REMAINDER, TG__FLOAT2(tg__remainder, x, y))                                   \
-    X(FLOOR_DIVIDE, TG__FLOAT2(tg__floor_divide, x, y))
+    X(FLOOR_DIVIDE, TG__FLOAT2(tg__floor_divide, x, y))                             \
+    X(XLOGY, (y != y) ? y : (x == 0 ? (T)0 : x * TGM_LOG(y)))
 
 /* Ternary gradient helpers: X(NAME, f(g, x, y)). */
 #define TG__TERNARY_OPS(X)                                                          \
@@ -143,7 +144,11 @@ extern "C" {
      * base is 0 and the exponent >= 0, i.e. where the result is then 0 or 1 */   \
     X(POW_GRAD_A, y == 0 ? (T)0 : g * (y * TGM_POW(x, y - (T)1)))                   \
     X(POW_GRAD_B, (x == 0 && (y == 0 || y == 1)) ? (T)0 : g * (y * TGM_LOG(x)))     \
-    X(REMAINDER_GRAD_B, -g * TG__FLOAT2(tg__floor_divide, x, y)) /* PyTorch's */
+    X(REMAINDER_GRAD_B, -g * TG__FLOAT2(tg__floor_divide, x, y)) /* PyTorch's */     \
+    /* xlogy, as PyTorch: d/dx xlogy(g, y), 0 where x == 0 and y <= 0; d/dy g x / y */ \
+    X(XLOGY_GRAD_A, (x == 0 && y <= 0) ? (T)0                                        \
+                    : (y != y) ? y : (g == 0 ? (T)0 : g * TGM_LOG(y)))               \
+    X(XLOGY_GRAD_B, g * x / y)
 
 /* Exact ops, no gradient (ops/compare.c, ops/intarith.c). Operands of one
  * dtype T; x, y, p0, p1 of type T (the unary ones ignore y: backends pass x

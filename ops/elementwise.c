@@ -1,5 +1,5 @@
 /* ops/elementwise.c - binary elementwise differentiable ops: add, sub, mul,
- * div, maximum, minimum, pow, remainder, floor_divide, where (NumPy
+ * div, maximum, minimum, pow, xlogy, remainder, floor_divide, where (NumPy
  * broadcasting), and to_dtype; their backward formulas. The unary ops are table-driven in ops/unary.c.
  *
  * Contract: operands of any dtypes, promoted as PyTorch does
@@ -88,6 +88,7 @@ static tg_status max_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
 static tg_status min_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 static tg_status pow_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 static tg_status remainder_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
+static tg_status xlogy_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 
 static const tg__op_def ADD_DEF = {"AddBackward", add_backward, false, NULL};
 static const tg__op_def SUB_DEF = {"SubBackward", sub_backward, false, NULL};
@@ -97,11 +98,12 @@ static const tg__op_def MAX_DEF = {"MaximumBackward", max_backward, false, NULL}
 static const tg__op_def MIN_DEF = {"MinimumBackward", min_backward, false, NULL};
 static const tg__op_def POW_DEF = {"PowBackward", pow_backward, false, NULL};
 static const tg__op_def REMAINDER_DEF = {"RemainderBackward", remainder_backward, false, NULL};
+static const tg__op_def XLOGY_DEF = {"XlogyBackward", xlogy_backward, false, NULL};
 
 /* out = a op b with broadcasting. Saves per op (iparam[SLOT_A], iparam[SLOT_B]: the
  * slots of a and b, -1 when not saved):
  *   mul: a if b needs a gradient, b if a does;  div: b always, a if b needs one;
- *   maximum/minimum: both; pow: both and its result (PyTorch saves the three:
+ *   maximum/minimum, xlogy: both; pow: both and its result (PyTorch saves the three:
  *   an in-place edit of the result fails backward there too); remainder: both
  *   if b needs a gradient. floor_divide records nothing (no gradient: its
  *   result does not require grad). */
@@ -120,7 +122,7 @@ static int compute_dtype(const char *who, tg__binop op, tg_dtype rt, const tg_te
         return tg__set_error(TG_ERR_DTYPE, "%s: subtraction with a bool tensor is not supported "
                              "(as in PyTorch): use tg_logical_xor or tg_logical_not, or convert "
                              "it with tg_to_dtype", who), -1;
-    if (op == TG__BIN_DIV && !tg__is_floating(rt)) return TG_F32;
+    if ((op == TG__BIN_DIV || op == TG__BIN_XLOGY) && !tg__is_floating(rt)) return TG_F32;
     if ((op == TG__BIN_REMAINDER || op == TG__BIN_FLOOR_DIVIDE) && rt == TG_BOOL)
         return tg__set_error(TG_ERR_DTYPE, "%s: two bool tensors are not supported (as in "
                              "PyTorch): convert one with tg_to_dtype", who), -1;
@@ -195,6 +197,7 @@ static tg_tensor *binary_on(tg_site s, const char *who, tg__binop op, const tg__
     case TG__BIN_DIV: save_a = needs(n, 1); save_b = true; break;
     case TG__BIN_MAX:
     case TG__BIN_MIN:
+    case TG__BIN_XLOGY:
     case TG__BIN_POW: save_a = save_b = true; break;
     case TG__BIN_REMAINDER: save_a = save_b = needs(n, 1); break;
     default: break;
@@ -239,6 +242,9 @@ tg_tensor *tg_pow_at(tg_site s, tg_tensor *a, tg_tensor *b) {
 }
 tg_tensor *tg_remainder_at(tg_site s, tg_tensor *a, tg_tensor *b) {
     return tg__ret(binary(s, "tg_remainder", TG__BIN_REMAINDER, &REMAINDER_DEF, a, b));
+}
+tg_tensor *tg_xlogy_at(tg_site s, tg_tensor *a, tg_tensor *b) {
+    return tg__ret(binary(s, "tg_xlogy", TG__BIN_XLOGY, &XLOGY_DEF, a, b));
 }
 tg_tensor *tg_floor_divide_at(tg_site s, tg_tensor *a, tg_tensor *b) {
     return tg__ret(binary(s, "tg_floor_divide", TG__BIN_FLOOR_DIVIDE, NULL, a, b));
@@ -356,6 +362,10 @@ static tg_status max_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
 }
 static tg_status min_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
     return minmax_backward(n, gout, gin, TG__TER_LE_GRAD, TG__TER_GE_GRAD);
+}
+/* d x = xlogy(g, y), 0 where x == 0 and y <= 0; d y = g x / y. */
+static tg_status xlogy_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+    return minmax_backward(n, gout, gin, TG__TER_XLOGY_GRAD_A, TG__TER_XLOGY_GRAD_B);
 }
 /* d base = b a^(b-1) g; d exponent = g r log(a) from the saved result r. */
 static tg_status pow_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {

@@ -124,6 +124,14 @@ tg_tensor *tg_isfinite_at(tg_site s, tg_tensor *t);
  * a == 0 and b >= 0). Errors as tg_add. */
 tg_tensor *tg_pow_at(tg_site s, tg_tensor *a, tg_tensor *b);
 #define tg_pow(a, b) tg_pow_at(TG_SITE, a, b)
+/* x * log(y) elementwise with broadcasting, 0 where x is 0 (even for y 0 or
+ * inf), NaN where y is NaN: PyTorch's xlogy, the term of entropies and KL
+ * divergences (p log p with p 0 gives 0). Integer operands compute in f32, as
+ * PyTorch. Gradients as PyTorch: d/dx = xlogy(g, y) (0 where x is 0 and y
+ * <= 0), d/dy = g x / y.
+ * Saves both operands. Errors as tg_add. */
+tg_tensor *tg_xlogy_at(tg_site s, tg_tensor *x, tg_tensor *y);
+#define tg_xlogy(x, y) tg_xlogy_at(TG_SITE, x, y)
 
 /* ---- elementwise, unary -------------------------------------------------- */
 tg_tensor *tg_neg_at(tg_site s, tg_tensor *t);

@@ -64,6 +64,7 @@ CALL(div, tg_div(in[0], in[1]))
 CALL(maximum, tg_maximum(in[0], in[1]))
 CALL(minimum, tg_minimum(in[0], in[1]))
 CALL(pow, tg_pow(in[0], in[1]))
+CALL(xlogy, tg_xlogy(in[0], in[1]))
 CALL(where, tg_where(in[0], in[1], in[2]))
 CALL(eq, tg_eq(in[0], in[1]))
 CALL(ne, tg_ne(in[0], in[1]))
@@ -460,6 +461,7 @@ tgr_op TGR_ROWS_ELEMENTWISE[] = {
     BIN(maximum, "torch.maximum(a, b)", -2, 2),
     BIN(minimum, "torch.minimum(a, b)", -2, 2),
     BIN(pow, "R.pow(a, b)", 0.5, 2),
+    BIN(xlogy, "torch.xlogy(a, b)", 0.2, 2),
     {.name = "where", .c_name = "tg_where", .torch = "R.where(a, b, c)", .nin = 3,
      .nin_required = 3, .nout = 1, .diff = 6, .apply = ap_where, .samples = s_where},
     CMP(eq, "torch.eq(a, b)", tgr_samples_compare),
