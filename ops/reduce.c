@@ -244,6 +244,32 @@ tg_tensor *tg_sum_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
 tg_tensor *tg_mean_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
     return tg__ret(reduce_dim(s, t, dim, keepdim, true));
 }
+/* The non-zero elements of t (any dtype; NaN counts) over the dims listed:
+ * the bool test t != 0 summed exactly into i64. Never differentiable. */
+static tg_tensor *count_nonzero(tg_site s, tg_tensor *t, int ndims, const int *dims) {
+    const char *who = "tg_count_nonzero";
+    if (tg__null_arg(t, who, "t") || !tg__same_device(who, 1, (const tg_tensor *const *)&t))
+        return NULL;
+    if (t->dtype == TG_BF16) return tg__dtype_unsupported(who, t->dtype), NULL;
+    bool red[TG_MAX_DIMS];
+    if (!tg__dims_mask(who, ndims, dims, t->ndim, red)) return NULL;
+    int64_t oshape[TG_MAX_DIMS], cnt;
+    int ond = tg__reduced_shape(t->ndim, t->shape, red, false, oshape, &cnt);
+    tg_device dev = t->storage->device;
+    tg_tensor *zero = tg__scalar_like(s, t, 0.0);
+    tg_tensor *nz = zero ? tg__tensor_new_on(s, who, dev, TG_BOOL, t->ndim, t->shape, // t's shape
+                                             TG_MEM_WORKSPACE)
+                         : NULL;
+    if (nz) nz = tg__k_ok(tg__k_test(TG__TEST_NE, nz, t, zero), nz);
+    tg_tensor *out = nz ? tg__new_output_on(s, who, dev, TG_I64, ond, oshape) : NULL;
+    if (out) out = tg__k_ok(tg__k_sum_reduce(out, nz, red, 1.0), out);
+    if (zero) tg__tensor_release(zero);
+    if (nz) tg__tensor_release(nz);
+    return out;
+}
+tg_tensor *tg_count_nonzero_at(tg_site s, tg_tensor *t, int ndims, const int *dims) {
+    return tg__ret(count_nonzero(s, t, ndims, dims));
+}
 tg_tensor *tg_sum_dims_at(tg_site s, tg_tensor *t, int ndims, const int *dims, bool keepdim) {
     return tg__ret(reduce_dims(s, t, ndims, dims, keepdim, false));
 }

@@ -397,6 +397,12 @@ tg_tensor *tg_mean_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim);
 tg_tensor *tg_sum_dims_at(tg_site s, tg_tensor *t, int ndims, const int *dims, bool keepdim);
 tg_tensor *tg_mean_dims_at(tg_site s, tg_tensor *t, int ndims, const int *dims, bool keepdim);
 #define tg_sum_dims(t, ndims, dims, keepdim) tg_sum_dims_at(TG_SITE, t, ndims, dims, keepdim)
+/* PyTorch's count_nonzero(t, dims): the number of non-zero elements (NaN
+ * counts) of a tensor of any dtype over the dims listed (every dim for ndims
+ * 0), exactly, as an i64 tensor without those dims; never requires grad.
+ * Errors: those of tg_sum_dims, TG_ERR_DTYPE for bf16. */
+tg_tensor *tg_count_nonzero_at(tg_site s, tg_tensor *t, int ndims, const int *dims);
+#define tg_count_nonzero(t, ndims, dims) tg_count_nonzero_at(TG_SITE, t, ndims, dims)
 #define tg_mean_dims(t, ndims, dims, keepdim) tg_mean_dims_at(TG_SITE, t, ndims, dims, keepdim)
 
 /* The other reductions, PyTorch's names and gradients; over all elements (a

@@ -45,6 +45,7 @@ static const int *dims_of(const tgr_args *a, int *buf) {
     return buf;
 }
 CALL(sum_dims, tg_sum_dims(in[0], a->ndim, DL(a), PB(0)))
+CALL(count_nonzero, tg_count_nonzero(in[0], a->ndim, DL(a)))
 CALL(mean_dims, tg_mean_dims(in[0], a->ndim, DL(a), PB(0)))
 CALL(amax_dims, tg_amax_dims(in[0], a->ndim, DL(a), PB(0)))
 CALL(amin_dims, tg_amin_dims(in[0], a->ndim, DL(a), PB(0)))
@@ -134,11 +135,11 @@ static void s_dims(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     tgr_args a = tgr_args0(dt);
     if (pc) a.fv[pc->slot] = 1.0;
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
-        for (int keep = 0; keep < 2; keep++) {
+        for (int keep = 0; keep < (pk ? 2 : 1); keep++) {
             tgr_args b = a;
             b.ndim = sets[i].ndims;
             for (int j = 0; j < b.ndim; j++) b.shape[j] = sets[i].dims[j];
-            b.iv[pk->slot] = keep;
+            if (pk) b.iv[pk->slot] = keep;
             char what[48];
             snprintf(what, sizeof what, "%d-d %d dims%s", sets[i].nd, sets[i].ndims,
                      keep ? " keepdim" : "");
@@ -316,6 +317,7 @@ tgr_op TGR_ROWS_REDUCE[] = {
      .lo = -3, .hi = 3, .saves = TGR_SAVES_OUTPUT},
     ROW(sum_dims, "torch.sum(a, dim=dims, keepdim=bool(keepdim))", "D:dims b:keepdim", 1, 1,
         I64 | B, s_dims, -2, 2),
+    ROW(count_nonzero, "torch.count_nonzero(a, dim=dims)", "D:dims", 1, 0, I64 | B, s_dims, -2, 2),
     ROW(mean_dims, "R.dims(R._mean_dim, a, dims, bool(keepdim))", "D:dims b:keepdim", 1, 1, 0,
         s_dims, -2, 2),
     ROW(amax_dims, "R.dims(torch.amax, a, dims, bool(keepdim))", "D:dims b:keepdim", 1, 1, 0,
