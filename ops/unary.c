@@ -153,6 +153,7 @@ static tg_tensor *gelu_tanh_at(tg_site s, tg_tensor *t) {
     return tg__ret(tg__unary(s, TG__UN_GELU_TANH, t, 0, 0));
 }
 tg_tensor *tg_gelu_at(tg_site s, tg_tensor *t, tg_gelu_approx approximate) {
+    if (tg__null_arg(t, "tg_gelu", "t")) return tg__ret(NULL); /* NULL first: it propagates */
     switch (approximate) {
     case TG_GELU_NONE: return gelu_erf_at(s, t);
     case TG_GELU_TANH: return gelu_tanh_at(s, t);

@@ -719,30 +719,37 @@ static void check_bad(const tgr_op *op, tg_dtype dt, const tgr_sample *s, int in
 Test(registry, bad_inputs_fail_naming_the_op) { each_sample(check_bad, true, true); }
 
 /* A NULL in each required input position is TG_ERR_NULL naming the op. */
+/* With every sample's arguments (the bad ones too: a NULL input is checked
+ * before the other arguments, so that the nested-calls style reports the
+ * first failure), a NULL required input fails with TG_ERR_NULL naming the op,
+ * or keeps the error pending from the call that failed to make it. */
 Test(registry, null_inputs_fail_naming_the_op) {
     tgr_init();
     for (int i = 0; i < tgr_nops; i++) {
         const tgr_op *op = tgr_ops[i];
         tgr_samples ss;
         tgr_samples_of(op, TG_F64, &ss);
-        for (int pos = 0; pos < op->nin_required; pos++) {
-            tg_tensor *in[TGR_MAX_IN] = {NULL}, *out[TGR_MAX_OUT] = {NULL};
-            for (int k = 0; k < ss.s[0].nin; k++) in[k] = ss.s[0].in[k];
-            in[pos] = NULL;
-            tg_clear_error();
-            tg_status st = op->apply(op, in, &ss.s[0].a, out);
-            cr_assert_eq(st, TG_ERR_NULL, "%s: a NULL input %d gave %s: %s", op->name, pos,
-                         tg_status_name(st), tg_last_error());
-            cr_assert(names_op(op, tg_last_error()), "%s: %s", op->name, tg_last_error());
-            for (int k = 0; k < TGR_MAX_OUT; k++) cr_assert_null(out[k]);
-            /* NULL propagation: a pending error (the op that failed to make the
-             * input) is kept, as the nested-calls style needs */
-            tg_set_error(TG_ERR_SHAPE, "earlier");
-            st = op->apply(op, in, &ss.s[0].a, out);
-            cr_assert(st == TG_ERR_SHAPE && !strcmp(tg_last_error(), "earlier"),
-                      "%s: a NULL input %d replaced the pending error with %s: %s", op->name, pos,
-                      tg_status_name(st), tg_last_error());
-            for (int k = 0; k < TGR_MAX_OUT; k++) cr_assert_null(out[k]);
+        for (int j = 0; j < ss.n; j++) {
+            const tgr_sample *s = &ss.s[j];
+            for (int pos = 0; pos < op->nin_required; pos++) {
+                tg_tensor *in[TGR_MAX_IN] = {NULL}, *out[TGR_MAX_OUT] = {NULL};
+                for (int k = 0; k < s->nin; k++) in[k] = s->in[k];
+                in[pos] = NULL;
+                tg_clear_error();
+                tg_status st = op->apply(op, in, &s->a, out);
+                cr_assert_eq(st, TG_ERR_NULL, "%s (%s): a NULL input %d gave %s: %s", op->name,
+                             s->what, pos, tg_status_name(st), tg_last_error());
+                cr_assert(names_op(op, tg_last_error()), "%s: %s", op->name, tg_last_error());
+                for (int k = 0; k < TGR_MAX_OUT; k++) cr_assert_null(out[k]);
+                /* NULL propagation: a pending error (the op that failed to make the
+                 * input) is kept, as the nested-calls style needs */
+                tg_set_error(TG_ERR_SHAPE, "earlier");
+                st = op->apply(op, in, &s->a, out);
+                cr_assert(st == TG_ERR_SHAPE && !strcmp(tg_last_error(), "earlier"),
+                          "%s (%s): a NULL input %d replaced the pending error with %s: %s",
+                          op->name, s->what, pos, tg_status_name(st), tg_last_error());
+                for (int k = 0; k < TGR_MAX_OUT; k++) cr_assert_null(out[k]);
+            }
         }
         tgr_samples_free(&ss);
         tg_clear_error();
