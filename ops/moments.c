@@ -348,15 +348,17 @@ static tg_tensor *norm(tg_site s, const char *who, tg_tensor *t, double p, int d
         a = tg__k_ok(tg__k_unary(TG__UN_POW, a, a, NULL, p, 0), a);
     }
     if (a) k = new_k(s, who, &g);
-    if (k && isnan(p)) { /* NaN everywhere, as PyTorch */
-        k = tg__k_ok(tg__k_fill(k, NAN), k);
+    if (k && g.n == 0 && (isinf(p) || p < 0)) {
+        /* as PyTorch: the max, and the sum of negative powers (an infinite
+         * term), have no identity (even for an empty result) */
+        tg__tensor_release(k);
+        k = tg__fail(TG_ERR_SHAPE, "%s: the %g-norm of an empty dim (%d) is undefined (%s, as "
+                     "PyTorch says)", who, p, g.d,
+                     p == INFINITY ? "the max has no identity" : "a negative power of 0 is infinite");
+    } else if (k && isnan(p)) { /* NaN everywhere, as PyTorch; 0 for empty lines */
+        k = tg__k_ok(tg__k_fill(k, g.n == 0 ? 0.0 : NAN), k);
     } else if (k && isinf(p)) {
-        if (g.n == 0) { /* as PyTorch: the max has no identity (even for an empty result) */
-            tg__tensor_release(k);
-            k = tg__fail(TG_ERR_SHAPE, "%s: the %s-norm of an empty dim (%d) is undefined (the "
-                         "%s has no identity, as PyTorch says)", who, p > 0 ? "inf" : "-inf",
-                         g.d, p > 0 ? "max" : "min");
-        } else if (g.n > 0) {
+        if (g.n > 0) {
             k = tg__k_ok(tg__k_reduce_dim(p > 0 ? TG__RED_MAX : TG__RED_MIN, k, NULL, a, g.d), k);
         }
     } else if (k) {

@@ -108,12 +108,12 @@ void tg__view_attach(tg_tensor *v, tg_tensor *src) {
     else v->view_kind = tg_is_grad_enabled() ? TG__VIEW_DEFAULT : TG__VIEW_NO_GRAD;
 }
 
-/* True when t is a view whose grad_fn must be made again before use. */
 /* True when t is a view whose grad_fn must be made again (or, for a view that
  * may not be rebased, refused) before use. A view made in no-grad mode or by
  * a custom function is refused as soon as its storage's version moved, as in
- * PyTorch; a default view is made again only when its base's history
- * changed (an unrecorded in-place op leaves its grad_fn correct). */
+ * PyTorch; a default view is made again (an as_strided of its base) when its
+ * base's history changed or its storage's version moved, as PyTorch does on
+ * any version change. */
 static bool stale(const tg_tensor *t) {
     const tg_tensor *b = t->view_base;
     if (!b || !(t->grad_fn || tg__req_grad(b))) return false;

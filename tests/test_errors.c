@@ -74,7 +74,7 @@ Test(errors_shape, backward_with_a_wrong_gradient) {
     tg_tensor *x = leaf_rg(TG_F64, TG_SHAPE(2, 3), 1);
     tg_tensor *y = tg_scale(x, 2);
     tg_tensor *g_shape = tg_ones(TG_F64, TG_SHAPE(3, 2));
-    tg_tensor *g_dtype = tg_to_dtype(tg_ones(TG_F32, TG_SHAPE(2, 3)), TG_BF16);
+    tg_tensor *g_f32 = tg_ones(TG_F32, TG_SHAPE(2, 3)), *g_dtype = tg_to_dtype(g_f32, TG_BF16);
     tg_tensor *g_flat = tg_ones(TG_F64, TG_SHAPE(6));
     EXPECT_STATUS(tg_backward(y, g_shape, false), TG_ERR_SHAPE, "tg_backward", "[3, 2]", "[2, 3]");
     EXPECT_STATUS(tg_backward(y, g_flat, false), TG_ERR_SHAPE, "tg_backward");
@@ -86,7 +86,7 @@ Test(errors_shape, backward_with_a_wrong_gradient) {
     tg_tensor *good = TGO_MAKE(TG_F64, TG_SHAPE(2, 3), 1, 2, 3, 4, 5, 6);
     cr_assert_eq(tg_backward(y, good, false), TG_OK, "%s", tg_last_error());
     TGO_ASSERT_GRAD(x, 0, 2, 4, 6, 8, 10, 12);
-    TGO_RELEASE(x, y, g_shape, g_dtype, g_flat, good);
+    TGO_RELEASE(x, y, g_shape, g_f32, g_dtype, g_flat, good);
 }
 
 /* A gradient of another dtype is converted to the root's, as PyTorch does
@@ -95,13 +95,16 @@ Test(errors_shape, backward_with_a_wrong_gradient) {
 Test(errors_shape, backward_converts_a_gradient_of_another_dtype) {
     tg_tensor *x = leaf_rg(TG_F32, TG_SHAPE(3), 1);
     tg_tensor *y = tg_scale(x, 2);
-    cr_assert_eq(tg_backward(y, TGO_MAKE(TG_F64, TG_SHAPE(3), 0.5, 1e-9, -2), true), TG_OK, "%s",
-                 tg_last_error());
-    tgo_assert_shape(tg_grad(x), TG_F32, 1, (int64_t[]){3});
+    tg_tensor *g64 = TGO_MAKE(TG_F64, TG_SHAPE(3), 0.5, 1e-9, -2);
+    tg_tensor *gi = TGO_MAKE(TG_I64, TG_SHAPE(3), 1, 2, 3);
+    cr_assert_eq(tg_backward(y, g64, true), TG_OK, "%s", tg_last_error());
+    tg_tensor *g = tg_grad(x);
+    tgo_assert_shape(g, TG_F32, 1, (int64_t[]){3});
+    tg_release(g);
     TGO_ASSERT_GRAD(x, 0, 1, (float)2e-9, -4);
-    cr_assert_eq(tg_backward(y, TGO_MAKE(TG_I64, TG_SHAPE(3), 1, 2, 3), false), TG_OK);
+    cr_assert_eq(tg_backward(y, gi, false), TG_OK);
     TGO_ASSERT_GRAD(x, 0, 3, (float)2e-9 + 4, 2);
-    TGO_RELEASE(x, y);
+    TGO_RELEASE(x, y, g64, gi);
 }
 
 Test(errors_shape, inplace_other_not_broadcastable_writes_nothing) {

@@ -241,8 +241,10 @@ tg_tensor *tg_round_at(tg_site s, tg_tensor *t);
 #define tg_round(t) tg_round_at(TG_SITE, t)
 
 /* ---- joining --------------------------------------------------------------- */
-/* The n tensors joined along dim (PyTorch's cat): one dtype and device, one
- * number of dims (>= 1), the same sizes but along dim. A new contiguous
+/* The n tensors joined along dim (PyTorch's cat): any dtypes (promoted as
+ * tg_add: each converted by a recorded tg_to_dtype, its gradient back in its
+ * own dtype), one device, one number of dims (>= 1), the same sizes but along
+ * dim. A new contiguous
  * tensor; recorded when an input requires grad (nothing saved; input i's
  * gradient is its window of the result's). Errors: TG_ERR_VALUE (n < 1),
  * TG_ERR_NULL, TG_ERR_DTYPE, TG_ERR_SHAPE, TG_ERR_DIM (0-d inputs, bad dim),
@@ -273,8 +275,7 @@ tg_tensor *tg_masked_fill_at(tg_site s, tg_tensor *t, tg_tensor *mask, double va
 
 /* ---- losses ----------------------------------------------------------------- */
 /* Composed from the recorded ops (the graph is the formula's), PyTorch's
- * values and gradients; input and target of one float dtype, broadcast as
- * tg_sub. reduction: the elementwise loss, its mean or its sum (0-d); what
+ * values and gradients; input and target broadcast and promoted as tg_sub. reduction: the elementwise loss, its mean or its sum (0-d); what
  * MEAN divides by is each loss's (every element for most; the rows kept, or
  * their class weights' sum, for tg_cross_entropy and tg_nll_loss).
  * TG_REDUCTION_BATCHMEAN (PyTorch's 'batchmean': the sum divided by
@@ -513,11 +514,14 @@ tg_tensor *tg_std_dims_at(tg_site s, tg_tensor *t, int ndims, const int *dims, d
     tg_var_dims_at(TG_SITE, t, ndims, dims, correction, keepdim)
 #define tg_std_dims(t, ndims, dims, correction, keepdim) \
     tg_std_dims_at(TG_SITE, t, ndims, dims, correction, keepdim)
-/* Vector norm (PyTorch's linalg.vector_norm) for p = 1, 2 or INFINITY:
- * sum |t|, sqrt(sum t^2), max |t| (TG_ERR_SHAPE for an empty line with
- * INFINITY, as PyTorch: the max has no identity). Gradients g sign(t);
- * g t / norm, 0 where the norm is 0; g sign(t) split evenly among the
- * elements of largest magnitude. TG_ERR_VALUE for another p. */
+/* Vector norm (PyTorch's linalg.vector_norm) for any p: sum |t| for 1,
+ * sqrt(sum t^2) for 2, max |t| for INFINITY, min |t| for -INFINITY, the count
+ * of non-zero elements for 0, (sum |t|^p)^(1/p) otherwise (accumulated in
+ * double), NaN for a NaN p (0 for an empty line). TG_ERR_SHAPE for an empty
+ * line with p infinite or negative, as PyTorch (no identity). Gradients as
+ * PyTorch's norm_backward: g sign(t) for 1; g t / norm, 0 where the norm is
+ * 0, for 2; g sign(t) split evenly among the elements of extreme magnitude
+ * for +-INFINITY; 0 for p 0; g sign(t) |t|^(p-1) / norm^(p-1) otherwise. */
 tg_tensor *tg_norm_at(tg_site s, tg_tensor *t, double p);
 tg_tensor *tg_norm_dim_at(tg_site s, tg_tensor *t, double p, int dim, bool keepdim);
 #define tg_norm(t, p) tg_norm_at(TG_SITE, t, p)

@@ -31,8 +31,15 @@ DOCUMENTED = [
      'argmax kernel for bool'),
     ('matmul-shapes', 'tg_matmul takes 2-D operands, equal batch dims, or a batched left '
      'operand with a 2-D right one; PyTorch also takes 1-D operands and broadcasts batch dims'),
-    ('gather-index-shape', "tg_gather's index must have the input's exact leading shape; "
-     "PyTorch's gather also takes smaller leading sizes"),
+    ('f32-summation', 'f32 sums and means accumulate in double in tapegrad, in f32 in '
+     'PyTorch: where the terms cancel, the two differ by up to the f32 rounding of the '
+     "terms' magnitude ((n + 1) 2^-24 sum |x|), tapegrad's being the closer"),
+    ('grad-layout', "a leaf's .grad is a contiguous tensor; PyTorch's follows the leaf's "
+     'strides (a transposed leaf gets a transposed .grad), so a view of it that tapegrad makes '
+     'can need a reshape in PyTorch'),
+    ('gather-index-shape', "tg_gather's index must have the input's exact leading shape, and "
+     "tg_gather_dim's and tg_scatter_add's the input's sizes but along dim; PyTorch's gather "
+     'and scatter_add also take smaller sizes there'),
     ('inplace-overlap', "an in-place op whose other operand overlaps its target reads all of "
      "other before writing; PyTorch refuses partial overlap (the suite compares with "
      "PyTorch on a copy of other)"),
@@ -91,6 +98,13 @@ def _data_inputs(op, inputs):
 _NOGRAD_VIEW = 'A view was created in no_grad mode and its base or another view of its base'
 
 DISABLED = set()   # names turned off (tg_diff.py --no-doc), to see what they hide
+
+
+def _grad_of(t):
+    try:
+        return t.grad if t.is_leaf else None
+    except RuntimeError:
+        return None
 
 
 def documented(kind, ins, inputs, cst, exc, ctx, what=None):
@@ -153,6 +167,16 @@ def _documented(kind, ins, inputs, cst, exc, ctx, what=None):
         a, idx = inputs[0], inputs[1]
         if idx.dim() == a.dim() and all(idx.shape[d] <= a.shape[d] for d in range(a.dim() - 1)):
             return 'gather-index-shape'
+    if op in ('gather_dim', 'scatter_add') and cst == 'TG_ERR_SHAPE' and exc is None:
+        a, idx, d = inputs[0], inputs[1], ins.get('dim', 0) if ins else 0
+        if a.dim() and idx.dim() == a.dim():
+            d %= a.dim()
+            if all(idx.shape[k] <= a.shape[k] for k in range(a.dim()) if k != d):
+                return 'gather-index-shape'
+    if op == 'view' and cst == 'TG_OK' and exc is not None and \
+            'view size is not compatible' in str(exc) and inputs and inputs[0] is not None and \
+            any(t is not None and _grad_of(t) is inputs[0] for t in ctx.get('regs', ())):
+        return 'grad-layout'
     return None
 
 

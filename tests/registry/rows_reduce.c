@@ -105,6 +105,20 @@ static void s_norm(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
         if (s && bad) s->want = TG_ERR_VALUE;
         else if (s && dim) s->batch = 1;
     }
+    if (!is_norm) return;
+    /* empty lines: a negative or infinite p has no identity (refused, as PyTorch),
+     * a NaN p gives 0 there */
+    const double pe[3] = {-1.0, -INFINITY, NAN};
+    for (int k = 0; k < 3; k++) {
+        tgr_args a = tgr_args0(dt);
+        a.fv[0] = pe[k];
+        if (dim) a.iv[0] = 1;
+        char what[48];
+        snprintf(what, sizeof what, "empty lines, p %g", pe[k]);
+        tgr_sample *s = tgr_add(out, what, isnan(pe[k]) ? TGR_S_EMPTY : TGR_S_BAD, &a, 1,
+                                tgr_rand(dt, 2, (int64_t[]){3, 0}, 48 + (uint64_t)k, -2, 2));
+        if (s && !isnan(pe[k])) s->want = TG_ERR_SHAPE;
+    }
 }
 
 /* The scans: every dim of shapes with 1-3 dims, 0-d, transposed, zeros (cumprod's

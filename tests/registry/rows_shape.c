@@ -358,7 +358,10 @@ static tg_status ap_roll(const tgr_op *op, tg_tensor *const *in, const tgr_args 
                          tg_tensor **out) {
     (void)op;
     int64_t sh[TGR_MAX_VALS];
-    for (int i = 0; i < a->nvals; i++) sh[i] = (int64_t)a->vals[i];
+    for (int i = 0; i < a->nvals; i++) { /* saturated: any double a program carries */
+        const double v = a->vals[i];
+        sh[i] = v != v ? 0 : v >= 0x1p63 ? INT64_MAX : v < -0x1p63 ? INT64_MIN : (int64_t)v;
+    }
     out[0] = tg_roll(in[0], a->nvals, a->nvals ? sh : NULL, a->ndim,
                      a->ndim ? dims_of(a, (int[TGR_MAX_SHAPE]){0}) : NULL);
     return out[0] ? TG_OK : tg_last_status();

@@ -256,21 +256,42 @@ def cumprod(a, dim):
     return torch.cumprod(a, dim)
 
 
+class _Discounted(torch.autograd.Function):
+    """The trainers' loop, saving nothing (as tapegrad's node: a second backward
+    needs no retain_graph); its backward is the loop the other way."""
+    @staticmethod
+    def forward(ctx, a, gamma, dim):
+        ctx.gamma, ctx.dim = gamma, dim
+        return _discounted_loop(a, gamma, dim, True)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _discounted_loop(g, ctx.gamma, ctx.dim, False), None, None
+
+
+def _discounted_loop(a, gamma, dim, reverse):
+    x = a.movedim(dim, 0)
+    out, acc = [], None
+    for j in (reversed(range(x.shape[0])) if reverse else range(x.shape[0])):
+        acc = x[j] if acc is None else x[j] + gamma * acc
+        out.append(acc)
+    if reverse:
+        out = out[::-1]
+    return (torch.stack(out) if out else x).movedim(0, dim).clone()   # not a view
+
+
 def discounted_cumsum(a, gamma, dim):
     """y_j = a_j + gamma y_{j+1} along dim (no PyTorch op: the trainers' loop)."""
     if not math.isfinite(gamma):
         raise ValueError('discounted_cumsum: gamma must be finite')
     if a.dim() == 0:
+        if dim not in (-1, 0):
+            raise IndexError('dim %d out of range for a 0-d tensor' % dim)
         return a.clone()
     if not a.is_floating_point():
         raise TypeError('discounted_cumsum: a float tensor')
-    x = a.movedim(dim, 0)
-    out, acc = [], None
-    for j in reversed(range(x.shape[0])):
-        acc = x[j] if acc is None else x[j] + gamma * acc
-        out.append(acc)
-    y = torch.stack(out[::-1]) if out else x.clone()
-    return y.movedim(0, dim)
+    a.movedim(dim, 0)   # raises for a dim out of range
+    return _Discounted.apply(a, gamma, dim)
 
 
 def norm(a, p, dim=None, keepdim=False):
@@ -624,16 +645,19 @@ def index(a, dim, idx):
 class _MaskedSelect(torch.autograd.Function):
     """masked_select keeping neither its input nor the mask version-checked, as
     tg_masked_select (which saves the selected positions; PyTorch saves both, so an
-    in-place edit of either afterwards fails its backward)."""
+    in-place edit of either afterwards fails its backward). The copy of the mask
+    stands for those positions: saved, so a backward without retain_graph frees
+    it, as tapegrad's."""
     @staticmethod
     def forward(ctx, x, mask):
         ctx.shape = x.shape
-        ctx.m = torch.broadcast_tensors(x, mask)[1].clone()   # a copy, not saved
+        ctx.save_for_backward(torch.broadcast_tensors(x, mask)[1].clone())
         return torch.masked_select(x, mask)
 
     @staticmethod
     def backward(ctx, g):
-        gx = torch.zeros(ctx.m.shape, dtype=g.dtype).masked_scatter(ctx.m, g)
+        m, = ctx.saved_tensors
+        gx = torch.zeros(m.shape, dtype=g.dtype).masked_scatter(m, g)
         return gx.sum_to_size(ctx.shape), None
 
 
