@@ -48,6 +48,10 @@ class Gen:
         # every row but creation (the leaves make tensors) and in-place (g_inplace)
         self.op_names = sorted(n for n, row in ROWS.items()
                                if not row['flags'] & FLAG_CREATE and n not in INPLACE)
+        # one-input rows whose node saves their result (the registry's saves field)
+        self.saves_output = sorted(n for n, row in ROWS.items()
+                                   if row.get('saves_output') and row['nin'] == 1 and
+                                   not row['params'])
 
     # ---- bookkeeping ---------------------------------------------------------------------
     def emit(self, ins):
@@ -395,7 +399,7 @@ class Gen:
             return
         if k == 0:   # modify, then restore, a tensor a node saved
             z = self.free()
-            self.emit(new_insn(self.r.choice(['exp', 'softmax', 'log_softmax']), [z], [y]))
+            self.emit(new_insn(self.r.choice(self.saves_output), [z], [y]))
             c = self.leaf([n], rg=False)
             self.emit(new_insn('sub_', src=[z, c]))
             self.emit(new_insn('add_', src=[z, c]))
