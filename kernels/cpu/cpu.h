@@ -92,4 +92,16 @@ static inline const void *tg__row_ptr(const tg__rows *r, int64_t i) {
     return r->base + (size_t)tg__k_offset_of(i, r->nlead, r->shape, r->strides) * r->es;
 }
 
+/* The dims of a other than dim, as (ndim - 1, shape, strides): the positions
+ * of the lines along dim (kernels/cpu/line.c, sort.c). Returns ndim - 1. */
+static inline int tg__cpu_other_dims(const tg__arr *a, int dim, int64_t *shape, int64_t *st) {
+    int k = 0;
+    for (int d = 0; d < a->ndim; d++) {
+        if (d == dim) continue;
+        shape[k] = a->shape[d];
+        st[k++] = a->strides[d];
+    }
+    return k;
+}
+
 #endif

@@ -6,21 +6,10 @@
 #include "cpu.h"
 #include "../line.h"
 
-/* The other dims of a (all but dim), as (ndim - 1, shape, strides). */
-static int others(const tg__arr *a, int dim, int64_t *shape, int64_t *st) {
-    int k = 0;
-    for (int d = 0; d < a->ndim; d++) {
-        if (d == dim) continue;
-        shape[k] = a->shape[d];
-        st[k++] = a->strides[d];
-    }
-    return k;
-}
-
 tg_status tg__cpu_reduce_dim(int op, const tg__arr *out, const tg__arr *idx, const tg__arr *x,
                              int dim) {
     int64_t shape[TG__K_MAX_DIMS], st[TG__K_MAX_DIMS];
-    int k = others(x, dim, shape, st);
+    int k = tg__cpu_other_dims(x, dim, shape, st);
     int64_t lines = tg__k_numel(k, shape), n = x->shape[dim], xst = x->strides[dim];
     #pragma omp parallel for if (lines * n >= TG__PAR_MIN)
     for (int64_t l = 0; l < lines; l++) {
@@ -36,9 +25,9 @@ tg_status tg__cpu_reduce_dim(int op, const tg__arr *out, const tg__arr *idx, con
 tg_status tg__cpu_scan(int op, const tg__arr *out, const tg__arr *x, const tg__arr *g, int dim,
                        double gamma) {
     int64_t shape[TG__K_MAX_DIMS], st[TG__K_MAX_DIMS], ost[TG__K_MAX_DIMS], gst[TG__K_MAX_DIMS];
-    int k = others(x, dim, shape, st);
-    others(out, dim, shape, ost);
-    if (g->data) others(g, dim, shape, gst);
+    int k = tg__cpu_other_dims(x, dim, shape, st);
+    tg__cpu_other_dims(out, dim, shape, ost);
+    if (g->data) tg__cpu_other_dims(g, dim, shape, gst);
     int64_t lines = tg__k_numel(k, shape), n = x->shape[dim];
     if (n == 0) return TG_OK; /* nothing to write: the other dims may still be huge */
     #pragma omp parallel for if (lines * n >= TG__PAR_MIN)

@@ -5,24 +5,13 @@
 #include "cpu.h"
 #include "../sort.h"
 
-/* The other dims of a (all but dim), as (ndim - 1, shape, strides). */
-static int others(const tg__arr *a, int dim, int64_t *shape, int64_t *st) {
-    int k = 0;
-    for (int d = 0; d < a->ndim; d++) {
-        if (d == dim) continue;
-        shape[k] = a->shape[d];
-        st[k++] = a->strides[d];
-    }
-    return k;
-}
-
 tg_status tg__cpu_argsort(const tg__arr *idx, const tg__arr *val, const tg__arr *x, int dim,
                           bool descending) {
     int64_t shape[TG__K_MAX_DIMS], xst[TG__K_MAX_DIMS], ist[TG__K_MAX_DIMS],
         vst[TG__K_MAX_DIMS];
-    const int k = others(x, dim, shape, xst);
-    others(idx, dim, shape, ist);
-    if (val->data) others(val, dim, shape, vst);
+    const int k = tg__cpu_other_dims(x, dim, shape, xst);
+    tg__cpu_other_dims(idx, dim, shape, ist);
+    if (val->data) tg__cpu_other_dims(val, dim, shape, vst);
     const int64_t lines = tg__k_numel(k, shape), n = x->shape[dim];
     if (lines == 0 || n == 0) return TG_OK;
     const size_t nb = (size_t)(lines * n) * sizeof(int64_t);

@@ -222,4 +222,42 @@ __device__ __forceinline__ int64_t tgk_elem_offset(const tg__arr &a, int64_t i) 
     return off;
 }
 
+/* The lines along dim of x and of up to two more operands of x's shape (a
+ * NULL operand, or one with data NULL, has strides 0): one line per position
+ * of the other dims, in C order (kernels/cuda/line.cu, sort.cu). */
+struct tgk_lines {
+    int k;                                    /* dims other than the line's */
+    int64_t lines, n;
+    int64_t shape[TG__K_MAX_DIMS];
+    int64_t st[3][TG__K_MAX_DIMS];            /* x, and the two others */
+    int64_t lst[3];                           /* strides along the line */
+};
+
+static inline tgk_lines tgk_lines_of(const tg__arr *x, const tg__arr *o1, const tg__arr *o2,
+                                     int dim) {
+    tgk_lines G;
+    G.k = 0;
+    const tg__arr *a[3] = {x, o1, o2};
+    for (int d = 0; d < x->ndim; d++) {
+        if (d == dim) continue;
+        G.shape[G.k] = x->shape[d];
+        for (int i = 0; i < 3; i++) G.st[i][G.k] = a[i] && a[i]->data ? a[i]->strides[d] : 0;
+        G.k++;
+    }
+    for (int i = 0; i < 3; i++) G.lst[i] = a[i] && a[i]->data ? a[i]->strides[dim] : 0;
+    G.lines = tg__k_numel(G.k, G.shape);
+    G.n = x->shape[dim];
+    return G;
+}
+
+/* The offset of line l's first element in operand `which`. */
+__device__ __forceinline__ int64_t tgk_line_off(const tgk_lines &G, int which, int64_t l) {
+    int64_t off = 0;
+    for (int d = G.k - 1; d >= 0; d--) {
+        off += (l % G.shape[d]) * G.st[which][d];
+        l /= G.shape[d];
+    }
+    return off;
+}
+
 #endif

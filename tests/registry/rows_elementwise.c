@@ -6,10 +6,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "registry.h"
+#include "rows.h"
 
 #define P(k) (a->fv[k])
-#define PI(k) (a->iv[k])
 
 /* ---- apply functions by shape of call ------------------------------------------------ */
 
@@ -18,13 +17,6 @@
                              tg_tensor **out) {                                                 \
         (void)op, (void)a;                                                                      \
         out[0] = fn(in[0]);                                                                     \
-        return out[0] ? TG_OK : tg_last_status();                                               \
-    }
-#define CALL(name, expr)                                                                        \
-    static tg_status ap_##name(const tgr_op *op, tg_tensor *const *in, const tgr_args *a,     \
-                               tg_tensor **out) {                                               \
-        (void)op, (void)a, (void)in;                                                            \
-        out[0] = (expr);                                                                        \
         return out[0] ? TG_OK : tg_last_status();                                               \
     }
 

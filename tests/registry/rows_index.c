@@ -5,30 +5,13 @@
 #include <math.h>
 #include <string.h>
 
-#include "registry.h"
-
-#define PD(k) ((int)a->iv[k])
-#define PI(k) (a->iv[k])
-
-#define CALL(name, expr)                                                                        \
-    static tg_status ap_##name(const tgr_op *op, tg_tensor *const *in, const tgr_args *a,     \
-                               tg_tensor **out) {                                               \
-        (void)op, (void)a, (void)in;                                                            \
-        out[0] = (expr);                                                                        \
-        return out[0] ? TG_OK : tg_last_status();                                               \
-    }
-
-static const int *dims_of(const tgr_args *a, int *buf) {
-    for (int i = 0; i < a->ndim; i++)
-        buf[i] = a->shape[i] < INT_MIN ? INT_MIN : a->shape[i] > INT_MAX ? INT_MAX : (int)a->shape[i];
-    return buf;
-}
+#include "rows.h"
 
 CALL(gather, tg_gather(in[0], in[1]))
 CALL(gather_dim, tg_gather_dim(in[0], PD(0), in[1]))
 CALL(scatter_add, tg_scatter_add(in[0], PD(0), in[1], in[2]))
 CALL(index_select, tg_index_select(in[0], PD(0), in[1]))
-CALL(flip, tg_flip(in[0], a->ndim, dims_of(a, (int[TGR_MAX_SHAPE]){0})))
+CALL(flip, tg_flip(in[0], a->ndim, DIMS(a)))
 CALL(one_hot, tg_one_hot(in[0], PI(0)))
 CALL(matmul, tg_matmul(in[0], in[1]))
 CALL(softmax, tg_softmax(in[0]))

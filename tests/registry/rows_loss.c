@@ -3,20 +3,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "registry.h"
+#include "rows.h"
 
-#define PD(k) ((int)a->iv[k])
-#define PI(k) (a->iv[k])
-#define PB(k) (a->iv[k] != 0)
-#define PR(k) (a->fv[k])
-
-#define CALL(name, expr)                                                                        \
-    static tg_status ap_##name(const tgr_op *op, tg_tensor *const *in, const tgr_args *a,     \
-                               tg_tensor **out) {                                               \
-        (void)op, (void)a, (void)in;                                                            \
-        out[0] = (expr);                                                                        \
-        return out[0] ? TG_OK : tg_last_status();                                               \
-    }
 #define STATUS(name, expr)                                                                      \
     static tg_status ap_##name(const tgr_op *op, tg_tensor *const *in, const tgr_args *a,     \
                                tg_tensor **out) {                                               \

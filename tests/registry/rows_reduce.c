@@ -6,19 +6,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "registry.h"
+#include "rows.h"
 
-#define PD(k) ((int)a->iv[k])
-#define PB(k) (a->iv[k] != 0)
-#define PR(k) (a->fv[k])
-
-#define CALL(name, expr)                                                                        \
-    static tg_status ap_##name(const tgr_op *op, tg_tensor *const *in, const tgr_args *a,     \
-                               tg_tensor **out) {                                               \
-        (void)op, (void)a;                                                                      \
-        out[0] = (expr);                                                                        \
-        return out[0] ? TG_OK : tg_last_status();                                               \
-    }
 /* reductions over all elements (x) and along dim (params dim, keepdim) */
 #define ALL_DIM(fn)                                                                             \
     CALL(fn, tg_##fn(in[0]))                                                                    \
@@ -38,20 +27,14 @@ CALL(cumsum, tg_cumsum(in[0], PD(0)))
 CALL(cumprod, tg_cumprod(in[0], PD(0)))
 CALL(discounted_cumsum, tg_discounted_cumsum(in[0], PR(0), PD(0)))
 /* the multi-dim reductions: dims from the shape field */
-#define DL(a) dims_of(a, (int[TGR_MAX_SHAPE]){0})
-static const int *dims_of(const tgr_args *a, int *buf) {
-    for (int i = 0; i < a->ndim; i++)
-        buf[i] = a->shape[i] < -1000 ? -1000 : a->shape[i] > 1000 ? 1000 : (int)a->shape[i];
-    return buf;
-}
-CALL(sum_dims, tg_sum_dims(in[0], a->ndim, DL(a), PB(0)))
-CALL(count_nonzero, tg_count_nonzero(in[0], a->ndim, DL(a)))
-CALL(mean_dims, tg_mean_dims(in[0], a->ndim, DL(a), PB(0)))
-CALL(amax_dims, tg_amax_dims(in[0], a->ndim, DL(a), PB(0)))
-CALL(amin_dims, tg_amin_dims(in[0], a->ndim, DL(a), PB(0)))
-CALL(logsumexp_dims, tg_logsumexp_dims(in[0], a->ndim, DL(a), PB(0)))
-CALL(var_dims, tg_var_dims(in[0], a->ndim, DL(a), PR(0), PB(0)))
-CALL(std_dims, tg_std_dims(in[0], a->ndim, DL(a), PR(0), PB(0)))
+CALL(sum_dims, tg_sum_dims(in[0], a->ndim, DIMS(a), PB(0)))
+CALL(count_nonzero, tg_count_nonzero(in[0], a->ndim, DIMS(a)))
+CALL(mean_dims, tg_mean_dims(in[0], a->ndim, DIMS(a), PB(0)))
+CALL(amax_dims, tg_amax_dims(in[0], a->ndim, DIMS(a), PB(0)))
+CALL(amin_dims, tg_amin_dims(in[0], a->ndim, DIMS(a), PB(0)))
+CALL(logsumexp_dims, tg_logsumexp_dims(in[0], a->ndim, DIMS(a), PB(0)))
+CALL(var_dims, tg_var_dims(in[0], a->ndim, DIMS(a), PR(0), PB(0)))
+CALL(std_dims, tg_std_dims(in[0], a->ndim, DIMS(a), PR(0), PB(0)))
 CALL(softmax_dim, tg_softmax_dim(in[0], PD(0)))
 CALL(log_softmax_dim, tg_log_softmax_dim(in[0], PD(0)))
 CALL(var, tg_var(in[0], PR(0)))

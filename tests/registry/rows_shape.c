@@ -5,29 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "registry.h"
+#include "rows.h"
 
-#define PD(k) ((int)a->iv[k])
-#define PI(k) (a->iv[k])
-#define PR(k) (a->fv[k])
 #define DT ((tg_dtype)a->dtype)
 #define SHAPE a->ndim, (a->ndim ? a->shape : NULL)
 
-#define CALL(name, expr)                                                                        \
-    static tg_status ap_##name(const tgr_op *op, tg_tensor *const *in, const tgr_args *a,     \
-                               tg_tensor **out) {                                               \
-        (void)op, (void)a, (void)in;                                                            \
-        out[0] = (expr);                                                                        \
-        return out[0] ? TG_OK : tg_last_status();                                               \
-    }
-
 /* The shape field as the int dims tg_permute and tg_flip take (clamped to int). */
-static const int *dims_of(const tgr_args *a, int *buf) {
-    for (int i = 0; i < a->ndim; i++)
-        buf[i] = a->shape[i] < INT_MIN ? INT_MIN : a->shape[i] > INT_MAX ? INT_MAX : (int)a->shape[i];
-    return buf;
-}
-
 /* from_data with the literal values repeated over the shape (converted to the
  * dtype), or NULL data when there are none or the shape is too large. */
 static tg_status ap_from_data(const tgr_op *op, tg_tensor *const *in, const tgr_args *a,
@@ -72,7 +55,7 @@ CALL(rand, tg_rand(DT, SHAPE, (uint64_t)PI(0), PR(0), PR(1)))
 CALL(randint, tg_randint(SHAPE, (uint64_t)PI(0), PI(1), PI(2)))
 CALL(slice, tg_slice(in[0], PD(0), PI(1), PI(2), PI(3)))
 CALL(narrow, tg_narrow(in[0], PD(0), PI(1), PI(2)))
-CALL(permute, tg_permute(in[0], a->ndim, dims_of(a, (int[TGR_MAX_SHAPE]){0})))
+CALL(permute, tg_permute(in[0], a->ndim, DIMS(a)))
 CALL(squeeze, tg_squeeze(in[0], PD(0)))
 CALL(unsqueeze, tg_unsqueeze(in[0], PD(0)))
 CALL(flatten, tg_flatten(in[0], PD(0), PD(1)))
@@ -363,7 +346,7 @@ static tg_status ap_roll(const tgr_op *op, tg_tensor *const *in, const tgr_args 
         sh[i] = v != v ? 0 : v >= 0x1p63 ? INT64_MAX : v < -0x1p63 ? INT64_MIN : (int64_t)v;
     }
     out[0] = tg_roll(in[0], a->nvals, a->nvals ? sh : NULL, a->ndim,
-                     a->ndim ? dims_of(a, (int[TGR_MAX_SHAPE]){0}) : NULL);
+                     a->ndim ? DIMS(a) : NULL);
     return out[0] ? TG_OK : tg_last_status();
 }
 
