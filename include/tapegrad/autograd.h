@@ -71,7 +71,9 @@ bool tg_is_leaf(const tg_tensor *t);
 const char *tg_grad_fn_name(const tg_tensor *t);
 
 /* A new reference to the gradient accumulated in leaf t, or NULL if there is
- * none yet (status untouched) or t is NULL (NULL propagation). */
+ * none yet (status untouched), t is NULL (NULL propagation), or the innermost
+ * open scope has no room left for it (TG_ERR_NOMEM: clear the error first
+ * where a NULL must tell "no gradient" from a failure). */
 tg_tensor *tg_grad(const tg_tensor *t);
 
 /* Drops t's accumulated gradient (PyTorch's zero_grad(set_to_none=True)). */

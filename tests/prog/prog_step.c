@@ -244,9 +244,9 @@ tg_status tgp__step(tgp_exec *e, const tgp_insn *in) {
     if (c.kind == K_TENSOR) {
         ok = c.out[0] != NULL;
         c.st = ok ? TG_OK : tg_last_status();
-    } else if (c.kind == K_GRAD) {
-        ok = !null_input;
-        c.st = c.out[0] || !null_input ? TG_OK : tg_last_status();
+    } else if (c.kind == K_GRAD) { /* NULL for no .grad, or a failure (the scope's room) */
+        ok = !null_input && (c.out[0] || !tgp_grad_peek(s[0]));
+        c.st = ok ? TG_OK : tg_last_status();
     } else {
         ok = c.st == TG_OK;
     }
