@@ -195,6 +195,10 @@ static bool returns_contiguous(int op) {
 
 /* ---- one instruction ----------------------------------------------------------------------- */
 
+static int64_t g_input_budget; /* tgp_set_input_budget */
+
+void tgp_set_input_budget(int64_t max_elems) { g_input_budget = max_elems > 0 ? max_elems : 0; }
+
 tg_status tgp__step(tgp_exec *e, const tgp_insn *in) {
     const tgp_op_desc *d = tgp_op_desc_get(in->op);
     tg_tensor *s[TGR_MAX_IN] = {NULL, NULL, NULL, NULL};
@@ -203,6 +207,8 @@ tg_status tgp__step(tgp_exec *e, const tgp_insn *in) {
         int r = in->src[i];
         s[i] = r >= 0 && r < TGP_NREG ? e->reg[r] : NULL;
         if (i < d->nsrc_required && !s[i]) null_input = true;
+        if (g_input_budget && s[i] && tgp_row(in->op) && tg_numel(s[i]) > g_input_budget)
+            return TG_OK; /* skipped: see tgp_set_input_budget */
     }
     bool inplace = is_inplace(in->op);
     bool backward = in->op == TGP_BACKWARD;
