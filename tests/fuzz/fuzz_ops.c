@@ -96,7 +96,7 @@ static void check_forms(const tgp_prog *p, const char *text) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    tgp_set_input_budget(1 << 16); /* ops on tensors grown by tg_repeat: skipped */
+    tgp_set_input_budget(1 << 12); /* ops on tensors grown by tg_repeat: skipped */
     tgp_prog p = {0};
     if (!tgp_decode_bytes(data, size, &p)) abort();
     char *text = to_text(&p);

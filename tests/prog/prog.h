@@ -184,9 +184,10 @@ bool tgp_run(const tgp_prog *p, tgp_hook hook, void *user, tgp_result *res);
 void tgp_result_free(tgp_result *res);
 
 /* With max_elems > 0, tgp_run skips (status TG_OK, nothing run, nothing
- * checked) every op instruction with an input of more elements: ops that
- * multiply sizes (tg_repeat by up to 4 per dim) would otherwise make a few
- * instructions slow (the fuzzer's inputs must each run in milliseconds).
+ * checked) every op instruction with an input of more elements, and every
+ * tg_repeat whose result would have more: ops that multiply sizes (tg_repeat
+ * by up to 5 per dim) would otherwise make a few instructions slow and big
+ * (the fuzzer's inputs must each run in milliseconds).
  * 0 (the default) runs everything. Process-wide. */
 void tgp_set_input_budget(int64_t max_elems);
 

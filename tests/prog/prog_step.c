@@ -199,6 +199,21 @@ static int64_t g_input_budget; /* tgp_set_input_budget */
 
 void tgp_set_input_budget(int64_t max_elems) { g_input_budget = max_elems > 0 ? max_elems : 0; }
 
+/* The elements of t, times the growth tg_repeat would give it (its repeats are
+ * the instruction's shape): the budget bounds what an op makes, not only what
+ * it reads, so a repeat of a small tensor by 5^5 is skipped too. */
+static int64_t grown_numel(const tgp_insn *in, const tg_tensor *t) {
+    int64_t n = tg_numel(t);
+    const tgr_op *row = tgp_row(in->op);
+    if (!row || strcmp(row->c_name, "tg_repeat") != 0) return n;
+    for (int k = 0; k < in->ndim; k++) {
+        int64_t r = in->shape[k] > 1 ? in->shape[k] : 1;
+        if (n > g_input_budget) return n;
+        n *= r;
+    }
+    return n;
+}
+
 tg_status tgp__step(tgp_exec *e, const tgp_insn *in) {
     const tgp_op_desc *d = tgp_op_desc_get(in->op);
     tg_tensor *s[TGR_MAX_IN] = {NULL, NULL, NULL, NULL};
@@ -207,7 +222,7 @@ tg_status tgp__step(tgp_exec *e, const tgp_insn *in) {
         int r = in->src[i];
         s[i] = r >= 0 && r < TGP_NREG ? e->reg[r] : NULL;
         if (i < d->nsrc_required && !s[i]) null_input = true;
-        if (g_input_budget && s[i] && tgp_row(in->op) && tg_numel(s[i]) > g_input_budget)
+        if (g_input_budget && s[i] && tgp_row(in->op) && grown_numel(in, s[i]) > g_input_budget)
             return TG_OK; /* skipped: see tgp_set_input_budget */
     }
     bool inplace = is_inplace(in->op);
