@@ -425,6 +425,14 @@ typedef struct tg__backend {
      * Any strides; the backend packs what its library cannot read. */
     tg_status (*matmul)(int dtype, int nb, const int64_t *bshape, const tg__mat *a,
                         const tg__mat *b, const tg__mat *c, bool reduce, bool accumulate);
+    /* Whether matmul takes dtype TG_BF16: a and b bf16, c f32, every sum
+     * in f32 (the GPU's tensor cores), with no f32 copy of an operand.
+     * Backends without it (false) are never called with TG_BF16. */
+    bool matmul_bf16;
+    /* Whether f32 matmuls may round their operands to TF32 (10 mantissa
+     * bits, f32 sums: PyTorch's allow_tf32); NULL where there is no such
+     * mode (the CPU). Process-wide, default off. */
+    void (*set_allow_tf32)(bool allow);
 
     /* The fused log-prob / entropy op (ops/logprob.c has the formulas). z
      * (..., V) over its own shape, any strides; y the targets over z's

@@ -58,24 +58,28 @@ static size_t fwd_extra(size_t es) { return 32 + 8 + 2 * es + 24; }
  * and with bf16 each block its f32 weight rows and bias ((d + 1) * 4 per
  * vocabulary row: `conv_vocab`). Backward, for a chunk gathered from
  * several runs of rows: its statistics, upstream gradients and d hidden
- * rows (GATHER_ROW bytes per row besides d * es). */
+ * rows (GATHER_ROW bytes per row besides d * es).
+ * On a device with bf16 GEMMs (the tensor-core layout, `tc`) bf16 operands
+ * are read as they are: the gather buffer holds bf16 rows (d * 2), only the
+ * bias is converted (4 per vocabulary row), and backward rounds each
+ * block's dZ to a bf16 copy for its GEMMs (`dz_es` = 2 bytes per logit). */
 #define GATHER_ROW(es) (24 + 3 * (es))
-static size_t per_row(int64_t vb, size_t es, bool has_bias, size_t conv_row) {
+static size_t per_row(int64_t vb, size_t es, bool has_bias, size_t conv_row, size_t dz_es) {
     size_t z = (size_t)vb * es;
     size_t fwd = z + fwd_extra(es);
-    size_t bwd = z + 8 + (has_bias ? es : 0) + conv_row + GATHER_ROW(es);
+    size_t bwd = z + (size_t)vb * dz_es + 8 + (has_bias ? es : 0) + conv_row + GATHER_ROW(es);
     return (fwd > bwd ? fwd : bwd) + conv_row;
 }
 
 /* The most either pass holds: a chunk gathered across ignored rows takes the
  * several-blocks path (the merge buffers) even with one block. */
 static void plan_bytes(tg_linear_logprob_plan *p, size_t es, bool has_bias, size_t conv_row,
-                       size_t conv_vocab) {
+                       size_t conv_vocab, size_t dz_es) {
     const size_t c = (size_t)p->chunk_rows, z = c * (size_t)p->vocab_block * es;
     const size_t conv = c * conv_row + (size_t)p->vocab_block * conv_vocab;
     p->forward_workspace = z + c * fwd_extra(es) + conv;
-    p->backward_workspace = z + c * 8 + (has_bias ? c * es : 0) + conv +
-                            c * (conv_row + GATHER_ROW(es));
+    p->backward_workspace = z + c * (size_t)p->vocab_block * dz_es + c * 8 +
+                            (has_bias ? c * es : 0) + conv + c * (conv_row + GATHER_ROW(es));
 }
 
 tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype dt, bool has_bias,
@@ -95,15 +99,18 @@ tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype d
         return tg__set_error(TG_ERR_VALUE, "%s: chunk_rows and vocab_block must be >= 0, got "
                              "%lld and %lld", who, (long long)o.chunk_rows,
                              (long long)o.vocab_block);
-    const bool bf = dt == TG_BF16;
-    const size_t es = bf ? 4 : tg_dtype_size(dt), B = o.workspace_bytes;
+    if (o.device != TG_CPU && o.device != TG_CUDA)
+        return tg__set_error(TG_ERR_DEVICE, "%s: unknown device %d", who, (int)o.device);
+    const bool bf = dt == TG_BF16, tc = bf && tg__k_has_bf16_gemm(o.device);
+    const size_t es = bf ? 4 : tg_dtype_size(dt), B = o.workspace_bytes, dz_es = tc ? 2 : 0;
     /* every chunk's rows of hidden gathered (converted) into a buffer */
-    const size_t crow = (size_t)d * es, cvoc = bf ? (size_t)(d + 1) * 4 : 0;
+    const size_t crow = (size_t)d * (tc ? 2 : es);
+    const size_t cvoc = tc ? (has_bias ? 4 : 0) : bf ? (size_t)(d + 1) * 4 : 0;
     const int64_t nmax = N > 0 ? N : 1;
     int64_t c = o.chunk_rows > 0 ? (o.chunk_rows < nmax ? o.chunk_rows : nmax) : 0;
     int64_t vb = o.vocab_block > 0 ? (o.vocab_block < V ? o.vocab_block : V) : 0;
     if (!c || !vb) {
-        const size_t least = per_row(1, es, has_bias, crow) + cvoc;
+        const size_t least = per_row(1, es, has_bias, crow, dz_es) + cvoc;
         if (B < least && (!c || !vb))
             return tg__set_error(TG_ERR_VALUE, "%s: workspace_bytes %zu cannot hold one row of "
                                  "one vocabulary entry (%s, d %lld): give at least %zu", who, B,
@@ -115,19 +122,20 @@ tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype d
          * copies): chunks of d rows, where the logits block and the weight
          * block take the same room, keep that conversion to about 1/d of the
          * GEMMs' work (128-row chunks made it a quarter of the step) */
-        const int64_t goal = bf && d > MIN_CHUNK ? d : MIN_CHUNK;
+        const int64_t goal = bf && !tc && d > MIN_CHUNK ? d : MIN_CHUNK;
         const int64_t least = c ? c : (nmax < MIN_CHUNK ? nmax : MIN_CHUNK);
-        if ((size_t)least * per_row(V, es, has_bias, crow) + (size_t)V * cvoc <= B) {
+        if ((size_t)least * per_row(V, es, has_bias, crow, dz_es) + (size_t)V * cvoc <= B) {
             vb = V;
         } else {
             const int64_t want = c ? c : (nmax < goal ? nmax : goal);
             /* rows * (vb es + extra) + vb cvoc <= B */
-            const size_t extra = per_row(0, es, has_bias, crow);
+            const size_t extra = per_row(0, es, has_bias, crow, dz_es);
             int64_t rows = want;
-            while (rows > 1 && B < (size_t)rows * (extra + es) + cvoc) rows /= 2;
+            while (rows > 1 && B < (size_t)rows * (extra + es + dz_es) + cvoc) rows /= 2;
             for (;;) {
                 vb = B > (size_t)rows * extra
-                         ? (int64_t)((B - (size_t)rows * extra) / ((size_t)rows * es + cvoc))
+                         ? (int64_t)((B - (size_t)rows * extra) /
+                                     ((size_t)rows * (es + dz_es) + cvoc))
                          : 0;
                 if (vb < 1) vb = 1;
                 if (vb >= V) vb = V > 1 ? V - 1 : 1; /* several blocks were needed */
@@ -143,14 +151,14 @@ tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype d
     const int64_t nb = (V + vb - 1) / vb;
     if (!c) {
         const size_t fixed = (size_t)vb * cvoc;
-        int64_t fit = B > fixed ? (int64_t)((B - fixed) / per_row(vb, es, has_bias, crow)) : 0;
+        int64_t fit = B > fixed ? (int64_t)((B - fixed) / per_row(vb, es, has_bias, crow, dz_es)) : 0;
         c = fit < 1 ? 1 : (fit < nmax ? fit : nmax);
     }
     plan->chunk_rows = c;
     plan->vocab_block = vb;
     plan->n_blocks = nb;
     plan->saved_per_row = o.want_entropy && o.entropy_grad ? 24 : 16;
-    plan_bytes(plan, es, has_bias, crow, cvoc);
+    plan_bytes(plan, es, has_bias, crow, cvoc, dz_es);
     return TG_OK;
 }
 
@@ -170,15 +178,23 @@ typedef struct lin {
     tg_dtype in_dt;      /* the inputs' dtype */
     tg_device dev;
     size_t es;           /* dt's size */
+    /* bf16 inputs on a device with bf16 GEMMs (tg__k_has_bf16_gemm): h and W
+     * are read as bf16 by the GEMMs (f32 sums into f32 logits), no f32 copy
+     * of them is made, and backward rounds each block's dZ to bf16 (dz16)
+     * for the dh and dW GEMMs, as PyTorch's autocast does. */
+    bool tc;
+    tg_dtype mm_dt;      /* the GEMMs' operand dtype: bf16 with tc, else dt */
+    size_t hes;          /* the size of an element of hp / wp (mm_dt's) */
+    tg_tensor *dz16;     /* tc backward: (chunk_rows * vocab_block) bf16 */
     tg_linear_logprob_plan plan;
     tg_tensor *zbuf;     /* (chunk_rows * vocab_block) the logits' workspace */
     /* bf16 inputs: f32 copies of the current chunk's rows and block's weight
      * rows and bias (workspace); NULL otherwise */
-    tg_tensor *hbuf;     /* (chunk_rows * d) */
-    tg_tensor *wbuf;     /* (vocab_block * d) */
+    tg_tensor *hbuf;     /* (chunk_rows * d), mm_dt: gathered rows (any dtype) */
+    tg_tensor *wbuf;     /* (vocab_block * d), without tc */
     tg_tensor *bbuf;     /* (vocab_block) */
-    char *hp;            /* the current chunk's rows (c, d), dt: in h or hbuf */
-    char *wp;            /* the current block's weight rows (vb, d), dt: in w or wbuf */
+    char *hp;            /* the current chunk's rows (c, d), mm_dt: in h or hbuf */
+    char *wp;            /* the current block's weight rows (vb, d), mm_dt: in w or wbuf */
     tg_tensor *bcur;     /* the current block's bias (vb), dt, or NULL */
     /* vocab-parallel: the communicator, what the agreement established, and
      * this rank's first vocabulary row (0 in one process) */
@@ -205,6 +221,7 @@ static void lin_done(lin *L) {
     rel(L->hbuf);
     rel(L->wbuf);
     rel(L->bbuf);
+    rel(L->dz16);
     rel(L->bcur);
     free(L->y_owned);
     tg__vp_buf_free(&L->xb);
@@ -281,8 +298,8 @@ static tg_status move_rows(const lin *L, int64_t r0, int64_t c, tg_tensor *chunk
  * follow each other (and need no conversion), else gathered (converted)
  * into the buffer. */
 static tg_status load_chunk(lin *L, int64_t r0, int64_t c) {
-    if (r0 >= 0 && L->in_dt != TG_BF16) {
-        L->hp = (char *)tg__ptr(L->h) + (size_t)(r0 * L->d) * L->es;
+    if (r0 >= 0 && (L->in_dt != TG_BF16 || L->tc)) {
+        L->hp = (char *)tg__ptr(L->h) + (size_t)(r0 * L->d) * L->hes;
         return TG_OK;
     }
     tg_tensor *buf = alias2(L, L->hbuf, 0, c, L->d, L->d);
@@ -297,12 +314,13 @@ static tg_status load_block(lin *L, int64_t v0, int64_t vb) {
     rel(L->bcur);
     L->bcur = NULL;
     if (!L->wbuf) {
-        L->wp = (char *)tg__ptr(L->w) + (size_t)(v0 * L->d) * L->es;
-        if (L->b && !(L->bcur = alias2(L, L->b, v0, vb, -1, 1))) return tg_last_status();
-        return TG_OK;
+        L->wp = (char *)tg__ptr(L->w) + (size_t)(v0 * L->d) * L->hes;
+        if (L->b && !L->bbuf && !(L->bcur = alias2(L, L->b, v0, vb, -1, 1)))
+            return tg_last_status();
+    } else if (!(L->wp = convert_rows(L, L->wbuf, L->w, v0, vb))) {
+        return tg_last_status();
     }
-    if (!(L->wp = convert_rows(L, L->wbuf, L->w, v0, vb))) return tg_last_status();
-    if (L->b) {
+    if (L->bbuf) {
         if (!convert_rows(L, L->bbuf, L->b, v0, vb) ||
             !(L->bcur = alias2(L, L->bbuf, 0, vb, -1, 1)))
             return tg_last_status();
@@ -324,7 +342,7 @@ static tg_tensor *block_logits(const lin *L, int64_t c, int64_t vb) {
     bm.rows = L->d, bm.cols = vb, bm.rs = 1, bm.cs = L->d;
     cm.data = tg__ptr(Z);
     cm.rows = c, cm.cols = vb, cm.rs = vb, cm.cs = 1;
-    tg_status st = tg__k_matmul(L->dev, WHO, L->dt, 0, NULL, &a, &bm, &cm, false, false);
+    tg_status st = tg__k_matmul(L->dev, WHO, L->mm_dt, 0, NULL, &a, &bm, &cm, false, false);
     if (st == TG_OK && L->bcur) st = tg__k_binary(TG__BIN_ADD, Z, Z, L->bcur, 0, 0);
     return tg__k_ok(st, Z);
 }
@@ -333,11 +351,11 @@ static tg_tensor *block_logits(const lin *L, int64_t c, int64_t vb) {
  * rows, and, for bf16 inputs, the f32 buffers of a block's weight rows. */
 static tg_status conv_buffers(lin *L) {
     const int64_t hn = L->plan.chunk_rows * L->d, wn = L->plan.vocab_block * L->d;
-    if (!(L->hbuf = ws_new(L, L->dev, L->dt, 1, &hn))) return tg_last_status();
+    if (!(L->hbuf = ws_new(L, L->dev, L->mm_dt, 1, &hn))) return tg_last_status();
     if (!(L->rows = tg__xmalloc((size_t)L->plan.chunk_rows * sizeof *L->rows)))
         return tg__set_error(TG_ERR_NOMEM, "%s: out of memory", WHO);
     if (L->in_dt != TG_BF16) return TG_OK;
-    if (!(L->wbuf = ws_new(L, L->dev, TG_F32, 1, &wn)) ||
+    if ((!L->tc && !(L->wbuf = ws_new(L, L->dev, TG_F32, 1, &wn))) ||
         (L->b && !(L->bbuf = ws_new(L, L->dev, TG_F32, 1, &L->plan.vocab_block))))
         return tg_last_status();
     return TG_OK;
@@ -621,9 +639,20 @@ typedef struct bwd_ctx {
     tg_tensor *ones;             /* (c) ones for db, or NULL */
 } bwd_ctx;
 
-static tg_status gemm_acc(const lin *L, const tg__mat *a, const tg__mat *b, const tg__mat *c) {
-    return tg__k_matmul(L->dev, "LinearLogprobEntropyBackward", L->dt, 0, NULL, a, b, c, false,
-                        true);
+/* c += a @ b, the operands of dtype dt (bf16: into f32 c). */
+static tg_status gemm_acc(const lin *L, tg_dtype dt, const tg__mat *a, const tg__mat *b,
+                          const tg__mat *c) {
+    return tg__k_matmul(L->dev, "LinearLogprobEntropyBackward", dt, 0, NULL, a, b, c, false, true);
+}
+
+/* tc: dZ (c, vb) f32 rounded into the bf16 buffer (the dh and dW GEMMs'
+ * operand); returns its data, NULL with the error set. */
+static char *round_dz(const lin *L, const tg_tensor *Z, int64_t c, int64_t vb) {
+    tg_tensor *d16 = tg__tensor_alias(L->s, L->dz16->storage, TG_BF16, 2, (int64_t[]){c, vb},
+                                      (int64_t[]){vb, 1}, 0);
+    tg_status st = d16 ? tg__k_copy(d16, Z) : tg_last_status();
+    rel(d16);
+    return st == TG_OK ? tg__ptr(L->dz16) : NULL;
 }
 
 static tg__mat mat(void *data, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
@@ -676,22 +705,25 @@ static tg_status bwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
                : tg_last_status();
         char *zp = Z ? tg__ptr(Z) : NULL;
         char *hp = L->hp, *wp = L->wp;
+        /* the dh and dW GEMMs' dZ: Z itself, or its bf16 rounding (tc) */
+        char *gz = rc == TG_OK && L->tc && (B->dh || B->dw) ? round_dz(L, Z, c, vb) : zp;
+        if (rc == TG_OK && !gz) rc = tg_last_status();
         if (rc == TG_OK && B->dh) { /* dh[chunk] (c, d) += dZ (c, vb) @ W[block] (vb, d) */
-            tg__mat a = mat(zp, c, vb, vb, 1), b = mat(wp, vb, d, d, 1);
+            tg__mat a = mat(gz, c, vb, vb, 1), b = mat(wp, vb, d, d, 1);
             tg__mat o = mat(dhb ? (char *)tg__ptr(dhb)
                                 : (char *)tg__ptr(B->dh) + (size_t)(r0 * d) * es,
                             c, d, d, 1);
-            rc = gemm_acc(L, &a, &b, &o);
+            rc = gemm_acc(L, L->mm_dt, &a, &b, &o);
         }
         if (rc == TG_OK && B->dw) { /* dW[block] (vb, d) += dZ^T (vb, c) @ h[chunk] (c, d) */
-            tg__mat a = mat(zp, vb, c, 1, vb), b = mat(hp, c, d, d, 1);
+            tg__mat a = mat(gz, vb, c, 1, vb), b = mat(hp, c, d, d, 1);
             tg__mat o = mat((char *)tg__ptr(B->dw) + (size_t)(v0 * d) * es, vb, d, d, 1);
-            rc = gemm_acc(L, &a, &b, &o);
+            rc = gemm_acc(L, L->mm_dt, &a, &b, &o);
         }
-        if (rc == TG_OK && B->db) { /* db[block] (1, vb) += 1 (1, c) @ dZ (c, vb) */
+        if (rc == TG_OK && B->db) { /* db[block] (1, vb) += 1 (1, c) @ dZ (c, vb), in f32 */
             tg__mat a = mat(tg__ptr(B->ones), 1, c, c, 1), b = mat(zp, c, vb, vb, 1);
             tg__mat o = mat((char *)tg__ptr(B->db) + (size_t)v0 * es, 1, vb, vb, 1);
-            rc = gemm_acc(L, &a, &b, &o);
+            rc = gemm_acc(L, L->dt, &a, &b, &o);
         }
         rel(Z);
         rel(y);
@@ -705,6 +737,13 @@ static tg_status bwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
     for (int k = 0; k < 3; k++) rel(g[k]);
     rel(st);
     return rc;
+}
+
+/* The GEMMs' layout: L->in_dt, L->dt and L->dev set. */
+static void gemm_layout(lin *L) {
+    L->tc = L->in_dt == TG_BF16 && tg__k_has_bf16_gemm(L->dev);
+    L->mm_dt = L->tc ? TG_BF16 : L->dt;
+    L->hes = tg_dtype_size(L->mm_dt);
 }
 
 /* Fills L from the saved tensors (new references) for backward. */
@@ -725,6 +764,7 @@ static tg_status lin_from_node(tg__node *n, lin *L) {
     L->dt = L->in_dt == TG_BF16 ? TG_F32 : L->in_dt;
     L->es = tg_dtype_size(L->dt);
     L->dev = L->h->storage->device;
+    gemm_layout(L);
     L->ignore = n->iparam[P_IGNORE];
     L->inv_t = n->dparam[P_INV_T];
     L->plan.chunk_rows = (int64_t)n->dparam[P_CHUNK];
@@ -794,6 +834,9 @@ static tg_status lin_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
     if (rc == TG_OK && L.N > 0) {
         const int64_t zn = L.plan.chunk_rows * L.plan.vocab_block;
         if (!(L.zbuf = ws_new(&L, L.dev, L.dt, 1, &zn))) rc = tg_last_status();
+        if (rc == TG_OK && L.tc && (want_h || want_w) &&
+            !(L.dz16 = ws_new(&L, L.dev, TG_BF16, 1, &zn)))
+            rc = tg_last_status();
         if (rc == TG_OK && want_b) {
             B.ones = ws_new(&L, L.dev, L.dt, 1, &L.plan.chunk_rows);
             rc = B.ones ? tg__k_fill(B.ones, 1.0) : tg_last_status();
@@ -924,12 +967,16 @@ static tg_status prepare(lin *L, tg_tensor *hidden, tg_tensor *w, tg_tensor *b, 
     L->dt = L->in_dt == TG_BF16 ? TG_F32 : L->in_dt;
     L->es = tg_dtype_size(L->dt);
     L->dev = hidden->storage->device;
+    gemm_layout(L);
     L->d = hidden->shape[hidden->ndim - 1];
     L->V = w->shape[0];
     L->N = tg__numel(hidden->ndim - 1, hidden->shape);
     L->ignore = o->ignore_index;
     L->inv_t = 1.0 / o->temperature;
-    tg_status rc = tg_linear_logprob_plan_for(L->N, L->d, L->V, L->in_dt, b != NULL, o, &L->plan);
+    tg_linear_logprob_opts on_dev = *o; /* the plan of the inputs' device */
+    on_dev.device = L->dev;
+    tg_status rc = tg_linear_logprob_plan_for(L->N, L->d, L->V, L->in_dt, b != NULL, &on_dev,
+                                              &L->plan);
     if (rc != TG_OK) return rc;
     if (!(*hc = tg__contiguous(L->s, hidden)) || !(L->w = tg__contiguous(L->s, w)) ||
         (b && !(L->b = tg__contiguous(L->s, b))) ||

@@ -526,9 +526,12 @@ tg_status tg__k_gather_backward(const tg_tensor *g, const tg_tensor *index, tg_t
  * val (x's dtype, or NULL: not wanted) new contiguous tensors of x's shape. */
 tg_status tg__k_argsort(tg_tensor *idx, tg_tensor *val, const tg_tensor *x, int dim,
                         bool descending);
+/* dt TG_BF16: a and b bf16, c f32 (f32 sums), on a backend that has it
+ * (tg__k_has_bf16_gemm; TG_ERR_DTYPE elsewhere). */
 tg_status tg__k_matmul(tg_device dev, const char *who, tg_dtype dt, int nb, const int64_t *bshape,
                        const tg__mat *a, const tg__mat *b, const tg__mat *c, bool reduce,
                        bool accumulate);
+bool tg__k_has_bf16_gemm(tg_device dev);
 /* The fused log-prob kernels (kernels/kernel.h): y contiguous i64 on z's
  * device; a rejected row is reported in *bad (its column may be
  * TG__LPE_COL_UNKNOWN: the caller looks it up). g_lp / g_H may be NULL. */

@@ -5,6 +5,7 @@
  * source by the copy kernel). A build without the CUDA backend has the stub
  * table (kernels/cuda/stub.c): no device, and every CUDA path answers
  * TG_ERR_DEVICE. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,16 @@ tg_status tg_cuda_get_props(tg_cuda_props *out) {
     return cu->get_props(out->name, sizeof out->name, &out->peak_bytes_per_s, &out->total_bytes,
                          &out->free_bytes, &out->sm_count);
 }
+
+static _Atomic bool g_allow_tf32; /* tg_set_allow_tf32 */
+
+bool tg_set_allow_tf32(bool allow) {
+    bool prev = atomic_exchange(&g_allow_tf32, allow);
+    if (cu->set_allow_tf32) cu->set_allow_tf32(allow);
+    return prev;
+}
+
+bool tg_allow_tf32(void) { return atomic_load(&g_allow_tf32); }
 
 tg_status tg_cuda_synchronize(void) {
     if (tg_cuda_device_count() == 0) return TG_OK;

@@ -263,9 +263,14 @@ tg_status tg__k_argsort(tg_tensor *idx, tg_tensor *val, const tg_tensor *x, int 
     return be(x)->argsort(&i, &v, &a, dim, descending);
 }
 
+bool tg__k_has_bf16_gemm(tg_device dev) { return tg__backend_of(dev)->matmul_bf16; }
+
 tg_status tg__k_matmul(tg_device dev, const char *who, tg_dtype dt, int nb, const int64_t *bshape,
                        const tg__mat *a, const tg__mat *b, const tg__mat *c, bool reduce,
                        bool accumulate) {
+    if (dt == TG_BF16 && !tg__k_has_bf16_gemm(dev))
+        return tg__set_error(TG_ERR_DTYPE, "%s: the %s backend has no bf16 matrix product", who,
+                             tg__device_name(dev));
     tg_status st = tg__backend_of(dev)->matmul((int)dt, nb, bshape, a, b, c, reduce, accumulate);
     if (st != TG_OK) tg__set_error(st, "%s: %s", who, tg_last_error());
     return st;

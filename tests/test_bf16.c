@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "npy.h"
 #include "tg_test_util.h"
@@ -241,10 +242,20 @@ static double torch_err(const char *file, const char *name) {
 
 static double autocast_err(const char *name) { return torch_err("autocast.txt", name); }
 
-static void linear_case(bool grad_f32, int64_t vblock) {
-    tg_tensor *h = tg_to_dtype(fixture("hidden.npy"), TG_BF16);
-    tg_tensor *w = tg_to_dtype(fixture("weight.npy"), TG_BF16);
-    tg_tensor *y = fixture("targets.npy");
+/* A fixture on dev. */
+static tg_tensor *fixture_on(const char *name, tg_device dev) {
+    tg_tensor *t = fixture(name);
+    return dev == TG_CPU ? t : tg_to_device(t, dev);
+}
+
+/* On the CPU the GEMMs read f32 copies of the bf16 operands and dZ stays
+ * f32; on CUDA they read bf16 on the tensor cores and backward rounds dZ to
+ * bf16 (as autocast does): the bf16 gradients are then held to PyTorch's
+ * autocast error only. */
+static void linear_case(tg_device dev, bool grad_f32, int64_t vblock) {
+    tg_tensor *h = tg_to_dtype(fixture_on("hidden.npy", dev), TG_BF16);
+    tg_tensor *w = tg_to_dtype(fixture_on("weight.npy", dev), TG_BF16);
+    tg_tensor *y = fixture_on("targets.npy", dev);
     tg_set_requires_grad(h, true);
     tg_set_requires_grad(w, true);
     tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
@@ -255,8 +266,8 @@ static void linear_case(bool grad_f32, int64_t vblock) {
     cr_assert_eq(tg_linear_logprob_entropy(h, w, NULL, y, &o, &lp, &H, &L), TG_OK, "%s",
                  tg_last_error());
     cr_assert_eq(tg_get_dtype(lp), TG_F32);
-    tg_tensor *loss = tg_add(tg_sum(tg_mul(lp, tg_to_dtype(fixture("g_lp.npy"), TG_F32))),
-                             tg_sum(tg_mul(H, tg_to_dtype(fixture("g_h.npy"), TG_F32))));
+    tg_tensor *loss = tg_add(tg_sum(tg_mul(lp, tg_to_dtype(fixture_on("g_lp.npy", dev), TG_F32))),
+                             tg_sum(tg_mul(H, tg_to_dtype(fixture_on("g_h.npy", dev), TG_F32))));
     cr_assert_eq(tg_backward(loss, NULL, false), TG_OK, "%s", tg_last_error());
     cr_assert_eq(tg_get_dtype(tg_grad(w)), grad_f32 ? TG_F32 : TG_BF16);
     const char *names[5] = {"lp", "h", "lse", "dh", "dw"};
@@ -265,21 +276,23 @@ static void linear_case(bool grad_f32, int64_t vblock) {
         char file[32];
         snprintf(file, sizeof file, "ref_%s.npy", names[k]);
         const double e = max_rel(ours[k], fixture(file)), pt = autocast_err(names[k]);
-        /* f32 outputs: f32 accuracy; bf16 gradients: half a bf16 ulp of the largest */
-        const double bound = k < 3 || grad_f32 ? 2e-6 : 4e-3;
+        /* f32 outputs: f32 accuracy; bf16 gradients: half a bf16 ulp of the
+         * largest (CPU), autocast's error (CUDA: dZ rounded to bf16) */
+        const double bound = k < 3 ? 2e-6 : dev == TG_CUDA ? pt : grad_f32 ? 2e-6 : 4e-3;
         if (getenv("TG_BF16_REPORT"))
-            printf("bf16 linear %-3s (grads %s, block %lld): tapegrad %.2e, PyTorch bf16 "
-                   "autocast %.2e\n", names[k], grad_f32 ? "f32 " : "bf16", (long long)vblock,
-                   e, pt);
+            printf("bf16 linear %-3s on %s (grads %s, block %lld): tapegrad %.2e, PyTorch bf16 "
+                   "autocast %.2e\n", names[k], dev == TG_CPU ? "cpu " : "cuda",
+                   grad_f32 ? "f32 " : "bf16", (long long)vblock, e, pt);
         cr_assert(e <= bound, "%s: %.3g > %.3g", names[k], e, bound);
         cr_assert(e <= pt, "%s: %.3g, worse than PyTorch's autocast %.3g", names[k], e, pt);
     }
 }
 
 Test(bf16, linear_op_against_f64_and_autocast) {
-    for (int k = 0; k < 4; k++) {
+    const int ndev = tg_cuda_device_count() > 0 ? 2 : 1;
+    for (int k = 0; k < 4 * ndev; k++) {
         int t = tg_scope_begin();
-        linear_case(k & 1, k & 2 ? 64 : 0);
+        linear_case(k < 4 ? TG_CPU : TG_CUDA, k & 1, k & 2 ? 64 : 0);
         cr_assert_eq(tg_scope_end(t), TG_OK);
     }
 }
@@ -353,4 +366,61 @@ Test(bf16, f32_linear_op_as_accurate_as_pytorch_f32) {
         }
         cr_assert_eq(tg_scope_end(t), TG_OK);
     }
+}
+
+Test(bf16, linear_op_device_reads_bf16_no_f32_copies) {
+    /* on a device with bf16 GEMMs the plan holds no f32 copy of hidden or
+     * weight rows, and forward uses exactly that plan */
+    const int64_t N = 40, d = 16, V = 300;
+    tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
+    o.workspace_bytes = 20000;
+    tg_linear_logprob_plan pc, pg;
+    cr_assert_eq(tg_linear_logprob_plan_for(N, d, V, TG_BF16, true, &o, &pc), TG_OK);
+    o.device = TG_CUDA;
+    cr_assert_eq(tg_linear_logprob_plan_for(N, d, V, TG_BF16, true, &o, &pg), TG_OK,
+                 "%s", tg_last_error());
+    const bool compiled_in = !strstr(tg_cuda_unavailable_reason(), "no CUDA backend");
+    if (compiled_in)
+        cr_assert_lt(pg.forward_workspace / (size_t)pg.chunk_rows,
+                     pc.forward_workspace / (size_t)pc.chunk_rows,
+                     "per row: bf16 rows, no f32 weight copies");
+    o.device = (tg_device)7;
+    cr_assert_eq(tg_linear_logprob_plan_for(N, d, V, TG_BF16, true, &o, &pg), TG_ERR_DEVICE);
+    tgt_assert_error(TG_ERR_DEVICE, "tg_linear_logprob_plan_for", "unknown device 7", NULL);
+    tg_clear_error();
+    if (tg_cuda_device_count() == 0) return;
+    o.device = TG_CUDA;
+    cr_assert_eq(tg_linear_logprob_plan_for(N, d, V, TG_BF16, true, &o, &pg), TG_OK);
+    tg_tensor *h = tg_to_device(tg_to_dtype(tg_randn(TG_F32, TG_SHAPE(N, d), 1, 0.0, 1.0),
+                                            TG_BF16), TG_CUDA);
+    tg_tensor *w = tg_to_device(tg_to_dtype(tg_randn(TG_F32, TG_SHAPE(V, d), 2, 0.0, 0.5),
+                                            TG_BF16), TG_CUDA);
+    tg_tensor *b = tg_to_device(tg_to_dtype(tg_randn(TG_F32, TG_SHAPE(V), 3, 0.0, 0.5),
+                                            TG_BF16), TG_CUDA);
+    tg_tensor *y = tg_to_device(tg_randint(TG_SHAPE(N), 4, 0, V), TG_CUDA);
+    tg_set_requires_grad(w, true);
+    tg_mem_stats m0, m1;
+    cr_assert_eq(tg_mem_get(TG_CUDA, &m0), TG_OK);
+    tg_mem_reset_peak(TG_CUDA);
+    tg_tensor *lp, *H;
+    cr_assert_eq(tg_linear_logprob_entropy(h, w, b, y, &o, &lp, &H, NULL), TG_OK, "%s",
+                 tg_last_error());
+    tg_mem_get(TG_CUDA, &m1);
+    const size_t outs = 2 * N * 4 + N * 3 * 8;
+    /* with several blocks the rows' merge state (4 doubles a row) is on the
+     * host: the rest of the plan is the device's */
+    cr_assert_gt(pg.n_blocks, 1);
+    const size_t on_device = pg.forward_workspace - 32 * (size_t)pg.chunk_rows;
+    cr_assert_eq(m1.peak_total - m0.live_total, outs + on_device, "peak %zu, plan %zu",
+                 m1.peak_total - m0.live_total, outs + on_device);
+    /* backward: the gradient (f32 accumulator, then bf16) beside at most the plan */
+    tg_mem_get(TG_CUDA, &m0);
+    tg_mem_reset_peak(TG_CUDA);
+    cr_assert_eq(tg_backward(tg_sum(lp), NULL, false), TG_OK, "%s", tg_last_error());
+    tg_mem_get(TG_CUDA, &m1);
+    const size_t grads = (size_t)(V * d) * (4 + 2) + 64; /* + the loss and its seed */
+    cr_assert_leq(m1.peak_total - m0.live_total, grads + pg.backward_workspace,
+                  "peak %zu, plan %zu", m1.peak_total - m0.live_total,
+                  grads + pg.backward_workspace);
+    cr_assert_eq(tg_get_dtype(tg_grad(w)), TG_BF16);
 }

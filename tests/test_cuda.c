@@ -353,3 +353,39 @@ Test(cuda, get_props_describes_the_device) {
     cr_assert_float_eq(v, exp(1.0), 1e-6);
     cr_assert_eq(tg_scope_end(sc), TG_OK);
 }
+
+/* c = a @ b for (n, n) f32 operands of the given values, read back at [0, 0]. */
+static double product00(tg_device dev, tg_dtype dt, int64_t n, double av, double bv) {
+    tg_tensor *a = tg_full(dt, TG_SHAPE(n, n), av), *b = tg_full(dt, TG_SHAPE(n, n), bv);
+    if (dev != TG_CPU) {
+        a = tg_to_device(a, dev);
+        b = tg_to_device(b, dev);
+    }
+    tg_tensor *c = tg_matmul(a, b);
+    cr_assert_not_null(c, "%s", tg_last_error());
+    double v = NAN;
+    cr_assert_eq(tg_get(c, (int64_t[]){0, 0}, &v), TG_OK, "%s", tg_last_error());
+    return v;
+}
+
+Test(cuda, tf32_is_an_opt_in_for_f32_products_on_the_device) {
+    /* recorded with or without a device; the previous setting is returned */
+    cr_assert(!tg_allow_tf32(), "off by default");
+    cr_assert(!tg_set_allow_tf32(true));
+    cr_assert(tg_allow_tf32());
+    cr_assert(tg_set_allow_tf32(false));
+    cr_assert(!tg_allow_tf32());
+    NEED_DEVICE();
+    int sc = tg_scope_begin();
+    /* 1 + 2^-12 is exact in f32; TF32 keeps 10 mantissa bits: 1 */
+    const int64_t n = 256;
+    const double x = 1.0 + 0x1p-12, exact = (double)n * x;
+    cr_assert_eq(product00(TG_CUDA, TG_F32, n, x, 1.0), exact, "off: exact f32");
+    cr_assert(!tg_set_allow_tf32(true));
+    cr_assert_eq(product00(TG_CUDA, TG_F32, n, x, 1.0), (double)n, "on: operands rounded to TF32");
+    cr_assert_eq(product00(TG_CPU, TG_F32, n, x, 1.0), exact, "the CPU is never affected");
+    cr_assert_eq(product00(TG_CUDA, TG_F64, n, x, 1.0), exact, "nor f64");
+    cr_assert(tg_set_allow_tf32(false));
+    cr_assert_eq(product00(TG_CUDA, TG_F32, n, x, 1.0), exact, "off again");
+    cr_assert_eq(tg_scope_end(sc), TG_OK);
+}

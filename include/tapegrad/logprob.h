@@ -156,6 +156,13 @@ typedef struct tg_linear_logprob_opts {
                                  of comm makes the call; the communicator must
                                  outlive the graph. Default NULL. */
     int64_t vocab_start;      /* with comm: this rank's first vocabulary row */
+    tg_device device;         /* tg_linear_logprob_plan_for only: the device
+                                 the plan is for (default TG_CPU; the op uses
+                                 its inputs' device whatever this says). With
+                                 bf16 on TG_CUDA the GEMMs read bf16 on the
+                                 tensor cores, so the workspace holds no f32
+                                 copy of hidden or weight rows, and backward
+                                 a bf16 copy of each block's logit gradient */
 } tg_linear_logprob_opts;
 
 #define TG_LINEAR_LOGPROB_WORKSPACE ((size_t)256 << 20) /* 256 MiB */
@@ -164,9 +171,10 @@ typedef struct tg_linear_logprob_opts {
 tg_linear_logprob_opts tg_linear_logprob_opts_default(void);
 
 /* What the loop will use for N rows of width d, a vocabulary of V and dtype
- * dt (f32, f64 or bf16: then the logits, statistics and gradients are f32,
- * and the workspace also holds the chunk's rows and the block's weight rows
- * converted to f32) under opts (NULL: defaults). */
+ * dt (f32, f64 or bf16: then the logits, statistics and gradients are f32;
+ * on the CPU the workspace also holds the chunk's rows and the block's
+ * weight rows converted to f32, on CUDA a bf16 copy of each block's logit
+ * gradient instead) under opts (NULL: defaults) on opts->device. */
 typedef struct tg_linear_logprob_plan {
     int64_t chunk_rows;       /* rows per chunk (>= 1) */
     int64_t vocab_block;      /* vocabulary rows per block (1..V) */
@@ -181,7 +189,7 @@ typedef struct tg_linear_logprob_plan {
 /* Fills *plan. Errors: TG_ERR_NULL (plan); TG_ERR_DTYPE (dt not f32/f64/bf16);
  * TG_ERR_VALUE (N < 0, d < 1, V < 1, chunk_rows or vocab_block < 0, a
  * budget too small for one row of one vocabulary row: the message gives the
- * smallest budget that works). */
+ * smallest budget that works); TG_ERR_DEVICE (an unknown opts->device). */
 tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype dt, bool has_bias,
                                      const tg_linear_logprob_opts *opts,
                                      tg_linear_logprob_plan *plan);

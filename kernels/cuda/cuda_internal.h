@@ -174,7 +174,8 @@ tg_status tg__cuda_lpe_backward(const tg__arr *z, const int64_t *y, int64_t igno
                                 void *dz);
 
 /* matmul.cu (tg__mat: kernels/kernel.h). c[i] = a[i] @ b[i] over the nb-dim batch shape bshape, or c = sum_i a[i] @
- * b[i] when reduce; added to c when accumulate. dtype: TG_F32 or TG_F64. Every operand has a unit
+ * b[i] when reduce; added to c when accumulate. dtype: TG_F32, TG_F64, or TG_BF16 (a and b
+ * bf16, c f32, f32 sums on the tensor cores). Every operand has a unit
  * stride in one of its two dims (backend.c packs the others into device
  * workspace it counts) and c is row-major (cs == 1). K == 0 writes zeros.
  * Errors: TG_ERR_CUDA (the cuBLAS call and site), TG_ERR_SHAPE (a size or
@@ -188,6 +189,8 @@ void tg__cuda_mat_normalise(tg__mat *m);
 bool tg__cuda_mat_usable(const tg__mat *m);
 tg_status tg__cuda_matmul(int dtype, int nb, const int64_t *bshape, const tg__mat *a,
                           const tg__mat *b, const tg__mat *c, bool reduce, bool accumulate);
+/* Whether later f32 matmuls may use TF32 (kernels/kernel.h's set_allow_tf32). */
+void tg__cuda_set_allow_tf32(bool allow);
 /* Device 0's name, peak memory bandwidth in bytes/s from the memory clock
  * and bus width (0 if unknown), total and free memory, SM count (for
  * tg_cuda_get_props). TG_ERR_CUDA on failure. */

@@ -11,7 +11,13 @@
  * operand's batch offsets are a multiple of the flat batch index, otherwise
  * one gemm per entry; a reduced batch (c = sum_i a_i b_i) accumulates with
  * beta = 1 after the first entry. One handle per process, used under a lock
- * (a handle is not safe to share between threads). */
+ * (a handle is not safe to share between threads).
+ *
+ * bf16 (dtype TG_BF16): a and b are bf16, c is f32, every product summed in
+ * f32 on the tensor cores (cublasGemmEx with CUBLAS_COMPUTE_32F): no f32
+ * copy of an operand is made. f32 products use the tensor cores' TF32 only
+ * when tg__cuda_set_allow_tf32 said so (PyTorch's allow_tf32: inputs
+ * rounded to 10 mantissa bits, f32 sums). */
 #include <cublas_v2.h>
 #include <pthread.h>
 
@@ -19,6 +25,13 @@
 
 static pthread_mutex_t g_blas_lock = PTHREAD_MUTEX_INITIALIZER;
 static cublasHandle_t g_handle = NULL;
+static bool g_allow_tf32 = false; /* under g_blas_lock */
+
+extern "C" void tg__cuda_set_allow_tf32(bool allow) {
+    pthread_mutex_lock(&g_blas_lock);
+    g_allow_tf32 = allow;
+    pthread_mutex_unlock(&g_blas_lock);
+}
 
 extern "C" void tg__cuda_mat_normalise(tg__mat *m) {
     if (m->cols == 1) m->cs = 1; /* a stride along a size-1 dim is never used */
@@ -99,6 +112,33 @@ template <> struct blas<double> {
     }
 };
 
+/* bf16 operands, f32 result and sums: the one cuBLAS call for both,
+ * cublasGemm(StridedBatched)Ex. The element type T of the pointers is the
+ * result's (float); the operands are read as bf16. */
+struct bf16_ops {
+    static constexpr const char *gemm_name = "cublasGemmEx";
+    static constexpr const char *batched_name = "cublasGemmStridedBatchedEx";
+    static cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                               int n, int k, const float *al, const void *A, int lda,
+                               const void *B, int ldb, const float *be, float *C, int ldc) {
+        return cublasGemmEx(h, ta, tb, m, n, k, al, A, CUDA_R_16BF, lda, B, CUDA_R_16BF, ldb, be,
+                            C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    }
+    static cublasStatus_t batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                                  int m, int n, int k, const float *al, const void *A, int lda,
+                                  long long sA, const void *B, int ldb, long long sB,
+                                  const float *be, float *C, int ldc, long long sC, int cnt) {
+        return cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, al, A, CUDA_R_16BF, lda, sA, B,
+                                          CUDA_R_16BF, ldb, sB, be, C, CUDA_R_32F, ldc, sC, cnt,
+                                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    }
+};
+template <> struct blas<uint16_t> : bf16_ops {};
+
+/* The result's element type for operands of type T (bf16 -> f32). */
+template <class T> struct out_of { typedef T type; };
+template <> struct out_of<uint16_t> { typedef float type; };
+
 /* One gemm c = a b (no batch). */
 template <class T>
 static tg_status gemm1(const tg__mat *a, const tg__mat *b, const tg__mat *c, bool accumulate) {
@@ -106,11 +146,12 @@ static tg_status gemm1(const tg__mat *a, const tg__mat *b, const tg__mat *c, boo
     int lda, ldb;
     as_transposed(a, &opa, &lda);
     as_transposed(b, &opb, &ldb);
-    const T one = (T)1, zero = (T)0;
+    typedef typename out_of<T>::type C;
+    const C one = (C)1, zero = (C)0;
     return tg__cublas_check(blas<T>::gemm(g_handle, opb, opa, (int)c->cols, (int)c->rows,
                                           (int)a->cols, &one, (const T *)b->data, ldb,
                                           (const T *)a->data, lda, accumulate ? &one : &zero,
-                                          (T *)c->data,
+                                          (C *)c->data,
                                           (int)c->rs),
                             blas<T>::gemm_name, __FILE__, __LINE__);
 }
@@ -162,8 +203,9 @@ static tg_status run(int nb, const int64_t *bshape, const tg__mat *a, const tg__
     int lda, ldb;
     as_transposed(a, &opa, &lda);
     as_transposed(b, &opb, &ldb);
-    const T one = (T)1, zero = (T)0;
-    T *C = (T *)c->data;
+    typedef typename out_of<T>::type R;
+    const R one = (R)1, zero = (R)0;
+    R *C = (R *)c->data;
     const T *A = (const T *)a->data, *B = (const T *)b->data;
     int64_t sa, sb, sc;
     if (!reduce && nbatch > 1 && nbatch <= INT32_MAX && flat_stride(a, nb, bshape, &sa) &&
@@ -173,8 +215,8 @@ static tg_status run(int nb, const int64_t *bshape, const tg__mat *a, const tg__
                                                  (int)nbatch),
                                 blas<T>::batched_name, __FILE__, __LINE__);
     for (int64_t i = 0; i < nbatch; i++) {
-        const T *beta = (accumulate || (reduce && i > 0)) ? &one : &zero;
-        T *Ci = reduce ? C : C + batch_off(c, nb, bshape, i);
+        const R *beta = (accumulate || (reduce && i > 0)) ? &one : &zero;
+        R *Ci = reduce ? C : C + batch_off(c, nb, bshape, i);
         tg_status st = tg__cublas_check(blas<T>::gemm(g_handle, opb, opa, N, M, K, &one,
                                                       B + batch_off(b, nb, bshape, i), ldb,
                                                       A + batch_off(a, nb, bshape, i), lda, beta,
@@ -195,7 +237,7 @@ extern "C" tg_status tg__cuda_matmul(int dtype, int nb, const int64_t *bshape,
         if ((nbatch == 0 && !reduce) || accumulate) return TG_OK; /* nothing, or + 0 */
         tg__arr arr;
         arr.data = c->data;
-        arr.dtype = dtype;
+        arr.dtype = dtype == TG_BF16 ? TG_F32 : dtype; /* c's */
         arr.ndim = 2;
         arr.shape[0] = c->rows;
         arr.shape[1] = c->cols;
@@ -221,9 +263,13 @@ extern "C" tg_status tg__cuda_matmul(int dtype, int nb, const int64_t *bshape,
         st = TG__CUBLAS_CHECK(cublasCreate(&g_handle));
         if (st != TG_OK) g_handle = NULL; /* its value is unspecified then: try again next time */
     }
+    if (st == TG_OK && dtype == TG_F32)
+        st = TG__CUBLAS_CHECK(cublasSetMathMode(g_handle, g_allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                                        : CUBLAS_DEFAULT_MATH));
     if (st == TG_OK)
-        st = dtype == TG_F32 ? run<float>(nb, bshape, a, b, c, reduce, accumulate)
-                             : run<double>(nb, bshape, a, b, c, reduce, accumulate);
+        st = dtype == TG_F32    ? run<float>(nb, bshape, a, b, c, reduce, accumulate)
+             : dtype == TG_BF16 ? run<uint16_t>(nb, bshape, a, b, c, reduce, accumulate)
+                                : run<double>(nb, bshape, a, b, c, reduce, accumulate);
     pthread_mutex_unlock(&g_blas_lock);
     return st;
 }

@@ -12,6 +12,9 @@
  * code runs and readable/writable during launches, copies and cuBLAS calls.
  */
 #include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -459,10 +462,11 @@ cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr attr, int dev) {
 
 struct cublasContext {
     int magic;
+    cublasMath_t math;
 };
 
 cublasStatus_t cublasCreate(cublasHandle_t *h) {
-    *h = new cublasContext{0x5eed};
+    *h = new cublasContext{0x5eed, CUBLAS_DEFAULT_MATH};
     return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasDestroy(cublasHandle_t h) {
@@ -476,6 +480,7 @@ const char *cublasGetStatusString(cublasStatus_t s) {
     case CUBLAS_STATUS_ALLOC_FAILED: return "the resource allocation failed";
     case CUBLAS_STATUS_INVALID_VALUE: return "an invalid numeric value was used as an argument";
     case CUBLAS_STATUS_EXECUTION_FAILED: return "the GPU program failed to execute";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "the functionality requested is not supported";
     }
     return "unknown";
 }
@@ -486,37 +491,62 @@ const char *cublasGetStatusName(cublasStatus_t s) {
     case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
     case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
     case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
     }
     return "CUBLAS_STATUS_UNKNOWN";
 }
 
 namespace {
-template <class T>
+/* An operand element as the device reads it: bf16 widened, f32 rounded to
+ * TF32 when the handle's math mode says so (to nearest, ties away). */
+struct bf16_in {
+    uint16_t bits;
+};
+inline double operand(float v, bool tf32) {
+    if (!tf32 || !isfinite(v)) return (double)v;
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    u = (u + 0x1000u) & ~0x1fffu;
+    float r;
+    memcpy(&r, &u, 4);
+    return (double)r;
+}
+inline double operand(double v, bool) { return v; }
+inline double operand(bf16_in v, bool) {
+    uint32_t u = (uint32_t)v.bits << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return (double)f;
+}
+
+/* A (and B) of element type T, C of element type R. */
+template <class T, class R = T>
 cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                    int k, const T *alpha, const T *A, int lda, long long sA, const T *B, int ldb,
-                    long long sB, const T *beta, T *C, int ldc, long long sC, int batch) {
+                    int k, const R *alpha, const T *A, int lda, long long sA, const T *B, int ldb,
+                    long long sB, const R *beta, R *C, int ldc, long long sC, int batch) {
     if (!h || h->magic != 0x5eed) return CUBLAS_STATUS_NOT_INITIALIZED;
     int arow = ta == CUBLAS_OP_N ? m : k, brow = tb == CUBLAS_OP_N ? k : n;
     if (m < 0 || n < 0 || k < 0 || batch < 0 || lda < (arow > 1 ? arow : 1) ||
         ldb < (brow > 1 ? brow : 1) || ldc < (m > 1 ? m : 1))
         return CUBLAS_STATUS_INVALID_VALUE;
     if (tg_simt::should_fail("cublas")) return CUBLAS_STATUS_EXECUTION_FAILED;
+    const bool tf32 = h->math == CUBLAS_TF32_TENSOR_OP_MATH;
     pthread_mutex_lock(&g_launch_lock);
     bool prev = tg_simt::device_begin();
     for (int bi = 0; bi < batch; bi++) {
         const T *a = A + bi * sA, *b = B + bi * sB;
-        T *c = C + bi * sC;
+        R *c = C + bi * sC;
         for (int j = 0; j < n; j++)
             for (int i = 0; i < m; i++) {
                 double acc = 0.0;
                 for (int p = 0; p < k; p++) {
                     T av = ta == CUBLAS_OP_N ? a[i + (long long)p * lda] : a[p + (long long)i * lda];
                     T bv = tb == CUBLAS_OP_N ? b[p + (long long)j * ldb] : b[j + (long long)p * ldb];
-                    acc += (double)av * (double)bv;
+                    acc += operand(av, tf32) * operand(bv, tf32);
                 }
-                T *cij = &c[i + (long long)j * ldc];
+                R *cij = &c[i + (long long)j * ldc];
                 /* beta == 0: C is not read (it may hold NaN), as in cuBLAS */
-                *cij = (T)((double)*alpha * acc + (*beta == (T)0 ? 0.0 : (double)*beta * *cij));
+                *cij = (R)((double)*alpha * acc + (*beta == (R)0 ? 0.0 : (double)*beta * *cij));
             }
     }
     tg_simt::device_end(prev);
@@ -550,4 +580,48 @@ cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
                                          const double *beta, double *C, int ldc, long long sC,
                                          int batch) {
     return gemm(h, ta, tb, m, n, k, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch);
+}
+
+/* The mixed-type calls: bf16 operands into f32, or f32 throughout. */
+static cublasStatus_t gemm_ex(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                              int n, int k, const void *alpha, const void *A, cudaDataType at,
+                              int lda, long long sA, const void *B, cudaDataType bt, int ldb,
+                              long long sB, const void *beta, void *C, cudaDataType ct, int ldc,
+                              long long sC, int batch, cublasComputeType_t compute) {
+    if (compute != CUBLAS_COMPUTE_32F || at != bt || ct != CUDA_R_32F ||
+        (at != CUDA_R_16BF && at != CUDA_R_32F))
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    const float *al = (const float *)alpha, *be = (const float *)beta;
+    if (at == CUDA_R_32F)
+        return gemm(h, ta, tb, m, n, k, al, (const float *)A, lda, sA, (const float *)B, ldb, sB,
+                    be, (float *)C, ldc, sC, batch);
+    return gemm(h, ta, tb, m, n, k, al, (const bf16_in *)A, lda, sA, (const bf16_in *)B, ldb, sB,
+                be, (float *)C, ldc, sC, batch);
+}
+cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                            int n, int k, const void *alpha, const void *A, cudaDataType at,
+                            int lda, const void *B, cudaDataType bt, int ldb, const void *beta,
+                            void *C, cudaDataType ct, int ldc, cublasComputeType_t compute,
+                            cublasGemmAlgo_t algo) {
+    (void)algo;
+    return gemm_ex(h, ta, tb, m, n, k, alpha, A, at, lda, 0, B, bt, ldb, 0, beta, C, ct, ldc, 0,
+                   1, compute);
+}
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta,
+                                          cublasOperation_t tb, int m, int n, int k,
+                                          const void *alpha, const void *A, cudaDataType at,
+                                          int lda, long long sA, const void *B, cudaDataType bt,
+                                          int ldb, long long sB, const void *beta, void *C,
+                                          cudaDataType ct, int ldc, long long sC, int batch,
+                                          cublasComputeType_t compute, cublasGemmAlgo_t algo) {
+    (void)algo;
+    return gemm_ex(h, ta, tb, m, n, k, alpha, A, at, lda, sA, B, bt, ldb, sB, beta, C, ct, ldc,
+                   sC, batch, compute);
+}
+cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t mode) {
+    if (!h || h->magic != 0x5eed) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (mode != CUBLAS_DEFAULT_MATH && mode != CUBLAS_TF32_TENSOR_OP_MATH)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    h->math = mode;
+    return CUBLAS_STATUS_SUCCESS;
 }

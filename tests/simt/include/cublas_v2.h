@@ -13,11 +13,18 @@ typedef enum {
     CUBLAS_STATUS_ALLOC_FAILED = 3,
     CUBLAS_STATUS_INVALID_VALUE = 7,
     CUBLAS_STATUS_EXECUTION_FAILED = 13,
+    CUBLAS_STATUS_NOT_SUPPORTED = 15,
 } cublasStatus_t;
 
 typedef enum { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 } cublasOperation_t;
 
 typedef struct cublasContext *cublasHandle_t;
+
+/* library_types.h's names for the types and modes used here */
+typedef enum { CUDA_R_32F = 0, CUDA_R_64F = 1, CUDA_R_16BF = 14 } cudaDataType;
+typedef enum { CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_32F_FAST_TF32 = 77 } cublasComputeType_t;
+typedef enum { CUBLAS_GEMM_DEFAULT = -1 } cublasGemmAlgo_t;
+typedef enum { CUBLAS_DEFAULT_MATH = 0, CUBLAS_TF32_TENSOR_OP_MATH = 3 } cublasMath_t;
 
 cublasStatus_t cublasCreate(cublasHandle_t *h);
 cublasStatus_t cublasDestroy(cublasHandle_t h);
@@ -41,5 +48,26 @@ cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
                                          long long sA, const double *B, int ldb, long long sB,
                                          const double *beta, double *C, int ldc, long long sC,
                                          int batch);
+
+/* Types: A and B CUDA_R_16BF with C CUDA_R_32F, or all three CUDA_R_32F;
+ * compute CUBLAS_COMPUTE_32F (anything else: CUBLAS_STATUS_NOT_SUPPORTED,
+ * as the real library answers a combination it lacks). Products are summed
+ * in double here and stored as f32 (the device sums in f32). */
+cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                            int n, int k, const void *alpha, const void *A, cudaDataType at,
+                            int lda, const void *B, cudaDataType bt, int ldb, const void *beta,
+                            void *C, cudaDataType ct, int ldc, cublasComputeType_t compute,
+                            cublasGemmAlgo_t algo);
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta,
+                                          cublasOperation_t tb, int m, int n, int k,
+                                          const void *alpha, const void *A, cudaDataType at,
+                                          int lda, long long sA, const void *B, cudaDataType bt,
+                                          int ldb, long long sB, const void *beta, void *C,
+                                          cudaDataType ct, int ldc, long long sC, int batch,
+                                          cublasComputeType_t compute, cublasGemmAlgo_t algo);
+/* CUBLAS_TF32_TENSOR_OP_MATH: later cublasSgemm* calls on h round each
+ * operand element to TF32 (10 mantissa bits, to nearest, ties away from
+ * zero, as the device's cvt.rna.tf32) before multiplying. */
+cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t mode);
 
 #endif
