@@ -889,12 +889,14 @@ Test(backends, logprob_vector_paths_with_any_alignment) {
 Test(backends, logprob_bad_rows_give_the_same_error) {
     NEED_DEVICE();
     for (int impl = 0; impl < 2; impl++) {
-        for (int kind = 0; kind < 2; kind++) {
+        for (int kind = 0; kind < 4; kind++) {
             int sc = tg_scope_begin();
             tg_tensor *z = randn(TG_F32, 2, (int64_t[]){6, 40}, 170);
             double *x = host_values(z);
             if (kind == 0) x[4 * 40 + 9] = NAN;                         /* row 4, column 9 */
-            else for (int j = 0; j < 40; j++) x[2 * 40 + j] = -INFINITY; /* row 2 all -inf */
+            else if (kind == 1) for (int j = 0; j < 40; j++) x[2 * 40 + j] = -INFINITY; /* all */
+            else if (kind == 2) x[3 * 40 + 17] = INFINITY;               /* row 3: +inf */
+            else for (int j = 0; j < 40; j++) x[1 * 40 + j] = j % 4 ? -INFINITY : NAN; /* mixed */
             x[5 * 40 + 3] = NAN; /* a later bad row: the lowest is reported */
             z = tg_to_dtype(tg_from_data(TG_F64, 2, (int64_t[]){6, 40}, x), TG_F32);
             free(x);

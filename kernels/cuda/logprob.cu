@@ -66,10 +66,37 @@ __device__ __forceinline__ void lpe_push(lpe_state<T> &st, T v, T it, int &nbad)
     st.a += e == (T)0 ? (T)0 : e * d;
 }
 
+/* Folds four logits into the thread's state with at most one rescale (the
+ * max of the four first): a quarter of lpe_push's compares and branches,
+ * and four independent exps. Same sums as four lpe_push calls up to the
+ * order of rounding; a NaN or +inf sets nbad (the state is then unused). */
+__device__ __forceinline__ void lpe_push4(lpe_state<float> &st, float4 v, float it, int &nbad) {
+    const float inf = INFINITY;
+    nbad |= !(v.x < inf) | !(v.y < inf) | !(v.z < inf) | !(v.w < inf); /* NaN or +inf */
+    const float mx = fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)); /* NaN ignored: flagged above */
+    if (!(mx > -inf)) return;                                 /* all -inf (or NaN) */
+    if (mx > st.m) {
+        if (st.s > 0.0f) {
+            float dm = (st.m - mx) * it, f = expf(dm);
+            st.a = (st.a + st.s * dm) * f;
+            st.s *= f;
+        }
+        st.m = mx;
+    }
+    float d0 = (v.x - st.m) * it, d1 = (v.y - st.m) * it, d2 = (v.z - st.m) * it,
+          d3 = (v.w - st.m) * it;
+    float e0 = expf(d0), e1 = expf(d1), e2 = expf(d2), e3 = expf(d3);
+    st.s += (e0 + e1) + (e2 + e3);
+    /* e == 0 (a -inf logit, or one far below the max): no term, as lpe_push */
+    st.a += ((e0 == 0.0f ? 0.0f : e0 * d0) + (e1 == 0.0f ? 0.0f : e1 * d1)) +
+            ((e2 == 0.0f ? 0.0f : e2 * d2) + (e3 == 0.0f ? 0.0f : e3 * d3));
+}
+
 /* The block's state for row x (every thread gets it); *bad is set when the
  * row has a NaN or +inf entry (raw), or no entry above -inf. A contiguous
  * f32 row is read with 16-byte loads after a scalar head up to its first
- * 16-byte boundary. */
+ * 16-byte boundary, two loads in flight per thread, four logits folded at
+ * a time (lpe_push4). */
 template <class T>
 __device__ __forceinline__ lpe_state<T> lpe_row_state(const T *x, int64_t xs, int64_t V, T it,
                                                       int *bad) {
@@ -81,13 +108,14 @@ __device__ __forceinline__ lpe_state<T> lpe_row_state(const T *x, int64_t xs, in
         if (xs == 1) {
             int64_t head = tgk_head4(x, V), n4 = (V - head) / 4;
             for (int64_t j = threadIdx.x; j < head; j += blockDim.x) lpe_push(st, x[j], it, nbad);
-            for (int64_t q = threadIdx.x; q < n4; q += blockDim.x) {
-                float4 v = tgk_load4(x + head + 4 * q);
-                lpe_push(st, v.x, it, nbad);
-                lpe_push(st, v.y, it, nbad);
-                lpe_push(st, v.z, it, nbad);
-                lpe_push(st, v.w, it, nbad);
+            int64_t q = threadIdx.x;
+            for (; q + (int64_t)blockDim.x < n4; q += 2 * (int64_t)blockDim.x) {
+                float4 v0 = tgk_load4(x + head + 4 * q);
+                float4 v1 = tgk_load4(x + head + 4 * (q + blockDim.x));
+                lpe_push4(st, v0, it, nbad);
+                lpe_push4(st, v1, it, nbad);
             }
+            if (q < n4) lpe_push4(st, tgk_load4(x + head + 4 * q), it, nbad);
             for (int64_t j = head + 4 * n4 + threadIdx.x; j < V; j += blockDim.x)
                 lpe_push(st, x[j], it, nbad);
             xs = 0; /* done: skip the strided loop below */
