@@ -4,7 +4,7 @@
  * Contract:
  *   tapegrad bench logprob [--device cpu|cuda] [--seq N,...] [--vocab V,...]
  *       [--chunk C,...] [--impl fused,composite] [--entropy-grad on,off]
- *       [--threads T] [--reps R] [--dtype f32|f64] [--seed S]
+ *       [--threads T] [--reps R] [--dtype f32|f64|bf16] [--seed S]
  *       [--bandwidth-mib M] [--json] [--trace FILE.json] [--plot FILE.svg]
  *       [--dot FILE]
  *   (also --opt=value). Defaults: device cpu, seq 2048,8192,32768, vocab
@@ -164,7 +164,7 @@ void cli_bench_logprob_help(FILE *f) {
             "  --entropy-grad LIST    on and/or off (default on,off)\n"
             "  --threads T            OpenMP threads (default %d here)\n"
             "  --reps R               repetitions per configuration, median kept (default 5)\n"
-            "  --dtype f32|f64        dtype of the logits (default f32)\n"
+            "  --dtype f32|f64|bf16   dtype of the logits (default f32; bf16: f32 outputs)\n"
             "  --seed S               seed of logits and targets (default 1)\n"
             "  --bandwidth-mib M      buffer of the bandwidth pass at start (default 1024;\n"
             "                         cpu only: cuda uses the device's peak)\n"
@@ -264,7 +264,7 @@ static bool parse_one(const char *flag, const char *val, int64_t lo, int64_t hi,
 
 static const char *const IMPL_WORDS[] = {"fused", "composite"}; /* = tg_logprob_impl */
 static const char *const EG_WORDS[] = {"on", "off"};
-static const char *const DTYPE_WORDS[] = {"f32", "f64"};
+static const char *const DTYPE_WORDS[] = {"f32", "f64", "bf16"};
 static const char *const DEVICE_WORDS[] = {"cpu", "cuda"}; /* = tg_device */
 
 static int parse_opts(int argc, char **argv, lp_opts *o) {
@@ -311,10 +311,10 @@ static int parse_opts(int argc, char **argv, lp_opts *o) {
             o->device = v[0] == 1 ? TG_CUDA : TG_CPU;
         }
         else { /* --dtype */
-            ok = parse_list(name, val, 0, 0, DTYPE_WORDS, 2, v, &n) && n == 1;
+            ok = parse_list(name, val, 0, 0, DTYPE_WORDS, 3, v, &n) && n == 1;
             if (!ok && n > 1)
-                cli_usage_error("option --dtype takes one value (f32 or f64)");
-            o->dtype = v[0] == 1 ? TG_F64 : TG_F32;
+                cli_usage_error("option --dtype takes one value (f32, f64 or bf16)");
+            o->dtype = v[0] == 2 ? TG_BF16 : v[0] == 1 ? TG_F64 : TG_F32;
         }
         if (!ok)
             return CLI_EXIT_USAGE;
@@ -391,6 +391,15 @@ static void check_ram_fit(const lp_opts *o, lp_result *r) {
 
 /* ---- data ------------------------------------------------------------------------ */
 
+/* Seeded normal logits of dtype dt (bf16: drawn in f32, rounded). */
+static tg_tensor *randn_of(tg_dtype dt, int64_t n, int64_t v, uint64_t seed) {
+    if (dt != TG_BF16) return tg_randn(dt, TG_SHAPE(n, v), seed, 0.0, 2.0);
+    tg_tensor *f = tg_randn(TG_F32, TG_SHAPE(n, v), seed, 0.0, 2.0);
+    tg_tensor *b = f ? tg_to_dtype(f, TG_BF16) : NULL;
+    tg_release(f);
+    return b;
+}
+
 /* Device logits (n, v) requiring grad: the seeded host block (r, v) copied
  * to the device, repeated there ceil(n / r) times and cut to n rows (see the
  * contract). Every intermediate is released; NULL on failure. */
@@ -398,7 +407,7 @@ static tg_tensor *tile_on_device(const lp_opts *o, int64_t n, int64_t v, uint64_
     const int64_t r = n < LP_TILE_ROWS ? n : LP_TILE_ROWS, b = (n + r - 1) / r;
     tg_tensor *host = NULL, *blk = NULL, *ex = NULL, *full = NULL, *flat = NULL, *rows = NULL,
               *cut = NULL, *leaf = NULL;
-    host = tg_randn(o->dtype, TG_SHAPE(r, v), seed, 0.0, 2.0);
+    host = randn_of(o->dtype, r, v, seed);
     if (host)
         blk = tg_to_device(host, TG_CUDA);
     if (blk)
@@ -440,7 +449,7 @@ static bool make_inputs(const lp_opts *o, int64_t n, int64_t v, tg_tensor **logi
         if (!*logits)
             return false;
     } else {
-        *logits = tg_randn(o->dtype, TG_SHAPE(n, v), s, 0.0, 2.0);
+        *logits = randn_of(o->dtype, n, v, s);
         if (!*logits || tg_set_requires_grad(*logits, true) != TG_OK)
             return false;
     }

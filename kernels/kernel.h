@@ -454,6 +454,11 @@ typedef struct tg__backend {
                               int64_t chunk, const double *stats, int nstat,
                               const tg__arr *g_lp, const tg__arr *g_H, const tg__arr *g_lse,
                               void *dz);
+    /* Whether the three lpe entries take bf16 z: read as it is, every sum
+     * and lp / H / the upstream gradients in f32, dz in bf16. Backends
+     * without it (false) are never given bf16 z (the core converts rows to
+     * f32 first). */
+    bool lpe_bf16;
 } tg__backend;
 
 extern const tg__backend tg__cpu_backend;

@@ -87,6 +87,16 @@ tg_status tg__lpe_locate_bad(const char *who, const tg_tensor *z, tg__lpe_bad *b
                                                 z->strides[z->ndim - 1]}, off);
     tg_tensor *h = view ? tg__device_copy(TG_SITE, who, view, TG_CPU) : NULL;
     tg__tensor_release(view);
+    if (h && h->dtype == TG_BF16) { /* a device that reads bf16 rows: the host checks f32 */
+        tg_tensor *h32 = tg__tensor_new_on(TG_SITE, who, TG_CPU, TG_F32, 2, h->shape,
+                                           TG_MEM_WORKSPACE);
+        if (h32 && tg__k_copy(h32, h) != TG_OK) {
+            tg__tensor_release(h32);
+            h32 = NULL;
+        }
+        tg__tensor_release(h);
+        h = h32;
+    }
     if (!h) return tg_last_status();
     const int64_t y0 = 0; /* not the ignore value 1 below: the row is checked */
     tg__k_lpe_check_rows(h, &y0, 1, inv_t, bad); /* on the host: cannot fail */
@@ -172,9 +182,11 @@ tg_dtype tg__lpe_out_dtype(const tg_tensor *z) {
 }
 
 /* ---- bf16 logits: the f32 kernels on f32 copies of a chunk of rows ---------------
- * The rows are converted BF16_CHUNK_BYTES of f32 at a time into a workspace,
+ * On a device whose kernels do not read bf16 (the CPU; tg__k_has_bf16_lpe)
+ * the rows are converted BF16_CHUNK_BYTES of f32 at a time into a workspace,
  * the f32 kernels run on them, and backward converts each chunk's gradient
- * back into the bf16 gradient: bf16 in, every sum in f32, f32 outputs. */
+ * back into the bf16 gradient: bf16 in, every sum in f32, f32 outputs. The
+ * CUDA kernels read bf16 rows and write the bf16 gradient themselves. */
 #define BF16_CHUNK_BYTES ((size_t)64 << 20)
 
 static int64_t bf16_chunk(int64_t V) {
@@ -354,7 +366,7 @@ static tg_status lpe_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
     if (!dz) goto out;
     tg_tensor *g_h = n->iparam[P_NSTAT] == 3 ? gout[1] : NULL;
     tg_tensor *g_l = n->iparam[P_LSE_OUT] >= 0 ? gout[n->iparam[P_LSE_OUT]] : NULL;
-    tg_status kst = z->dtype == TG_BF16
+    tg_status kst = z->dtype == TG_BF16 && !tg__k_has_bf16_lpe(z->storage->device)
                         ? bf16_backward(n->site, z, y, n->iparam[P_IGNORE], n->dparam[P_INV_T],
                                         st, (int)n->iparam[P_NSTAT], gout[0], g_h, g_l, dz)
                         : tg__k_lpe_backward(z, y, n->iparam[P_IGNORE], n->dparam[P_INV_T],
@@ -451,7 +463,7 @@ static tg_status fused(tg_site s, const char *who, tg_tensor *z, tg_tensor *y,
     tg_tensor *lse = NULL;
     if (!lp || (o->want_entropy && !h) || ((record || want_lse) && !st)) goto fail;
     tg__lpe_bad bad;
-    if ((z->dtype == TG_BF16
+    if ((z->dtype == TG_BF16 && !tg__k_has_bf16_lpe(dev)
              ? bf16_forward(s, who, z, yc, o->ignore_index, 1.0 / o->temperature, lp, h, st,
                             nstat, &bad)
              : tg__k_lpe_forward(z, yc, o->ignore_index, 1.0 / o->temperature, o->chunk_size,

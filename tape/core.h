@@ -532,6 +532,9 @@ tg_status tg__k_matmul(tg_device dev, const char *who, tg_dtype dt, int nb, cons
                        const tg__mat *a, const tg__mat *b, const tg__mat *c, bool reduce,
                        bool accumulate);
 bool tg__k_has_bf16_gemm(tg_device dev);
+/* Whether dev's fused log-prob kernels read bf16 logits themselves (f32
+ * sums and outputs, bf16 dz); else the caller gives them f32 rows. */
+bool tg__k_has_bf16_lpe(tg_device dev);
 /* The fused log-prob kernels (kernels/kernel.h): y contiguous i64 on z's
  * device; a rejected row is reported in *bad (its column may be
  * TG__LPE_COL_UNKNOWN: the caller looks it up). g_lp / g_H may be NULL. */

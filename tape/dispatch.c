@@ -283,10 +283,19 @@ static tg__arr rows_arr(const tg_tensor *z) {
     return a;
 }
 
+bool tg__k_has_bf16_lpe(tg_device dev) { return tg__backend_of(dev)->lpe_bf16; }
+
+/* bf16 logits are for the backends that take them (lpe_bf16). */
+#define REFUSE_BF16_LOGITS(z)                                                             \
+    do {                                                                                  \
+        if (!be(z)->lpe_bf16) REFUSE_BF16(z);                                             \
+    } while (0)
+
 tg_status tg__k_lpe_forward(const tg_tensor *z, const tg_tensor *y, int64_t ignore, double inv_t,
                             int64_t chunk, tg_tensor *lp, tg_tensor *H, tg_tensor *stats,
                             int nstat, tg__lpe_bad *bad) {
-    REFUSE_BF16(z, lp, H);
+    REFUSE_BF16_LOGITS(z);
+    REFUSE_BF16(lp, H);
     tg__arr a = rows_arr(z);
     return be(z)->lpe_forward(&a, tg__ptr(y), ignore, inv_t, chunk, tg__ptr(lp),
                               H ? tg__ptr(H) : NULL, stats ? tg__ptr(stats) : NULL, nstat, bad);
@@ -294,7 +303,7 @@ tg_status tg__k_lpe_forward(const tg_tensor *z, const tg_tensor *y, int64_t igno
 
 tg_status tg__k_lpe_check_rows(const tg_tensor *z, const int64_t *y, int64_t ignore,
                                double inv_t, tg__lpe_bad *bad) {
-    REFUSE_BF16(z);
+    REFUSE_BF16_LOGITS(z);
     tg__arr a = rows_arr(z);
     return be(z)->lpe_check_rows(&a, y, ignore, inv_t, bad);
 }
@@ -303,7 +312,9 @@ tg_status tg__k_lpe_backward(const tg_tensor *z, const tg_tensor *y, int64_t ign
                              double inv_t, int64_t chunk, const tg_tensor *stats, int nstat,
                              const tg_tensor *g_lp, const tg_tensor *g_H,
                              const tg_tensor *g_lse, tg_tensor *dz) {
-    REFUSE_BF16(z, g_lp, g_H, g_lse, dz);
+    REFUSE_BF16_LOGITS(z);
+    REFUSE_BF16(g_lp, g_H, g_lse);
+    if (dz->dtype != z->dtype) REFUSE_BF16(dz);
     tg__arr a = rows_arr(z), gl, gh, gs;
     memset(&gl, 0, sizeof gl);
     memset(&gh, 0, sizeof gh);

@@ -870,15 +870,18 @@ Test(backends, logprob_vector_paths_with_any_alignment) {
     NEED_DEVICE();
     const int64_t N = 7;
     const int64_t widths[3][3] = {{1501, 0, 1501}, {1503, 1, 1502}, {1507, 3, 1504}};
-    for (int d = 0; d < 2; d++) {
+    const tg_dtype dts[3] = {FLOATS[0], FLOATS[1], TG_BF16}; /* bf16: 8 a 16-byte load */
+    for (int d = 0; d < 3; d++) {
         for (int k = 0; k < 3; k++) {
             int sc = tg_scope_begin();
             int64_t W = widths[k][0], cols[2] = {widths[k][1], widths[k][2]};
-            tg_tensor *in[2] = {tg_scale(randn(FLOATS[d], 2, (int64_t[]){N, W}, 240 + k), 4.0),
+            tg_tensor *z = tg_scale(randn(dts[d] == TG_BF16 ? TG_F32 : dts[d], 2,
+                                          (int64_t[]){N, W}, 240 + k), 4.0);
+            tg_tensor *in[2] = {dts[d] == TG_BF16 ? tg_to_dtype(z, TG_BF16) : z,
                                 tgt_targets(N, cols[1] - cols[0], 241 + k)};
             char what[96];
             snprintf(what, sizeof what, "logprob %s rows of %lld from column %lld of %lld",
-                     tg_dtype_name(FLOATS[d]), (long long)(cols[1] - cols[0]),
+                     tg_dtype_name(dts[d]), (long long)(cols[1] - cols[0]),
                      (long long)cols[0], (long long)W);
             run_both(what, 2, in, lp_sliced, cols, true);
             cr_assert_eq(tg_scope_end(sc), TG_OK);
@@ -888,7 +891,7 @@ Test(backends, logprob_vector_paths_with_any_alignment) {
 
 Test(backends, logprob_bad_rows_give_the_same_error) {
     NEED_DEVICE();
-    for (int impl = 0; impl < 2; impl++) {
+    for (int impl = 0; impl < 4; impl++) { /* fused, composite; f32, bf16 (impl & 2) */
         for (int kind = 0; kind < 4; kind++) {
             int sc = tg_scope_begin();
             tg_tensor *z = randn(TG_F32, 2, (int64_t[]){6, 40}, 170);
@@ -898,11 +901,12 @@ Test(backends, logprob_bad_rows_give_the_same_error) {
             else if (kind == 2) x[3 * 40 + 17] = INFINITY;               /* row 3: +inf */
             else for (int j = 0; j < 40; j++) x[1 * 40 + j] = j % 4 ? -INFINITY : NAN; /* mixed */
             x[5 * 40 + 3] = NAN; /* a later bad row: the lowest is reported */
-            z = tg_to_dtype(tg_from_data(TG_F64, 2, (int64_t[]){6, 40}, x), TG_F32);
+            z = tg_to_dtype(tg_from_data(TG_F64, 2, (int64_t[]){6, 40}, x),
+                            impl & 2 ? TG_BF16 : TG_F32);
             free(x);
             tg_tensor *y = tg_from_data(TG_I64, 1, (int64_t[]){6}, (int64_t[]){0, 1, 2, 3, 4, 5});
             tg_logprob_opts o = tg_logprob_opts_default();
-            o.impl = impl ? TG_LOGPROB_COMPOSITE : TG_LOGPROB_FUSED;
+            o.impl = impl & 1 ? TG_LOGPROB_COMPOSITE : TG_LOGPROB_FUSED;
             tg_tensor *lp = NULL, *h = NULL;
             cr_assert_eq(tg_logprob_entropy(z, y, &o, &lp, &h), TG_ERR_VALUE);
             char cpu_msg[512];

@@ -424,3 +424,37 @@ Test(bf16, linear_op_device_reads_bf16_no_f32_copies) {
                   grads + pg.backward_workspace);
     cr_assert_eq(tg_get_dtype(tg_grad(w)), TG_BF16);
 }
+
+Test(bf16, logits_op_on_device_reads_bf16_without_a_copy) {
+    /* the device's kernels read bf16 rows and write the bf16 gradient: no f32
+     * copy of the logits, forward or backward (the CPU converts chunks) */
+    if (tg_cuda_device_count() == 0) return;
+    const int64_t N = 16, V = 301;
+    tg_tensor *zc = tg_to_dtype(tg_randn(TG_F32, TG_SHAPE(N, V), 5, 0.0, 2.0), TG_BF16);
+    tg_tensor *z = tg_to_device(zc, TG_CUDA), *y = tg_to_device(tgt_targets(N, V, 6), TG_CUDA);
+    tg_set_requires_grad(z, true);
+    tg_set_requires_grad(zc, true);
+    tg_mem_stats m0, m1;
+    tg_mem_get(TG_CUDA, &m0);
+    tg_mem_reset_peak(TG_CUDA);
+    tg_tensor *lp, *H;
+    cr_assert_eq(tg_logprob_entropy(z, y, NULL, &lp, &H), TG_OK, "%s", tg_last_error());
+    tg_mem_get(TG_CUDA, &m1);
+    cr_assert_eq(m1.peak_total - m0.live_total, (size_t)N * (4 + 4 + 3 * 8),
+                 "lp, H and the saved statistics only: %zu", m1.peak_total - m0.live_total);
+    tg_tensor *loss = tg_add(tg_sum(lp), tg_sum(H));
+    tg_mem_get(TG_CUDA, &m0);
+    tg_mem_reset_peak(TG_CUDA);
+    cr_assert_eq(tg_backward(loss, NULL, false), TG_OK, "%s", tg_last_error());
+    tg_mem_get(TG_CUDA, &m1);
+    cr_assert_leq(m1.peak_total - m0.live_total, (size_t)(N * V * 2) + 4 * (size_t)N + 64,
+                  "the bf16 gradient and the upstream ones: %zu", m1.peak_total - m0.live_total);
+    cr_assert_eq(tg_get_dtype(tg_grad(z)), TG_BF16);
+    /* the same values as the CPU's chunked conversion (bf16 gradients: an ulp) */
+    tg_tensor *lpc, *Hc;
+    cr_assert_eq(tg_logprob_entropy(zc, tgt_targets(N, V, 6), NULL, &lpc, &Hc), TG_OK);
+    cr_assert_eq(tg_backward(tg_add(tg_sum(lpc), tg_sum(Hc)), NULL, false), TG_OK);
+    cr_assert(max_rel(tg_to_device(lp, TG_CPU), lpc) < 1e-6);
+    cr_assert(max_rel(tg_to_device(tg_grad(z), TG_CPU), tg_grad(zc)) <= 0x1p-8,
+              "%g", max_rel(tg_to_device(tg_grad(z), TG_CPU), tg_grad(zc)));
+}

@@ -135,4 +135,5 @@ const tg__backend tg__cuda_backend = {
     .lpe_forward = lpe_forward,
     .lpe_check_rows = lpe_check_rows,
     .lpe_backward = lpe_backward,
+    .lpe_bf16 = true,
 };

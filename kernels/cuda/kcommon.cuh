@@ -212,6 +212,52 @@ __device__ __forceinline__ int64_t tgk_head4(const float *x, int64_t V) {
     return h < V ? h : V;
 }
 
+/* 16-byte loads and stores of eight bf16 values as two float4 (elements 0-3
+ * and 4-7); p must be 16-byte aligned (the emulator checks). */
+__device__ __forceinline__ void tgk_load8bf(const uint16_t *p, float4 &lo, float4 &hi) {
+    uint16_t h[8];
+#ifdef TG_SIMT
+    ::tg_simt::check_vector_access(p, "load");
+    memcpy(h, p, sizeof h);
+#else
+    *reinterpret_cast<uint4 *>(h) = *reinterpret_cast<const uint4 *>(p);
+#endif
+    lo.x = tgk_bf16_to_f32(h[0]), lo.y = tgk_bf16_to_f32(h[1]);
+    lo.z = tgk_bf16_to_f32(h[2]), lo.w = tgk_bf16_to_f32(h[3]);
+    hi.x = tgk_bf16_to_f32(h[4]), hi.y = tgk_bf16_to_f32(h[5]);
+    hi.z = tgk_bf16_to_f32(h[6]), hi.w = tgk_bf16_to_f32(h[7]);
+}
+__device__ __forceinline__ void tgk_store8bf(uint16_t *p, float4 lo, float4 hi) {
+    uint16_t h[8] = {tgk_f32_to_bf16(lo.x), tgk_f32_to_bf16(lo.y), tgk_f32_to_bf16(lo.z),
+                     tgk_f32_to_bf16(lo.w), tgk_f32_to_bf16(hi.x), tgk_f32_to_bf16(hi.y),
+                     tgk_f32_to_bf16(hi.z), tgk_f32_to_bf16(hi.w)};
+#ifdef TG_SIMT
+    ::tg_simt::check_vector_access(p, "store");
+    memcpy(p, h, sizeof h);
+#else
+    *reinterpret_cast<uint4 *>(p) = *reinterpret_cast<const uint4 *>(h);
+#endif
+}
+
+/* Entries of a contiguous bf16 row before its first 16-byte boundary (V when
+ * the row is not even 2-byte aligned: no vector path). */
+__device__ __forceinline__ int64_t tgk_head8(const uint16_t *x, int64_t V) {
+    if ((uintptr_t)x & 1) return V;
+    int64_t h = (int64_t)(((16 - ((uintptr_t)x & 15)) & 15) / 2);
+    return h < V ? h : V;
+}
+
+/* An element of type S (float, double, or uint16_t: bf16 bits) as the
+ * compute type T, and back (bf16: rounded to nearest even). */
+template <class T, class S> __device__ __forceinline__ T tgk_ld(const S *p) {
+    if constexpr (sizeof(S) == 2) return (T)tgk_bf16_to_f32(*p);
+    else return (T)*p;
+}
+template <class S, class T> __device__ __forceinline__ void tgk_st(S *p, T v) {
+    if constexpr (sizeof(S) == 2) *p = tgk_f32_to_bf16((float)v);
+    else *p = (S)v;
+}
+
 /* Offset of element i (C order over all dims) of a. */
 __device__ __forceinline__ int64_t tgk_elem_offset(const tg__arr &a, int64_t i) {
     int64_t off = 0;

@@ -14,7 +14,11 @@
  *
  * Backward: one block per row, p = exp((z - M) inv_t - ls), and
  *   dz = p == 0 ? 0 : -g_lp inv_t p - g_H inv_t p (d + H), plus g_lp inv_t at
- * the target column, written by the thread that owns that column. */
+ * the target column, written by the thread that owns that column.
+ *
+ * bf16 logits are read as they are (eight to a 16-byte load), every sum and
+ * output in f32, and their gradient written in bf16: 2 bytes a logit each
+ * way instead of an f32 copy made and read. */
 #include "kcommon.cuh"
 
 template <class A> struct lpe_state {
@@ -97,14 +101,40 @@ __device__ __forceinline__ void lpe_push4(lpe_state<float> &st, float4 v, float 
  * f32 row is read with 16-byte loads after a scalar head up to its first
  * 16-byte boundary, two loads in flight per thread, four logits folded at
  * a time (lpe_push4). */
-template <class T>
-__device__ __forceinline__ lpe_state<T> lpe_row_state(const T *x, int64_t xs, int64_t V, T it,
+template <class T, class S>
+__device__ __forceinline__ lpe_state<T> lpe_row_state(const S *x, int64_t xs, int64_t V, T it,
                                                       int *bad) {
     __shared__ T bm[32], bsum[32], ba[32];
     __shared__ int bbad[32];
     lpe_state<T> st = {(T)-INFINITY, (T)0, (T)0};
     int nbad = 0;
-    if constexpr (sizeof(T) == 4) {
+    if constexpr (sizeof(S) == 2) { /* bf16: eight a load, two loads in flight */
+        if (xs == 1) {
+            int64_t head = tgk_head8(x, V), n8 = (V - head) / 8;
+            for (int64_t j = threadIdx.x; j < head; j += blockDim.x)
+                lpe_push(st, tgk_ld<T>(x + j), it, nbad);
+            int64_t q = threadIdx.x;
+            for (; q + (int64_t)blockDim.x < n8; q += 2 * (int64_t)blockDim.x) {
+                float4 a0, a1, b0, b1;
+                tgk_load8bf(x + head + 8 * q, a0, a1);
+                tgk_load8bf(x + head + 8 * (q + blockDim.x), b0, b1);
+                lpe_push4(st, a0, it, nbad);
+                lpe_push4(st, a1, it, nbad);
+                lpe_push4(st, b0, it, nbad);
+                lpe_push4(st, b1, it, nbad);
+            }
+            if (q < n8) {
+                float4 a0, a1;
+                tgk_load8bf(x + head + 8 * q, a0, a1);
+                lpe_push4(st, a0, it, nbad);
+                lpe_push4(st, a1, it, nbad);
+            }
+            for (int64_t j = head + 8 * n8 + threadIdx.x; j < V; j += blockDim.x)
+                lpe_push(st, tgk_ld<T>(x + j), it, nbad);
+            xs = 0; /* done: skip the strided loop below */
+            V = 0;
+        }
+    } else if constexpr (sizeof(T) == 4) {
         if (xs == 1) {
             int64_t head = tgk_head4(x, V), n4 = (V - head) / 4;
             for (int64_t j = threadIdx.x; j < head; j += blockDim.x) lpe_push(st, x[j], it, nbad);
@@ -122,7 +152,8 @@ __device__ __forceinline__ lpe_state<T> lpe_row_state(const T *x, int64_t xs, in
             V = 0;
         }
     }
-    for (int64_t j = threadIdx.x; j < V; j += blockDim.x) lpe_push(st, x[j * xs], it, nbad);
+    for (int64_t j = threadIdx.x; j < V; j += blockDim.x)
+        lpe_push(st, tgk_ld<T>(x + j * xs), it, nbad);
     /* warp merge */
     for (int o = 16; o > 0; o >>= 1) {
         T m2 = __shfl_xor_sync(0xffffffffu, st.m, o);
@@ -153,7 +184,9 @@ __device__ __forceinline__ lpe_state<T> lpe_row_state(const T *x, int64_t xs, in
 /* Both row kernels are streaming kernels: 8 blocks of 256 threads per SM (32
  * registers a thread, checked to spill nothing) keep more loads in flight
  * than the 6 blocks the compiler's own choice allows. */
-template <class T>
+/* T: the compute type and that of lp / H; S: the logits' element type (T,
+ * or uint16_t: bf16 logits read as they are, computed in f32). */
+template <class T, class S>
 __global__ void __launch_bounds__(TGK_BLOCK, 8)
     k_lpe_fwd(tg__arr z, int64_t N, int64_t V, const int64_t *y, int64_t ignore,
               double inv_t, T *lp, T *H, double *stats, int nstat, unsigned long long *bad_row) {
@@ -169,9 +202,9 @@ __global__ void __launch_bounds__(TGK_BLOCK, 8)
             }
             continue;
         }
-        const T *x = (const T *)z.data + tgk_row_offset(z, r);
+        const S *x = (const S *)z.data + tgk_row_offset(z, r);
         int bad;
-        lpe_state<T> st = lpe_row_state<T>(x, xs, V, (T)inv_t, &bad);
+        lpe_state<T> st = lpe_row_state<T, S>(x, xs, V, (T)inv_t, &bad);
         if (threadIdx.x != 0) continue;
         if (bad) {
             atomicMin(bad_row, (unsigned long long)r);
@@ -180,7 +213,8 @@ __global__ void __launch_bounds__(TGK_BLOCK, 8)
         double M = (double)st.m, ls = log((double)st.s);
         double h = ls - (double)st.a / (double)st.s;
         /* a target outside [0, V): no target term (a block of the vocabulary) */
-        lp[r] = yr >= 0 && yr < V ? (T)(((double)x[yr * xs] - M) * inv_t - ls) : (T)0;
+        lp[r] = yr >= 0 && yr < V ? (T)(((double)tgk_ld<T>(x + yr * xs) - M) * inv_t - ls)
+                                  : (T)0;
         if (H) H[r] = (T)h;
         if (stats) {
             stats[r * nstat] = M;
@@ -190,7 +224,7 @@ __global__ void __launch_bounds__(TGK_BLOCK, 8)
     }
 }
 
-template <class T>
+template <class T, class S>
 __global__ void k_lpe_check(tg__arr z, int64_t N, int64_t V, const int64_t *y,
                             int64_t ignore, double inv_t, unsigned long long *bad_row) {
     __shared__ int buf[32];
@@ -198,10 +232,10 @@ __global__ void k_lpe_check(tg__arr z, int64_t N, int64_t V, const int64_t *y,
     double lim = sizeof(T) == 4 ? 3.402823466e38 : 1.7976931348623157e308;
     for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
         if (y[r] == ignore) continue;
-        const T *x = (const T *)z.data + tgk_row_offset(z, r);
+        const S *x = (const S *)z.data + tgk_row_offset(z, r);
         int nbad = 0, nfin = 0;
         for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
-            double v = (double)x[j * xs] * inv_t;
+            double v = (double)tgk_ld<T>(x + j * xs) * inv_t;
             nbad |= !(v <= lim);
             nfin |= v > -INFINITY;
         }
@@ -210,17 +244,18 @@ __global__ void k_lpe_check(tg__arr z, int64_t N, int64_t V, const int64_t *y,
     }
 }
 
-template <class T>
+/* T, S as k_lpe_fwd; dz is of the logits' type S (bf16: rounded). */
+template <class T, class S>
 __global__ void __launch_bounds__(TGK_BLOCK, 8)
     k_lpe_bwd(tg__arr z, int64_t N, int64_t V, const int64_t *y, int64_t ignore,
               double inv_t, const double *stats, int nstat, tg__arr glp, tg__arr gH,
-              tg__arr glse, T *dz) {
+              tg__arr glse, S *dz) {
     int64_t xs = z.strides[z.ndim - 1];
     for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
-        T *o = dz + r * V;
+        S *o = dz + r * V;
         int64_t yr = y[r];
         if (yr == ignore) {
-            for (int64_t j = threadIdx.x; j < V; j += blockDim.x) o[j] = (T)0;
+            for (int64_t j = threadIdx.x; j < V; j += blockDim.x) o[j] = (S)0;
             continue;
         }
         double g1 = glp.data ? (double)((const T *)glp.data)[tgk_elem_offset(glp, r)] : 0.0;
@@ -230,7 +265,7 @@ __global__ void __launch_bounds__(TGK_BLOCK, 8)
         T M = (T)stats[r * nstat], ls = (T)stats[r * nstat + 1];
         T h = nstat == 3 ? (T)stats[r * nstat + 2] : (T)0;
         T it = (T)inv_t, a = (T)((g3 - g1) * inv_t), b = (T)(-g2 * inv_t), at_y = (T)(g1 * inv_t);
-        const T *x = (const T *)z.data + tgk_row_offset(z, r);
+        const S *x = (const S *)z.data + tgk_row_offset(z, r);
         auto grad = [&](int64_t j, T xv) {
             T d = (xv - M) * it - ls;
             T p = exp(d);
@@ -238,7 +273,25 @@ __global__ void __launch_bounds__(TGK_BLOCK, 8)
             return j == yr ? v + at_y : v;
         };
         int64_t j0 = 0; /* entries [0, j0) done by the vector path */
-        if constexpr (sizeof(T) == 4) {
+        if constexpr (sizeof(S) == 2) {
+            /* contiguous, and the same offset from a 16-byte boundary as o */
+            if (xs == 1 && ((uintptr_t)x & 15) == ((uintptr_t)o & 15)) {
+                int64_t head = tgk_head8(x, V), n8 = (V - head) / 8;
+                for (int64_t j = threadIdx.x; j < head; j += blockDim.x)
+                    tgk_st(o + j, grad(j, tgk_ld<T>(x + j)));
+                for (int64_t q = threadIdx.x; q < n8; q += blockDim.x) {
+                    int64_t j = head + 8 * q;
+                    float4 a, b, ga, gb;
+                    tgk_load8bf(x + j, a, b);
+                    ga.x = grad(j, a.x), ga.y = grad(j + 1, a.y);
+                    ga.z = grad(j + 2, a.z), ga.w = grad(j + 3, a.w);
+                    gb.x = grad(j + 4, b.x), gb.y = grad(j + 5, b.y);
+                    gb.z = grad(j + 6, b.z), gb.w = grad(j + 7, b.w);
+                    tgk_store8bf(o + j, ga, gb);
+                }
+                j0 = head + 8 * n8;
+            }
+        } else if constexpr (sizeof(T) == 4) {
             /* contiguous, and the same offset from a 16-byte boundary as o */
             if (xs == 1 && ((uintptr_t)x & 15) == ((uintptr_t)o & 15)) {
                 int64_t head = tgk_head4(x, V), n4 = (V - head) / 4;
@@ -255,7 +308,8 @@ __global__ void __launch_bounds__(TGK_BLOCK, 8)
                 j0 = head + 4 * n4;
             }
         }
-        for (int64_t j = j0 + threadIdx.x; j < V; j += blockDim.x) o[j] = grad(j, x[j * xs]);
+        for (int64_t j = j0 + threadIdx.x; j < V; j += blockDim.x)
+            tgk_st(o + j, grad(j, tgk_ld<T>(x + j * xs)));
     }
 }
 
@@ -267,12 +321,12 @@ extern "C" tg_status tg__cuda_lpe_forward(const tg__arr *z, const int64_t *y, in
     if (N == 0) return TG_OK;
     unsigned g = tgk_grid(N, 1);
     return tgk_report_min(bad_row, [&](unsigned long long *dbad) {
-        if (z->dtype == TG_F32) {
-            auto k = k_lpe_fwd<float>;
+        if (z->dtype == TG_F32 || z->dtype == TG_BF16) {
+            auto k = z->dtype == TG_F32 ? k_lpe_fwd<float, float> : k_lpe_fwd<float, uint16_t>;
             return TGK_LAUNCH(k, g, TGK_BLOCK, *z, N, V, y, ignore, inv_t, (float *)lp, (float *)H,
                               stats, nstat, dbad);
         }
-        auto k = k_lpe_fwd<double>;
+        auto k = k_lpe_fwd<double, double>;
         return TGK_LAUNCH(k, g, TGK_BLOCK, *z, N, V, y, ignore, inv_t, (double *)lp, (double *)H,
                           stats, nstat, dbad);
     });
@@ -285,11 +339,11 @@ extern "C" tg_status tg__cuda_lpe_check_rows(const tg__arr *z, const int64_t *y,
     if (N == 0) return TG_OK;
     unsigned g = tgk_grid(N, 1);
     return tgk_report_min(bad_row, [&](unsigned long long *dbad) {
-        if (z->dtype == TG_F32) {
-            auto k = k_lpe_check<float>;
+        if (z->dtype == TG_F32 || z->dtype == TG_BF16) {
+            auto k = z->dtype == TG_F32 ? k_lpe_check<float, float> : k_lpe_check<float, uint16_t>;
             return TGK_LAUNCH(k, g, TGK_BLOCK, *z, N, V, y, ignore, inv_t, dbad);
         }
-        auto k = k_lpe_check<double>;
+        auto k = k_lpe_check<double, double>;
         return TGK_LAUNCH(k, g, TGK_BLOCK, *z, N, V, y, ignore, inv_t, dbad);
     });
 }
@@ -302,11 +356,16 @@ extern "C" tg_status tg__cuda_lpe_backward(const tg__arr *z, const int64_t *y, i
     if (N == 0) return TG_OK;
     unsigned g = tgk_grid(N, 1);
     if (z->dtype == TG_F32) {
-        auto k = k_lpe_bwd<float>;
+        auto k = k_lpe_bwd<float, float>;
         return TGK_LAUNCH(k, g, TGK_BLOCK, *z, N, V, y, ignore, inv_t, stats, nstat, *g_lp, *g_H,
                           *g_lse, (float *)dz);
     }
-    auto k = k_lpe_bwd<double>;
+    if (z->dtype == TG_BF16) {
+        auto k = k_lpe_bwd<float, uint16_t>;
+        return TGK_LAUNCH(k, g, TGK_BLOCK, *z, N, V, y, ignore, inv_t, stats, nstat, *g_lp, *g_H,
+                          *g_lse, (uint16_t *)dz);
+    }
+    auto k = k_lpe_bwd<double, double>;
     return TGK_LAUNCH(k, g, TGK_BLOCK, *z, N, V, y, ignore, inv_t, stats, nstat, *g_lp, *g_H,
                       *g_lse, (double *)dz);
 }
