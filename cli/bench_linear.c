@@ -6,7 +6,7 @@
  *   tapegrad bench linear-logprob [--device cpu|cuda] [--seq N,...]
  *       [--hidden D,...] [--vocab V,...] [--shapes NxDxV,...] [--chunk C,...]
  *       [--mode materialized,fused,fused-no-entropy-grad] [--workspace-mib M]
- *       [--dtype f32,bf16,f64] [--reps R] [--seed S] [--threads T] [--json]
+ *       [--dtype f32,bf16,f64] [--tf32 on|off] [--reps R] [--seed S] [--threads T] [--json]
  *   (also --opt=value). Shapes: every seq x hidden x vocab, or the --shapes
  *   list. CPU defaults: seq 4096,8192, hidden 1024, vocab 32000,128256.
  *   CUDA defaults: shapes 8192x4096x128256 (a 8B-class output layer) and
@@ -70,6 +70,7 @@ typedef struct lb_opts {
     uint64_t seed;
     tg_dtype dts[3];
     int ndts;
+    bool tf32; /* tg_set_allow_tf32 for the run (f32 GEMMs on the device) */
     bool json;
 } lb_opts;
 
@@ -94,6 +95,7 @@ void cli_bench_linear_help(FILE *f) {
             "  --mode M,...          materialized,fused,fused-no-entropy-grad (default all)\n"
             "  --workspace-mib M     fused: workspace budget (default 256)\n"
             "  --dtype D,...         f32, bf16, f64 (default f32,bf16; cuda: bf16)\n"
+            "  --tf32 on|off         f32 GEMMs on the device may use TF32 (default off)\n"
             "  --reps R              repetitions, medians kept (default 3)\n"
             "  --seed S              (default 1)\n"
             "  --threads T           OpenMP threads (default %d here)\n"
@@ -124,7 +126,7 @@ static bool parse_shapes(const char *val, lb_opts *o) {
 static int parse(int argc, char **argv, lb_opts *o) {
     static const char *const VALUED[] = {"--device", "--seq", "--hidden", "--vocab", "--shapes",
                                          "--chunk", "--mode", "--workspace-mib", "--dtype",
-                                         "--reps", "--seed", "--threads", NULL};
+                                         "--reps", "--seed", "--threads", "--tf32", NULL};
     const cli_optspec spec = {"bench linear-logprob", VALUED, NULL, NULL, &o->json, false};
     int64_t seq[MAXL] = {4096, 8192}, hid[MAXL] = {1024}, voc[MAXL] = {32000, 128256};
     int nseq = 2, nhid = 1, nvoc = 2;
@@ -204,6 +206,11 @@ static int parse(int argc, char **argv, lb_opts *o) {
             ok = cli_parse_i64(name, val, 1, 1000, &o->reps);
         } else if (!strcmp(name, "--seed")) {
             ok = cli_parse_u64(name, val, &o->seed);
+        } else if (!strcmp(name, "--tf32")) {
+            ok = !strcmp(val, "on") || !strcmp(val, "off");
+            if (!ok) return cli_usage_error("bench linear-logprob: --tf32 must be on or off, got "
+                                            "'%s'", val);
+            o->tf32 = !strcmp(val, "on");
         } else {
             ok = cli_parse_i64(name, val, 1, 4096, &o->threads);
         }
@@ -315,6 +322,7 @@ static void print_json(const lb_opts *o, const shape3 *s, tg_dtype dt, int mode,
            ",\"vocab\":%" PRId64 ",\"chunk\":%" PRId64 ",\"threads\":%" PRId64,
            o->device == TG_CUDA ? "cuda" : "cpu", devname, tg_dtype_name(dt), MODE_NAMES[mode],
            s->n, s->d, s->v, chunk, o->threads);
+    printf(",\"tf32\":%s", o->tf32 ? "true" : "false");
     printf(",\"logits_bytes\":%.0f", (double)s->n * (double)s->v * (double)es);
     if (mode != 0)
         printf(",\"chunk_rows\":%" PRId64 ",\"vocab_block\":%" PRId64 ",\"workspace_bytes\":%zu",
@@ -356,6 +364,7 @@ int cli_bench_linear(int argc, char **argv) {
     int rc = parse(argc, argv, &o);
     if (rc != CLI_EXIT_OK) return rc;
     omp_set_num_threads((int)o.threads);
+    tg_set_allow_tf32(o.tf32);
     char devname[128] = "cpu";
     size_t dev_total = 0;
     if (o.device == TG_CUDA) {
@@ -374,9 +383,10 @@ int cli_bench_linear(int argc, char **argv) {
     const double ram = pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
     if (!o.json)
         printf("tapegrad bench linear-logprob: %s (%s), %" PRId64 " threads, %" PRId64
-               " reps (medians), workspace budget %" PRId64 " MiB\n"
+               " reps (medians), workspace budget %" PRId64 " MiB%s\n"
                "  %-22s %-18s %9s %9s %9s %10s %9s %9s %9s\n",
-               o.device == TG_CUDA ? "cuda" : "cpu", devname, o.threads, o.reps, o.ws_mib, "mode",
+               o.device == TG_CUDA ? "cuda" : "cpu", devname, o.threads, o.reps, o.ws_mib,
+               o.tf32 ? ", TF32 allowed" : "", "mode",
                "chunk x block", "fwd ms", "bwd ms", "total ms", "peak MiB", "saved MiB",
                "grads MiB", "RSS+ MiB");
     for (int si = 0; si < o.nshapes * o.ndts && rc == CLI_EXIT_OK; si++) {

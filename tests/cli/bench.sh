@@ -132,6 +132,8 @@ usage_error "bad entropy-grad" bench logprob --entropy-grad maybe
 usage_error "zero threads" bench logprob --threads 0
 usage_error "zero reps" bench logprob --reps 0
 usage_error "bad dtype" bench logprob --dtype f16
+run "bf16 logits" 0 "${tiny[@]}" --dtype bf16 --impl fused --entropy-grad on --json &&
+    has "bf16 logits" out '"dtype":"bf16"'
 usage_error "json with value" bench logprob --json=1
 usage_error "too big for RAM" bench logprob --seq 1000000 --vocab 1000000
 has "too big for RAM" err "RAM"
@@ -191,6 +193,9 @@ usage_error "linear bad shapes" bench linear-logprob --shapes 4x4
 usage_error "linear bad mode" bench linear-logprob --mode nope
 usage_error "linear bad dtype" bench linear-logprob --dtype bf17
 usage_error "linear zero reps" bench linear-logprob --reps 0
+usage_error "linear bad tf32" bench linear-logprob --tf32 maybe
+run "linear tf32 json" 0 "${lin[@]}" --mode fused --dtype f32 --tf32 on --json &&
+    has "linear tf32 json" out '"tf32":true'
 run "bench help lists linear" 0 bench --help && has "bench help lists linear" out "linear-logprob"
 
 # ---- --device cuda on this build: no device here (exit 1, one line), or a real one -----
