@@ -3,7 +3,7 @@
 Liger-Kernel and Cut Cross-Entropy, in one run on one GPU.
 
 Contract:
-  peer_gpu.py [--tapegrad BIN] [--linear NxDxV,...] [--logprob NxV,...]
+  peer_gpu.py [--tapegrad BIN] [--linear NxDxV,...|none] [--logprob NxV,...|none]
               [--impl I,...] [--reps R] [--workspace-mib M] [--json]
 
   Two training steps, forward + backward, each the step of the tapegrad bench
@@ -56,6 +56,8 @@ IMPLS = "torch-naive,torch-compile,liger,cce,tapegrad"
 
 def shapes(text, n):
     out = []
+    if text == "none":
+        return out
     for item in text.split(","):
         parts = item.lower().split("x")
         if len(parts) != n or not all(p.isdigit() and int(p) > 0 for p in parts):
