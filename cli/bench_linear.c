@@ -11,7 +11,7 @@
  *   list. CPU defaults: seq 4096,8192, hidden 1024, vocab 32000,128256.
  *   CUDA defaults: shapes 8192x4096x128256 (a 8B-class output layer) and
  *   262144x4096x62080 (262144 tokens on one rank holding 62080 vocabulary
- *   rows). chunk 0 (from the budget), all three modes, workspace 256 MiB,
+ *   rows). chunk 0 (from the budget), all three modes, workspace tg_linear_logprob_default_workspace(device),
  *   dtypes f32,bf16 (cuda: bf16), reps 3, seed 1, threads omp_get_max_threads().
  *   bf16: hidden and weight in bf16; materialized is tg_matmul of the two
  *   (f32 logits, from f32 copies of both) then the fused logits op; fused
@@ -93,7 +93,8 @@ void cli_bench_linear_help(FILE *f) {
             "                        8192x4096x128256,262144x4096x62080)\n"
             "  --chunk C,...         fused: rows per chunk, 0 = from the budget (default 0)\n"
             "  --mode M,...          materialized,fused,fused-no-entropy-grad (default all)\n"
-            "  --workspace-mib M     fused: workspace budget (default 256)\n"
+            "  --workspace-mib M     fused: workspace budget (default: the device's,\n"
+            "                        tg_linear_logprob_default_workspace)\n"
             "  --dtype D,...         f32, bf16, f64 (default f32,bf16; cuda: bf16)\n"
             "  --tf32 on|off         f32 GEMMs on the device may use TF32 (default off)\n"
             "  --reps R              repetitions, medians kept (default 3)\n"
@@ -137,7 +138,7 @@ static int parse(int argc, char **argv, lb_opts *o) {
     o->nchunks = 1;
     o->nmodes = 3;
     for (int k = 0; k < 3; k++) o->modes[k] = k;
-    o->ws_mib = 256;
+    o->ws_mib = 0; /* the device's default budget */
     o->reps = 3;
     o->seed = 1;
     o->threads = omp_get_max_threads();
@@ -272,6 +273,7 @@ static int run_config(const lb_opts *o, const shape3 *s, tg_dtype dt, int mode, 
     lo.chunk_rows = chunk;
     lo.workspace_bytes = c.workspace_bytes;
     lo.entropy_grad = mode != 2;
+    lo.device = o->device; /* the plan the op will make there */
     if (tg_linear_logprob_plan_for(s->n, s->d, s->v, dt, false, &lo, &r->plan) != TG_OK)
         return cli_fail("bench linear-logprob", "%s", tg_last_error());
     double *t = calloc((size_t)o->reps * 3, sizeof *t);
@@ -383,10 +385,11 @@ int cli_bench_linear(int argc, char **argv) {
     const double ram = pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
     if (!o.json)
         printf("tapegrad bench linear-logprob: %s (%s), %" PRId64 " threads, %" PRId64
-               " reps (medians), workspace budget %" PRId64 " MiB%s\n"
+               " reps (medians), workspace budget %zu MiB%s%s\n"
                "  %-22s %-18s %9s %9s %9s %10s %9s %9s %9s\n",
-               o.device == TG_CUDA ? "cuda" : "cpu", devname, o.threads, o.reps, o.ws_mib,
-               o.tf32 ? ", TF32 allowed" : "", "mode",
+               o.device == TG_CUDA ? "cuda" : "cpu", devname, o.threads, o.reps,
+               (o.ws_mib ? (size_t)o.ws_mib << 20 : tg_linear_logprob_default_workspace(o.device)) >> 20,
+               o.ws_mib ? "" : " (the device's default)", o.tf32 ? ", TF32 allowed" : "", "mode",
                "chunk x block", "fwd ms", "bwd ms", "total ms", "peak MiB", "saved MiB",
                "grads MiB", "RSS+ MiB");
     for (int si = 0; si < o.nshapes * o.ndts && rc == CLI_EXIT_OK; si++) {
@@ -404,7 +407,9 @@ int cli_bench_linear(int argc, char **argv) {
                 const int64_t chunk = mode == 0 ? 0 : o.chunks[ci];
                 result r;
                 memset(&r, 0, sizeof r);
-                const double need = estimate(s, mode, dt, (size_t)o.ws_mib << 20);
+                const double need = estimate(s, mode, dt,
+                                             o.ws_mib ? (size_t)o.ws_mib << 20
+                                                      : tg_linear_logprob_default_workspace(o.device));
                 const double inputs =
                     ((double)s->n + (double)s->v) * (double)s->d * (double)tg_dtype_size(dt);
                 const double cap = o.device == TG_CUDA ? 0.9 * (double)dev_total : 0.8 * ram;

@@ -39,11 +39,24 @@ tg_linear_logprob_opts tg_linear_logprob_opts_default(void) {
     o.want_entropy = true;
     o.entropy_grad = true;
     o.impl = TG_LOGPROB_FUSED;
-    o.workspace_bytes = TG_LINEAR_LOGPROB_WORKSPACE;
+    o.workspace_bytes = 0; /* the device's: tg_linear_logprob_default_workspace */
     return o;
 }
 
 /* ---- the plan ------------------------------------------------------------------ */
+
+size_t tg_linear_logprob_default_workspace(tg_device dev) {
+    if (dev != TG_CUDA || tg_cuda_device_count() == 0) return TG_LINEAR_LOGPROB_WORKSPACE;
+    tg_cuda_props p;
+    if (tg_cuda_get_props(&p) != TG_OK) {
+        tg_clear_error();
+        return TG_LINEAR_LOGPROB_WORKSPACE;
+    }
+    const size_t b = p.free_bytes / 16;
+    return b < TG_LINEAR_LOGPROB_WORKSPACE          ? TG_LINEAR_LOGPROB_WORKSPACE
+           : b > TG_LINEAR_LOGPROB_WORKSPACE_CUDA_MAX ? TG_LINEAR_LOGPROB_WORKSPACE_CUDA_MAX
+                                                      : b;
+}
 
 /* Workspace bytes per chunk row besides the logits, with several blocks.
  * Forward: the merge state (32) held throughout, and at most either the
@@ -102,7 +115,9 @@ tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype d
     if (o.device != TG_CPU && o.device != TG_CUDA)
         return tg__set_error(TG_ERR_DEVICE, "%s: unknown device %d", who, (int)o.device);
     const bool bf = dt == TG_BF16, tc = bf && tg__k_has_bf16_gemm(o.device);
-    const size_t es = bf ? 4 : tg_dtype_size(dt), B = o.workspace_bytes, dz_es = tc ? 2 : 0;
+    const size_t B = o.workspace_bytes ? o.workspace_bytes
+                                       : tg_linear_logprob_default_workspace(o.device);
+    const size_t es = bf ? 4 : tg_dtype_size(dt), dz_es = tc ? 2 : 0;
     /* every chunk's rows of hidden gathered (converted) into a buffer */
     const size_t crow = (size_t)d * (tc ? 2 : es);
     const size_t cvoc = tc ? (has_bias ? 4 : 0) : bf ? (size_t)(d + 1) * 4 : 0;

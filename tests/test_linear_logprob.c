@@ -251,8 +251,10 @@ Test(linear_logprob, exact_memory_no_logits) {
         tg_linear_logprob_plan p;
         cr_assert_eq(tg_linear_logprob_plan_for(N, d, V, TG_F32, true, &o, &p), TG_OK);
         cr_assert_eq(p.n_blocks > 1, multi == 1, "blocks %lld", (long long)p.n_blocks);
-        cr_assert(p.forward_workspace <= o.workspace_bytes);
-        cr_assert(p.backward_workspace <= o.workspace_bytes);
+        const size_t budget =
+            o.workspace_bytes ? o.workspace_bytes : tg_linear_logprob_default_workspace(TG_CPU);
+        cr_assert(p.forward_workspace <= budget);
+        cr_assert(p.backward_workspace <= budget);
         const size_t before = live_total();
         tg_mem_reset_peak(TG_CPU);
         tg_tensor *lp, *H, *L;
@@ -543,4 +545,28 @@ Test(linear_logprob, a_block_all_minus_inf_is_an_empty_part) {
     tg_clear_error();
     cr_assert_eq(tg_linear_logprob_entropy(h, w, b, y, &o, &l2, &H2, NULL), TG_ERR_VALUE);
     tgt_assert_error(TG_ERR_VALUE, "row 0", "every logit is -inf", NULL);
+}
+
+Test(linear_logprob, default_workspace_per_device) {
+    /* 0 stands for the device's budget: 256 MiB on the CPU (and on CUDA
+     * without a device), a sixteenth of the free memory within [256 MiB,
+     * 2 GiB] on a GPU */
+    cr_assert_eq(tg_linear_logprob_opts_default().workspace_bytes, 0);
+    cr_assert_eq(tg_linear_logprob_default_workspace(TG_CPU), TG_LINEAR_LOGPROB_WORKSPACE);
+    const size_t g = tg_linear_logprob_default_workspace(TG_CUDA);
+    if (tg_cuda_device_count() == 0) cr_assert_eq(g, TG_LINEAR_LOGPROB_WORKSPACE);
+    cr_assert(g >= TG_LINEAR_LOGPROB_WORKSPACE && g <= TG_LINEAR_LOGPROB_WORKSPACE_CUDA_MAX);
+    for (int dev = 0; dev < 2; dev++) {
+        tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
+        o.device = (tg_device)dev;
+        tg_linear_logprob_plan p0, p1;
+        cr_assert_eq(tg_linear_logprob_plan_for(8192, 4096, 128256, TG_BF16, false, &o, &p0), TG_OK);
+        o.workspace_bytes = tg_linear_logprob_default_workspace(o.device);
+        cr_assert_eq(tg_linear_logprob_plan_for(8192, 4096, 128256, TG_BF16, false, &o, &p1), TG_OK);
+        cr_assert_eq(p0.chunk_rows, p1.chunk_rows);
+        cr_assert_eq(p0.vocab_block, p1.vocab_block);
+        cr_assert_eq(p0.forward_workspace, p1.forward_workspace);
+        cr_assert_leq(p0.forward_workspace, o.workspace_bytes);
+    }
+    cr_assert_eq(tg_last_status(), TG_OK, "nothing failed: %s", tg_last_error());
 }

@@ -138,8 +138,9 @@ typedef struct tg_linear_logprob_opts {
                                  the fused logits op, the (N, V) logits made
                                  (the baseline the loop is measured against) */
     size_t workspace_bytes;   /* budget for the loop's buffers, from which the
-                                 chunk and block are derived (default
-                                 TG_LINEAR_LOGPROB_WORKSPACE) */
+                                 chunk and block are derived; 0 (the
+                                 default): the device's,
+                                 tg_linear_logprob_default_workspace() */
     int64_t chunk_rows;       /* rows per chunk, 0 = from the budget */
     int64_t vocab_block;      /* vocabulary rows per block, 0 = from the budget */
     bool grad_f32;            /* bf16 inputs: their gradients in f32 (the f32
@@ -166,9 +167,20 @@ typedef struct tg_linear_logprob_opts {
 } tg_linear_logprob_opts;
 
 #define TG_LINEAR_LOGPROB_WORKSPACE ((size_t)256 << 20) /* 256 MiB */
+#define TG_LINEAR_LOGPROB_WORKSPACE_CUDA_MAX ((size_t)2 << 30) /* 2 GiB */
 
 /* The defaults listed above. */
 tg_linear_logprob_opts tg_linear_logprob_opts_default(void);
+
+/* The workspace budget a zero workspace_bytes stands for on dev. TG_CPU:
+ * TG_LINEAR_LOGPROB_WORKSPACE. TG_CUDA: a sixteenth of the device's free
+ * memory, at least TG_LINEAR_LOGPROB_WORKSPACE and at most
+ * TG_LINEAR_LOGPROB_WORKSPACE_CUDA_MAX (TG_LINEAR_LOGPROB_WORKSPACE without a
+ * device). On the GPU the chunk's GEMMs want a few thousand rows: with a
+ * vocabulary of 128256 in bf16, 256 MiB holds ~340 rows and the step takes
+ * 1.5x as long as with 1 GiB (~1360 rows); beyond 2 GiB nothing is gained
+ * (bench/README.md has the figures). Never fails. */
+size_t tg_linear_logprob_default_workspace(tg_device dev);
 
 /* What the loop will use for N rows of width d, a vocabulary of V and dtype
  * dt (f32, f64 or bf16: then the logits, statistics and gradients are f32;
