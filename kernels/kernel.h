@@ -453,9 +453,11 @@ typedef struct tg__backend {
     tg_status (*lpe_backward)(const tg__arr *z, const int64_t *y, int64_t ignore, double inv_t,
                               int64_t chunk, const double *stats, int nstat,
                               const tg__arr *g_lp, const tg__arr *g_H, const tg__arr *g_lse,
-                              void *dz);
+                              void *dz, int dz_dtype);
     /* Whether the three lpe entries take bf16 z: read as it is, every sum
-     * and lp / H / the upstream gradients in f32, dz in bf16. Backends
+     * and lp / H / the upstream gradients in f32, dz in bf16; and, for f32
+     * z, a bf16 dz (dz_dtype TG_BF16: the gradient rounded as written, the
+     * linear op's GEMM operand). Backends
      * without it (false) are never given bf16 z (the core converts rows to
      * f32 first). */
     bool lpe_bf16;

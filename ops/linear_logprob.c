@@ -660,11 +660,16 @@ static tg_status gemm_acc(const lin *L, tg_dtype dt, const tg__mat *a, const tg_
     return tg__k_matmul(L->dev, "LinearLogprobEntropyBackward", dt, 0, NULL, a, b, c, false, true);
 }
 
+/* tc: the bf16 buffer of dZ as a (c, vb) tensor. */
+static tg_tensor *dz16_view(const lin *L, int64_t c, int64_t vb) {
+    return tg__tensor_alias(L->s, L->dz16->storage, TG_BF16, 2, (int64_t[]){c, vb},
+                            (int64_t[]){vb, 1}, 0);
+}
+
 /* tc: dZ (c, vb) f32 rounded into the bf16 buffer (the dh and dW GEMMs'
  * operand); returns its data, NULL with the error set. */
 static char *round_dz(const lin *L, const tg_tensor *Z, int64_t c, int64_t vb) {
-    tg_tensor *d16 = tg__tensor_alias(L->s, L->dz16->storage, TG_BF16, 2, (int64_t[]){c, vb},
-                                      (int64_t[]){vb, 1}, 0);
+    tg_tensor *d16 = dz16_view(L, c, vb);
     tg_status st = d16 ? tg__k_copy(d16, Z) : tg_last_status();
     rel(d16);
     return st == TG_OK ? tg__ptr(L->dz16) : NULL;
@@ -715,13 +720,20 @@ static tg_status bwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
                            ? alias2(L, L->y, r0, c, -1, 1)
                            : local_targets(L, r0, c, v0, vb, -1);
         tg_tensor *Z = y && load_block(L, v0, vb) == TG_OK ? block_logits(L, c, vb) : NULL;
-        rc = Z ? tg__k_lpe_backward(Z, y, INT64_MIN, L->inv_t, 0, st, B->nstat, g[0], g[1],
-                                    g[2], Z)
-               : tg_last_status();
+        /* tc without a bias gradient: the kernel writes dZ rounded to bf16
+         * straight into the GEMMs' buffer; else dZ replaces Z (f32) */
+        const bool direct16 = L->tc && !B->db && (B->dh || B->dw);
+        tg_tensor *dZ = Z && direct16 ? dz16_view(L, c, vb) : (Z ? tg_retain(Z) : NULL);
+        rc = dZ ? tg__k_lpe_backward(Z, y, INT64_MIN, L->inv_t, 0, st, B->nstat, g[0], g[1],
+                                     g[2], dZ)
+                : tg_last_status();
+        rel(dZ);
         char *zp = Z ? tg__ptr(Z) : NULL;
         char *hp = L->hp, *wp = L->wp;
         /* the dh and dW GEMMs' dZ: Z itself, or its bf16 rounding (tc) */
-        char *gz = rc == TG_OK && L->tc && (B->dh || B->dw) ? round_dz(L, Z, c, vb) : zp;
+        char *gz = rc == TG_OK && direct16                          ? tg__ptr(L->dz16)
+                   : rc == TG_OK && L->tc && (B->dh || B->dw) ? round_dz(L, Z, c, vb)
+                                                              : zp;
         if (rc == TG_OK && !gz) rc = tg_last_status();
         if (rc == TG_OK && B->dh) { /* dh[chunk] (c, d) += dZ (c, vb) @ W[block] (vb, d) */
             tg__mat a = mat(gz, c, vb, vb, 1), b = mat(wp, vb, d, d, 1);

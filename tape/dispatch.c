@@ -314,7 +314,7 @@ tg_status tg__k_lpe_backward(const tg_tensor *z, const tg_tensor *y, int64_t ign
                              const tg_tensor *g_lse, tg_tensor *dz) {
     REFUSE_BF16_LOGITS(z);
     REFUSE_BF16(g_lp, g_H, g_lse);
-    if (dz->dtype != z->dtype) REFUSE_BF16(dz);
+    if (dz->dtype != z->dtype && !(be(z)->lpe_bf16 && z->dtype == TG_F32)) REFUSE_BF16(dz);
     tg__arr a = rows_arr(z), gl, gh, gs;
     memset(&gl, 0, sizeof gl);
     memset(&gh, 0, sizeof gh);
@@ -323,5 +323,5 @@ tg_status tg__k_lpe_backward(const tg_tensor *z, const tg_tensor *y, int64_t ign
     if (g_H) gh = tg__arr_of(g_H);
     if (g_lse) gs = tg__arr_of(g_lse);
     return be(z)->lpe_backward(&a, tg__ptr(y), ignore, inv_t, chunk, tg__ptr(stats), nstat, &gl,
-                               &gh, &gs, tg__ptr(dz));
+                               &gh, &gs, tg__ptr(dz), (int)dz->dtype);
 }

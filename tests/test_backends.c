@@ -889,6 +889,37 @@ Test(backends, logprob_vector_paths_with_any_alignment) {
     }
 }
 
+Test(backends, logprob_many_short_rows_a_warp_per_row) {
+    /* 2100 rows of 45 (sliced from 47: rows off the 16-byte grid) take the
+     * warp-per-row kernels (N >= 2048, V <= 65536); f32, f64 and bf16, with
+     * ignored rows, a row of -inf but one entry, temperature and lse */
+    NEED_DEVICE();
+    const int64_t N = 2100, W = 47;
+    const tg_dtype dts[3] = {TG_F32, TG_F64, TG_BF16};
+    for (int d = 0; d < 3; d++) {
+        int sc = tg_scope_begin();
+        tg_tensor *z = randn(d == 1 ? TG_F64 : TG_F32, 2, (int64_t[]){N, W}, 300 + d);
+        double *x = host_values(z);
+        for (int64_t j = 0; j < W; j++) x[7 * W + j] = j == 5 ? 1.0 : -INFINITY;
+        z = tg_to_dtype(tg_from_data(TG_F64, 2, (int64_t[]){N, W}, x), dts[d]);
+        free(x);
+        int64_t *y = malloc((size_t)N * sizeof *y);
+        cr_assert_not_null(y);
+        tg_tensor *t0 = tgt_targets(N, W - 2, 310 + d);
+        tg_copy_out(t0, TG_I64, y, (size_t)N * sizeof *y);
+        y[7] = 4; /* column 5 of the row, from column 1 */
+        for (int64_t i = 3; i < N; i += 97) y[i] = -100;
+        tg_tensor *in[2] = {z, tg_from_data(TG_I64, 1, (int64_t[]){N}, y)};
+        free(y);
+        const int64_t cols[2] = {1, W - 1};
+        char what[64];
+        snprintf(what, sizeof what, "logprob %s, %lld rows of %lld", tg_dtype_name(dts[d]),
+                 (long long)N, (long long)(W - 2));
+        run_both(what, 2, in, lp_sliced, cols, true);
+        cr_assert_eq(tg_scope_end(sc), TG_OK);
+    }
+}
+
 Test(backends, logprob_bad_rows_give_the_same_error) {
     NEED_DEVICE();
     for (int impl = 0; impl < 4; impl++) { /* fused, composite; f32, bf16 (impl & 2) */

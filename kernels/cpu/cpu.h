@@ -55,7 +55,7 @@ tg_status tg__cpu_lpe_check_rows(const tg__arr *z, const int64_t *y, int64_t ign
 tg_status tg__cpu_lpe_backward(const tg__arr *z, const int64_t *y, int64_t ignore, double inv_t,
                                int64_t chunk, const double *stats, int nstat,
                                const tg__arr *g_lp, const tg__arr *g_H, const tg__arr *g_lse,
-                               void *dz);
+                               void *dz, int dz_dtype);
 /* The f32 exponential of d <= 0 the log-prob kernels use (exposed for its
  * accuracy test). */
 float tg__cpu_exp_nonpos(float d);

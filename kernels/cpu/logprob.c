@@ -427,7 +427,8 @@ tg_status tg__cpu_lpe_check_rows(const tg__arr *z, const int64_t *y, int64_t ign
 tg_status tg__cpu_lpe_backward(const tg__arr *z, const int64_t *y, int64_t ignore, double inv_t,
                                int64_t chunk, const double *stats, int nstat,
                                const tg__arr *g_lp, const tg__arr *g_H, const tg__arr *g_lse,
-                               void *dz) {
+                               void *dz, int dz_dtype) {
+    (void)dz_dtype; /* z's: the CPU has no bf16 kernels (lpe_bf16 false) */
     const int64_t N = nrows(z), V = z->shape[z->ndim - 1], xs = z->strides[z->ndim - 1];
     const bool f32 = z->dtype == TG_F32;
     char *out = dz; // (N, V)

@@ -92,9 +92,10 @@ static tg_status lpe_check_rows(const tg__arr *z, const int64_t *y, int64_t igno
 
 static tg_status lpe_backward(const tg__arr *z, const int64_t *y, int64_t ignore, double inv_t,
                               int64_t chunk, const double *stats, int nstat, const tg__arr *g_lp,
-                              const tg__arr *g_H, const tg__arr *g_lse, void *dz) {
+                              const tg__arr *g_H, const tg__arr *g_lse, void *dz, int dz_dtype) {
     (void)chunk;
-    return tg__cuda_lpe_backward(z, y, ignore, inv_t, stats, nstat, g_lp, g_H, g_lse, dz);
+    return tg__cuda_lpe_backward(z, y, ignore, inv_t, stats, nstat, g_lp, g_H, g_lse, dz,
+                                 dz_dtype);
 }
 
 const tg__backend tg__cuda_backend = {

@@ -167,11 +167,12 @@ tg_status tg__cuda_lpe_forward(const tg__arr *z, const int64_t *y, int64_t ignor
                                int64_t *bad_row);
 tg_status tg__cuda_lpe_check_rows(const tg__arr *z, const int64_t *y, int64_t ignore,
                                   double inv_t, int64_t *bad_row);
-/* g_lp / g_H / g_lse: described over z's leading shape, data NULL for zero. */
+/* g_lp / g_H / g_lse: described over z's leading shape, data NULL for zero.
+ * dz: z's dtype, or bf16 for f32 z (dz_dtype says which). */
 tg_status tg__cuda_lpe_backward(const tg__arr *z, const int64_t *y, int64_t ignore,
                                 double inv_t, const double *stats, int nstat,
                                 const tg__arr *g_lp, const tg__arr *g_H, const tg__arr *g_lse,
-                                void *dz);
+                                void *dz, int dz_dtype);
 
 /* matmul.cu (tg__mat: kernels/kernel.h). c[i] = a[i] @ b[i] over the nb-dim batch shape bshape, or c = sum_i a[i] @
  * b[i] when reduce; added to c when accumulate. dtype: TG_F32, TG_F64, or TG_BF16 (a and b

@@ -96,9 +96,9 @@ static tg_status lpe_c(const tg__arr *z, const int64_t *y, int64_t ig, double it
 }
 static tg_status lpe_b(const tg__arr *z, const int64_t *y, int64_t ig, double it, int64_t ch,
                        const double *st, int ns, const tg__arr *gl, const tg__arr *gh,
-                       const tg__arr *gs, void *dz) {
+                       const tg__arr *gs, void *dz, int dzt) {
     (void)z, (void)y, (void)ig, (void)it, (void)ch, (void)st, (void)ns, (void)gl, (void)gh, (void)gs;
-    (void)dz;
+    (void)dz, (void)dzt;
     return none();
 }
 
