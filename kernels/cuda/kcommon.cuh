@@ -9,6 +9,9 @@
 #define TG_KCOMMON_CUH
 
 #include <cuda_runtime.h>
+#ifndef TG_SIMT
+#include <cuda_bf16.h>
+#endif
 #include <stdint.h>
 
 #include "../kernel.h"
@@ -228,6 +231,13 @@ __device__ __forceinline__ void tgk_load8bf(const uint16_t *p, float4 &lo, float
     hi.z = tgk_bf16_to_f32(h[6]), hi.w = tgk_bf16_to_f32(h[7]);
 }
 __device__ __forceinline__ void tgk_store8bf(uint16_t *p, float4 lo, float4 hi) {
+#if !defined(TG_SIMT) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    /* the device's conversion, two floats an instruction (cvt.rn.bf16x2.f32:
+     * to nearest even as tgk_f32_to_bf16; a NaN becomes the canonical one) */
+    __nv_bfloat162 h2[4] = {__floats2bfloat162_rn(lo.x, lo.y), __floats2bfloat162_rn(lo.z, lo.w),
+                            __floats2bfloat162_rn(hi.x, hi.y), __floats2bfloat162_rn(hi.z, hi.w)};
+    *reinterpret_cast<uint4 *>(p) = *reinterpret_cast<const uint4 *>(h2);
+#else
     uint16_t h[8] = {tgk_f32_to_bf16(lo.x), tgk_f32_to_bf16(lo.y), tgk_f32_to_bf16(lo.z),
                      tgk_f32_to_bf16(lo.w), tgk_f32_to_bf16(hi.x), tgk_f32_to_bf16(hi.y),
                      tgk_f32_to_bf16(hi.z), tgk_f32_to_bf16(hi.w)};
@@ -236,6 +246,7 @@ __device__ __forceinline__ void tgk_store8bf(uint16_t *p, float4 lo, float4 hi) 
     memcpy(p, h, sizeof h);
 #else
     *reinterpret_cast<uint4 *>(p) = *reinterpret_cast<const uint4 *>(h);
+#endif
 #endif
 }
 
