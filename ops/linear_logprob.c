@@ -22,6 +22,7 @@
  *   logprob = (z_y - M) / T - ls.
  * The composite impl is tg_matmul (+ bias) then the fused logits op. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,8 +46,9 @@ tg_linear_logprob_opts tg_linear_logprob_opts_default(void) {
 
 /* ---- the plan ------------------------------------------------------------------ */
 
-size_t tg_linear_logprob_default_workspace(tg_device dev) {
-    if (dev != TG_CUDA || tg_cuda_device_count() == 0) return TG_LINEAR_LOGPROB_WORKSPACE;
+/* The GPU's default, from its free memory the first time it is asked (so
+ * that every step of a run has the same plan: the same GEMM shapes). */
+static size_t cuda_default_workspace(void) {
     tg_cuda_props p;
     if (tg_cuda_get_props(&p) != TG_OK) {
         tg_clear_error();
@@ -56,6 +58,18 @@ size_t tg_linear_logprob_default_workspace(tg_device dev) {
     return b < TG_LINEAR_LOGPROB_WORKSPACE          ? TG_LINEAR_LOGPROB_WORKSPACE
            : b > TG_LINEAR_LOGPROB_WORKSPACE_CUDA_MAX ? TG_LINEAR_LOGPROB_WORKSPACE_CUDA_MAX
                                                       : b;
+}
+
+size_t tg_linear_logprob_default_workspace(tg_device dev) {
+    static _Atomic size_t cuda_ws; /* 0: not asked yet */
+    if (dev != TG_CUDA || tg_cuda_device_count() == 0) return TG_LINEAR_LOGPROB_WORKSPACE;
+    size_t b = atomic_load(&cuda_ws);
+    if (!b) {
+        b = cuda_default_workspace();
+        size_t none = 0;
+        if (!atomic_compare_exchange_strong(&cuda_ws, &none, b)) b = none; /* another thread's */
+    }
+    return b;
 }
 
 /* Workspace bytes per chunk row besides the logits, with several blocks.
@@ -77,22 +91,25 @@ static size_t fwd_extra(size_t es) { return 32 + 8 + 2 * es + 24; }
  * bias is converted (4 per vocabulary row), and backward rounds each
  * block's dZ to a bf16 copy for its GEMMs (`dz_es` = 2 bytes per logit). */
 #define GATHER_ROW(es) (24 + 3 * (es))
-static size_t per_row(int64_t vb, size_t es, bool has_bias, size_t conv_row, size_t dz_es) {
+/* conv_row: a chunk row in the gather buffer; dh_row: a d hidden row (d es:
+ * the f32 accumulator's, whatever conv_row is) */
+static size_t per_row(int64_t vb, size_t es, bool has_bias, size_t conv_row, size_t dh_row,
+                      size_t dz_es) {
     size_t z = (size_t)vb * es;
     size_t fwd = z + fwd_extra(es);
-    size_t bwd = z + (size_t)vb * dz_es + 8 + (has_bias ? es : 0) + conv_row + GATHER_ROW(es);
+    size_t bwd = z + (size_t)vb * dz_es + 8 + (has_bias ? es : 0) + dh_row + GATHER_ROW(es);
     return (fwd > bwd ? fwd : bwd) + conv_row;
 }
 
 /* The most either pass holds: a chunk gathered across ignored rows takes the
  * several-blocks path (the merge buffers) even with one block. */
 static void plan_bytes(tg_linear_logprob_plan *p, size_t es, bool has_bias, size_t conv_row,
-                       size_t conv_vocab, size_t dz_es) {
+                       size_t dh_row, size_t conv_vocab, size_t dz_es) {
     const size_t c = (size_t)p->chunk_rows, z = c * (size_t)p->vocab_block * es;
     const size_t conv = c * conv_row + (size_t)p->vocab_block * conv_vocab;
     p->forward_workspace = z + c * fwd_extra(es) + conv;
     p->backward_workspace = z + c * (size_t)p->vocab_block * dz_es + c * 8 +
-                            (has_bias ? c * es : 0) + conv + c * (conv_row + GATHER_ROW(es));
+                            (has_bias ? c * es : 0) + conv + c * (dh_row + GATHER_ROW(es));
 }
 
 tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype dt, bool has_bias,
@@ -119,13 +136,13 @@ tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype d
                                        : tg_linear_logprob_default_workspace(o.device);
     const size_t es = bf ? 4 : tg_dtype_size(dt), dz_es = tc ? 2 : 0;
     /* every chunk's rows of hidden gathered (converted) into a buffer */
-    const size_t crow = (size_t)d * (tc ? 2 : es);
+    const size_t crow = (size_t)d * (tc ? 2 : es), dhrow = (size_t)d * es;
     const size_t cvoc = tc ? (has_bias ? 4 : 0) : bf ? (size_t)(d + 1) * 4 : 0;
     const int64_t nmax = N > 0 ? N : 1;
     int64_t c = o.chunk_rows > 0 ? (o.chunk_rows < nmax ? o.chunk_rows : nmax) : 0;
     int64_t vb = o.vocab_block > 0 ? (o.vocab_block < V ? o.vocab_block : V) : 0;
     if (!c || !vb) {
-        const size_t least = per_row(1, es, has_bias, crow, dz_es) + cvoc;
+        const size_t least = per_row(1, es, has_bias, crow, dhrow, dz_es) + cvoc;
         if (B < least && (!c || !vb))
             return tg__set_error(TG_ERR_VALUE, "%s: workspace_bytes %zu cannot hold one row of "
                                  "one vocabulary entry (%s, d %lld): give at least %zu", who, B,
@@ -139,12 +156,12 @@ tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype d
          * GEMMs' work (128-row chunks made it a quarter of the step) */
         const int64_t goal = bf && !tc && d > MIN_CHUNK ? d : MIN_CHUNK;
         const int64_t least = c ? c : (nmax < MIN_CHUNK ? nmax : MIN_CHUNK);
-        if ((size_t)least * per_row(V, es, has_bias, crow, dz_es) + (size_t)V * cvoc <= B) {
+        if ((size_t)least * per_row(V, es, has_bias, crow, dhrow, dz_es) + (size_t)V * cvoc <= B) {
             vb = V;
         } else {
             const int64_t want = c ? c : (nmax < goal ? nmax : goal);
             /* rows * (vb es + extra) + vb cvoc <= B */
-            const size_t extra = per_row(0, es, has_bias, crow, dz_es);
+            const size_t extra = per_row(0, es, has_bias, crow, dhrow, dz_es);
             int64_t rows = want;
             while (rows > 1 && B < (size_t)rows * (extra + es + dz_es) + cvoc) rows /= 2;
             for (;;) {
@@ -155,6 +172,10 @@ tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype d
                 if (vb < 1) vb = 1;
                 if (vb >= V) vb = V > 1 ? V - 1 : 1; /* several blocks were needed */
                 vb = (V + (V + vb - 1) / vb - 1) / ((V + vb - 1) / vb); /* as many, even */
+                /* tensor cores: blocks of a multiple of 8 columns keep every
+                 * row of Z and dZ on 16-byte boundaries (vector kernels, GEMM
+                 * leading dimensions) */
+                if (tc && vb > 8) vb -= vb % 8;
                 /* d rows beside a sliver of the vocabulary: fewer rows (not
                  * below 128), a block at least as wide as the chunk is tall */
                 if (c || rows <= MIN_CHUNK || vb >= rows) break;
@@ -166,14 +187,14 @@ tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype d
     const int64_t nb = (V + vb - 1) / vb;
     if (!c) {
         const size_t fixed = (size_t)vb * cvoc;
-        int64_t fit = B > fixed ? (int64_t)((B - fixed) / per_row(vb, es, has_bias, crow, dz_es)) : 0;
+        int64_t fit = B > fixed ? (int64_t)((B - fixed) / per_row(vb, es, has_bias, crow, dhrow, dz_es)) : 0;
         c = fit < 1 ? 1 : (fit < nmax ? fit : nmax);
     }
     plan->chunk_rows = c;
     plan->vocab_block = vb;
     plan->n_blocks = nb;
     plan->saved_per_row = o.want_entropy && o.entropy_grad ? 24 : 16;
-    plan_bytes(plan, es, has_bias, crow, cvoc, dz_es);
+    plan_bytes(plan, es, has_bias, crow, dhrow, cvoc, dz_es);
     return TG_OK;
 }
 
@@ -225,6 +246,16 @@ typedef struct lin {
 
 static void rel(tg_tensor *t) {
     if (t) tg__tensor_release(t);
+}
+
+/* Releases the loop's buffers (before backward's bf16 gradients are made:
+ * those then take the workspace's place rather than adding to it). */
+static void lin_free_workspace(lin *L) {
+    tg_tensor **ws[6] = {&L->zbuf, &L->dz16, &L->hbuf, &L->wbuf, &L->bbuf, &L->bcur};
+    for (int k = 0; k < 6; k++) {
+        rel(*ws[k]);
+        *ws[k] = NULL;
+    }
 }
 
 static void lin_done(lin *L) {
@@ -722,7 +753,7 @@ static tg_status bwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
         tg_tensor *Z = y && load_block(L, v0, vb) == TG_OK ? block_logits(L, c, vb) : NULL;
         /* tc without a bias gradient: the kernel writes dZ rounded to bf16
          * straight into the GEMMs' buffer; else dZ replaces Z (f32) */
-        const bool direct16 = L->tc && !B->db && (B->dh || B->dw);
+        const bool direct16 = L->tc && !B->db && (B->dh || B->dw) && tg__k_has_bf16_lpe(L->dev);
         tg_tensor *dZ = Z && direct16 ? dz16_view(L, c, vb) : (Z ? tg_retain(Z) : NULL);
         rc = dZ ? tg__k_lpe_backward(Z, y, INT64_MIN, L->inv_t, 0, st, B->nstat, g[0], g[1],
                                      g[2], dZ)
@@ -875,6 +906,9 @@ static tg_status lin_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
     L.comm = (tg_comm *)(intptr_t)n->iparam[P_COMM];
     if (L.comm) rc = vp_reduce_dh(&L, rc, want_h, false, B.dh);
     tg_tensor *keep[3] = {B.dh, B.dw, B.db};
+    lin_free_workspace(&L);
+    rel(B.ones);
+    B.ones = NULL;
     /* bf16 inputs: the f32 accumulators become bf16 gradients, unless asked
      * for in f32 */
     for (int k = 0; k < 3 && rc == TG_OK; k++) {

@@ -5,6 +5,7 @@
  * source by the copy kernel). A build without the CUDA backend has the stub
  * table (kernels/cuda/stub.c): no device, and every CUDA path answers
  * TG_ERR_DEVICE. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,11 +27,14 @@ tg_status tg_cuda_get_props(tg_cuda_props *out) {
                          &out->free_bytes, &out->sm_count);
 }
 
-static _Atomic bool g_allow_tf32; /* tg_set_allow_tf32 */
+static _Atomic bool g_allow_tf32;                          /* tg_set_allow_tf32 */
+static pthread_mutex_t g_tf32_lock = PTHREAD_MUTEX_INITIALIZER; /* the flag and the backend's */
 
 bool tg_set_allow_tf32(bool allow) {
+    pthread_mutex_lock(&g_tf32_lock);
     bool prev = atomic_exchange(&g_allow_tf32, allow);
     if (cu->set_allow_tf32) cu->set_allow_tf32(allow);
+    pthread_mutex_unlock(&g_tf32_lock);
     return prev;
 }
 

@@ -314,7 +314,10 @@ tg_status tg__k_lpe_backward(const tg_tensor *z, const tg_tensor *y, int64_t ign
                              const tg_tensor *g_lse, tg_tensor *dz) {
     REFUSE_BF16_LOGITS(z);
     REFUSE_BF16(g_lp, g_H, g_lse);
-    if (dz->dtype != z->dtype && !(be(z)->lpe_bf16 && z->dtype == TG_F32)) REFUSE_BF16(dz);
+    /* dz is z's dtype, or bf16 for f32 z on a backend that writes it */
+    if (dz->dtype != z->dtype && !(be(z)->lpe_bf16 && z->dtype == TG_F32 && dz->dtype == TG_BF16))
+        return tg__set_error(TG_ERR_DTYPE, "the logits' gradient must be %s, got %s",
+                             tg_dtype_name(z->dtype), tg_dtype_name(dz->dtype));
     tg__arr a = rows_arr(z), gl, gh, gs;
     memset(&gl, 0, sizeof gl);
     memset(&gh, 0, sizeof gh);

@@ -890,11 +890,11 @@ Test(backends, logprob_vector_paths_with_any_alignment) {
 }
 
 Test(backends, logprob_many_short_rows_a_warp_per_row) {
-    /* 2100 rows of 45 (sliced from 47: rows off the 16-byte grid) take the
+    /* 2048 rows of 21 (sliced from 23: rows off the 16-byte grid) take the
      * warp-per-row kernels (N >= 2048, V <= 65536); f32, f64 and bf16, with
      * ignored rows, a row of -inf but one entry, temperature and lse */
     NEED_DEVICE();
-    const int64_t N = 2100, W = 47;
+    const int64_t N = 2048, W = 23;
     const tg_dtype dts[3] = {TG_F32, TG_F64, TG_BF16};
     for (int d = 0; d < 3; d++) {
         int sc = tg_scope_begin();

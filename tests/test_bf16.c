@@ -423,6 +423,26 @@ Test(bf16, linear_op_device_reads_bf16_no_f32_copies) {
                   "peak %zu, plan %zu", m1.peak_total - m0.live_total,
                   grads + pg.backward_workspace);
     cr_assert_eq(tg_get_dtype(tg_grad(w)), TG_BF16);
+    /* gathered chunks (ignored rows inside them) with d hidden wanted: the
+     * gathered rows' d hidden (f32) is in the plan too */
+    tg_tensor *yi = tg_clone(tg_to_device(y, TG_CPU));
+    for (int64_t i = 2; i < N; i += 5) ((int64_t *)tg_data(yi))[i] = -100;
+    tg_set_requires_grad(h, true);
+    cr_assert_eq(tg_zero_grad(w), TG_OK);
+    tg_linear_logprob_opts o2 = o;
+    o2.chunk_rows = 7;
+    cr_assert_eq(tg_linear_logprob_plan_for(N, d, V, TG_BF16, true, &o2, &pg), TG_OK);
+    cr_assert_eq(tg_linear_logprob_entropy(h, w, b, tg_to_device(yi, TG_CUDA), &o2, &lp, &H, NULL),
+                 TG_OK, "%s", tg_last_error());
+    tg_tensor *loss2 = tg_sum(lp);
+    tg_mem_get(TG_CUDA, &m0);
+    tg_mem_reset_peak(TG_CUDA);
+    cr_assert_eq(tg_backward(loss2, NULL, false), TG_OK, "%s", tg_last_error());
+    tg_mem_get(TG_CUDA, &m1);
+    const size_t grads2 = (size_t)((V + N) * d) * (4 + 2) + 64;
+    cr_assert_leq(m1.peak_total - m0.live_total, grads2 + pg.backward_workspace,
+                  "gathered: peak %zu, plan %zu", m1.peak_total - m0.live_total,
+                  grads2 + pg.backward_workspace);
 }
 
 Test(bf16, logits_op_on_device_reads_bf16_without_a_copy) {
@@ -457,4 +477,41 @@ Test(bf16, logits_op_on_device_reads_bf16_without_a_copy) {
     cr_assert(max_rel(tg_to_device(lp, TG_CPU), lpc) < 1e-6);
     cr_assert(max_rel(tg_to_device(tg_grad(z), TG_CPU), tg_grad(zc)) <= 0x1p-8,
               "%g", max_rel(tg_to_device(tg_grad(z), TG_CPU), tg_grad(zc)));
+}
+
+Test(bf16, linear_op_device_gathered_backward_within_plan) {
+    /* wide rows, a small vocabulary, chunks gathered across ignored rows,
+     * only d hidden wanted: the gathered rows' f32 d hidden is most of the
+     * backward's workspace, and the plan must count it */
+    if (tg_cuda_device_count() == 0) return;
+    const int64_t N = 24, d = 512, V = 16;
+    tg_tensor *h = tg_to_device(tg_to_dtype(tg_randn(TG_F32, TG_SHAPE(N, d), 7, 0.0, 1.0),
+                                            TG_BF16), TG_CUDA);
+    tg_tensor *w = tg_to_device(tg_to_dtype(tg_randn(TG_F32, TG_SHAPE(V, d), 8, 0.0, 0.1),
+                                            TG_BF16), TG_CUDA);
+    int64_t yv[24];
+    for (int64_t i = 0; i < N; i++) yv[i] = i % 3 == 1 ? -100 : (i * 7) % V; /* 16 kept */
+    tg_tensor *yc = tg_from_data(TG_I64, 1, (int64_t[]){N}, yv);
+    tg_set_requires_grad(h, true);
+    tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
+    o.chunk_rows = 16; /* the 16 kept rows, gathered */
+    o.device = TG_CUDA;
+    tg_linear_logprob_plan p;
+    cr_assert_eq(tg_linear_logprob_plan_for(N, d, V, TG_BF16, false, &o, &p), TG_OK);
+    tg_tensor *lp, *H;
+    cr_assert_eq(tg_linear_logprob_entropy(h, w, NULL, tg_to_device(yc, TG_CUDA), &o, &lp, &H,
+                                           NULL), TG_OK, "%s", tg_last_error());
+    tg_tensor *loss = tg_sum(lp);
+    tg_mem_stats m0, m1;
+    tg_mem_get(TG_CUDA, &m0);
+    tg_mem_reset_peak(TG_CUDA);
+    cr_assert_eq(tg_backward(loss, NULL, false), TG_OK, "%s", tg_last_error());
+    tg_mem_get(TG_CUDA, &m1);
+    /* beside d hidden's f32 accumulator (and the loss's seed): first the
+     * chunks' workspace, then, once it is released, the bf16 gradient */
+    const size_t grads = (size_t)(N * d) * 4 + 16, g16 = (size_t)(N * d) * 2;
+    const size_t used = m1.peak_total - m0.live_total - grads;
+    const size_t bound = p.backward_workspace > g16 ? p.backward_workspace : g16;
+    cr_assert_leq(used, bound, "workspace %zu > plan %zu", used, p.backward_workspace);
+    cr_assert_geq(used, (size_t)o.chunk_rows * (size_t)d * 4, "the gathered d hidden is there");
 }

@@ -68,7 +68,8 @@ tg_status tg_cuda_get_props(tg_cuda_props *out);
 tg_status tg_cuda_synchronize(void);
 
 /* Lets f32 matrix products on the CUDA device (tg_matmul, the f32 GEMMs of
- * tg_linear_logprob_entropy) use the tensor cores' TF32: every operand
+ * tg_linear_logprob_entropy, including the bias gradient's with bf16
+ * inputs) use the tensor cores' TF32: every operand
  * element rounded to 10 mantissa bits (to nearest), products summed in f32,
  * about 8x the f32 rate on an H100 and a relative error near 1e-3 instead
  * of 1e-6. PyTorch's torch.backends.cuda.matmul.allow_tf32. Off by default

@@ -174,9 +174,10 @@ tg_linear_logprob_opts tg_linear_logprob_opts_default(void);
 
 /* The workspace budget a zero workspace_bytes stands for on dev. TG_CPU:
  * TG_LINEAR_LOGPROB_WORKSPACE. TG_CUDA: a sixteenth of the device's free
- * memory, at least TG_LINEAR_LOGPROB_WORKSPACE and at most
- * TG_LINEAR_LOGPROB_WORKSPACE_CUDA_MAX (TG_LINEAR_LOGPROB_WORKSPACE without a
- * device). On the GPU the chunk's GEMMs want a few thousand rows: with a
+ * memory the first time it is asked in the process (then remembered, so a
+ * run's steps share one plan), at least TG_LINEAR_LOGPROB_WORKSPACE and at
+ * most TG_LINEAR_LOGPROB_WORKSPACE_CUDA_MAX (TG_LINEAR_LOGPROB_WORKSPACE
+ * without a device). On the GPU the chunk's GEMMs want a few thousand rows: with a
  * vocabulary of 128256 in bf16, 256 MiB holds ~340 rows and the step takes
  * 1.5x as long as with 1 GiB (~1360 rows); beyond 2 GiB nothing is gained
  * (bench/README.md has the figures). Never fails. */

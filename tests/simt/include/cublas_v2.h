@@ -67,7 +67,9 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta
                                           cublasComputeType_t compute, cublasGemmAlgo_t algo);
 /* CUBLAS_TF32_TENSOR_OP_MATH: later cublasSgemm* calls on h round each
  * operand element to TF32 (10 mantissa bits, to nearest, ties away from
- * zero, as the device's cvt.rna.tf32) before multiplying. */
+ * zero, as the device's cvt.rna.tf32) before multiplying. A device kernel
+ * may instead drop the 13 low bits (the MMA ignores them): tests use
+ * operands on which both give the same product. */
 cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t mode);
 
 #endif
