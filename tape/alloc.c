@@ -237,6 +237,21 @@ void *tg__alloc_op(tg_device dev, size_t nbytes, tg_mem_category cat, const char
     return p;
 }
 
+void tg__count_external(tg_device dev, size_t nbytes, bool adopt, const char *op,
+                        uint64_t *tag) {
+    pthread_mutex_lock(&g_lock);
+    if (adopt) {
+        count_alloc(dev, nbytes, TG_MEM_EXTERNAL, op, tag);
+    } else {
+        tg_mem_stats *st = &g_stats[dev];
+        st->live[TG_MEM_EXTERNAL] -= nbytes;
+        st->live_total -= nbytes;
+        st->n_free++;
+        if (tg__timeline_on()) tg__tl_free(dev, TG_MEM_EXTERNAL, nbytes, st, *tag);
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
 void tg__free(tg_device dev, void *p, size_t nbytes, tg_mem_category cat) {
     tg__free_op(dev, p, nbytes, cat, TG__TL_LAST_OP);
 }
@@ -334,6 +349,7 @@ const char *tg_mem_category_name(tg_mem_category c) {
     case TG_MEM_ACTIVATION: return "activation";
     case TG_MEM_GRADIENT: return "gradient";
     case TG_MEM_WORKSPACE: return "workspace";
+    case TG_MEM_EXTERNAL: return "external";
     default: return "?";
     }
 }

@@ -97,6 +97,11 @@ void tg__saved_bytes_sub(tg_device dev, size_t n);
 void *tg__alloc_op(tg_device dev, size_t nbytes, tg_mem_category cat, const char *op,
                    uint64_t *tag);
 void tg__free_op(tg_device dev, void *p, size_t nbytes, tg_mem_category cat, uint64_t tag);
+/* Counts (adopt) or uncounts memory the library does not own (tg_from_blob)
+ * as TG_MEM_EXTERNAL on dev: live, peak and the timeline as an allocation
+ * would, without allocating or freeing anything. *tag as tg__alloc_op's. */
+void tg__count_external(tg_device dev, size_t nbytes, bool adopt, const char *op,
+                        uint64_t *tag);
 /* The allocator lock and its figures (for tg_timeline_start's first sample):
  * tg__mem_stats_locked returns NULL for an unknown device. */
 void tg__mem_lock(void);
@@ -134,12 +139,21 @@ struct tg__storage {
     int64_t scan;              /* index during a leak scan, -1 when not listed */
     tg__storage *reg_prev, *reg_next;
     uint64_t tl_tag;           /* memory timeline: the op that allocated it (0: none) */
+    /* cat == TG_MEM_EXTERNAL (tg_from_blob): data is the caller's; release
+     * (may be NULL) is called with release_ctx when the storage dies */
+    void (*release)(void *ctx);
+    void *release_ctx;
 };
 
 /* `who` (may be NULL) names the op allocating it in the memory timeline. */
 tg__storage *tg__storage_new(tg_site s, tg_device dev, size_t nbytes, tg_mem_category cat,
                              const char *who);
 void tg__storage_retain(tg__storage *st);
+/* A storage over the caller's nbytes at data on dev (TG_MEM_EXTERNAL):
+ * counted, never freed; release(ctx) when it dies. NULL (TG_ERR_NOMEM) on
+ * failure, when release is not called. */
+tg__storage *tg__storage_adopt(tg_site s, tg_device dev, void *data, size_t nbytes,
+                               void (*release)(void *ctx), void *ctx, const char *who);
 void tg__storage_release(tg__storage *st);
 /* Bumps the version and records the event. */
 void tg__storage_bump(tg__storage *st, const char *op, const char *alt, tg_site site);

@@ -25,6 +25,23 @@ tg__storage *tg__storage_new(tg_site s, tg_device dev, size_t nbytes, tg_mem_cat
     return st;
 }
 
+tg__storage *tg__storage_adopt(tg_site s, tg_device dev, void *data, size_t nbytes,
+                               void (*release)(void *ctx), void *ctx, const char *who) {
+    tg__storage *st = tg__xcalloc(1, sizeof *st);
+    if (!st) return NULL;
+    tg__count_external(dev, nbytes, true, who, &st->tl_tag);
+    st->data = data;
+    st->refcount = 1;
+    st->device = dev;
+    st->cat = TG_MEM_EXTERNAL;
+    st->nbytes = nbytes;
+    st->site = s;
+    st->release = release;
+    st->release_ctx = ctx;
+    tg__reg_storage_add(st);
+    return st;
+}
+
 void tg__storage_retain(tg__storage *st) {
     if (st) st->refcount++;
 }
@@ -32,7 +49,12 @@ void tg__storage_retain(tg__storage *st) {
 void tg__storage_release(tg__storage *st) {
     if (!st || --st->refcount > 0) return;
     tg__reg_storage_del(st);
-    tg__free_op(st->device, st->data, st->nbytes, st->cat, st->tl_tag);
+    if (st->cat == TG_MEM_EXTERNAL) {
+        tg__count_external(st->device, st->nbytes, false, NULL, &st->tl_tag);
+        if (st->release) st->release(st->release_ctx);
+    } else {
+        tg__free_op(st->device, st->data, st->nbytes, st->cat, st->tl_tag);
+    }
     free(st);
 }
 

@@ -282,6 +282,43 @@ tg_tensor *tg_from_data_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shap
     return tg__ret(t);
 }
 
+tg_tensor *tg_from_blob_at(tg_site s, tg_device dev, tg_dtype dt, int ndim, const int64_t *shape,
+                           const int64_t *strides, void *data, tg_release_fn release, void *ctx) {
+    const char *who = "tg_from_blob";
+    int64_t n = check_shape(who, dt, ndim, shape);
+    if (n < 0 || tg__check_device_usable(who, dev) != TG_OK) return NULL;
+    if (n > 0 && tg__null_arg(data, who, "data")) return NULL;
+    const size_t es = tg_dtype_size(dt);
+    if ((uintptr_t)data % es != 0)
+        return tg__fail(TG_ERR_VALUE, "%s: data %p is not aligned to the %zu-byte elements of %s",
+                        who, data, es, tg_dtype_name(dt));
+    int64_t st[TG_MAX_DIMS], acc = 1, last = 0; /* last: the farthest element's index */
+    for (int d = ndim - 1; d >= 0; d--) {
+        st[d] = strides ? strides[d] : acc;
+        if (st[d] < 0)
+            return tg__fail(TG_ERR_VALUE, "%s: stride %lld of dim %d is negative (strides must "
+                            "be >= 0)", who, (long long)st[d], d);
+        acc *= shape[d] ? shape[d] : 1;
+        int64_t ext;
+        if (n > 0 && (__builtin_mul_overflow(shape[d] - 1, st[d], &ext) ||
+                      __builtin_add_overflow(last, ext, &last)))
+            return tg__fail(TG_ERR_VALUE, "%s: shape and strides reach beyond the address space",
+                            who);
+    }
+    size_t nbytes = 0;
+    if (n > 0 && __builtin_mul_overflow((size_t)last + 1, es, &nbytes))
+        return tg__fail(TG_ERR_VALUE, "%s: shape and strides reach beyond the address space", who);
+    /* room in the caller's scope first: past it nothing can fail, so a
+     * failed call never calls release */
+    if (!tg__ret_reserve(1)) return NULL;
+    tg__storage *sto = tg__storage_adopt(s, dev, data, nbytes, release, ctx, who);
+    if (!sto) return NULL;
+    tg_tensor *t = tg__tensor_alias(s, sto, dt, ndim, shape, st, 0);
+    if (!t) sto->release = NULL; /* a failed call keeps nothing and calls nothing */
+    tg__storage_release(sto);
+    return tg__ret(t);
+}
+
 /* ---- metadata ------------------------------------------------------------- */
 
 int tg_ndim(const tg_tensor *t) { return t ? t->ndim : -1; }
@@ -301,6 +338,7 @@ int64_t tg_stride(const tg_tensor *t, int dim) {
 }
 
 const int64_t *tg_shape(const tg_tensor *t) { return t ? t->shape : NULL; }
+const int64_t *tg_strides(const tg_tensor *t) { return t ? t->strides : NULL; }
 int64_t tg_numel(const tg_tensor *t) { return t ? tg__numel(t->ndim, t->shape) : -1; }
 tg_dtype tg_get_dtype(const tg_tensor *t) { return t ? t->dtype : TG_F32; }
 tg_device tg_get_device(const tg_tensor *t) { return t ? t->storage->device : TG_CPU; }

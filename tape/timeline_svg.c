@@ -37,7 +37,9 @@
 #define HALO "stroke=\"#ffffff\" stroke-width=\"3\" stroke-opacity=\"0.85\" paint-order=\"stroke\""
 #define STEP_ROWS 3 /* rows of step labels before labels are left out */
 
-static const char *const k_color[TG_MEM_NCAT] = {"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1"};
+static const char *const k_color[TG_MEM_NCAT] = {"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1",
+                                                 "#9c755f"};
+_Static_assert(TG_MEM_NCAT == 5, "a colour for every memory category");
 static const char k_saved_color[] = "#1b1b1b";
 static const char k_step_color[] = "#6b6b6b";
 static const char k_band_color[] = "#e9eef5";

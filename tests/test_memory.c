@@ -89,6 +89,7 @@ Test(memory, category_names) {
     cr_assert_str_eq(tg_mem_category_name(TG_MEM_ACTIVATION), "activation");
     cr_assert_str_eq(tg_mem_category_name(TG_MEM_GRADIENT), "gradient");
     cr_assert_str_eq(tg_mem_category_name(TG_MEM_WORKSPACE), "workspace");
+    cr_assert_str_eq(tg_mem_category_name(TG_MEM_EXTERNAL), "external");
     tg_mem_stats m;
     cr_assert_eq(tg_mem_get((tg_device)7, &m), TG_ERR_DEVICE);
     cr_assert_eq(tg_mem_get(TG_CPU, NULL), TG_ERR_NULL);

@@ -6,6 +6,8 @@
  *   activation  outputs of ops in forward
  *   gradient    tensors made during backward, and leaves' .grad
  *   workspace   temporaries inside kernels
+ *   external    memory the caller owns, wrapped by tg_from_blob (counted,
+ *               never allocated or freed by the library)
  * plus the bytes currently held by saved tensors (each storage counted once
  * however many nodes save it).
  */
@@ -27,6 +29,7 @@ typedef enum tg_mem_category {
     TG_MEM_ACTIVATION,
     TG_MEM_GRADIENT,
     TG_MEM_WORKSPACE,
+    TG_MEM_EXTERNAL,
     TG_MEM_NCAT
 } tg_mem_category;
 

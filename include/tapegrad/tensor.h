@@ -112,6 +112,35 @@ tg_tensor *tg_from_data_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shap
                            const void *data);
 #define tg_from_data(dt, ...) tg_from_data_at(TG_SITE, dt, __VA_ARGS__)
 
+/* Called once, with the ctx given to tg_from_blob, when the last tensor on
+ * the caller's memory is gone (its views, saved copies in a graph and .grad
+ * references included). */
+typedef void (*tg_release_fn)(void *ctx);
+
+/* A tensor over memory the caller owns, without a copy (a NumPy array's
+ * buffer, a DLPack tensor's data): torch.from_blob with a deleter. dev:
+ * TG_CPU for a host pointer, TG_CUDA for a device pointer of the current
+ * device. data: the first element, aligned to the element size (NULL only
+ * when the shape is empty). strides: in elements, each >= 0, ndim of them;
+ * NULL for C-contiguous. release: called with ctx exactly once when the
+ * storage dies, never on failure (NULL: the caller keeps the memory alive
+ * longer than every tensor on it). The elements reachable through shape and
+ * strides are counted as TG_MEM_EXTERNAL (live, peak, the leak checker, the
+ * timeline), not allocated or freed. The result is a leaf that may require
+ * grad; in-place ops on it write the caller's memory and bump its version
+ * counter. Writes made from outside (the other framework, the caller) are
+ * invisible to the version counter: call tg_mark_modified() after one, or a
+ * graph that saved the tensor computes with the new values unchecked.
+ * Errors (NULL, release not called, nothing kept): TG_ERR_NULL (data NULL
+ * with a non-empty shape), TG_ERR_DTYPE, TG_ERR_VALUE (ndim outside
+ * [0, TG_MAX_DIMS], a negative size or stride, data not aligned to the
+ * element size, a span beyond the address space), TG_ERR_SHAPE (the element
+ * count overflows), TG_ERR_DEVICE (an unknown device, CUDA without a
+ * device), TG_ERR_NOMEM. */
+tg_tensor *tg_from_blob_at(tg_site s, tg_device dev, tg_dtype dt, int ndim, const int64_t *shape,
+                           const int64_t *strides, void *data, tg_release_fn release, void *ctx);
+#define tg_from_blob(dev, ...) tg_from_blob_at(TG_SITE, dev, __VA_ARGS__)
+
 /* Seeded random tensors (f32/f64 only). The generator (xoshiro256** seeded by
  * splitmix64, polar normal method with a fixed-arithmetic logarithm) gives the
  * same numbers for the same seed on every IEEE-754 machine.
@@ -243,6 +272,10 @@ int64_t tg_size(const tg_tensor *t, int dim);
 /* Stride of dim in elements; -1 on error like tg_size. */
 int64_t tg_stride(const tg_tensor *t, int dim);
 const int64_t *tg_shape(const tg_tensor *t); /* borrowed, ndim entries; NULL if t NULL */
+/* Strides in elements (borrowed, ndim entries; NULL if t NULL): with
+ * tg_data() and tg_shape() what a DLPack or __array_interface__ export
+ * needs. */
+const int64_t *tg_strides(const tg_tensor *t);
 int64_t tg_numel(const tg_tensor *t);        /* -1 if t is NULL */
 tg_dtype tg_get_dtype(const tg_tensor *t);
 tg_device tg_get_device(const tg_tensor *t);

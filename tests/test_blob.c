@@ -1,0 +1,209 @@
+/* tests/test_blob.c - tg_from_blob: tensors over memory the caller owns.
+ * Values shared both ways (the library's in-place writes reach the caller's
+ * array; the caller's writes are seen, and tg_mark_modified makes a graph
+ * that saved the tensor refuse them), caller strides, the release callback
+ * called exactly once when the last reference (views, saved tensors, .grad
+ * targets) is gone and never on failure, the bytes counted as "external",
+ * every bad input refused with nothing kept, allocation failures, and a
+ * device pointer on the (emulated) CUDA device. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tg_test_util.h"
+
+TestSuite(blob, .init = tgt_setup, .fini = tgt_teardown);
+
+typedef struct owner {
+    int released; /* times the release callback ran */
+} owner;
+
+static void on_release(void *ctx) { ((owner *)ctx)->released++; }
+
+static size_t external_live(tg_device dev) {
+    tg_mem_stats m;
+    cr_assert_eq(tg_mem_get(dev, &m), TG_OK);
+    return m.live[TG_MEM_EXTERNAL];
+}
+
+Test(blob, shares_memory_both_ways_and_releases_once) {
+    float buf[6] = {1, 2, 3, 4, 5, 6};
+    owner o = {0};
+    const size_t ext0 = external_live(TG_CPU);
+    tg_tensor *t = tg_from_blob(TG_CPU, TG_F32, TG_SHAPE(2, 3), NULL, buf, on_release, &o);
+    cr_assert_not_null(t, "%s", tg_last_error());
+    cr_assert_eq(tg_data(t), (void *)buf, "no copy");
+    cr_assert(tg_is_contiguous(t));
+    cr_assert_eq(tg_strides(t)[0], 3);
+    cr_assert_eq(tg_strides(t)[1], 1);
+    cr_assert_eq(external_live(TG_CPU) - ext0, sizeof buf, "counted as external");
+    /* the library writes the caller's memory (and bumps the version) */
+    uint64_t v0 = tg_version(t);
+    cr_assert_eq(tg_scale_(t, 2.0), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(buf[5], 12.0f);
+    cr_assert_gt(tg_version(t), v0);
+    /* the caller's writes are read */
+    buf[0] = -7.0f;
+    double v;
+    cr_assert_eq(tg_get(t, (int64_t[]){0, 0}, &v), TG_OK);
+    cr_assert_eq(v, -7.0);
+    /* a view keeps the memory: released with the last reference only */
+    tg_tensor *row = tg_select(t, 0, 1);
+    cr_assert_not_null(row);
+    tg_release(t);
+    cr_assert_eq(o.released, 0, "the view still holds it");
+    cr_assert_eq(tg_get(row, (int64_t[]){2}, &v), TG_OK);
+    cr_assert_eq(v, 12.0);
+    tg_release(row);
+    cr_assert_eq(o.released, 1, "released exactly once, with the last reference");
+    cr_assert_eq(external_live(TG_CPU), ext0);
+}
+
+Test(blob, caller_strides_are_read_as_given) {
+    /* a column-major (3, 2) matrix: strides (1, 3) */
+    double buf[6] = {1, 2, 3, 10, 20, 30};
+    tg_tensor *t = tg_from_blob(TG_CPU, TG_F64, TG_SHAPE(3, 2), (int64_t[]){1, 3}, buf, NULL,
+                                NULL);
+    cr_assert_not_null(t, "%s", tg_last_error());
+    cr_assert(!tg_is_contiguous(t));
+    tg_tensor *c = tg_contiguous(t);
+    double out[6];
+    cr_assert_eq(tg_copy_out(c, TG_F64, out, sizeof out), TG_OK);
+    const double want[6] = {1, 10, 2, 20, 3, 30};
+    for (int i = 0; i < 6; i++) cr_assert_eq(out[i], want[i], "[%d]", i);
+    /* a broadcast (stride 0) row, and an empty tensor with no data at all */
+    float one = 4.0f;
+    tg_tensor *b = tg_from_blob(TG_CPU, TG_F32, TG_SHAPE(5), (int64_t[]){0}, &one, NULL, NULL);
+    cr_assert_not_null(b, "%s", tg_last_error());
+    tg_tensor *s = tg_sum(b);
+    cr_assert_eq(tgt_at(s, 0), 20.0);
+    tg_tensor *e = tg_from_blob(TG_CPU, TG_F32, TG_SHAPE(0, 3), NULL, NULL, NULL, NULL);
+    cr_assert_not_null(e, "%s", tg_last_error());
+    cr_assert_eq(tg_numel(e), 0);
+    tg_release(t);
+    tg_release(c);
+    tg_release(b);
+    tg_release(s);
+    tg_release(e);
+}
+
+Test(blob, autograd_over_the_callers_memory) {
+    float x[4] = {1, 2, 3, 4};
+    owner o = {0};
+    tg_tensor *t = tg_from_blob(TG_CPU, TG_F32, TG_SHAPE(4), NULL, x, on_release, &o);
+    cr_assert_eq(tg_set_requires_grad(t, true), TG_OK);
+    tg_tensor *m = tg_mul(t, t); /* saves t */
+    tg_tensor *y = tg_sum(m);
+    cr_assert_eq(tg_backward(y, NULL, true), TG_OK, "%s", tg_last_error());
+    tg_tensor *g = tg_grad(t); /* a new reference */
+    cr_assert_eq(tgt_at(g, 3), 8.0, "the gradient is the library's");
+    tg_release(g);
+    /* the caller writes the memory and says so: the graph that saved it refuses */
+    x[0] = 100.0f;
+    cr_assert_eq(tg_mark_modified(t, "numpy write"), TG_OK, "%s", tg_last_error());
+    cr_assert_neq(tg_backward(y, NULL, false), TG_OK);
+    tgt_assert_error(TG_ERR_INPLACE, "numpy write", "saved by MulBackward", NULL);
+    tg_clear_error();
+    tg_release(t);
+    tg_release(y);
+    cr_assert_eq(o.released, 0, "the graph's saved reference keeps it");
+    tg_release(m);
+    cr_assert_eq(o.released, 1);
+}
+
+Test(blob, bad_inputs_keep_nothing_and_call_nothing) {
+    float buf[4] = {0};
+    owner o = {0};
+    const size_t ext0 = external_live(TG_CPU);
+    const struct {
+        tg_status st;
+        const char *msg;
+    } cases[] = {
+        {TG_ERR_NULL, "data"},
+        {TG_ERR_DTYPE, "invalid dtype"},
+        {TG_ERR_VALUE, "negative size -1"},
+        {TG_ERR_VALUE, "ndim 9 outside"},
+        {TG_ERR_VALUE, "stride -1 of dim 0 is negative"},
+        {TG_ERR_VALUE, "not aligned"},
+        {TG_ERR_VALUE, "beyond the address space"},
+        {TG_ERR_DEVICE, "tg_from_blob"},
+    };
+    /* each bad call, for its own status and message */
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        tg_clear_error();
+        tg_tensor *t = NULL;
+        switch (k) {
+        case 0: t = tg_from_blob(TG_CPU, TG_F32, TG_SHAPE(4), NULL, NULL, on_release, &o); break;
+        case 1: t = tg_from_blob(TG_CPU, (tg_dtype)99, TG_SHAPE(4), NULL, buf, on_release, &o); break;
+        case 2: t = tg_from_blob(TG_CPU, TG_F32, TG_SHAPE(-1), NULL, buf, on_release, &o); break;
+        case 3: t = tg_from_blob(TG_CPU, TG_F32, TG_MAX_DIMS + 1, (int64_t[TG_MAX_DIMS + 1]){4}, NULL, buf, on_release, &o); break;
+        case 4: t = tg_from_blob(TG_CPU, TG_F32, TG_SHAPE(4), (int64_t[]){-1}, buf, on_release, &o); break;
+        case 5: t = tg_from_blob(TG_CPU, TG_F32, TG_SHAPE(2), NULL, (char *)buf + 1, on_release, &o); break;
+        case 6: t = tg_from_blob(TG_CPU, TG_F64, TG_SHAPE(3, 3), (int64_t[]){INT64_MAX / 2, 1}, buf, on_release, &o); break;
+        default: t = tg_from_blob((tg_device)5, TG_F32, TG_SHAPE(4), NULL, buf, on_release, &o); break;
+        }
+        cr_assert_null(t);
+        tgt_assert_error(cases[k].st, cases[k].msg, NULL);
+    }
+    tg_clear_error();
+    cr_assert_eq(o.released, 0, "a failed call never calls release");
+    cr_assert_eq(external_live(TG_CPU), ext0, "nothing counted");
+    if (tg_cuda_device_count() == 0) {
+        cr_assert_null(tg_from_blob(TG_CUDA, TG_F32, TG_SHAPE(4), NULL, buf, on_release, &o));
+        tgt_assert_error(TG_ERR_DEVICE, "tg_from_blob", "no CUDA device", NULL);
+        tg_clear_error();
+    }
+}
+
+Test(blob, allocation_failures_call_nothing) {
+    float buf[8] = {0};
+    owner o = {0};
+    int sc = tg_scope_begin();
+    for (uint64_t k = 1; k < 8; k++) {
+        tg_fault_inject(k, false);
+        tg_tensor *t = tg_from_blob(TG_CPU, TG_F32, TG_SHAPE(8), NULL, buf, on_release, &o);
+        uint64_t fired = tg_fault_inject(0, false);
+        if (!t) {
+            cr_assert_eq(fired, 1);
+            cr_assert_eq(tg_last_status(), TG_ERR_NOMEM);
+            cr_assert_eq(o.released, 0, "failure %llu called release", (unsigned long long)k);
+            tg_clear_error();
+            continue;
+        }
+        cr_assert_eq(fired, 0, "a fault fired and the call still succeeded");
+        break;
+    }
+    cr_assert_eq(tg_scope_end(sc), TG_OK);
+    cr_assert_eq(o.released, 1, "the scope's end released the one that succeeded");
+}
+
+Test(blob, device_pointer_on_the_cuda_device) {
+    TGT_NEED_CUDA();
+    /* a device buffer the test owns (made by the library, borrowed here) */
+    tg_tensor *host = tg_from_data(TG_F32, TG_SHAPE(6), (float[]){1, 2, 3, 4, 5, 6});
+    tg_tensor *owner_t = tg_to_device(host, TG_CUDA);
+    tg_release(host);
+    owner o = {0};
+    const size_t ext0 = external_live(TG_CUDA);
+    tg_tensor *t = tg_from_blob(TG_CUDA, TG_F32, TG_SHAPE(3, 2), (int64_t[]){1, 3},
+                                tg_data(owner_t), on_release, &o);
+    cr_assert_not_null(t, "%s", tg_last_error());
+    cr_assert_eq(tg_get_device(t), TG_CUDA);
+    cr_assert_eq(external_live(TG_CUDA) - ext0, 6 * sizeof(float));
+    tg_tensor *c = tg_contiguous(t);
+    float out[6];
+    cr_assert_eq(tg_copy_out(c, TG_F32, out, sizeof out), TG_OK);
+    const float want[6] = {1, 4, 2, 5, 3, 6};
+    for (int i = 0; i < 6; i++) cr_assert_eq(out[i], want[i], "[%d]", i);
+    tg_tensor *col = tg_select(t, 1, 1);
+    cr_assert_eq(tg_fill_(col, 10.0), TG_OK, "%s", tg_last_error());
+    tg_release(col);
+    double v;
+    cr_assert_eq(tg_get(owner_t, (int64_t[]){5}, &v), TG_OK);
+    cr_assert_eq(v, 10.0, "written through to the owner's memory (column 1 is 4, 5, 6)");
+    tg_release(c);
+    tg_release(t);
+    cr_assert_eq(o.released, 1);
+    cr_assert_eq(external_live(TG_CUDA), ext0);
+    tg_release(owner_t);
+}
