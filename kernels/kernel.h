@@ -433,6 +433,11 @@ typedef struct tg__backend {
      * bits, f32 sums: PyTorch's allow_tf32); NULL where there is no such
      * mode (the CPU). Process-wide, default off. */
     void (*set_allow_tf32)(bool allow);
+    /* The stream every later kernel, GEMM and copy runs on (NULL: the
+     * legacy default stream); changing it waits for the old stream's work
+     * first. NULL entries where there are no streams (the CPU). */
+    tg_status (*set_stream)(void *stream);
+    void *(*get_stream)(void);
 
     /* The fused log-prob / entropy op (ops/logprob.c has the formulas). z
      * (..., V) over its own shape, any strides; y the targets over z's

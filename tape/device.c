@@ -40,6 +40,18 @@ bool tg_set_allow_tf32(bool allow) {
 
 bool tg_allow_tf32(void) { return atomic_load(&g_allow_tf32); }
 
+tg_status tg_cuda_set_stream(void *stream) {
+    tg_status st = tg__check_device_usable("tg_cuda_set_stream", TG_CUDA);
+    if (st != TG_OK) return st;
+    st = cu->set_stream(stream);
+    if (st != TG_OK) tg__set_error(st, "tg_cuda_set_stream: %s", tg_last_error());
+    return st;
+}
+
+void *tg_cuda_get_stream(void) {
+    return cu->get_stream && tg_cuda_device_count() > 0 ? cu->get_stream() : NULL;
+}
+
 tg_status tg_cuda_synchronize(void) {
     if (tg_cuda_device_count() == 0) return TG_OK;
     return cu->synchronize();

@@ -9,6 +9,9 @@
 #include <stdlib.h>
 
 #include "tg_test_util.h"
+#ifdef TG_TEST_SIMT
+#include "simt/simt.h"
+#endif
 
 TestSuite(cuda, .init = tgt_setup, .fini = tgt_teardown);
 
@@ -388,4 +391,38 @@ Test(cuda, tf32_is_an_opt_in_for_f32_products_on_the_device) {
     cr_assert(tg_set_allow_tf32(false));
     cr_assert_eq(product00(TG_CUDA, TG_F32, n, x, 1.0), exact, "off again");
     cr_assert_eq(tg_scope_end(sc), TG_OK);
+}
+
+Test(cuda, work_runs_on_the_stream_set) {
+    cr_assert_null(tg_cuda_get_stream(), "the legacy default stream at start");
+    if (tg_cuda_device_count() == 0) {
+        cr_assert_eq(tg_cuda_set_stream((void *)0x10), TG_ERR_DEVICE);
+        tgt_assert_error(TG_ERR_DEVICE, "tg_cuda_set_stream", NULL);
+        tg_clear_error();
+        cr_assert_null(tg_cuda_get_stream(), "nothing changed");
+        return;
+    }
+    cr_assert_eq(tg_cuda_set_stream(NULL), TG_OK, "the same stream again: nothing to do");
+#ifdef TG_TEST_SIMT
+    /* the emulator takes any token as a stream and notes the one each
+     * kernel, cuBLAS call and copy was given */
+    void *s = (void *)0x5151;
+    cr_assert_eq(tg_cuda_set_stream(s), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_cuda_get_stream(), s);
+    int sc = tg_scope_begin();
+    tg_tensor *x = tg_to_device(tg_full(TG_F32, TG_SHAPE(4, 4), 0.5), TG_CUDA);
+    cr_assert_eq(tg_simt_last_stream("copy"), s, "host to device");
+    tg_tensor *y = tg_exp(x);
+    cr_assert_eq(tg_simt_last_stream("launch"), s, "a kernel");
+    tg_tensor *z = tg_matmul(y, x);
+    cr_assert_eq(tg_simt_last_stream("cublas"), s, "a GEMM");
+    cr_assert_not_null(z, "%s", tg_last_error());
+    cr_assert_eq(tg_cuda_set_stream(NULL), TG_OK);
+    tg_tensor *w = tg_neg(z);
+    cr_assert_null(tg_simt_last_stream("launch"), "back on the legacy default stream");
+    double v;
+    cr_assert_eq(tg_get(w, (int64_t[]){0, 0}, &v), TG_OK);
+    cr_assert_float_eq(v, -4.0 * 0.5 * exp(0.5), 1e-6);
+    cr_assert_eq(tg_scope_end(sc), TG_OK);
+#endif
 }

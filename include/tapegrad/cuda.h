@@ -67,6 +67,23 @@ tg_status tg_cuda_get_props(tg_cuda_props *out);
  * when a queued kernel failed (named by CUDA only, not by launch site). */
 tg_status tg_cuda_synchronize(void);
 
+/* Makes every later kernel, cuBLAS call and host<->device copy of the
+ * library run on `stream`, a cudaStream_t of the current device (e.g.
+ * PyTorch's torch.cuda.current_stream().cuda_stream), so that tapegrad's work
+ * is ordered with the framework's; NULL: the legacy default stream, the
+ * default. Process-wide (all threads). The work queued on the previous stream
+ * is waited for first, so device blocks freed there and reused on the new
+ * one are never touched by both; switching back and forth therefore costs a
+ * synchronisation. Copies to and from the host stay synchronous for the
+ * host. The stream must outlive its use (set NULL before destroying it).
+ * Errors: TG_ERR_DEVICE (no device or no CUDA backend: nothing changes),
+ * TG_ERR_CUDA (waiting for the old stream failed: it stays). */
+tg_status tg_cuda_set_stream(void *stream);
+
+/* The stream tg_cuda_set_stream set (NULL: the legacy default stream; also
+ * without a device). */
+void *tg_cuda_get_stream(void);
+
 /* Lets f32 matrix products on the CUDA device (tg_matmul, the f32 GEMMs of
  * tg_linear_logprob_entropy, including the bias gradient's with bf16
  * inputs) use the tensor cores' TF32: every operand

@@ -190,6 +190,10 @@ void tg__cuda_mat_normalise(tg__mat *m);
 bool tg__cuda_mat_usable(const tg__mat *m);
 tg_status tg__cuda_matmul(int dtype, int nb, const int64_t *bshape, const tg__mat *a,
                           const tg__mat *b, const tg__mat *c, bool reduce, bool accumulate);
+/* The library's stream (NULL: the legacy default stream) and its change,
+ * which first waits for the old stream's work (kernels/kernel.h). */
+void *tg__cuda_stream(void);
+tg_status tg__cuda_set_stream(void *stream);
 /* Whether later f32 matmuls may use TF32 (kernels/kernel.h's set_allow_tf32). */
 void tg__cuda_set_allow_tf32(bool allow);
 /* Device 0's name, peak memory bandwidth in bytes/s from the memory clock

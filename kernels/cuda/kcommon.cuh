@@ -31,16 +31,18 @@
 /* Most blocks a grid-stride kernel launches. */
 #define TGK_MAX_GRID 8192
 
-/* Launches kern<<<grid, block>>>(...) on the default stream and returns its
+/* Launches kern<<<grid, block>>>(...) on the library's stream (tg__cuda_stream:
+ * tg_cuda_set_stream's, the legacy default one unless set) and returns its
  * status: TG_OK, or TG_ERR_CUDA naming the kernel and this file:line. */
 #ifdef TG_SIMT
-#define TGK_LAUNCH(kern, grid, block, ...)                                                 \
-    tg__cuda_check(::tg_simt::launch(dim3(grid), dim3(block), [&]() { kern(__VA_ARGS__); }, \
-                                     #kern),                                               \
-                   "launch of " #kern, __FILE__, __LINE__)
+#define TGK_LAUNCH(kern, grid, block, ...)                                                  \
+    (::tg_simt::note_stream("launch", tg__cuda_stream()),                                   \
+     tg__cuda_check(::tg_simt::launch(dim3(grid), dim3(block), [&]() { kern(__VA_ARGS__); }, \
+                                      #kern),                                               \
+                    "launch of " #kern, __FILE__, __LINE__))
 #else
-#define TGK_LAUNCH(kern, grid, block, ...)                       \
-    (kern<<<(grid), (block)>>>(__VA_ARGS__),                     \
+#define TGK_LAUNCH(kern, grid, block, ...)                                           \
+    (kern<<<(grid), (block), 0, (cudaStream_t)tg__cuda_stream()>>>(__VA_ARGS__),     \
      tg__cuda_check((int)cudaGetLastError(), "launch of " #kern, __FILE__, __LINE__))
 #endif
 

@@ -263,6 +263,7 @@ extern "C" tg_status tg__cuda_matmul(int dtype, int nb, const int64_t *bshape,
         st = TG__CUBLAS_CHECK(cublasCreate(&g_handle));
         if (st != TG_OK) g_handle = NULL; /* its value is unspecified then: try again next time */
     }
+    if (st == TG_OK) st = TG__CUBLAS_CHECK(cublasSetStream(g_handle, (cudaStream_t)tg__cuda_stream()));
     if (st == TG_OK && dtype == TG_F32)
         st = TG__CUBLAS_CHECK(cublasSetMathMode(g_handle, g_allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
                                                                         : CUBLAS_DEFAULT_MATH));

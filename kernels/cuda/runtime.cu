@@ -19,13 +19,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <atomic>
+
 #include "cuda_internal.h"
 
-/* Every kernel, copy, memset and cuBLAS call goes to the legacy default
- * stream, so they run in order: the caching allocator hands a freed block out
- * again at once, and a block freed right after the launch of the kernel that
- * uses it (kernel workspace) is safe. Another stream (per-thread default
- * streams, cublasSetStream, asynchronous copies) would break that. */
+/* Every kernel, copy, memset and cuBLAS call goes to one stream, the
+ * library's (the legacy default stream unless tg_cuda_set_stream chose
+ * another), so they run in order: the caching allocator hands a freed block
+ * out again at once, and a block freed right after the launch of the kernel
+ * that uses it (kernel workspace) is safe. Work on several streams at once
+ * (per-thread default streams) would break that; a change of stream waits
+ * for the old one first. */
 #if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
 #error "tapegrad's CUDA backend relies on the legacy default stream"
 #endif
@@ -218,14 +222,18 @@ extern "C" size_t tg__cuda_guard_violations(void) {
 }
 /* q: the whole block; the caller's bytes are [q + GUARD, q + GUARD + nbytes). */
 static tg_status guard_fill(char *q, size_t nbytes) {
-    tg_status st = TG__CUDA_CHECK(cudaMemset(q, GUARD_BYTE, GUARD));
-    if (st == TG_OK) st = TG__CUDA_CHECK(cudaMemset(q + GUARD + nbytes, GUARD_BYTE, GUARD));
+    cudaStream_t s = (cudaStream_t)tg__cuda_stream();
+    tg_status st = TG__CUDA_CHECK(cudaMemsetAsync(q, GUARD_BYTE, GUARD, s));
+    if (st == TG_OK) st = TG__CUDA_CHECK(cudaMemsetAsync(q + GUARD + nbytes, GUARD_BYTE, GUARD, s));
     return st;
 }
 static void guard_check(const char *q, size_t nbytes) {
     unsigned char buf[2 * GUARD];
-    if (cudaMemcpy(buf, q, GUARD, cudaMemcpyDeviceToHost) != cudaSuccess ||
-        cudaMemcpy(buf + GUARD, q + GUARD + nbytes, GUARD, cudaMemcpyDeviceToHost) != cudaSuccess) {
+    cudaStream_t s = (cudaStream_t)tg__cuda_stream();
+    if (cudaMemcpyAsync(buf, q, GUARD, cudaMemcpyDeviceToHost, s) != cudaSuccess ||
+        cudaMemcpyAsync(buf + GUARD, q + GUARD + nbytes, GUARD, cudaMemcpyDeviceToHost, s) !=
+            cudaSuccess ||
+        cudaStreamSynchronize(s) != cudaSuccess) {
         (void)cudaGetLastError();
         return;
     }
@@ -332,16 +340,41 @@ extern "C" size_t tg__cuda_cached_bytes(void) {
     return n;
 }
 
+/* ---- the stream ---------------------------------------------------------------------
+ * Every kernel, cuBLAS call and copy of the library runs on one stream of the
+ * process: the legacy default stream (NULL) unless tg_cuda_set_stream chose
+ * another (a framework's current stream). Changing it first waits for what
+ * the old one has queued, so a block freed there and handed out again by the
+ * caching allocator is never used by both. */
+static std::atomic<void *> g_stream{nullptr};
+
+extern "C" void *tg__cuda_stream(void) { return g_stream.load(); }
+
+extern "C" tg_status tg__cuda_set_stream(void *stream) {
+    void *old = g_stream.load();
+    if (old == stream) return TG_OK;
+    tg_status st = TG__CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)old));
+    if (st == TG_OK) g_stream.store(stream);
+    return st;
+}
+
 /* ---- copies ------------------------------------------------------------------------ */
 
+/* Synchronous for the host, ordered on the library's stream. */
 extern "C" tg_status tg__cuda_copy_h2d(void *dst_dev, const void *src_host, size_t n) {
     if (n == 0) return TG_OK;
-    return TG__CUDA_CHECK(cudaMemcpy(dst_dev, src_host, n, cudaMemcpyHostToDevice));
+    cudaStream_t s = (cudaStream_t)tg__cuda_stream();
+    tg_status st =
+        TG__CUDA_CHECK(cudaMemcpyAsync(dst_dev, src_host, n, cudaMemcpyHostToDevice, s));
+    return st == TG_OK ? TG__CUDA_CHECK(cudaStreamSynchronize(s)) : st;
 }
 
 extern "C" tg_status tg__cuda_copy_d2h(void *dst_host, const void *src_dev, size_t n) {
     if (n == 0) return TG_OK;
-    return TG__CUDA_CHECK(cudaMemcpy(dst_host, src_dev, n, cudaMemcpyDeviceToHost));
+    cudaStream_t s = (cudaStream_t)tg__cuda_stream();
+    tg_status st =
+        TG__CUDA_CHECK(cudaMemcpyAsync(dst_host, src_dev, n, cudaMemcpyDeviceToHost, s));
+    return st == TG_OK ? TG__CUDA_CHECK(cudaStreamSynchronize(s)) : st;
 }
 
 

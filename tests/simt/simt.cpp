@@ -322,6 +322,17 @@ extern "C" void tg_simt_fail_after(const char *api, int n) {
     g_fail_api = api ? api : "";
     g_fail_after = n;
 }
+static const void *g_last_stream[3]; /* launch, copy, cublas */
+static int stream_slot(const char *what) {
+    return !strcmp(what, "launch") ? 0 : !strcmp(what, "copy") ? 1 : 2;
+}
+void tg_simt::note_stream(const char *what, const void *stream) {
+    g_last_stream[stream_slot(what)] = stream;
+}
+extern "C" const void *tg_simt_last_stream(const char *what) {
+    return g_last_stream[stream_slot(what)];
+}
+
 extern "C" long tg_simt_launch_count(void) { return g_launches; }
 extern "C" size_t tg_simt_device_bytes(void) { return g_dev_bytes; }
 
@@ -437,6 +448,20 @@ cudaError_t cudaMemset(void *p, int v, size_t n) {
     return e;
 }
 
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind kind,
+                            cudaStream_t stream) {
+    tg_simt::note_stream("copy", stream);
+    return cudaMemcpy(dst, src, n, kind);
+}
+cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t stream) {
+    tg_simt::note_stream("copy", stream);
+    return cudaMemset(p, v, n);
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+    (void)stream;
+    return cudaSuccess;
+}
+
 cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b) {
     *total_b = (size_t)16 << 30;
     *free_b = g_dev_bytes < *total_b ? *total_b - g_dev_bytes : 0;
@@ -463,10 +488,11 @@ cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr attr, int dev) {
 struct cublasContext {
     int magic;
     cublasMath_t math;
+    cudaStream_t stream;
 };
 
 cublasStatus_t cublasCreate(cublasHandle_t *h) {
-    *h = new cublasContext{0x5eed, CUBLAS_DEFAULT_MATH};
+    *h = new cublasContext{0x5eed, CUBLAS_DEFAULT_MATH, nullptr};
     return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasDestroy(cublasHandle_t h) {
@@ -531,6 +557,7 @@ cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
         return CUBLAS_STATUS_INVALID_VALUE;
     if (tg_simt::should_fail("cublas")) return CUBLAS_STATUS_EXECUTION_FAILED;
     const bool tf32 = h->math == CUBLAS_TF32_TENSOR_OP_MATH;
+    tg_simt::note_stream("cublas", h->stream);
     pthread_mutex_lock(&g_launch_lock);
     bool prev = tg_simt::device_begin();
     for (int bi = 0; bi < batch; bi++) {
@@ -618,6 +645,12 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta
     return gemm_ex(h, ta, tb, m, n, k, alpha, A, at, lda, sA, B, bt, ldb, sB, beta, C, ct, ldc,
                    sC, batch, compute);
 }
+cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t stream) {
+    if (!h || h->magic != 0x5eed) return CUBLAS_STATUS_NOT_INITIALIZED;
+    h->stream = stream;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
 cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t mode) {
     if (!h || h->magic != 0x5eed) return CUBLAS_STATUS_NOT_INITIALIZED;
     if (mode != CUBLAS_DEFAULT_MATH && mode != CUBLAS_TF32_TENSOR_OP_MATH)

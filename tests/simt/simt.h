@@ -14,6 +14,9 @@ extern "C" {
 void tg_simt_fail_after(const char *api, int n);
 /* Kernel launches so far. */
 long tg_simt_launch_count(void);
+/* The stream the last `what` ("launch", "copy" or "cublas") was given (NULL:
+ * the legacy default stream, or none yet). */
+const void *tg_simt_last_stream(const char *what);
 /* Bytes of emulated device memory allocated (cudaMalloc minus cudaFree). */
 size_t tg_simt_device_bytes(void);
 

@@ -71,5 +71,7 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta
  * may instead drop the 13 low bits (the MMA ignores them): tests use
  * operands on which both give the same product. */
 cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t mode);
+/* Later calls on h run on stream (noted for tg_simt_last_stream("cublas")). */
+cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t stream);
 
 #endif

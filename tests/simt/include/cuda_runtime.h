@@ -95,6 +95,8 @@ void device_end(bool prev);
 /* Consumes one call of `api` from the failure-injection counters: true when
  * this call must fail. */
 bool should_fail(const char *api);
+/* Notes the stream a kernel, a copy or a cuBLAS call was given. */
+void note_stream(const char *what, const void *stream);
 }  // namespace tg_simt
 
 #define threadIdx (::tg_simt::thread_idx())
@@ -150,6 +152,13 @@ cudaError_t cudaMalloc(void **p, size_t n);
 cudaError_t cudaFree(void *p);
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind kind);
 cudaError_t cudaMemset(void *p, int v, size_t n);
+/* Streams are opaque tokens here (work runs at once, in order): the async
+ * calls do what the synchronous ones do and note the stream they were given
+ * (tg_simt_last_stream). */
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind kind,
+                            cudaStream_t stream);
+cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t stream);
+cudaError_t cudaStreamSynchronize(cudaStream_t stream);
 cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b);
 cudaError_t cudaDeviceSynchronize(void);
 cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr attr, int dev);
