@@ -13,6 +13,7 @@
  *   tapegrad/timeline.h   memory timeline: Chrome trace JSON, SVG plot
  *   tapegrad/graph.h      graph export as Graphviz DOT
  *   tapegrad/cuda.h       CUDA device discovery and memory cache
+ *   tapegrad/dlpack.h     tensors to and from DLPack without a copy
  */
 #ifndef TAPEGRAD_H
 #define TAPEGRAD_H
@@ -29,6 +30,7 @@
 #include "tapegrad/timeline.h"
 #include "tapegrad/graph.h"
 #include "tapegrad/cuda.h"
+#include "tapegrad/dlpack.h"
 
 #ifdef __cplusplus
 extern "C" {

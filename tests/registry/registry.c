@@ -20,6 +20,7 @@ const char *const TGR_NOT_OPS[] = {
     "tg_function_apply", /* custom functions: the op programs' square/cexp/mulsub */
     "tg_mark_modified",  /* a user's own write: tested in test_ops_inplace.c */
     "tg_from_blob",      /* wraps the caller's memory: tested in test_blob.c */
+    "tg_from_dlpack",    /* wraps a producer's memory: tested in test_dlpack.c */
     NULL,
 };
 
