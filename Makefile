@@ -2,7 +2,8 @@
 #
 #   make tour      install missing packages (or print the apt-get line), build,
 #                  run `tapegrad tour`
-#   make test      build and run every test (ctest), then again under
+#   make test      build and run every test (ctest), the Python package's tests
+#                  (scripts/test-python.sh: pip-installed into build/python), then again under
 #                  AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/), then
 #                  the two libFuzzer harnesses: every input of their committed
 #                  corpora, then FUZZ_TEST_SECONDS of exploring each from seed
@@ -58,6 +59,7 @@ tour: build
 
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+	bash scripts/test-python.sh $(BUILD_DIR)
 	$(MAKE) --no-print-directory test-asan
 	$(MAKE) --no-print-directory test-fuzz
 

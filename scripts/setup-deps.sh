@@ -10,6 +10,9 @@
 #     CLI test compares `tapegrad logprob` with bench/reference_logprob.py,
 #     and skips that comparison without it), PyTorch for python3
 #     (python3-torch: the differential test tests/diff, skipped without it),
+#     pytest, pip and setuptools for python3 (python3-pytest, python3-pip,
+#     python3-setuptools: the Python package is built and tested, skipped
+#     without them),
 #     clang with libFuzzer and OpenMP (clang, libclang-rt-dev, libomp-dev:
 #     the fuzzers of tests/fuzz, skipped without them), and OpenBLAS's OpenMP
 #     build (libopenblas-openmp-dev: its GEMMs then share the kernels' OpenMP
@@ -65,6 +68,16 @@ have_numpy() {
     return 1
 }
 
+# pytest, pip and setuptools importable by python3 on PATH or by /usr/bin/python3
+# (scripts/test-python.sh builds and tests the Python package with the first that has them).
+have_pytest() {
+    local py
+    for py in /usr/bin/python3 python3; do
+        have_cmd "$py" && "$py" -c 'import setuptools, pytest, pip' >/dev/null 2>&1 && return 0
+    done
+    return 1
+}
+
 # PyTorch importable by python3 on PATH or by /usr/bin/python3 (tests/diff/run.sh
 # looks in the same two places).
 have_torch() {
@@ -94,6 +107,7 @@ check_all() {
     have_cmd ninja || optional+=(ninja-build)
     have_numpy || optional+=(python3-numpy)
     have_torch || optional+=(python3-torch)
+    have_pytest || optional+=(python3-pytest python3-pip python3-setuptools)
     have_libfuzzer || optional+=(clang libclang-rt-dev libomp-dev)
     { have_cmd mpicc && have_cmd mpirun; } || optional+=(libopenmpi-dev openmpi-bin)
     # OpenBLAS's OpenMP build: its GEMMs share the kernels' OpenMP threads
@@ -139,7 +153,8 @@ fi
 if ((${#missing[@]} == 0)); then
     echo "setup-deps: optional: 'sudo apt-get install -y ${optional[*]}' (ninja: faster" \
         "builds; numpy: the reference comparison of the logprob CLI test; torch: the" \
-        "differential test against PyTorch; clang: the fuzzers; Open MPI: the" \
+        "differential test against PyTorch; pytest: the Python package's tests;" \
+        "clang: the fuzzers; Open MPI: the" \
         "vocab-parallel ops and their tests)" >&2
     exit 0
 fi

@@ -1,0 +1,52 @@
+"""Zero-copy with PyTorch through DLPack, both ways (skipped without torch)."""
+import gc
+
+import pytest
+
+import tapegrad as tg
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(autouse=True)
+def no_leaks():
+    gc.collect()
+    before = tg.live_counts()
+    yield
+    gc.collect()
+    assert tg.live_counts() == before
+
+
+def test_torch_reads_tapegrad_memory():
+    t = tg.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=tg.float32)
+    x = torch.utils.dlpack.from_dlpack(t.__dlpack__())
+    assert x.data_ptr() == t.data_ptr() and x.shape == (2, 3)
+    x[1, 2] = 60.0                      # torch writes; tapegrad reads it
+    assert t.tolist()[1][2] == 60.0
+    del t                               # torch's tensor keeps the memory
+    gc.collect()
+    assert x.sum().item() == 75.0
+    del x
+
+
+def test_tapegrad_reads_torch_memory():
+    y = torch.arange(12, dtype=torch.float64).reshape(3, 4)[:, 1::2]
+    t = tg.from_dlpack(torch.utils.dlpack.to_dlpack(y))
+    assert t.data_ptr() == y.data_ptr() and t.stride() == (4, 2)
+    assert t.tolist() == y.tolist()
+    t *= 0.5                            # tapegrad writes; torch reads it
+    assert y[2, 1].item() == 5.5
+    del y                               # tapegrad's tensor keeps torch's memory
+    gc.collect()
+    assert t.sum().item() == pytest.approx(0.5 * (1 + 3 + 5 + 7 + 9 + 11))
+    del t
+
+
+def test_gradients_agree_with_torch():
+    xs = [[0.3, -1.2, 2.0], [1.5, 0.1, -0.7]]
+    x = tg.tensor(xs, dtype=tg.float64, requires_grad=True)
+    (x.exp() * x).mean().backward()
+    xt = torch.tensor(xs, dtype=torch.float64, requires_grad=True)
+    (xt.exp() * xt).mean().backward()
+    flat = [v for row in x.grad.tolist() for v in row]
+    assert flat == pytest.approx(xt.grad.flatten().tolist(), rel=1e-13)
