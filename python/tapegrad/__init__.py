@@ -20,7 +20,8 @@ from ._lib import (DLManagedTensor, MemStats, RELEASE_FN, TapegradError, check, 
                    lib, site)
 
 __all__ = ["Tensor", "TapegradError", "tensor", "from_numpy", "from_dlpack", "no_grad",
-           "mem_stats", "live_counts", "float32", "float64", "int64", "bool_", "bfloat16"]
+           "mem_stats", "live_counts", "float32", "float64", "int64", "bool_", "bfloat16",
+           "leak_check", "step_mark", "graph", "Timeline"]
 
 float32, float64, int64, bool_, bfloat16 = "f32", "f64", "i64", "bool", "bf16"
 _DTYPES = {"f32": 0, "f64": 1, "i64": 2, "bool": 3, "bf16": 4}
@@ -402,3 +403,6 @@ def live_counts() -> dict:
     """Live library objects: tensors, storages, graph nodes."""
     c = lib.tg_live()
     return {"tensors": c.tensors, "storages": c.storages, "nodes": c.nodes}
+
+
+from .reports import Timeline, graph, leak_check, step_mark  # noqa: E402  (uses Tensor)
