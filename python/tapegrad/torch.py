@@ -63,6 +63,45 @@ def _from_torch(x: _torch.Tensor) -> Tensor:
     return from_dlpack(_torch.utils.dlpack.to_dlpack(x.detach()))
 
 
+def _run3(fn, *args) -> Tuple[Tensor, Tensor, Tensor]:
+    """Calls a fused op's C entry with its three output slots (logprob,
+    entropy, lse) after args; raises its error; returns the three tensors."""
+    out = [ctypes.c_void_p() for _ in range(3)]
+    check_status(fn(site(), *args, *[ctypes.byref(o) for o in out]))
+    return tuple(Tensor(o.value) for o in out)
+
+
+def _hand_out(ctx, leaves, outs, entropy_grad: bool):
+    """Keeps tapegrad's side (its leaves and outputs) in ctx and returns the
+    outputs as PyTorch tensors; without the entropy's gradient H is marked
+    non-differentiable."""
+    ctx.tg = (leaves, outs, entropy_grad)
+    res = tuple(_to_torch(t) for t in outs)
+    if not entropy_grad:
+        ctx.mark_non_differentiable(res[1])
+    return res
+
+
+def _backward(ctx, grads) -> list:
+    """tapegrad's backward from one root, sum(out * g) over the outputs that
+    got a gradient; the gradients of the leaves as PyTorch tensors (None for a
+    leaf that is absent or wants none). tapegrad's graph stays for another
+    backward through PyTorch's (retain_graph, gradcheck): it goes with ctx."""
+    leaves, outs, entropy_grad = ctx.tg
+    if not entropy_grad:
+        grads = (grads[0], None, grads[2])
+    wanted = [t for t in leaves if t is not None and t.requires_grad]
+    for t in wanted:
+        t.zero_grad_()
+    root = None
+    for out, g in zip(outs, grads):
+        if g is not None:
+            term = (out * _from_torch(g.contiguous())).sum()
+            root = term if root is None else root + term
+    root.backward(retain_graph=True)
+    return [_to_torch(t.grad) if any(t is w for w in wanted) else None for t in leaves]
+
+
 class _LogprobEntropy(_torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits, targets, temperature, ignore_index, entropy_grad):
@@ -70,37 +109,12 @@ class _LogprobEntropy(_torch.autograd.Function):
         y = _from_torch(targets.contiguous())
         o = lib.tg_logprob_opts_default()
         o.temperature, o.ignore_index, o.entropy_grad = temperature, ignore_index, entropy_grad
-        lp, h, lse = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
-        check_status(lib.tg_logprob_entropy_lse_at(site(), z._h, y._h, ctypes.byref(o),
-                                                   ctypes.byref(lp), ctypes.byref(h),
-                                                   ctypes.byref(lse)))
-        lp, h, lse = Tensor(lp.value), Tensor(h.value), Tensor(lse.value)
-        ctx.tg = (z, lp, h, lse, entropy_grad)
-        outs = (_to_torch(lp), _to_torch(h), _to_torch(lse))
-        if not entropy_grad:
-            ctx.mark_non_differentiable(outs[1])
-        return outs
+        outs = _run3(lib.tg_logprob_entropy_lse_at, z._h, y._h, ctypes.byref(o))
+        return _hand_out(ctx, (z,), outs, entropy_grad)
 
     @staticmethod
-    def backward(ctx, g_lp, g_h, g_lse):
-        z, lp, h, lse, entropy_grad = ctx.tg
-        root = _backward_root((lp, h, lse), (g_lp, g_h if entropy_grad else None, g_lse))
-        # tapegrad's graph stays for another backward through PyTorch's
-        # (retain_graph, gradcheck); it goes with ctx, when PyTorch frees its own
-        z.zero_grad_()
-        root.backward(retain_graph=True)
-        return _to_torch(z.grad), None, None, None, None
-
-
-def _backward_root(outs, grads):
-    """sum(out * g) over the outputs that got a gradient: tapegrad's one root."""
-    root = None
-    for out, g in zip(outs, grads):
-        if g is None:
-            continue
-        term = (out * _from_torch(g.contiguous())).sum()
-        root = term if root is None else root + term
-    return root
+    def backward(ctx, *grads):
+        return (*_backward(ctx, grads), None, None, None, None)
 
 
 class _LinearLogprobEntropy(_torch.autograd.Function):
@@ -115,28 +129,13 @@ class _LinearLogprobEntropy(_torch.autograd.Function):
         o = lib.tg_linear_logprob_opts_default()
         o.temperature, o.ignore_index, o.entropy_grad = temperature, ignore_index, entropy_grad
         o.chunk_rows, o.vocab_block = chunk_rows, vocab_block
-        lp, hh, lse = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
-        check_status(lib.tg_linear_logprob_entropy_at(
-            site(), h._h, w._h, b._h if b is not None else None, y._h, ctypes.byref(o),
-            ctypes.byref(lp), ctypes.byref(hh), ctypes.byref(lse)))
-        lp, hh, lse = Tensor(lp.value), Tensor(hh.value), Tensor(lse.value)
-        ctx.tg = (h, w, b, lp, hh, lse, entropy_grad)
-        outs = (_to_torch(lp), _to_torch(hh), _to_torch(lse))
-        if not entropy_grad:
-            ctx.mark_non_differentiable(outs[1])
-        return outs
+        outs = _run3(lib.tg_linear_logprob_entropy_at, h._h, w._h,
+                     b._h if b is not None else None, y._h, ctypes.byref(o))
+        return _hand_out(ctx, (h, w, b), outs, entropy_grad)
 
     @staticmethod
-    def backward(ctx, g_lp, g_h, g_lse):
-        h, w, b, lp, hh, lse, entropy_grad = ctx.tg
-        leaves = [t for t in (h, w, b) if t is not None and t.requires_grad]
-        for t in leaves:
-            t.zero_grad_()
-        root = _backward_root((lp, hh, lse), (g_lp, g_h if entropy_grad else None, g_lse))
-        root.backward(retain_graph=True)  # kept while PyTorch's graph is (gradcheck)
-        grads = [_to_torch(t.grad) if t is not None and t.requires_grad and t.grad is not None
-                 else None for t in (h, w, b)]
-        return (*grads, None, None, None, None, None, None)
+    def backward(ctx, *grads):
+        return (*_backward(ctx, grads), None, None, None, None, None, None)
 
 
 def linear_logprob_entropy(hidden: _torch.Tensor, weight: _torch.Tensor, targets: _torch.Tensor,
