@@ -187,6 +187,16 @@ static void count_alloc(tg_device dev, size_t nbytes, tg_mem_category cat, const
     if (tg__timeline_on()) *tag = tg__tl_alloc(dev, cat, nbytes, st, op);
 }
 
+/* Counts a free of nbytes on dev (g_lock held). */
+static void count_free(tg_device dev, size_t nbytes, tg_mem_category cat, uint64_t tag) {
+    tg_mem_stats *st = &g_stats[dev];
+    st->live[cat] -= nbytes;
+    st->live_total -= nbytes;
+    st->n_free++;
+    if (dev == TG_CUDA) st->cached = cuda_cached();
+    if (tg__timeline_on()) tg__tl_free(dev, cat, nbytes, st, tag);
+}
+
 /* TG_CUDA: fault injection, then the CUDA caching allocator. */
 static void *cuda_alloc(size_t nbytes, tg_mem_category cat, const char *op, uint64_t *tag) {
     const tg__backend *cu = &tg__cuda_backend;
@@ -237,18 +247,15 @@ void *tg__alloc_op(tg_device dev, size_t nbytes, tg_mem_category cat, const char
     return p;
 }
 
-void tg__count_external(tg_device dev, size_t nbytes, bool adopt, const char *op,
-                        uint64_t *tag) {
+void tg__external_adopt(tg_device dev, size_t nbytes, const char *op, uint64_t *tag) {
     pthread_mutex_lock(&g_lock);
-    if (adopt) {
-        count_alloc(dev, nbytes, TG_MEM_EXTERNAL, op, tag);
-    } else {
-        tg_mem_stats *st = &g_stats[dev];
-        st->live[TG_MEM_EXTERNAL] -= nbytes;
-        st->live_total -= nbytes;
-        st->n_free++;
-        if (tg__timeline_on()) tg__tl_free(dev, TG_MEM_EXTERNAL, nbytes, st, *tag);
-    }
+    count_alloc(dev, nbytes, TG_MEM_EXTERNAL, op, tag);
+    pthread_mutex_unlock(&g_lock);
+}
+
+void tg__external_drop(tg_device dev, size_t nbytes, uint64_t tag) {
+    pthread_mutex_lock(&g_lock);
+    count_free(dev, nbytes, TG_MEM_EXTERNAL, tag);
     pthread_mutex_unlock(&g_lock);
 }
 
@@ -264,12 +271,7 @@ void tg__free_op(tg_device dev, void *p, size_t nbytes, tg_mem_category cat, uin
         size_t rounded = (nbytes + TG__HUGE_ALIGN - 1) / TG__HUGE_ALIGN * TG__HUGE_ALIGN;
         if (!(nbytes >= TG__HUGE_MIN && cache_put(p, rounded))) free(p);
     }
-    tg_mem_stats *st = &g_stats[dev];
-    st->live[cat] -= nbytes;
-    st->live_total -= nbytes;
-    st->n_free++;
-    if (dev == TG_CUDA) st->cached = cuda_cached();
-    if (tg__timeline_on()) tg__tl_free(dev, cat, nbytes, st, tag);
+    count_free(dev, nbytes, cat, tag);
     pthread_mutex_unlock(&g_lock);
 }
 

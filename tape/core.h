@@ -97,11 +97,11 @@ void tg__saved_bytes_sub(tg_device dev, size_t n);
 void *tg__alloc_op(tg_device dev, size_t nbytes, tg_mem_category cat, const char *op,
                    uint64_t *tag);
 void tg__free_op(tg_device dev, void *p, size_t nbytes, tg_mem_category cat, uint64_t tag);
-/* Counts (adopt) or uncounts memory the library does not own (tg_from_blob)
- * as TG_MEM_EXTERNAL on dev: live, peak and the timeline as an allocation
- * would, without allocating or freeing anything. *tag as tg__alloc_op's. */
-void tg__count_external(tg_device dev, size_t nbytes, bool adopt, const char *op,
-                        uint64_t *tag);
+/* Counts memory the library does not own (tg_from_blob) as TG_MEM_EXTERNAL
+ * on dev, and uncounts it: live, peak and the timeline as tg__alloc_op and
+ * tg__free_op would, without allocating or freeing anything. */
+void tg__external_adopt(tg_device dev, size_t nbytes, const char *op, uint64_t *tag);
+void tg__external_drop(tg_device dev, size_t nbytes, uint64_t tag);
 /* The allocator lock and its figures (for tg_timeline_start's first sample):
  * tg__mem_stats_locked returns NULL for an unknown device. */
 void tg__mem_lock(void);

@@ -7,15 +7,10 @@
 
 #include "core.h"
 
-tg__storage *tg__storage_new(tg_site s, tg_device dev, size_t nbytes, tg_mem_category cat,
-                             const char *who) {
-    tg__storage *st = tg__xcalloc(1, sizeof *st);
-    if (!st) return NULL;
-    st->data = tg__alloc_op(dev, nbytes, cat, who, &st->tl_tag);
-    if (!st->data) {
-        free(st);
-        return NULL;
-    }
+/* A new registered storage of nbytes at data (counted by the caller). */
+static tg__storage *storage_open(tg__storage *st, tg_site s, tg_device dev, void *data,
+                                 size_t nbytes, tg_mem_category cat) {
+    st->data = data;
     st->refcount = 1;
     st->device = dev;
     st->cat = cat;
@@ -25,21 +20,25 @@ tg__storage *tg__storage_new(tg_site s, tg_device dev, size_t nbytes, tg_mem_cat
     return st;
 }
 
+tg__storage *tg__storage_new(tg_site s, tg_device dev, size_t nbytes, tg_mem_category cat,
+                             const char *who) {
+    tg__storage *st = tg__xcalloc(1, sizeof *st);
+    void *data = st ? tg__alloc_op(dev, nbytes, cat, who, &st->tl_tag) : NULL;
+    if (!data) {
+        free(st);
+        return NULL;
+    }
+    return storage_open(st, s, dev, data, nbytes, cat);
+}
+
 tg__storage *tg__storage_adopt(tg_site s, tg_device dev, void *data, size_t nbytes,
                                void (*release)(void *ctx), void *ctx, const char *who) {
     tg__storage *st = tg__xcalloc(1, sizeof *st);
     if (!st) return NULL;
-    tg__count_external(dev, nbytes, true, who, &st->tl_tag);
-    st->data = data;
-    st->refcount = 1;
-    st->device = dev;
-    st->cat = TG_MEM_EXTERNAL;
-    st->nbytes = nbytes;
-    st->site = s;
+    tg__external_adopt(dev, nbytes, who, &st->tl_tag);
     st->release = release;
     st->release_ctx = ctx;
-    tg__reg_storage_add(st);
-    return st;
+    return storage_open(st, s, dev, data, nbytes, TG_MEM_EXTERNAL);
 }
 
 void tg__storage_retain(tg__storage *st) {
@@ -50,7 +49,7 @@ void tg__storage_release(tg__storage *st) {
     if (!st || --st->refcount > 0) return;
     tg__reg_storage_del(st);
     if (st->cat == TG_MEM_EXTERNAL) {
-        tg__count_external(st->device, st->nbytes, false, NULL, &st->tl_tag);
+        tg__external_drop(st->device, st->nbytes, st->tl_tag);
         if (st->release) st->release(st->release_ctx);
     } else {
         tg__free_op(st->device, st->data, st->nbytes, st->cat, st->tl_tag);
