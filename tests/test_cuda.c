@@ -423,6 +423,12 @@ Test(cuda, work_runs_on_the_stream_set) {
     double v;
     cr_assert_eq(tg_get(w, (int64_t[]){0, 0}, &v), TG_OK);
     cr_assert_float_eq(v, -4.0 * 0.5 * exp(0.5), 1e-6);
+    /* waiting for the old stream fails: the error names the call, the stream stays */
+    tg_simt_fail_after("cudaStreamSynchronize", 0);
+    cr_assert_eq(tg_cuda_set_stream(s), TG_ERR_CUDA);
+    tgt_assert_error(TG_ERR_CUDA, "tg_cuda_set_stream", "cudaStreamSynchronize", NULL);
+    tg_clear_error();
+    cr_assert_null(tg_cuda_get_stream(), "unchanged");
     cr_assert_eq(tg_scope_end(sc), TG_OK);
 #endif
 }

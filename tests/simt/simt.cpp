@@ -459,6 +459,7 @@ cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t stream) {
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
     (void)stream;
+    if (tg_simt::should_fail("cudaStreamSynchronize")) return g_last = cudaErrorLaunchFailure;
     return cudaSuccess;
 }
 

@@ -10,7 +10,8 @@ extern "C" {
 /* Arms failure injection: after `n` more successful calls of `api`, the next
  * one fails ("cudaMalloc" -> cudaErrorMemoryAllocation, "cudaMemcpy" ->
  * cudaErrorIllegalAddress, "launch" -> cudaErrorLaunchFailure, "cublas" ->
- * CUBLAS_STATUS_EXECUTION_FAILED). n < 0 disarms. One api armed at a time. */
+ * CUBLAS_STATUS_EXECUTION_FAILED, "cudaStreamSynchronize" -> cudaErrorLaunchFailure).
+ * n < 0 disarms. One api armed at a time. */
 void tg_simt_fail_after(const char *api, int n);
 /* Kernel launches so far. */
 long tg_simt_launch_count(void);
