@@ -16,8 +16,8 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Iterator, Optional, Sequence, Tuple, Union
 
-from ._lib import (DLManagedTensor, MemStats, RELEASE_FN, TapegradError, check, check_status,
-                   lib, site)
+from ._lib import (CATEGORIES, DLManagedTensor, MemStats, RELEASE_FN, TapegradError, check,
+                   check_status, lib, site)
 
 __all__ = ["Tensor", "TapegradError", "tensor", "from_numpy", "from_dlpack", "no_grad",
            "mem_stats", "live_counts", "float32", "float64", "int64", "bool_", "bfloat16",
@@ -385,16 +385,13 @@ def no_grad() -> Iterator[None]:
         lib.tg_set_grad_enabled(prev)
 
 
-_CATEGORIES = ("leaf", "activation", "gradient", "workspace", "external")
-
-
 def mem_stats(device: str = "cpu") -> dict:
     """The library's exact byte counts for a device (``tg_mem_get``): live and
     peak by category, totals, saved bytes. PyTorch equivalent:
     ``torch.cuda.memory_stats`` (for the library's own memory only)."""
     m = MemStats()
     check_status(lib.tg_mem_get(1 if device == "cuda" else 0, ctypes.byref(m)))
-    return {"live": dict(zip(_CATEGORIES, m.live)), "peak": dict(zip(_CATEGORIES, m.peak)),
+    return {"live": dict(zip(CATEGORIES, m.live)), "peak": dict(zip(CATEGORIES, m.peak)),
             "live_total": m.live_total, "peak_total": m.peak_total, "saved": m.saved,
             "saved_peak": m.saved_peak}
 

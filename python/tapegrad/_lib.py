@@ -10,16 +10,11 @@ name the Python line, not this module.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 import sys
 from pathlib import Path
 
-STATUS_NAMES = [
-    "TG_OK", "TG_ERR_NULL", "TG_ERR_SHAPE", "TG_ERR_DTYPE", "TG_ERR_DIM", "TG_ERR_VALUE",
-    "TG_ERR_LAYOUT", "TG_ERR_NOMEM", "TG_ERR_INPLACE", "TG_ERR_AUTOGRAD", "TG_ERR_FREED",
-    "TG_ERR_STATE", "TG_ERR_GRADCHECK", "TG_ERR_DEVICE", "TG_ERR_IO", "TG_ERR_CUDA",
-    "TG_ERR_LEAK", "TG_ERR_INTERNAL", "TG_ERR_COMM",
-]
 
 
 class TapegradError(RuntimeError):
@@ -28,7 +23,7 @@ class TapegradError(RuntimeError):
 
     def __init__(self, status: int, message: str) -> None:
         self.status = status
-        self.status_name = STATUS_NAMES[status] if 0 <= status < len(STATUS_NAMES) else str(status)
+        self.status_name = lib.tg_status_name(status).decode()  # the C enum's name
         super().__init__(f"{self.status_name}: {message}")
 
 
@@ -40,14 +35,6 @@ class Site(ctypes.Structure):
 class LiveCounts(ctypes.Structure):
     _fields_ = [("tensors", ctypes.c_int64), ("storages", ctypes.c_int64),
                 ("nodes", ctypes.c_int64)]
-
-
-class MemStats(ctypes.Structure):
-    _fields_ = [("live", ctypes.c_size_t * 5), ("peak", ctypes.c_size_t * 5),
-                ("live_total", ctypes.c_size_t), ("peak_total", ctypes.c_size_t),
-                ("saved", ctypes.c_size_t), ("saved_peak", ctypes.c_size_t),
-                ("cached", ctypes.c_size_t), ("n_alloc", ctypes.c_uint64),
-                ("n_free", ctypes.c_uint64)]
 
 
 class DLDevice(ctypes.Structure):
@@ -133,6 +120,23 @@ _sig("tg_backward", _int, _vp, _vp, _bool)
 _sig("tg_set_grad_enabled", _bool, _bool)
 _sig("tg_grad_fn_name", ctypes.c_char_p, _vp)
 _sig("tg_live", LiveCounts)
+_sig("tg_status_name", ctypes.c_char_p, _int)
+_sig("tg_mem_category_name", ctypes.c_char_p, _int)
+# the memory categories, named by the library ("?" past the last): tg_mem_stats' arrays
+CATEGORIES = tuple(itertools.takewhile(lambda n: n != "?", (
+    lib.tg_mem_category_name(c).decode() for c in itertools.count())))
+
+
+class MemStats(ctypes.Structure):
+    """tg_mem_stats: per-category arrays as long as the library's categories."""
+    _fields_ = [("live", ctypes.c_size_t * len(CATEGORIES)),
+                ("peak", ctypes.c_size_t * len(CATEGORIES)),
+                ("live_total", ctypes.c_size_t), ("peak_total", ctypes.c_size_t),
+                ("saved", ctypes.c_size_t), ("saved_peak", ctypes.c_size_t),
+                ("cached", ctypes.c_size_t), ("n_alloc", ctypes.c_uint64),
+                ("n_free", ctypes.c_uint64)]
+
+
 _sig("tg_mem_get", _int, _int, ctypes.POINTER(MemStats))
 _sig("tg_mark_modified_at", _int, Site, _vp, ctypes.c_char_p)
 for _n in ("add", "sub", "mul", "div", "matmul"):
