@@ -154,17 +154,29 @@ class Tensor:
         check_status(lib.tg_mark_modified_at(site(), self._h, b))
 
     # ---- values ----------------------------------------------------------------------
-    def item(self) -> float:
-        """``torch.Tensor.item``."""
+    def item(self) -> Union[float, int, bool]:
+        """``torch.Tensor.item``: a float, an int for i64, a bool for bool."""
+        if self.dtype in ("i64", "bool"):
+            if self.numel() != 1:  # the library's error for it
+                check_status(lib.tg_item(self._h, ctypes.byref(ctypes.c_double())))
+            v = self.tolist()
+            while isinstance(v, list):
+                v = v[0]
+            return v
         v = ctypes.c_double()
         check_status(lib.tg_item(self._h, ctypes.byref(v)))
         return v.value
 
-    def tolist(self) -> list:
+    def tolist(self) -> Any:
+        """``torch.Tensor.tolist``: nested lists of floats (ints for i64, bools
+        for bool); a number for a 0-d tensor."""
         n = self.numel()
-        buf = (ctypes.c_double * max(n, 1))()
-        check_status(lib.tg_copy_out(self._h, _DTYPES["f64"], buf, ctypes.sizeof(buf)))
-        flat = list(buf)[:n]
+        exact = {"i64": (ctypes.c_int64, int), "bool": (ctypes.c_uint8, bool)}
+        ctype, conv = exact.get(self.dtype, (ctypes.c_double, float))
+        buf = (ctype * max(n, 1))()
+        check_status(lib.tg_copy_out(self._h, _DTYPES.get(self.dtype, 1) if self.dtype in exact
+                                     else _DTYPES["f64"], buf, ctypes.sizeof(buf)))
+        flat = [conv(v) for v in list(buf)[:n]]
         for size in reversed(self.shape[1:]):
             flat = [flat[i:i + size] for i in range(0, len(flat), size)]
         return flat if self.ndim else flat[0]
@@ -403,3 +415,29 @@ def live_counts() -> dict:
 
 
 from .reports import Timeline, graph, leak_check, step_mark  # noqa: E402  (uses Tensor)
+
+
+def _as_tensor_or_new(x: Any, like: Optional[Tensor]) -> Tensor:
+    return tensor(x) if like is None else _as_tensor(x, like)
+
+
+# The op vocabulary, from the table generated from the public headers (_ops.py): a function
+# per op, reached as an attribute of the package (module __getattr__, so that ``all``, ``sum``
+# or ``abs`` never shadow Python's builtins inside it), and a Tensor method per op taking a
+# tensor first (``tapegrad.softmax_dim(x, -1)``, ``x.softmax_dim(-1)``); the hand-written
+# functions and methods above keep their names.
+from ._bind import bind_all  # noqa: E402
+
+ops: dict = bind_all(Tensor, _as_tensor_or_new, {})
+"""Every op of the generated table by name (``tapegrad.ops["gelu"]``)."""
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        return ops[name]
+    except KeyError:
+        raise AttributeError(f"module 'tapegrad' has no attribute {name!r}") from None
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(ops))
