@@ -71,7 +71,26 @@ def _candidates() -> list:
     return out
 
 
+def _preload_system_blas() -> None:
+    """Loads the system's default OpenBLAS (the one NumPy and PyTorch reach
+    through libblas.so.3) before the library. The library is built against
+    OpenBLAS's OpenMP variant, and both variants are the soname
+    libopenblas.so.0: whichever a process loads first serves every later
+    user. Had the library's come first, PyTorch, which then runs with one
+    OpenMP thread, would call an OpenBLAS that expects two, and its first
+    threaded GEMM would wait forever (OpenBLAS 0.3.21). With the system's
+    first, the library's GEMMs run on OpenBLAS's own thread pool, as NumPy's
+    and PyTorch's do. TAPEGRAD_BLAS=own skips this (a process without them)."""
+    if os.environ.get("TAPEGRAD_BLAS") == "own":
+        return
+    try:
+        ctypes.CDLL("libopenblas.so.0", mode=ctypes.RTLD_GLOBAL)
+    except OSError:
+        pass  # none installed system-wide: the library brings its own
+
+
 def _load() -> ctypes.CDLL:
+    _preload_system_blas()
     tried = []
     for p in _candidates():
         if p.is_file():

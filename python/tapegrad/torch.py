@@ -6,8 +6,10 @@ tensors, run tapegrad's fused ops on their memory (DLPack, no copy), return
 PyTorch tensors, and their gradients flow on in PyTorch's autograd. The
 logits op saves nothing of shape (..., V) beyond the logits themselves,
 where PyTorch's own ``log_softmax`` + ``gather`` + entropy keep several; the
-linear op never makes the (N, V) logits at all. CPU tensors (CUDA ones once
-the library runs on PyTorch's stream from here: not wired yet).
+linear op never makes the (N, V) logits at all. CPU or CUDA tensors (on
+CUDA the library queues its work on PyTorch's current stream). On PyTorch
+>= 2.4 the ops are also registered as ``torch.ops.tapegrad.*`` custom ops,
+which torch.compile uses (see _torch_library.py).
 """
 from __future__ import annotations
 
@@ -55,6 +57,26 @@ lib.tg_linear_logprob_entropy_at.argtypes = [Site, ctypes.c_void_p, ctypes.c_voi
                                              ctypes.POINTER(_LinearOpts), _vpp, _vpp, _vpp]
 
 
+lib.tg_cuda_set_stream.restype = ctypes.c_int
+lib.tg_cuda_set_stream.argtypes = [ctypes.c_void_p]
+lib.tg_cuda_get_stream.restype = ctypes.c_void_p
+lib.tg_cuda_get_stream.argtypes = []
+
+
+def _on_torch_stream(*xs: Optional[_torch.Tensor]) -> None:
+    """For CUDA operands: makes the library queue its work on PyTorch's current
+    stream of their device (tg_cuda_set_stream), so that it is ordered with
+    PyTorch's work without a synchronisation. Switching streams waits for the
+    library's work on the old one, so the stream is left set, and switched only
+    when PyTorch's current stream changes."""
+    x = next((x for x in xs if x is not None and x.device.type == "cuda"), None)
+    if x is None:
+        return
+    stream = _torch.cuda.current_stream(x.device).cuda_stream
+    if (lib.tg_cuda_get_stream() or 0) != stream:
+        check_status(lib.tg_cuda_set_stream(stream or None))
+
+
 def _to_torch(t: Tensor) -> _torch.Tensor:
     return _torch.utils.dlpack.from_dlpack(t.__dlpack__())
 
@@ -83,11 +105,16 @@ def _hand_out(ctx, leaves, outs, entropy_grad: bool):
 
 
 def _backward(ctx, grads) -> list:
+    """The gradients of the leaves kept in ctx (``_leaf_grads``). tapegrad's
+    graph stays for another backward through PyTorch's (retain_graph,
+    gradcheck): it goes with ctx."""
+    return _leaf_grads(*ctx.tg, grads)
+
+
+def _leaf_grads(leaves, outs, entropy_grad: bool, grads) -> list:
     """tapegrad's backward from one root, sum(out * g) over the outputs that
     got a gradient; the gradients of the leaves as PyTorch tensors (None for a
-    leaf that is absent or wants none). tapegrad's graph stays for another
-    backward through PyTorch's (retain_graph, gradcheck): it goes with ctx."""
-    leaves, outs, entropy_grad = ctx.tg
+    leaf that is absent or wants none)."""
     if not entropy_grad:
         grads = (grads[0], None, grads[2])
     wanted = [t for t in leaves if t is not None and t.requires_grad]
@@ -102,15 +129,38 @@ def _backward(ctx, grads) -> list:
     return [_to_torch(t.grad) if any(t is w for w in wanted) else None for t in leaves]
 
 
+def _logprob_graph(logits, targets, temperature, ignore_index, entropy_grad):
+    """tapegrad's fused op on the tensors' memory: (leaves, outputs) of its graph."""
+    _on_torch_stream(logits)
+    z = _from_torch(logits).requires_grad_(True)  # a leaf of tapegrad's graph
+    y = _from_torch(targets.contiguous())
+    o = lib.tg_logprob_opts_default()
+    o.temperature, o.ignore_index, o.entropy_grad = temperature, ignore_index, entropy_grad
+    return (z,), _run3(lib.tg_logprob_entropy_lse_at, z._h, y._h, ctypes.byref(o))
+
+
+def _linear_graph(hidden, weight, bias, targets, need, temperature, ignore_index, entropy_grad,
+                  chunk_rows, vocab_block):
+    """tapegrad's fused linear op on the tensors' memory, the leaves requiring
+    grad as `need` says: (leaves, outputs) of its graph."""
+    _on_torch_stream(hidden, weight, bias)
+    h = _from_torch(hidden).requires_grad_(need[0])
+    w = _from_torch(weight).requires_grad_(need[1])
+    b = _from_torch(bias).requires_grad_(need[2]) if bias is not None else None
+    y = _from_torch(targets.contiguous())
+    o = lib.tg_linear_logprob_opts_default()
+    o.temperature, o.ignore_index, o.entropy_grad = temperature, ignore_index, entropy_grad
+    o.chunk_rows, o.vocab_block = chunk_rows, vocab_block
+    outs = _run3(lib.tg_linear_logprob_entropy_at, h._h, w._h, b._h if b is not None else None,
+                 y._h, ctypes.byref(o))
+    return (h, w, b), outs
+
+
 class _LogprobEntropy(_torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits, targets, temperature, ignore_index, entropy_grad):
-        z = _from_torch(logits).requires_grad_(True)  # a leaf of tapegrad's graph
-        y = _from_torch(targets.contiguous())
-        o = lib.tg_logprob_opts_default()
-        o.temperature, o.ignore_index, o.entropy_grad = temperature, ignore_index, entropy_grad
-        outs = _run3(lib.tg_logprob_entropy_lse_at, z._h, y._h, ctypes.byref(o))
-        return _hand_out(ctx, (z,), outs, entropy_grad)
+        leaves, outs = _logprob_graph(logits, targets, temperature, ignore_index, entropy_grad)
+        return _hand_out(ctx, leaves, outs, entropy_grad)
 
     @staticmethod
     def backward(ctx, *grads):
@@ -121,21 +171,30 @@ class _LinearLogprobEntropy(_torch.autograd.Function):
     @staticmethod
     def forward(ctx, hidden, weight, bias, targets, temperature, ignore_index, entropy_grad,
                 chunk_rows, vocab_block):
-        need = ctx.needs_input_grad
-        h = _from_torch(hidden).requires_grad_(need[0])
-        w = _from_torch(weight).requires_grad_(need[1])
-        b = _from_torch(bias).requires_grad_(need[2]) if bias is not None else None
-        y = _from_torch(targets.contiguous())
-        o = lib.tg_linear_logprob_opts_default()
-        o.temperature, o.ignore_index, o.entropy_grad = temperature, ignore_index, entropy_grad
-        o.chunk_rows, o.vocab_block = chunk_rows, vocab_block
-        outs = _run3(lib.tg_linear_logprob_entropy_at, h._h, w._h,
-                     b._h if b is not None else None, y._h, ctypes.byref(o))
-        return _hand_out(ctx, (h, w, b), outs, entropy_grad)
+        leaves, outs = _linear_graph(hidden, weight, bias, targets, ctx.needs_input_grad[:3],
+                                     temperature, ignore_index, entropy_grad, chunk_rows,
+                                     vocab_block)
+        return _hand_out(ctx, leaves, outs, entropy_grad)
 
     @staticmethod
     def backward(ctx, *grads):
         return (*_backward(ctx, grads), None, None, None, None, None, None)
+
+
+HAS_CUSTOM_OPS = hasattr(getattr(_torch, "library", None), "custom_op")
+"""True where PyTorch has torch.library.custom_op (>= 2.4): the ops are then
+also ``torch.ops.tapegrad.logprob_entropy`` and ``.linear_logprob_entropy``."""
+if HAS_CUSTOM_OPS:
+    from ._torch_library import register as _register
+
+    _register(_logprob_graph, _linear_graph, _leaf_grads)
+
+
+def _compiling() -> bool:
+    """True while torch.compile traces (the custom ops then stand in for the
+    eager Functions, which dynamo cannot trace through ctypes)."""
+    is_compiling = getattr(getattr(_torch, "compiler", None), "is_compiling", None)
+    return HAS_CUSTOM_OPS and is_compiling is not None and is_compiling()
 
 
 def linear_logprob_entropy(hidden: _torch.Tensor, weight: _torch.Tensor, targets: _torch.Tensor,
@@ -150,16 +209,17 @@ def linear_logprob_entropy(hidden: _torch.Tensor, weight: _torch.Tensor, targets
         logprob_entropy(hidden @ weight.T + bias, targets, ...)
 
     hidden (..., d), weight (V, d), bias (V) or None: float32 or float64, one
-    dtype, CPU; gradients go to whichever requires grad. chunk_rows and
+    dtype (bfloat16 too: the outputs are then float32), CPU or CUDA;
+    gradients go to whichever requires grad. chunk_rows and
     vocab_block: 0 derives them from the workspace budget. Returns (lp, H),
     or (lp, H, lse) with ``want_lse``.
     """
-    for x in (hidden, weight, bias):
-        if x is not None and x.device.type != "cpu":
-            raise NotImplementedError("tapegrad.torch: CUDA tensors are not wired yet")
-    lp, h, lse = _LinearLogprobEntropy.apply(hidden, weight, bias, targets, float(temperature),
-                                             int(ignore_index), bool(entropy_grad),
-                                             int(chunk_rows), int(vocab_block))
+    args = (hidden, weight, bias, targets, float(temperature), int(ignore_index),
+            bool(entropy_grad), int(chunk_rows), int(vocab_block))
+    if _compiling():
+        lp, h, lse = _torch.ops.tapegrad.linear_logprob_entropy(*args)
+    else:
+        lp, h, lse = _LinearLogprobEntropy.apply(*args)
     return (lp, h, lse) if want_lse else (lp, h)
 
 
@@ -174,14 +234,16 @@ def logprob_entropy(logits: _torch.Tensor, targets: _torch.Tensor, *, temperatur
         lp = logp.gather(-1, targets.clamp(min=0)[..., None])[..., 0]   # 0 where ignored
         H = -(logp.exp() * logp).sum(-1)                                 # 0 where ignored
 
-    logits: float32 or float64, (..., V), CPU; targets: int64 of the leading
+    logits: float32, float64 or bfloat16 (outputs float32), (..., V), CPU or
+    CUDA; targets: int64 of the leading
     shape; rows whose target is ``ignore_index`` give 0 and no gradient.
     ``entropy_grad=False``: H does not require grad and backward has no
     entropy term. Returns (lp, H), or (lp, H, lse) with ``want_lse`` (the row
     log-sum-exp of logits / T, for a z-loss).
     """
-    if logits.device.type != "cpu":
-        raise NotImplementedError("tapegrad.torch: CUDA tensors are not wired yet")
-    lp, h, lse = _LogprobEntropy.apply(logits, targets, float(temperature), int(ignore_index),
-                                       bool(entropy_grad))
+    args = (logits, targets, float(temperature), int(ignore_index), bool(entropy_grad))
+    if _compiling():
+        lp, h, lse = _torch.ops.tapegrad.logprob_entropy(*args)
+    else:
+        lp, h, lse = _LogprobEntropy.apply(*args)
     return (lp, h, lse) if want_lse else (lp, h)

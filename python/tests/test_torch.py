@@ -42,3 +42,21 @@ def test_gradients_agree_with_torch():
     (xt.exp() * xt).mean().backward()
     flat = [v for row in x.grad.tolist() for v in row]
     assert flat == pytest.approx(xt.grad.flatten().tolist(), rel=1e-13)
+
+
+def test_torch_imported_after_tapegrad_still_multiplies():
+    """Both OpenBLAS builds are libopenblas.so.0: the one loaded first serves
+    the process. With the library's OpenMP build first, PyTorch's first
+    threaded double GEMM waited forever; the package loads the system's
+    build first (_lib._preload_system_blas)."""
+    import subprocess
+    import sys
+    code = ("import tapegrad, torch, numpy as np\n"
+            "a = torch.randn(48, 32, dtype=torch.float64)\n"
+            "b = torch.randn(300, 32, dtype=torch.float64)\n"
+            "c = a @ b.T\n"
+            "x = np.random.rand(200, 300) @ np.random.rand(300, 100)\n"
+            "print(c.shape[1] + x.shape[1])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "400", out.stderr

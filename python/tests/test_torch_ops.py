@@ -100,3 +100,49 @@ def test_linear_op_gradcheck_and_frozen_weight():
     lp, _ = tt.linear_logprob_entropy(hid, w, y)
     lp.sum().backward()
     assert w.grad is None and hid.grad is not None
+
+
+def _err(a, ref):
+    return (a.double() - ref).abs().max().item()
+
+
+@pytest.mark.parametrize("op", ["logits", "linear"])
+def test_bfloat16_within_pytorchs_own_error(op):
+    """bf16 inputs: tapegrad's values and gradients are no further from the
+    float64 answer (on the same bf16 inputs) than PyTorch's own composition
+    run in bfloat16 is."""
+    g = torch.Generator().manual_seed(4)
+    n, d, v = 48, 32, 300
+    h64 = torch.randn(n, d, generator=g, dtype=torch.float64)
+    w64 = torch.randn(v, d, generator=g, dtype=torch.float64) / d ** 0.5 * 2
+    y = torch.randint(0, v, (n,), generator=g)
+    wt = torch.randn(n, generator=g, dtype=torch.float64)
+    hb, wb = h64.bfloat16(), w64.bfloat16()
+
+    def loss(lp, ent):
+        return (lp * wt.to(lp.dtype)).sum() + 0.1 * ent.sum()
+
+    if op == "logits":
+        zb = (hb.double() @ wb.double().T).bfloat16()
+        exact_in = zb.double().requires_grad_()
+        mine_in, torch_in = zb.clone().requires_grad_(), zb.clone().requires_grad_()
+        lp, ent = tt.logprob_entropy(mine_in, y)
+        loss(lp, ent).backward()
+        rlp, rent, _ = reference(torch_in, y)
+        loss(rlp, rent).backward()
+        elp, eent, _ = reference(exact_in, y)
+        loss(elp, eent).backward()
+        pairs = [(lp, rlp, elp), (mine_in.grad, torch_in.grad, exact_in.grad)]
+    else:
+        hm, wm = hb.clone().requires_grad_(), wb.clone().requires_grad_()
+        ht, wtt = hb.clone().requires_grad_(), wb.clone().requires_grad_()
+        he, we = hb.double().requires_grad_(), wb.double().requires_grad_()
+        lp, ent = tt.linear_logprob_entropy(hm, wm, y)
+        loss(lp, ent).backward()
+        rlp, rent, _ = reference(ht @ wtt.T, y)
+        loss(rlp, rent).backward()
+        elp, eent, _ = reference(he @ we.T, y)
+        loss(elp, eent).backward()
+        pairs = [(lp, rlp, elp), (hm.grad, ht.grad, he.grad), (wm.grad, wtt.grad, we.grad)]
+    for mine, theirs, exact in pairs:
+        assert _err(mine, exact.detach()) <= max(_err(theirs, exact.detach()), 1e-6)
