@@ -66,6 +66,7 @@ test: build
 test-asan: setup $(ASAN_DIR)/CMakeCache.txt
 	cmake --build $(ASAN_DIR) -j $(JOBS)
 	$(SAN_ENV) ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS)
+	TG_PY_SANITIZE=1 bash scripts/test-python.sh $(ASAN_DIR)
 
 # libFuzzer harnesses (tests/fuzz): corpus replay, then both fuzzers in parallel
 test-fuzz: setup

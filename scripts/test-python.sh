@@ -13,6 +13,11 @@
 #   - Runs python/tests with pytest against that installed copy, loading
 #     BUILD_DIR/lib/libtapegrad.so (TAPEGRAD_LIB); the PyTorch tests skip
 #     themselves where torch is absent.
+#   - TG_PY_SANITIZE=1 (make test-asan, with BUILD_DIR an ASan + UBSan build):
+#     pytest runs with the compiler's libasan and libubsan preloaded
+#     (LD_PRELOAD; leak detection off: the interpreter's own allocations are
+#     never freed), so every Python test, the lifetimes of memory shared with
+#     NumPy and PyTorch included, runs under the sanitizers.
 #   - Exit status: pytest's (0 all passed), or pip's on a failed build.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -36,5 +41,12 @@ PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore \
     "$py" -m pip install --quiet --no-deps --no-build-isolation --no-index --target "$dest" \
     "$root/python"
 cd "$root"
+preload=()
+if [[ "${TG_PY_SANITIZE:-0}" == 1 ]]; then
+    cc="$(sed -n 's/^CMAKE_C_COMPILER:FILEPATH=//p' "$build/CMakeCache.txt")"
+    preload=(env "LD_PRELOAD=$("$cc" -print-file-name=libasan.so) $("$cc" -print-file-name=libubsan.so)"
+             "ASAN_OPTIONS=detect_leaks=0:protect_shadow_gap=0"
+             "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
+fi
 PYTHONPATH="$dest" TAPEGRAD_LIB="$build/lib/libtapegrad.so" \
-    "$py" -m pytest -q -p no:cacheprovider python/tests
+    "${preload[@]}" "$py" -m pytest -q -p no:cacheprovider python/tests

@@ -21,7 +21,8 @@ from ._lib import (CATEGORIES, DLManagedTensor, MemStats, RELEASE_FN, TapegradEr
 
 __all__ = ["Tensor", "TapegradError", "tensor", "from_numpy", "from_dlpack", "no_grad",
            "mem_stats", "live_counts", "float32", "float64", "int64", "bool_", "bfloat16",
-           "leak_check", "step_mark", "graph", "Timeline"]
+           "leak_check", "step_mark", "graph", "Timeline", "logprob_entropy",
+           "linear_logprob_entropy", "reset_peak"]
 
 float32, float64, int64, bool_, bfloat16 = "f32", "f64", "i64", "bool", "bf16"
 _DTYPES = {"f32": 0, "f64": 1, "i64": 2, "bool": 3, "bf16": 4}
@@ -131,6 +132,20 @@ class Tensor:
     def zero_grad_(self) -> None:
         """Drops the accumulated gradient (``tensor.grad = None``)."""
         check_status(lib.tg_zero_grad(self._h))
+
+    @property
+    def name(self) -> str:
+        """The label reports and error messages use ("" when none)."""
+        return lib.tg_name(self._h).decode(errors="replace")
+
+    @name.setter
+    def name(self, label: str) -> None:
+        lib.tg_set_name(self._h, label.encode())  # copied by the library
+
+    def named(self, label: str) -> "Tensor":
+        """Sets ``name`` and returns self: ``losses.append(loss.named("losses[3]"))``."""
+        self.name = label
+        return self
 
     @property
     def grad_fn(self) -> Optional[str]:
@@ -408,6 +423,12 @@ def mem_stats(device: str = "cpu") -> dict:
             "saved_peak": m.saved_peak}
 
 
+def reset_peak(device: str = "cpu") -> None:
+    """Sets the peaks of ``mem_stats`` to the live figures (tg_mem_reset_peak):
+    ``torch.cuda.reset_peak_memory_stats``."""
+    check_status(lib.tg_mem_reset_peak(1 if device == "cuda" else 0))
+
+
 def live_counts() -> dict:
     """Live library objects: tensors, storages, graph nodes."""
     c = lib.tg_live()
@@ -415,6 +436,7 @@ def live_counts() -> dict:
 
 
 from .reports import Timeline, graph, leak_check, step_mark  # noqa: E402  (uses Tensor)
+from .fused import linear_logprob_entropy, logprob_entropy  # noqa: E402
 
 
 def _as_tensor_or_new(x: Any, like: Optional[Tensor]) -> Tensor:

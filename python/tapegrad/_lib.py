@@ -138,6 +138,8 @@ _sig("tg_detach_at", _vp, Site, _vp)
 _sig("tg_backward", _int, _vp, _vp, _bool)
 _sig("tg_set_grad_enabled", _bool, _bool)
 _sig("tg_grad_fn_name", ctypes.c_char_p, _vp)
+_sig("tg_set_name", _vp, _vp, ctypes.c_char_p)
+_sig("tg_name", ctypes.c_char_p, _vp)
 _sig("tg_live", LiveCounts)
 _sig("tg_status_name", ctypes.c_char_p, _int)
 _sig("tg_mem_category_name", ctypes.c_char_p, _int)
@@ -157,6 +159,7 @@ class MemStats(ctypes.Structure):
 
 
 _sig("tg_mem_get", _int, _int, ctypes.POINTER(MemStats))
+_sig("tg_mem_reset_peak", _int, _int)
 _sig("tg_mark_modified_at", _int, Site, _vp, ctypes.c_char_p)
 for _n in ("add", "sub", "mul", "div", "matmul"):
     _sig(f"tg_{_n}_at", _vp, Site, _vp, _vp)

@@ -19,42 +19,8 @@ from typing import Optional, Tuple
 import torch as _torch
 
 from . import Tensor, from_dlpack
-from ._lib import Site, check_status, lib, site
-
-
-class _LogprobOpts(ctypes.Structure):
-    """tg_logprob_opts (tapegrad/logprob.h), field for field."""
-    _fields_ = [("temperature", ctypes.c_double), ("ignore_index", ctypes.c_int64),
-                ("chunk_size", ctypes.c_int64), ("want_entropy", ctypes.c_bool),
-                ("entropy_grad", ctypes.c_bool), ("impl", ctypes.c_int),
-                ("grad_into_logits", ctypes.c_bool), ("comm", ctypes.c_void_p),
-                ("vocab_start", ctypes.c_int64)]
-
-
-lib.tg_logprob_opts_default.restype = _LogprobOpts
-lib.tg_logprob_opts_default.argtypes = []
-_vpp = ctypes.POINTER(ctypes.c_void_p)
-lib.tg_logprob_entropy_lse_at.restype = ctypes.c_int
-lib.tg_logprob_entropy_lse_at.argtypes = [Site, ctypes.c_void_p, ctypes.c_void_p,
-                                          ctypes.POINTER(_LogprobOpts), _vpp, _vpp, _vpp]
-
-
-class _LinearOpts(ctypes.Structure):
-    """tg_linear_logprob_opts (tapegrad/logprob.h), field for field."""
-    _fields_ = [("temperature", ctypes.c_double), ("ignore_index", ctypes.c_int64),
-                ("want_entropy", ctypes.c_bool), ("entropy_grad", ctypes.c_bool),
-                ("impl", ctypes.c_int), ("workspace_bytes", ctypes.c_size_t),
-                ("chunk_rows", ctypes.c_int64), ("vocab_block", ctypes.c_int64),
-                ("grad_f32", ctypes.c_bool), ("comm", ctypes.c_void_p),
-                ("vocab_start", ctypes.c_int64), ("device", ctypes.c_int)]
-
-
-lib.tg_linear_logprob_opts_default.restype = _LinearOpts
-lib.tg_linear_logprob_opts_default.argtypes = []
-lib.tg_linear_logprob_entropy_at.restype = ctypes.c_int
-lib.tg_linear_logprob_entropy_at.argtypes = [Site, ctypes.c_void_p, ctypes.c_void_p,
-                                             ctypes.c_void_p, ctypes.c_void_p,
-                                             ctypes.POINTER(_LinearOpts), _vpp, _vpp, _vpp]
+from ._lib import check_status, lib
+from .fused import linear_opts, logprob_opts, run3
 
 
 lib.tg_cuda_set_stream.restype = ctypes.c_int
@@ -86,11 +52,8 @@ def _from_torch(x: _torch.Tensor) -> Tensor:
 
 
 def _run3(fn, *args) -> Tuple[Tensor, Tensor, Tensor]:
-    """Calls a fused op's C entry with its three output slots (logprob,
-    entropy, lse) after args; raises its error; returns the three tensors."""
-    out = [ctypes.c_void_p() for _ in range(3)]
-    check_status(fn(site(), *args, *[ctypes.byref(o) for o in out]))
-    return tuple(Tensor(o.value) for o in out)
+    """A fused op's three outputs (logprob, entropy, lse) as Tensors."""
+    return tuple(Tensor(h) for h in run3(fn, *args))
 
 
 def _hand_out(ctx, leaves, outs, entropy_grad: bool):
@@ -134,8 +97,7 @@ def _logprob_graph(logits, targets, temperature, ignore_index, entropy_grad):
     _on_torch_stream(logits)
     z = _from_torch(logits).requires_grad_(True)  # a leaf of tapegrad's graph
     y = _from_torch(targets.contiguous())
-    o = lib.tg_logprob_opts_default()
-    o.temperature, o.ignore_index, o.entropy_grad = temperature, ignore_index, entropy_grad
+    o = logprob_opts(temperature, ignore_index, entropy_grad)
     return (z,), _run3(lib.tg_logprob_entropy_lse_at, z._h, y._h, ctypes.byref(o))
 
 
@@ -148,9 +110,7 @@ def _linear_graph(hidden, weight, bias, targets, need, temperature, ignore_index
     w = _from_torch(weight).requires_grad_(need[1])
     b = _from_torch(bias).requires_grad_(need[2]) if bias is not None else None
     y = _from_torch(targets.contiguous())
-    o = lib.tg_linear_logprob_opts_default()
-    o.temperature, o.ignore_index, o.entropy_grad = temperature, ignore_index, entropy_grad
-    o.chunk_rows, o.vocab_block = chunk_rows, vocab_block
+    o = linear_opts(temperature, ignore_index, entropy_grad, chunk_rows, vocab_block)
     outs = _run3(lib.tg_linear_logprob_entropy_at, h._h, w._h, b._h if b is not None else None,
                  y._h, ctypes.byref(o))
     return (h, w, b), outs
