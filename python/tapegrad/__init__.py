@@ -22,7 +22,7 @@ from ._lib import (CATEGORIES, DLManagedTensor, MemStats, RELEASE_FN, TapegradEr
 __all__ = ["Tensor", "TapegradError", "tensor", "from_numpy", "from_dlpack", "no_grad",
            "mem_stats", "live_counts", "float32", "float64", "int64", "bool_", "bfloat16",
            "leak_check", "step_mark", "graph", "Timeline", "logprob_entropy",
-           "linear_logprob_entropy", "reset_peak"]
+           "linear_logprob_entropy", "reset_peak", "empty_cache"]
 
 float32, float64, int64, bool_, bfloat16 = "f32", "f64", "i64", "bool", "bf16"
 _DTYPES = {"f32": 0, "f64": 1, "i64": 2, "bool": 3, "bf16": 4}
@@ -427,6 +427,12 @@ def reset_peak(device: str = "cpu") -> None:
     """Sets the peaks of ``mem_stats`` to the live figures (tg_mem_reset_peak):
     ``torch.cuda.reset_peak_memory_stats``."""
     check_status(lib.tg_mem_reset_peak(1 if device == "cuda" else 0))
+
+
+def empty_cache(device: str = "cpu") -> None:
+    """Gives the blocks the library keeps for reuse back to the system (or to
+    CUDA): tg_mem_empty_cache. PyTorch equivalent: ``torch.cuda.empty_cache``."""
+    check_status(lib.tg_mem_empty_cache(1 if device == "cuda" else 0))
 
 
 def live_counts() -> dict:

@@ -160,6 +160,7 @@ class MemStats(ctypes.Structure):
 
 _sig("tg_mem_get", _int, _int, ctypes.POINTER(MemStats))
 _sig("tg_mem_reset_peak", _int, _int)
+_sig("tg_mem_empty_cache", _int, _int)
 _sig("tg_mark_modified_at", _int, Site, _vp, ctypes.c_char_p)
 for _n in ("add", "sub", "mul", "div", "matmul"):
     _sig(f"tg_{_n}_at", _vp, Site, _vp, _vp)

@@ -123,3 +123,13 @@ def test_bad_inputs_raise_cleanly():
         tg.from_dlpack(object())
     with pytest.raises(ValueError):
         tg.tensor([[1.0], [2.0, 3.0]])
+
+
+def test_reset_peak_and_empty_cache():
+    t = tg.zeros("f32", [1024, 256])
+    del t
+    tg.reset_peak()
+    m = tg.mem_stats()
+    assert m["peak_total"] == m["live_total"]
+    tg.empty_cache()
+    tg.empty_cache("cuda")  # without a device: nothing to give back, not an error
