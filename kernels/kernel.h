@@ -303,6 +303,11 @@ enum { TG__UNARY_OPS(TG__UN_SAVES) TG__UN_SAVES_NOP_ };
 
 /* ---- descriptors ---------------------------------------------------------- */
 
+/* A device allocator handed to a backend (tg_cuda_set_allocator): a block of
+ * at least `bytes` usable on `stream`, or NULL; and its release. */
+typedef void *(*tg__device_alloc_fn)(size_t bytes, void *stream, void *ctx);
+typedef void (*tg__device_free_fn)(void *ptr, size_t bytes, void *stream, void *ctx);
+
 typedef struct tg__arr {
     void *data;                       /* element (0, ..., 0); NULL: see the entry */
     int dtype;                        /* a tg_dtype */
@@ -438,6 +443,11 @@ typedef struct tg__backend {
      * first. NULL entries where there are no streams (the CPU). */
     tg_status (*set_stream)(void *stream);
     void *(*get_stream)(void);
+    /* Where device blocks come from: alloc/free_fn (both non-NULL; called
+     * with the block's bytes, the stream and ctx) or, both NULL, the
+     * backend's own allocator; only called while the backend has no live
+     * block. NULL where memory is the host's (the CPU). */
+    tg_status (*set_allocator)(tg__device_alloc_fn alloc, tg__device_free_fn free_fn, void *ctx);
 
     /* The fused log-prob / entropy op (ops/logprob.c has the formulas). z
      * (..., V) over its own shape, any strides; y the targets over z's

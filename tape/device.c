@@ -48,6 +48,29 @@ tg_status tg_cuda_set_stream(void *stream) {
     return st;
 }
 
+tg_status tg_cuda_set_allocator(tg_cuda_alloc_fn alloc, tg_cuda_free_fn free_fn, void *ctx) {
+    if ((alloc == NULL) != (free_fn == NULL))
+        return tg__set_error(TG_ERR_VALUE,
+                             "tg_cuda_set_allocator: alloc and free must both be given or both "
+                             "be NULL (alloc %s, free %s)",
+                             alloc ? "given" : "NULL", free_fn ? "given" : "NULL");
+    tg_status st = tg__check_device_usable("tg_cuda_set_allocator", TG_CUDA);
+    if (st != TG_OK) return st;
+    tg_mem_stats m;
+    st = tg_mem_get(TG_CUDA, &m);
+    if (st != TG_OK) return st;
+    size_t own = m.live_total - m.live[TG_MEM_EXTERNAL];
+    if (own != 0)
+        return tg__set_error(TG_ERR_STATE,
+                             "tg_cuda_set_allocator: %zu bytes of the library's device memory "
+                             "are live; set the allocator before making CUDA tensors, or "
+                             "release them first",
+                             own);
+    st = cu->set_allocator(alloc, free_fn, ctx);
+    if (st != TG_OK) tg__set_error(st, "tg_cuda_set_allocator: %s", tg_last_error());
+    return st;
+}
+
 void *tg_cuda_get_stream(void) {
     return cu->get_stream && tg_cuda_device_count() > 0 ? cu->get_stream() : NULL;
 }

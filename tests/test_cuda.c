@@ -432,3 +432,114 @@ Test(cuda, work_runs_on_the_stream_set) {
     cr_assert_eq(tg_scope_end(sc), TG_OK);
 #endif
 }
+
+/* ---- an allocator from outside (tg_cuda_set_allocator) ---------------------------------- */
+
+/* A framework's allocator as the library sees it: counts what it is asked for
+ * and can be told to refuse; its memory is the emulated device's. */
+typedef struct ext_log {
+    int64_t allocs, frees;
+    size_t live;
+    void *stream;
+    bool refuse;
+} ext_log;
+
+static void *ext_alloc(size_t bytes, void *stream, void *ctx) {
+    ext_log *log = ctx;
+    if (log->refuse) return NULL;
+    log->allocs++;
+    log->live += bytes;
+    log->stream = stream;
+#ifdef TG_TEST_SIMT
+    return tg_simt_device_alloc(bytes);
+#else
+    return NULL;
+#endif
+}
+
+static void ext_free(void *p, size_t bytes, void *stream, void *ctx) {
+    ext_log *log = ctx;
+    log->frees++;
+    log->live -= bytes;
+    log->stream = stream;
+#ifdef TG_TEST_SIMT
+    tg_simt_device_free(p);
+#else
+    (void)p;
+#endif
+}
+
+Test(cuda, set_allocator_refuses_bad_arguments_and_live_memory) {
+    ext_log log = {0};
+    cr_assert_eq(tg_cuda_set_allocator(ext_alloc, NULL, &log), TG_ERR_VALUE);
+    tgt_assert_error(TG_ERR_VALUE, "tg_cuda_set_allocator", "both", NULL);
+    tg_clear_error();
+    if (tg_cuda_device_count() == 0) {
+        cr_assert_eq(tg_cuda_set_allocator(ext_alloc, ext_free, &log), TG_ERR_DEVICE);
+        tgt_assert_error(TG_ERR_DEVICE, "tg_cuda_set_allocator", NULL);
+        tg_clear_error();
+        return;
+    }
+    tg_tensor *h = tg_ones(TG_F32, TG_SHAPE(10));
+    tg_tensor *c = tg_to_device(h, TG_CUDA);
+    cr_assert_not_null(c, "%s", tg_last_error());
+    cr_assert_eq(tg_cuda_set_allocator(ext_alloc, ext_free, &log), TG_ERR_STATE);
+    tgt_assert_error(TG_ERR_STATE, "tg_cuda_set_allocator", "40 bytes", NULL);
+    tg_clear_error();
+    tg_release(c);
+    tg_release(h);
+    cr_assert_eq(log.allocs, 0, "nothing changed");
+}
+
+Test(cuda, device_memory_comes_from_the_allocator_set) {
+#ifndef TG_TEST_SIMT
+    cr_skip_test("needs device memory the test can allocate: the emulated device's");
+#else
+    NEED_DEVICE();
+    ext_log log = {0};
+    tg_tensor *host = tg_full(TG_F32, TG_SHAPE(64, 32), 0.25);
+    cr_assert_eq(tg_cuda_set_allocator(ext_alloc, ext_free, &log), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(cuda_stats().cached, 0, "the library's cache was given back");
+    void *s = (void *)0x7171;
+    cr_assert_eq(tg_cuda_set_stream(s), TG_OK);
+    int sc = tg_scope_begin(); /* owns every tensor made until tg_scope_end */
+    tg_tensor *x = tg_to_device(host, TG_CUDA);
+    cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+    cr_assert_eq(log.allocs, 1);
+    cr_assert_eq(log.live, 64 * 32 * 4, "the bytes asked for");
+    cr_assert_eq(log.stream, s, "with the library's stream");
+    cr_assert_eq(cuda_stats().live_total, log.live, "the accounting counts them as before");
+    /* a whole step: ops, the fused op's workspace, backward's gradients */
+    tg_tensor *y = tg_randint(TG_SHAPE(64), 3, 0, 32);
+    tg_tensor *yc = tg_to_device(y, TG_CUDA);
+    tg_tensor *lp = NULL, *ent = NULL;
+    cr_assert_eq(tg_logprob_entropy(x, yc, NULL, &lp, &ent), TG_OK, "%s", tg_last_error());
+    tg_tensor *loss = tg_add(tg_mean(lp), tg_mean(ent));
+    cr_assert_eq(tg_backward(loss, NULL, false), TG_OK, "%s", tg_last_error());
+    cr_assert_not_null(tg_grad(x));
+    cr_assert_gt(log.allocs, 6);
+    cr_assert_eq(cuda_stats().cached, 0, "nothing is cached on the library's side");
+    cr_assert_eq(cuda_stats().live_total, log.live);
+    /* the allocator refusing: the op that asked fails cleanly */
+    log.refuse = true;
+    cr_assert_null(tg_exp(x));
+    tgt_assert_error(TG_ERR_NOMEM, "tg_cuda_set_allocator", "8192 bytes", NULL);
+    tg_clear_error();
+    log.refuse = false;
+    /* changing it while the library holds blocks is refused */
+    cr_assert_eq(tg_cuda_set_allocator(NULL, NULL, NULL), TG_ERR_STATE);
+    tg_clear_error();
+    cr_assert_eq(tg_scope_end(sc), TG_OK);
+    cr_assert_eq(log.allocs, log.frees, "every block went back to the allocator");
+    cr_assert_eq(log.live, 0);
+    cr_assert_eq(cuda_stats().live_total, 0);
+    cr_assert_eq(tg_cuda_set_allocator(NULL, NULL, NULL), TG_OK, "back to the library's own");
+    cr_assert_eq(tg_cuda_set_stream(NULL), TG_OK);
+    tg_tensor *z = tg_to_device(host, TG_CUDA);
+    cr_assert_eq(log.allocs, log.frees, "the allocator is no longer asked");
+    tg_release(z);
+    cr_assert_gt(cuda_stats().cached, 0, "cached by the library again");
+    cr_assert_eq(tg_cuda_empty_cache(), TG_OK);
+    tg_release(host);
+#endif
+}

@@ -80,6 +80,27 @@ tg_status tg_cuda_synchronize(void);
  * TG_ERR_CUDA (waiting for the old stream failed: it stays). */
 tg_status tg_cuda_set_stream(void *stream);
 
+/* A device allocator from outside the library (tg_cuda_set_allocator): alloc
+ * returns a block of at least `bytes` bytes of the current device, usable on
+ * `stream` (the library's, tg_cuda_get_stream), or NULL when it cannot;
+ * free gives back a block alloc returned, with the same bytes, and the
+ * stream the library runs on when it lets go of it. ctx is passed through. */
+typedef void *(*tg_cuda_alloc_fn)(size_t bytes, void *stream, void *ctx);
+typedef void (*tg_cuda_free_fn)(void *ptr, size_t bytes, void *stream, void *ctx);
+/* Makes every later device allocation of the library (tensors, workspaces,
+ * gradients) go through alloc / free_fn instead of the library's caching
+ * allocator, e.g. PyTorch's (torch.cuda.caching_allocator_alloc / _delete),
+ * so that one cache serves both and memory the library lets go of is
+ * PyTorch's to reuse. Both NULL: back to the library's own allocator. The
+ * library's cached blocks are given back to CUDA first. The accounting
+ * (tg_mem_get) counts the bytes asked for as before; nothing is cached on
+ * the library's side. Call it before the library has device memory, with
+ * no other thread using the device. A NULL from alloc is TG_ERR_NOMEM for
+ * the op that asked. Errors: TG_ERR_VALUE (one of alloc and free_fn NULL),
+ * TG_ERR_DEVICE (no device or no CUDA backend), TG_ERR_STATE (the library
+ * holds device memory now: the message gives the bytes), TG_ERR_CUDA
+ * (giving the cache back failed); nothing changes on error. */
+tg_status tg_cuda_set_allocator(tg_cuda_alloc_fn alloc, tg_cuda_free_fn free_fn, void *ctx);
 /* The stream tg_cuda_set_stream set (NULL: the legacy default stream; also
  * without a device). */
 void *tg_cuda_get_stream(void);

@@ -135,6 +135,7 @@ const tg__backend tg__cuda_backend = {
     .set_allow_tf32 = tg__cuda_set_allow_tf32,
     .set_stream = tg__cuda_set_stream,
     .get_stream = tg__cuda_stream,
+    .set_allocator = tg__cuda_set_allocator,
     .lpe_forward = lpe_forward,
     .lpe_check_rows = lpe_check_rows,
     .lpe_backward = lpe_backward,

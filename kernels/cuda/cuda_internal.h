@@ -49,6 +49,12 @@ void tg__cuda_free_block(void *p, size_t nbytes);
  * freed: this counts the blocks whose guards were overwritten (each also
  * printed on stderr). 0 without the variable. */
 size_t tg__cuda_guard_violations(void);
+/* Makes every later device block come from alloc and go back to free_fn
+ * (with the library's stream and ctx), or, both NULL, from the caching
+ * allocator again; empties the cache first. The caller checked that no
+ * block of the library is live. Errors: TG_ERR_CUDA (emptying the cache). */
+tg_status tg__cuda_set_allocator(tg__device_alloc_fn alloc, tg__device_free_fn free_fn,
+                                 void *ctx);
 /* Bytes in the free lists now (allocated from CUDA, not in use). */
 size_t tg__cuda_cached_bytes(void);
 /* cudaFree of every cached block. TG_OK, or TG_ERR_CUDA (the failing block

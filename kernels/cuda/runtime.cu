@@ -281,8 +281,51 @@ extern "C" void tg__cuda_free(void *p, size_t nbytes) {
     tg__cuda_free_block(q, nbytes + 2 * GUARD);
 }
 
+/* ---- an allocator from outside (tg_cuda_set_allocator) -------------------------------
+ * When set, every device block comes from it and goes back to it, with the
+ * stream the library runs on; the class lists are not used. Read and written
+ * under g_lock. */
+static tg__device_alloc_fn g_ext_alloc;
+static tg__device_free_fn g_ext_free;
+static void *g_ext_ctx;
+
+extern "C" tg_status tg__cuda_set_allocator(tg__device_alloc_fn alloc, tg__device_free_fn free_fn,
+                                            void *ctx) {
+    tg_status st = tg__cuda_empty_cache(); /* the cached blocks came from cudaMalloc */
+    if (st != TG_OK) return st;
+    pthread_mutex_lock(&g_lock);
+    g_ext_alloc = alloc;
+    g_ext_free = free_fn;
+    g_ext_ctx = ctx;
+    pthread_mutex_unlock(&g_lock);
+    return TG_OK;
+}
+
+/* The allocator from outside, or false (its functions copied under the lock). */
+static bool ext_allocator(tg__device_alloc_fn *alloc, tg__device_free_fn *free_fn, void **ctx) {
+    pthread_mutex_lock(&g_lock);
+    *alloc = g_ext_alloc;
+    *free_fn = g_ext_free;
+    *ctx = g_ext_ctx;
+    pthread_mutex_unlock(&g_lock);
+    return *alloc != NULL;
+}
+
 static tg_status alloc_block(void **p, size_t nbytes) {
     *p = NULL;
+    tg__device_alloc_fn ext_alloc;
+    tg__device_free_fn ext_free;
+    void *ctx;
+    if (ext_allocator(&ext_alloc, &ext_free, &ctx)) {
+        void *q = ext_alloc(nbytes ? nbytes : 1, tg__cuda_stream(), ctx);
+        if (!q)
+            return tg__set_error(TG_ERR_NOMEM,
+                                 "out of memory: the allocator given to tg_cuda_set_allocator "
+                                 "returned NULL for %zu bytes on cuda",
+                                 nbytes);
+        *p = q;
+        return TG_OK;
+    }
     size_t size = class_size(nbytes);
     if (size == 0)
         return tg__set_error(TG_ERR_NOMEM, "out of memory: cannot allocate %zu bytes on cuda",
@@ -316,6 +359,13 @@ static tg_status alloc_block(void **p, size_t nbytes) {
 
 extern "C" void tg__cuda_free_block(void *p, size_t nbytes) {
     if (!p) return;
+    tg__device_alloc_fn ext_alloc;
+    tg__device_free_fn ext_free;
+    void *ctx;
+    if (ext_allocator(&ext_alloc, &ext_free, &ctx)) {
+        ext_free(p, nbytes ? nbytes : 1, tg__cuda_stream(), ctx);
+        return;
+    }
     size_t size = class_size(nbytes);
     block *b = (block *)malloc(sizeof *b);
     pthread_mutex_lock(&g_lock);

@@ -14,12 +14,14 @@ which torch.compile uses (see _torch_library.py).
 from __future__ import annotations
 
 import ctypes
+import os
+import warnings
 from typing import Optional, Tuple
 
 import torch as _torch
 
 from . import Tensor, from_dlpack
-from ._lib import check_status, lib
+from ._lib import TapegradError, check_status, lib
 from .fused import linear_opts, logprob_opts, run3
 
 
@@ -29,15 +31,64 @@ lib.tg_cuda_get_stream.restype = ctypes.c_void_p
 lib.tg_cuda_get_stream.argtypes = []
 
 
+_ALLOC_FN = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p)
+_FREE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
+                            ctypes.c_void_p)
+lib.tg_cuda_set_allocator.restype = ctypes.c_int
+lib.tg_cuda_set_allocator.argtypes = [_ALLOC_FN, _FREE_FN, ctypes.c_void_p]
+
+
+def _torch_alloc(nbytes: int, stream: Optional[int], ctx) -> Optional[int]:
+    try:
+        return _torch.cuda.caching_allocator_alloc(nbytes, _torch.cuda.current_device(),
+                                                   stream or 0)
+    except RuntimeError:  # out of memory: the library reports TG_ERR_NOMEM for the op
+        return None
+
+
+def _torch_free(ptr: int, nbytes: int, stream: Optional[int], ctx) -> None:
+    _torch.cuda.caching_allocator_delete(ptr)
+
+
+_alloc_cb, _free_cb = _ALLOC_FN(_torch_alloc), _FREE_FN(_torch_free)
+_allocator_tried = False
+
+
+def use_torch_allocator(enable: bool = True) -> None:
+    """Makes the library take its device memory from PyTorch's caching
+    allocator (``torch.cuda.caching_allocator_alloc`` / ``_delete``, through
+    tg_cuda_set_allocator), so that memory tapegrad lets go of is PyTorch's to
+    reuse and ``torch.cuda.memory_allocated`` counts tapegrad's tensors too;
+    ``enable=False``: the library's own cache again. The adapters call it
+    once, at their first CUDA operand, unless TAPEGRAD_TORCH_ALLOCATOR=0.
+    Raises TapegradError: TG_ERR_DEVICE without a device, TG_ERR_STATE while
+    the library holds device memory (set it before making CUDA tensors)."""
+    if enable:
+        check_status(lib.tg_cuda_set_allocator(_alloc_cb, _free_cb, None))
+    else:
+        check_status(lib.tg_cuda_set_allocator(_ALLOC_FN(), _FREE_FN(), None))
+
+
 def _on_torch_stream(*xs: Optional[_torch.Tensor]) -> None:
     """For CUDA operands: makes the library queue its work on PyTorch's current
     stream of their device (tg_cuda_set_stream), so that it is ordered with
     PyTorch's work without a synchronisation. Switching streams waits for the
     library's work on the old one, so the stream is left set, and switched only
-    when PyTorch's current stream changes."""
+    when PyTorch's current stream changes. At the first CUDA operand the
+    library's allocations go to PyTorch's allocator (use_torch_allocator),
+    unless the library already holds device memory (then it keeps its own
+    cache: a warning says so) or TAPEGRAD_TORCH_ALLOCATOR=0."""
+    global _allocator_tried
     x = next((x for x in xs if x is not None and x.device.type == "cuda"), None)
     if x is None:
         return
+    if not _allocator_tried:
+        _allocator_tried = True
+        if os.environ.get("TAPEGRAD_TORCH_ALLOCATOR", "1") != "0":
+            try:
+                use_torch_allocator()
+            except TapegradError as e:
+                warnings.warn(f"tapegrad.torch: keeping the library's own device cache ({e})")
     stream = _torch.cuda.current_stream(x.device).cuda_stream
     if (lib.tg_cuda_get_stream() or 0) != stream:
         check_status(lib.tg_cuda_set_stream(stream or None))

@@ -397,6 +397,13 @@ cudaError_t cudaMalloc(void **p, size_t n) {
     return cudaSuccess;
 }
 
+extern "C" void *tg_simt_device_alloc(size_t n) {
+    void *p = NULL;
+    return cudaMalloc(&p, n) == cudaSuccess ? p : NULL;
+}
+
+extern "C" void tg_simt_device_free(void *p) { (void)cudaFree(p); }
+
 cudaError_t cudaFree(void *p) {
     if (!p) return cudaSuccess;
     pthread_mutex_lock(&g_launch_lock);

@@ -20,6 +20,10 @@ long tg_simt_launch_count(void);
 const void *tg_simt_last_stream(const char *what);
 /* Bytes of emulated device memory allocated (cudaMalloc minus cudaFree). */
 size_t tg_simt_device_bytes(void);
+/* Emulated device memory for a test standing in for a framework's allocator
+ * (cudaMalloc / cudaFree of the emulator: NULL on failure). */
+void *tg_simt_device_alloc(size_t n);
+void tg_simt_device_free(void *p);
 
 #ifdef __cplusplus
 }
