@@ -80,7 +80,8 @@ def params(arglist: str, known_enums: dict):
 
 def doc_of(comment: str) -> str:
     lines = [re.sub(r"^\s*\*? ?", "", ln) for ln in comment.strip("/*").splitlines()]
-    return "\n".join(ln.rstrip() for ln in lines).strip(" -\n")
+    text = "\n".join(ln.rstrip() for ln in lines).strip()
+    return re.sub(r"^-{2,}\s*|\s*-{2,}$", "", text)  # a section header's rules
 
 
 def table() -> tuple:

@@ -441,7 +441,7 @@ typedef struct ext_log {
     int64_t allocs, frees;
     size_t live;
     void *stream;
-    bool refuse;
+    bool refuse, misalign;
 } ext_log;
 
 static void *ext_alloc(size_t bytes, void *stream, void *ctx) {
@@ -451,7 +451,8 @@ static void *ext_alloc(size_t bytes, void *stream, void *ctx) {
     log->live += bytes;
     log->stream = stream;
 #ifdef TG_TEST_SIMT
-    return tg_simt_device_alloc(bytes);
+    char *p = tg_simt_device_alloc(bytes + 16);
+    return p && log->misalign ? p + 16 : p;
 #else
     return NULL;
 #endif
@@ -463,7 +464,7 @@ static void ext_free(void *p, size_t bytes, void *stream, void *ctx) {
     log->live -= bytes;
     log->stream = stream;
 #ifdef TG_TEST_SIMT
-    tg_simt_device_free(p);
+    tg_simt_device_free(log->misalign ? (char *)p - 16 : p);
 #else
     (void)p;
 #endif
@@ -526,6 +527,14 @@ Test(cuda, device_memory_comes_from_the_allocator_set) {
     tgt_assert_error(TG_ERR_NOMEM, "tg_cuda_set_allocator", "8192 bytes", NULL);
     tg_clear_error();
     log.refuse = false;
+    /* a block the kernels could not load vectors from is given back */
+    int64_t frees = log.frees;
+    log.misalign = true;
+    cr_assert_null(tg_exp(x));
+    tgt_assert_error(TG_ERR_VALUE, "tg_cuda_set_allocator", "not aligned to 256 bytes", NULL);
+    tg_clear_error();
+    log.misalign = false;
+    cr_assert_eq(log.frees, frees + 1, "the misaligned block went back");
     /* changing it while the library holds blocks is refused */
     cr_assert_eq(tg_cuda_set_allocator(NULL, NULL, NULL), TG_ERR_STATE);
     tg_clear_error();

@@ -81,10 +81,16 @@ tg_status tg_cuda_synchronize(void);
 tg_status tg_cuda_set_stream(void *stream);
 
 /* A device allocator from outside the library (tg_cuda_set_allocator): alloc
- * returns a block of at least `bytes` bytes of the current device, usable on
- * `stream` (the library's, tg_cuda_get_stream), or NULL when it cannot;
+ * returns a block of at least `bytes` bytes (>= 1) of the current device,
+ * aligned to 256 bytes, usable on `stream` (the library's,
+ * tg_cuda_get_stream), or NULL when it cannot (a misaligned block is given
+ * back and the op fails with TG_ERR_VALUE);
  * free gives back a block alloc returned, with the same bytes, and the
- * stream the library runs on when it lets go of it. ctx is passed through. */
+ * stream the library runs on when it lets go of it (which differs from the
+ * allocation's when tg_cuda_set_stream switched in between: a stream-ordered
+ * allocator must then wait for that stream before reusing the block). ctx is
+ * passed through. Both are called from the thread of the op that allocates
+ * or frees; they must not call the library. */
 typedef void *(*tg_cuda_alloc_fn)(size_t bytes, void *stream, void *ctx);
 typedef void (*tg_cuda_free_fn)(void *ptr, size_t bytes, void *stream, void *ctx);
 /* Makes every later device allocation of the library (tensors, workspaces,

@@ -285,6 +285,7 @@ extern "C" void tg__cuda_free(void *p, size_t nbytes) {
  * When set, every device block comes from it and goes back to it, with the
  * stream the library runs on; the class lists are not used. Read and written
  * under g_lock. */
+#define TG__DEVICE_ALIGN 256
 static tg__device_alloc_fn g_ext_alloc;
 static tg__device_free_fn g_ext_free;
 static void *g_ext_ctx;
@@ -323,6 +324,13 @@ static tg_status alloc_block(void **p, size_t nbytes) {
                                  "out of memory: the allocator given to tg_cuda_set_allocator "
                                  "returned NULL for %zu bytes on cuda",
                                  nbytes);
+        if ((uintptr_t)q % TG__DEVICE_ALIGN != 0) { /* the kernels' vector loads need it */
+            ext_free(q, nbytes ? nbytes : 1, tg__cuda_stream(), ctx);
+            return tg__set_error(TG_ERR_VALUE,
+                                 "the allocator given to tg_cuda_set_allocator returned %p for "
+                                 "%zu bytes, not aligned to %d bytes",
+                                 q, nbytes, TG__DEVICE_ALIGN);
+        }
         *p = q;
         return TG_OK;
     }

@@ -41,7 +41,9 @@ def _argtypes(params) -> list:
 def _enum_value(op: str, pname: str, enum: str, v: Any) -> int:
     if isinstance(v, str):
         table = ENUMS[enum]
-        key = v.lower().removeprefix("tg_")
+        key = v.lower()
+        if key not in table:  # the C name, e.g. "TG_REDUCTION_MEAN"
+            key = max((k for k in table if key.endswith("_" + k)), key=len, default=key)
         if key not in table:
             raise ValueError(f"tapegrad.{op}: {pname}={v!r} is not a {enum} "
                              f"(one of {', '.join(sorted(table))})")
@@ -86,6 +88,7 @@ def make_op(name: str, spec: dict, Tensor: type, as_tensor: Callable) -> Callabl
             elif kind in _ARRAY_ELEM:
                 seq = [v] if isinstance(v, int) else list(v)
                 if kind == "tensors":
+                    keep.append(seq)  # the Tensors stay alive until the call returns
                     seq = [t._h for t in seq]
                 arr = (_ARRAY_ELEM[kind] * max(len(seq), 1))(*seq)
                 c_args += [len(seq), arr]
@@ -109,14 +112,20 @@ def make_op(name: str, spec: dict, Tensor: type, as_tensor: Callable) -> Callabl
     return op
 
 
+# No method for these: PyTorch's method of the same name reads its arguments
+# otherwise (x.where(cond, y): x is the value, not the condition; x.var(1):
+# 1 is a dim, not a correction). The functions are there (tapegrad.where).
+NOT_METHODS = {"where", "var", "std"}
+
+
 def bind_all(Tensor: type, as_tensor: Callable, namespace: Dict[str, Any]) -> Dict[str, Any]:
     """Puts one function per op into namespace and a method on Tensor for each
     op taking a tensor first (a method Tensor already has, hand-written, is
-    kept); returns namespace."""
+    kept; NOT_METHODS get none); returns namespace."""
     for name, spec in sorted(OPS.items()):
         op = make_op(name, spec, Tensor, as_tensor)
         namespace[name] = op
         first = spec["params"][0][1] if spec["params"] else None
-        if first == "tensor" and not hasattr(Tensor, name):
+        if first == "tensor" and not hasattr(Tensor, name) and name not in NOT_METHODS:
             setattr(Tensor, name, op)
     return namespace

@@ -57,7 +57,7 @@ def register(graph_of_logprob, graph_of_linear, leaf_grads) -> None:
 
     @logprob_entropy_backward.register_fake
     def _(logits, targets, g_lp, g_h, g_lse, temperature, ignore_index, entropy_grad):
-        return torch.empty_like(logits)
+        return logits.new_empty(logits.shape)  # contiguous, as the real gradient
 
     def lpe_setup(ctx, inputs, output):
         logits, targets, *opts = inputs
@@ -101,9 +101,8 @@ def register(graph_of_logprob, graph_of_linear, leaf_grads) -> None:
     @linear_backward.register_fake
     def _(hidden, weight, bias, targets, g_lp, g_h, g_lse, need, temperature, ignore_index,
           entropy_grad, chunk_rows, vocab_block):
-        shapes = [x for x in (hidden, weight, bias)]
-        return [torch.empty_like(x) if x is not None and n else hidden.new_empty(0)
-                for x, n in zip(shapes, need)]
+        return [x.new_empty(x.shape) if x is not None and n else hidden.new_empty(0)
+                for x, n in zip((hidden, weight, bias), need)]  # contiguous, as the real ones
 
     def linear_setup(ctx, inputs, output):
         hidden, weight, bias, targets, *opts = inputs

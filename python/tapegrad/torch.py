@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 import warnings
 from typing import Optional, Tuple
 
@@ -38,16 +39,31 @@ lib.tg_cuda_set_allocator.restype = ctypes.c_int
 lib.tg_cuda_set_allocator.argtypes = [_ALLOC_FN, _FREE_FN, ctypes.c_void_p]
 
 
+_block_streams: dict = {}  # block -> the stream PyTorch's allocator gave it for
+_allocator_lock = threading.Lock()
+
+
 def _torch_alloc(nbytes: int, stream: Optional[int], ctx) -> Optional[int]:
     try:
-        return _torch.cuda.caching_allocator_alloc(nbytes, _torch.cuda.current_device(),
-                                                   stream or 0)
-    except RuntimeError:  # out of memory: the library reports TG_ERR_NOMEM for the op
-        return None
+        ptr = _torch.cuda.caching_allocator_alloc(nbytes, _torch.cuda.current_device(),
+                                                  stream or 0)
+        _block_streams[ptr] = stream or 0
+        return ptr
+    except BaseException:  # noqa: B036 - nothing may escape a ctypes callback: NULL is
+        return None        # TG_ERR_NOMEM for the op that asked
 
 
 def _torch_free(ptr: int, nbytes: int, stream: Optional[int], ctx) -> None:
-    _torch.cuda.caching_allocator_delete(ptr)
+    try:
+        # PyTorch hands the block out again at once to work on the stream it was
+        # allocated for; if the library used it on another stream since (it
+        # switched), that stream's work on it must be done first
+        if _block_streams.pop(ptr, 0) != (stream or 0):
+            _torch.cuda.ExternalStream(stream).synchronize() if stream else \
+                _torch.cuda.default_stream().synchronize()
+        _torch.cuda.caching_allocator_delete(ptr)
+    except BaseException:  # noqa: B036 - nothing may escape a ctypes callback
+        pass
 
 
 _alloc_cb, _free_cb = _ALLOC_FN(_torch_alloc), _FREE_FN(_torch_free)
@@ -82,13 +98,15 @@ def _on_torch_stream(*xs: Optional[_torch.Tensor]) -> None:
     x = next((x for x in xs if x is not None and x.device.type == "cuda"), None)
     if x is None:
         return
-    if not _allocator_tried:
-        _allocator_tried = True
-        if os.environ.get("TAPEGRAD_TORCH_ALLOCATOR", "1") != "0":
-            try:
-                use_torch_allocator()
-            except TapegradError as e:
-                warnings.warn(f"tapegrad.torch: keeping the library's own device cache ({e})")
+    with _allocator_lock:  # no other thread allocates through the library meanwhile
+        if not _allocator_tried:
+            if os.environ.get("TAPEGRAD_TORCH_ALLOCATOR", "1") != "0":
+                try:
+                    use_torch_allocator()
+                except TapegradError as e:
+                    warnings.warn(f"tapegrad.torch: keeping the library's own device cache "
+                                  f"({e})")
+            _allocator_tried = True
     stream = _torch.cuda.current_stream(x.device).cuda_stream
     if (lib.tg_cuda_get_stream() or 0) != stream:
         check_status(lib.tg_cuda_set_stream(stream or None))

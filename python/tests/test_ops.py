@@ -85,3 +85,23 @@ def test_library_errors_name_the_op_and_this_line():
     with pytest.raises(tg.TapegradError) as e:
         s.backward()
     assert f"test_ops.py:{line}" in str(e.value) and "scale_" in str(e.value)
+
+
+def test_tensors_made_for_the_call_live_through_it():
+    # the generator's tensors have no other reference: they must outlive the C call
+    a = tg.tensor([1.0, 2.0])
+    out = tg.cat((x.exp() for x in [a, a]), 0)
+    np.testing.assert_allclose(np.asarray(out), np.exp([1.0, 2.0, 1.0, 2.0]), rtol=1e-6)
+
+
+def test_enums_by_short_or_c_name_and_docs_kept_whole():
+    x = tg.tensor([1.0, 2.0])
+    y = tg.tensor([2.0, 4.0])
+    assert tg.mse_loss(x, y, "mean").item() == tg.mse_loss(x, y, "TG_REDUCTION_MEAN").item() == 2.5
+    assert "-1, 0 or 1" in tg.sign.__doc__
+
+
+def test_no_method_where_pytorch_reads_the_arguments_otherwise():
+    # x.where(cond, y) and x.var(dim) mean other things in PyTorch
+    for name in ("where", "var", "std"):
+        assert not hasattr(tg.Tensor, name) and callable(getattr(tg, name))
