@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm_internal.h"
 #include "logprob_internal.h"
 
 #define WHO "tg_linear_logprob_entropy"
@@ -933,12 +934,11 @@ static tg_status lin_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
     return rc;
 }
 
-/* This rank's backward stopped before the node ran: the other ranks, waiting
- * in its agreement, are told (vocab-parallel only). */
-/* The engine's call for a node whose backward does not run: this rank
- * failed before it (st), or no gradient reached it (TG_OK). Either way it
- * makes the backward's agreement, as the other ranks' node does. */
-static tg_status lin_abort(tg__node *n, tg_status st) {
+/* The engine's call for a node whose backward does not run (tg__op_def.
+ * not_run): this rank failed before it (st), or no gradient reached it
+ * (TG_OK). Vocab-parallel, it makes the backward's agreement all the same,
+ * as the other ranks' node does, so that they are told instead of waiting. */
+static tg_status lin_not_run(tg__node *n, tg_status st) {
     lin L;
     memset(&L, 0, sizeof L);
     if (!(L.comm = (tg_comm *)(intptr_t)n->iparam[P_COMM])) return TG_OK;
@@ -946,7 +946,7 @@ static tg_status lin_abort(tg__node *n, tg_status st) {
 }
 
 static const tg__op_def lin_def = {"LinearLogprobEntropyBackward", lin_backward, false,
-                                   lin_abort};
+                                   lin_not_run};
 
 /* ---- checks and the public entry ---------------------------------------------------- */
 

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm_internal.h"
 #include "logprob_internal.h"
 
 /* Entries of the agreement's signature. */

@@ -395,18 +395,16 @@ typedef struct tg__op_def {
      * with nothing saved (PyTorch's CopySlices releases the function it
      * wraps): a second backward through it fails with TG_ERR_FREED. */
     bool single_use;
-    /* Nodes whose backward makes collectives (vocab-parallel ops): when this
-     * rank's backward stops early (a saved tensor failed its check, an
-     * earlier node failed), the engine calls abort(n, st) for each such node
-     * that did not run, in the order they would have run, so that it tells
-     * the other ranks (waiting in its collective) that this rank failed with
-     * st, and they fail too instead of waiting forever; the result is then
-     * ignored. When a backward reaches the node but no gradient flows into
-     * it (its backward does not run), the engine calls abort(n, TG_OK): the
-     * node meets the other ranks in its collective all the same, and returns
-     * TG_OK when every rank skipped it, else the failure some rank told.
-     * NULL for the rest. */
-    tg_status (*abort)(tg__node *n, tg_status st);
+    /* Called for a node whose backward does not run in a backward that
+     * reached it: with TG_OK when no gradient flowed into it (its input
+     * gradients are all zero), and with the failure's status for every node
+     * reachable from the root that had not run when a backward failed
+     * (called in the order the nodes would have run, latest created first;
+     * the result is then ignored, and the thread's error is the failure's
+     * again afterwards). An op whose backward must meet other parties (the
+     * vocab-parallel ops' collectives) does it here, so that they are not
+     * left waiting. It must not need memory. NULL for the rest. */
+    tg_status (*not_run)(tg__node *n, tg_status st);
 } tg__op_def;
 
 struct tg__node {
@@ -584,42 +582,6 @@ tg_tensor *tg__device_copy(tg_site s, const char *who, tg_tensor *t, tg_device d
 tg_status tg__check_device_usable(const char *who, tg_device dev);
 /* "cpu", "cuda" or "an unknown device". */
 const char *tg__device_name(tg_device dev);
-
-/* ---- communicators (tape/comm.c) --------------------------------------------
- * The exchanges the vocab-parallel ops make. Every rank must make the same
- * calls with the same sizes; a failed collective is TG_ERR_COMM naming the
- * rank and the call. */
-
-/* What a rank brings to the agreement step of a collective call: its local
- * status (and message), and numbers the call compares across ranks. */
-#define TG__AGREE_SIG 12
-typedef struct tg__agree {
-    int32_t status;              /* TG_OK, or what this rank's checks found */
-    int32_t pad;
-    int64_t sig[TG__AGREE_SIG];  /* shapes, options, target checksums... */
-    char msg[224];               /* this rank's message when status != TG_OK */
-} tg__agree;
-
-/* bytes of send (host memory) from every rank, in rank order, into recv
- * (host, size x bytes); staged through device buffers for NCCL. Counts one
- * collective. */
-tg_status tg__comm_allgather_host(tg_comm *c, const char *who, const void *send, void *recv,
-                                  size_t bytes);
-/* t (contiguous f32/f64, on the communicator's device) summed over the ranks
- * in place. Counts one collective. */
-tg_status tg__comm_allreduce_sum(tg_comm *c, const char *who, tg_tensor *t);
-/* The agreement step: one fixed-size all-gather of every rank's entry into
- * the communicator's own buffer of size entries (so it cannot deadlock on a
- * shape mismatch, and over MPI needs no memory: running out of it cannot
- * keep one rank out; over NCCL it is staged through device buffers it
- * allocates). *agreed points at it until the next agreement. When some
- * rank's status is not TG_OK, every rank sets the error of the lowest such
- * rank, "who: rank r: its message", with its status, and returns it. */
-tg_status tg__comm_agree(tg_comm *c, const char *who, tg__agree *mine,
-                         const tg__agree **agreed);
-/* Fills a's status and message from this thread's last error (without a
- * leading "who: "). */
-void tg__agree_fail(tg__agree *a, const char *who, tg_status st);
 
 /* ---- memory timeline (tape/timeline.c) ------------------------------------- */
 

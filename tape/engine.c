@@ -69,17 +69,16 @@ static int by_id_desc(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
-/* This rank's backward stopped with st: each node reachable from start that
- * makes collectives and did not run in this backward (ran != epoch) is told
- * (tg__op_def.abort), in the order the nodes would have run (latest created
- * first), so that the other ranks waiting in its collective fail too. It
- * needs no memory, since running out of it is one of the failures it tells:
- * the graph is walked through the nodes' free_next link (a node reachable
- * from a live one is never on a release worklist) and the nodes to tell are
- * taken largest id first from a list through the same link. Called on every
- * failure of tg_backward, also before the graph was collected (the seed or
- * the collection could not be allocated, a wrong-shaped grad). The thread's
- * error is what it was. */
+/* A backward stopped with st: each node reachable from start whose
+ * backward did not run in it (ran != epoch) and that asks to be told
+ * (tg__op_def.not_run) is called with st, in the order the nodes would have
+ * run (latest created first). It needs no memory, since running out of it
+ * is one of the failures it tells: the graph is walked through the nodes'
+ * free_next link (a node reachable from a live one is never on a release
+ * worklist) and the nodes to call are taken largest id first from a list
+ * through the same link. Called on every failure of tg_backward, also
+ * before the graph was collected (the seed or the collection could not be
+ * allocated, a wrong-shaped grad). The thread's error is what it was. */
 /* Where root's graph is entered when its grad_fn was not (or could not be)
  * brought up to date: a view's through its base (the view's own node would
  * only lead there), anything else's through its grad_fn. */
@@ -87,7 +86,7 @@ static tg__node *graph_of(const tg_tensor *root) {
     return root->view_base ? root->view_base->grad_fn : root->grad_fn;
 }
 
-static void abort_collectives(tg__node *start, uint64_t epoch, tg_status st) {
+static void tell_not_run(tg__node *start, uint64_t epoch, tg_status st) {
     if (!start) return;
     const uint64_t walk = atomic_fetch_add(&g_epoch, 1);
     tg__node *todo = start, *tell = NULL;
@@ -103,7 +102,7 @@ static void abort_collectives(tg__node *start, uint64_t epoch, tg_status st) {
             c->free_next = todo;
             todo = c;
         }
-        if (n->op && n->op->abort && n->ran != epoch) {
+        if (n->op && n->op->not_run && n->ran != epoch) {
             n->free_next = tell;
             tell = n;
         }
@@ -117,9 +116,9 @@ static void abort_collectives(tg__node *start, uint64_t epoch, tg_status st) {
             if (n->ran != epoch && (!next || n->id > next->id)) next = n;
         if (!next) break;
         next->ran = epoch;
-        /* each node tells the first failure, not what an earlier abort left */
+        /* each node is told the first failure, not what an earlier call left */
         tg__set_error(st, "%s", msg);
-        (void)next->op->abort(next, st);
+        (void)next->op->not_run(next, st);
     }
     tg__set_error(st, "%s", msg);
 }
@@ -257,10 +256,8 @@ static void install_leaf(tg_tensor *leaf) {
 static tg_status run_node(tg__node *n, tg_tensor **gin) {
     for (int k = 0; k < n->n_out; k++)
         if (n->gbuf[k]) goto has_grad;
-    /* no gradient reached it: all its input gradients are zero; a node with
-     * collectives meets the other ranks there all the same (one of them may
-     * have failed before it and is telling them so) */
-    return n->op && n->op->abort ? n->op->abort(n, TG_OK) : TG_OK;
+    /* no gradient reached it: all its input gradients are zero */
+    return n->op && n->op->not_run ? n->op->not_run(n, TG_OK) : TG_OK;
 has_grad:
     if (!tg__timeline_on()) return n->op->backward(n, n->gbuf, gin);
     uint64_t token = tg__tl_span_begin(n->name); /* a span in the memory timeline */
@@ -275,7 +272,7 @@ tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
     const uint64_t epoch = atomic_fetch_add(&g_epoch, 1);
     tg_status st = check_root(root, grad);
     if (st != TG_OK) {
-        abort_collectives(graph_of(root), epoch, st);
+        tell_not_run(graph_of(root), epoch, st);
         return st;
     }
     const bool timeline = tg__timeline_on(); /* the whole backward is a span too */
@@ -441,7 +438,7 @@ fail_seed:
 fail_nomsg:
     st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_NOMEM;
 done:
-    if (st != TG_OK) abort_collectives(rn ? rn : graph_of(root), epoch, st);
+    if (st != TG_OK) tell_not_run(rn ? rn : graph_of(root), epoch, st);
     /* Drop gradients still buffered (failure paths) so nothing leaks. */
     for (size_t i = 0; i < nodes.n; i++) {
         tg__node *n = nodes.v[i];

@@ -1,4 +1,4 @@
-/* tape/comm.c - tg_comm: a communicator over MPI or NCCL (the collectives
+/* ops/comm.c - tg_comm: a communicator over MPI or NCCL (the collectives
  * are kernels/cpu/comm_mpi.c and kernels/cuda/comm_nccl.c), the counters of
  * what went through it, and the two exchanges the vocab-parallel ops build
  * on: a host-staged all-gather and the agreement step that makes a bad input
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "comm_internal.h"
 
 struct tg_comm {
     const tg__comm_impl *impl;
