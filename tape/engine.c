@@ -266,6 +266,213 @@ has_grad:
     return st;
 }
 
+/* The gradient backward starts from: grad (a new reference), converted to
+ * the root's dtype when it has another (as PyTorch), or a one-element 1 on
+ * the root's device. NULL with the error set. */
+static tg_tensor *make_seed(tg_tensor *root, tg_tensor *grad) {
+    if (grad && (grad->dtype == root->dtype || (root->dtype == TG_BF16 && grad->dtype == TG_F32)))
+        return tg_retain(grad);
+    if (grad) {
+        tg_tensor *seed = tg__new_output_on(root->site, "tg_backward", root->storage->device,
+                                            root->dtype == TG_BF16 ? TG_F32 : root->dtype,
+                                            root->ndim, root->shape);
+        return seed ? tg__k_ok(tg__k_copy(seed, grad), seed) : NULL;
+    }
+    tg_tensor *seed = tg__new_output_on(root->site, "tg_backward", root->storage->device,
+                                        root->dtype, root->ndim, root->shape);
+    return seed ? tg__k_ok(tg__k_fill(seed, 1.0), seed) : NULL;
+}
+
+/* Step (1): every node reachable from rn into *nodes, each marked with
+ * epoch and its deps set to the number of edges that point to it. */
+static tg_status collect(tg__node *rn, uint64_t epoch, ptrvec *nodes) {
+    rn->mark = epoch;
+    rn->deps = 0;
+    if (!vec_push(nodes, rn)) return TG_ERR_NOMEM;
+    for (size_t i = 0; i < nodes->n; i++) {
+        tg__node *n = nodes->v[i];
+        for (int e = 0; e < n->n_in; e++) {
+            if (n->edge[e].kind != TG__EDGE_NODE) continue;
+            tg__node *c = n->edge[e].node;
+            if (c->mark != epoch) {
+                c->mark = epoch;
+                c->deps = 0;
+                if (!vec_push(nodes, c)) return TG_ERR_NOMEM;
+            }
+            c->deps++;
+        }
+    }
+    return TG_OK;
+}
+
+/* PyTorch's validate_outputs: the gradient node n's backward returned for
+ * input i is on that input's device, of its shape and dtype. A custom
+ * function's mistake is the user's (TG_ERR_DEVICE / TG_ERR_SHAPE), an op's
+ * is the library's (TG_ERR_INTERNAL). */
+static tg_status check_input_grad(const tg__node *n, int i, const tg_tensor *g) {
+    const tg__meta *m = &n->in_meta[i];
+    if (g->storage->device != m->device)
+        return tg__set_error(n->fn ? TG_ERR_DEVICE : TG_ERR_INTERNAL,
+                             "%s (created at %s:%d): backward returned a gradient on %s for "
+                             "input %d, which is on %s",
+                             n->name, n->site.file, n->site.line,
+                             tg__device_name(g->storage->device), i, tg__device_name(m->device));
+    if (!same_meta(g, m)) {
+        char a[160], b[160];
+        return tg__set_error(n->fn ? TG_ERR_SHAPE : TG_ERR_INTERNAL,
+                             "%s (created at %s:%d): backward returned a %s%s gradient for "
+                             "input %d, which is %s%s",
+                             n->name, n->site.file, n->site.line, tg_dtype_name(g->dtype),
+                             tg__shape_str(a, sizeof a, g->ndim, g->shape), i,
+                             tg_dtype_name(m->dtype),
+                             tg__shape_str(b, sizeof b, m->ndim, m->shape));
+    }
+    return TG_OK;
+}
+
+/* Hands the gradient g of n's input edge e on (taking g): into the gradient
+ * buffer of the node it comes from, or into the leaf's pending gradient
+ * (the leaf joins *leaves, held until the commit: a custom backward may
+ * release it), or nowhere when the leaf is gone or no longer requires grad
+ * (as PyTorch's AccumulateGrad: nothing added). */
+static tg_status route(const tg__node *n, tg__edge *e, tg_tensor *g, ptrvec *leaves) {
+    if (e->kind == TG__EDGE_NODE) return accumulate(n->site, &e->node->gbuf[e->output_nr], g);
+    tg_tensor *leaf = tg__edge_leaf(e);
+    if (!leaf || !tg__req_grad(leaf)) {
+        tg__tensor_release(g);
+        return TG_OK;
+    }
+    if (!leaf->pending) {
+        if (!vec_push(leaves, leaf)) {
+            tg__tensor_release(g);
+            return tg_last_status();
+        }
+        tg_retain(leaf);
+        leaf->lib_refs++;
+    }
+    return accumulate(n->site, &leaf->pending, g);
+}
+
+/* Step (3) for one node: runs its backward, drops its gradient buffers,
+ * checks and routes the input gradients, and pushes the nodes it fed whose
+ * last dependency this was on *ready. */
+static tg_status run_and_route(tg__node *n, uint64_t epoch, ptrvec *ready, ptrvec *leaves,
+                               bool retain_graph) {
+    tg_tensor *gin[TG__MAX_IO] = {0};
+    n->ran = epoch;
+    tg_status st = run_node(n, gin);
+    for (int k = 0; k < n->n_out; k++) {
+        tg__tensor_release(n->gbuf[k]);
+        n->gbuf[k] = NULL;
+    }
+    for (int i = 0; st == TG_OK && i < n->n_in; i++) {
+        if (!gin[i] || n->edge[i].kind == TG__EDGE_NONE) continue; /* released below */
+        if ((st = check_input_grad(n, i, gin[i])) != TG_OK) break;
+        tg_tensor *g = gin[i];
+        gin[i] = NULL;
+        st = route(n, &n->edge[i], g, leaves);
+    }
+    for (int i = 0; i < n->n_in; i++) tg__tensor_release(gin[i]);
+    if (st != TG_OK) return st;
+    for (int i = 0; i < n->n_in; i++) {
+        tg__edge *e = &n->edge[i];
+        if (e->kind == TG__EDGE_NODE && --e->node->deps == 0 && !heap_push(ready, e->node))
+            return tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_NOMEM;
+    }
+    if (!retain_graph) tg__node_free_saved(n);
+    return TG_OK;
+}
+
+/* Steps (1) to (4) from the root's node rn, its gradient seed (taken). */
+static tg_status run_graph(tg_tensor *root, tg__node *rn, tg_tensor *seed, uint64_t epoch,
+                           bool retain_graph, ptrvec *nodes, ptrvec *leaves) {
+    tg_status st = collect(rn, epoch, nodes);
+    if (st != TG_OK) {
+        tg__tensor_release(seed);
+        return tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_NOMEM;
+    }
+    /* (2) validate before computing anything, in the order the nodes would run
+     * (latest created first: the first error is the one running would meet) */
+    qsort(nodes->v, nodes->n, sizeof *nodes->v, by_id_desc);
+    for (size_t i = 0; i < nodes->n; i++) {
+        if ((st = tg__node_check(nodes->v[i])) != TG_OK) {
+            tg__tensor_release(seed);
+            return st;
+        }
+    }
+    /* (3) run, latest created first among the ready ones */
+    ptrvec ready = {0};
+    rn->gbuf[root->output_nr] = seed;
+    if (!heap_push(&ready, rn)) st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_NOMEM;
+    while (st == TG_OK && ready.n)
+        st = run_and_route(heap_pop(&ready), epoch, &ready, leaves, retain_graph);
+    free(ready.v);
+    /* (4) commit the leaves: all or nothing */
+    for (size_t i = 0; i < leaves->n && st == TG_OK; i++) st = prepare_leaf(leaves->v[i]);
+    if (st == TG_OK)
+        for (size_t i = 0; i < leaves->n; i++) install_leaf(leaves->v[i]);
+    return st;
+}
+
+/* A leaf root: its gradient is the seed (taken). */
+static tg_status backward_leaf(tg_tensor *root, tg_tensor *seed) {
+    root->pending = seed;
+    tg_status st = prepare_leaf(root);
+    if (st == TG_OK) install_leaf(root);
+    tg__tensor_release(root->pending);
+    root->pending = NULL;
+    return st;
+}
+
+/* After a backward: gradients still buffered (a failure) are dropped and
+ * the leaves held for the commit are let go. */
+static void release_work(ptrvec *nodes, ptrvec *leaves) {
+    for (size_t i = 0; i < nodes->n; i++) {
+        tg__node *n = nodes->v[i];
+        for (int k = 0; k < n->n_out; k++) {
+            tg__tensor_release(n->gbuf[k]);
+            n->gbuf[k] = NULL;
+        }
+    }
+    for (size_t i = 0; i < leaves->n; i++) {
+        tg_tensor *l = leaves->v[i];
+        tg__tensor_release(l->pending);
+        l->pending = NULL;
+        l->lib_refs--;
+        tg__tensor_release(l);
+    }
+    free(nodes->v);
+    free(leaves->v);
+}
+
+/* From root with its seed: a leaf's gradient, or the graph run. *rn: the
+ * root's node once known. *told: the nodes that did not run were told of a
+ * failure already (tell_not_run), before the gradient buffers went. */
+static tg_status backward_from(tg_tensor *root, tg_tensor *grad, uint64_t epoch,
+                               bool retain_graph, tg__node **rn, bool *told) {
+    tg_tensor *seed = make_seed(root, grad);
+    if (!seed) return tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_NOMEM;
+    if (!tg__grad_fn(root, rn)) { /* a view's grad_fn could not be made */
+        tg__tensor_release(seed);
+        return tg_last_status();
+    }
+    if (!*rn && !root->requires_grad) { /* a view made in no-grad mode: as PyTorch */
+        tg__tensor_release(seed);
+        return tg__set_error(TG_ERR_AUTOGRAD,
+                             "tg_backward: %s has no grad_fn and is not a leaf that "
+                             "requires grad (a view made in no-grad mode of a tensor that "
+                             "requires grad: nothing can flow back from it)",
+                             TG__LABEL(root));
+    }
+    if (!*rn) return backward_leaf(root, seed);
+    ptrvec nodes = {0}, leaves = {0};
+    tg_status st = run_graph(root, *rn, seed, epoch, retain_graph, &nodes, &leaves);
+    if (st != TG_OK) tell_not_run(*rn, epoch, st); /* before the buffers go */
+    *told = st != TG_OK;
+    release_work(&nodes, &leaves);
+    return st;
+}
+
 tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
     if (tg__null_arg(root, "tg_backward", "root")) return tg_last_status();
     /* this backward's epoch: a node that ran in it has ran == epoch */
@@ -277,186 +484,15 @@ tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
     }
     const bool timeline = tg__timeline_on(); /* the whole backward is a span too */
     uint64_t tl_token = timeline ? tg__tl_span_begin("tg_backward") : 0;
-
     bool prev_grad = tg_set_grad_enabled(false);
     int prev_scopes = tg__scopes_suspend();
     tg_mem_category prev_cat = tg__set_category_override(TG_MEM_GRADIENT);
-    ptrvec nodes = {0}, ready = {0}, leaves = {0};
+
     tg__node *rn = NULL;
+    bool told = false;
+    st = backward_from(root, grad, epoch, retain_graph, &rn, &told);
+    if (st != TG_OK && !told) tell_not_run(rn ? rn : graph_of(root), epoch, st);
 
-    tg_tensor *seed;
-    if (grad && (grad->dtype == root->dtype || (root->dtype == TG_BF16 && grad->dtype == TG_F32))) {
-        seed = tg_retain(grad);
-    } else if (grad) { /* another dtype: converted to the root's, as PyTorch */
-        seed = tg__new_output_on(root->site, "tg_backward", root->storage->device,
-                                 root->dtype == TG_BF16 ? TG_F32 : root->dtype, root->ndim,
-                                 root->shape);
-        if (!seed || !(seed = tg__k_ok(tg__k_copy(seed, grad), seed))) goto fail_nomsg;
-    } else {
-        /* a one-element 1 on the root's device */
-        seed = tg__new_output_on(root->site, "tg_backward", root->storage->device, root->dtype,
-                                 root->ndim, root->shape);
-        if (!seed || !(seed = tg__k_ok(tg__k_fill(seed, 1.0), seed))) goto fail_nomsg;
-    }
-
-    if (!tg__grad_fn(root, &rn)) { /* a view's grad_fn could not be made */
-        tg__tensor_release(seed);
-        st = tg_last_status();
-        goto done;
-    }
-    if (!rn && !root->requires_grad) { /* a view made in no-grad mode: as PyTorch */
-        tg__tensor_release(seed);
-        st = tg__set_error(TG_ERR_AUTOGRAD,
-                           "tg_backward: %s has no grad_fn and is not a leaf that "
-                           "requires grad (a view made in no-grad mode of a tensor that "
-                           "requires grad: nothing can flow back from it)",
-                           TG__LABEL(root));
-        goto done;
-    }
-    if (!rn) { /* a leaf: its gradient is the seed */
-        root->pending = seed;
-        st = prepare_leaf(root);
-        if (st == TG_OK) install_leaf(root);
-        tg__tensor_release(root->pending);
-        root->pending = NULL;
-        goto done;
-    }
-
-    /* (1) reachable nodes and dependency counts */
-    rn->mark = epoch;
-    rn->deps = 0;
-    if (!vec_push(&nodes, rn)) goto fail_seed;
-    for (size_t i = 0; i < nodes.n; i++) {
-        tg__node *n = nodes.v[i];
-        for (int e = 0; e < n->n_in; e++) {
-            if (n->edge[e].kind != TG__EDGE_NODE) continue;
-            tg__node *c = n->edge[e].node;
-            if (c->mark != epoch) {
-                c->mark = epoch;
-                c->deps = 0;
-                if (!vec_push(&nodes, c)) goto fail_seed;
-            }
-            c->deps++;
-        }
-    }
-
-    /* (2) validate before computing anything, in the order the nodes would run
-     * (latest created first: the first error is the one running would meet) */
-    qsort(nodes.v, nodes.n, sizeof *nodes.v, by_id_desc);
-    for (size_t i = 0; i < nodes.n; i++) {
-        st = tg__node_check(nodes.v[i]);
-        if (st != TG_OK) {
-            tg__tensor_release(seed);
-            goto done;
-        }
-    }
-
-    /* (3) run */
-    rn->gbuf[root->output_nr] = seed;
-    seed = NULL;
-    if (!heap_push(&ready, rn)) goto fail_nomsg;
-    while (ready.n) {
-        tg__node *n = heap_pop(&ready);
-        tg_tensor *gin[TG__MAX_IO] = {0};
-        n->ran = epoch;
-        st = run_node(n, gin);
-        for (int k = 0; k < n->n_out; k++) {
-            tg__tensor_release(n->gbuf[k]);
-            n->gbuf[k] = NULL;
-        }
-        for (int i = 0; st == TG_OK && i < n->n_in; i++) {
-            if (!gin[i]) continue;
-            tg__edge *e = &n->edge[i];
-            if (e->kind == TG__EDGE_NONE) {
-                tg__tensor_release(gin[i]);
-                gin[i] = NULL;
-                continue;
-            }
-            if (gin[i]->storage->device != n->in_meta[i].device) {
-                st = tg__set_error(n->fn ? TG_ERR_DEVICE : TG_ERR_INTERNAL,
-                                   "%s (created at %s:%d): backward returned a gradient on %s for "
-                                   "input %d, which is on %s",
-                                   n->name, n->site.file, n->site.line,
-                                   tg__device_name(gin[i]->storage->device), i,
-                                   tg__device_name(n->in_meta[i].device));
-                break;
-            }
-            if (!same_meta(gin[i], &n->in_meta[i])) {
-                char a[160], b[160];
-                st = tg__set_error(n->fn ? TG_ERR_SHAPE : TG_ERR_INTERNAL,
-                                   "%s (created at %s:%d): backward returned a %s%s gradient for "
-                                   "input %d, which is %s%s",
-                                   n->name, n->site.file, n->site.line,
-                                   tg_dtype_name(gin[i]->dtype),
-                                   tg__shape_str(a, sizeof a, gin[i]->ndim, gin[i]->shape), i,
-                                   tg_dtype_name(n->in_meta[i].dtype),
-                                   tg__shape_str(b, sizeof b, n->in_meta[i].ndim,
-                                                 n->in_meta[i].shape));
-                break;
-            }
-            tg_tensor *g = gin[i];
-            gin[i] = NULL;
-            tg_tensor *leaf = tg__edge_leaf(e);
-            if (e->kind == TG__EDGE_NODE) {
-                st = accumulate(n->site, &e->node->gbuf[e->output_nr], g);
-            } else if (!leaf || !tg__req_grad(leaf)) {
-                /* the leaf is gone (nobody can read its gradient), or no longer
-                 * requires grad (as PyTorch's AccumulateGrad: nothing added) */
-                tg__tensor_release(g);
-            } else {
-                /* held until the commit (a custom backward may release the leaf) */
-                if (!leaf->pending) {
-                    if (!vec_push(&leaves, leaf)) {
-                        tg__tensor_release(g);
-                        st = tg_last_status();
-                        break;
-                    }
-                    tg_retain(leaf);
-                    leaf->lib_refs++;
-                }
-                st = accumulate(n->site, &leaf->pending, g);
-            }
-        }
-        for (int i = 0; i < n->n_in; i++) tg__tensor_release(gin[i]);
-        if (st != TG_OK) goto done;
-        for (int i = 0; i < n->n_in; i++) {
-            tg__edge *e = &n->edge[i];
-            if (e->kind == TG__EDGE_NODE && --e->node->deps == 0 && !heap_push(&ready, e->node))
-                goto fail_nomsg;
-        }
-        if (!retain_graph) tg__node_free_saved(n);
-    }
-
-    /* (4) commit the leaves */
-    for (size_t i = 0; i < leaves.n && st == TG_OK; i++) st = prepare_leaf(leaves.v[i]);
-    if (st == TG_OK)
-        for (size_t i = 0; i < leaves.n; i++) install_leaf(leaves.v[i]);
-    goto done;
-
-fail_seed:
-    tg__tensor_release(seed);
-fail_nomsg:
-    st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_NOMEM;
-done:
-    if (st != TG_OK) tell_not_run(rn ? rn : graph_of(root), epoch, st);
-    /* Drop gradients still buffered (failure paths) so nothing leaks. */
-    for (size_t i = 0; i < nodes.n; i++) {
-        tg__node *n = nodes.v[i];
-        for (int k = 0; k < n->n_out; k++) {
-            tg__tensor_release(n->gbuf[k]);
-            n->gbuf[k] = NULL;
-        }
-    }
-    for (size_t i = 0; i < leaves.n; i++) {
-        tg_tensor *l = leaves.v[i];
-        tg__tensor_release(l->pending);
-        l->pending = NULL;
-        l->lib_refs--;
-        tg__tensor_release(l);
-    }
-    free(nodes.v);
-    free(ready.v);
-    free(leaves.v);
     tg__set_category_override(prev_cat);
     tg__scopes_resume(prev_scopes);
     tg_set_grad_enabled(prev_grad);
