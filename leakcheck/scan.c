@@ -213,207 +213,277 @@ static int cmp_root(const void *a, const void *b) {
     return x->step < y->step ? -1 : x->step > y->step;
 }
 
-tg_leak_report *tg_leak_scan(void) {
-    tg_leak_report *r = tg__xcalloc(1, sizeof *r);
-    if (!r) return NULL;
-    objs o = {0};
-    int64_t *internal = NULL, *reach = NULL, *owner = NULL, *parent = NULL, *queue = NULL,
-            *nb = NULL, *roots = NULL;
-    uint64_t *mark = NULL;
-    bool ok = false;
-    tg__reg_lock();
-    r->step = tg__current_step_locked();
-    for (tg_tensor *t = tg__reg_tensors(); t; t = t->reg_next) o.nt++;
-    for (tg__storage *s = tg__reg_storages(); s; s = s->reg_next) o.ns++;
-    for (tg__node *n = tg__reg_nodes(); n; n = n->reg_next) o.nn++;
-    o.n = o.nt + o.ns + o.nn;
+/* The scan's working state: the live objects and per-object arrays (n + 1
+ * entries each; nb has room for the largest neighbour list). */
+typedef struct scan {
+    objs o;
+    int64_t *internal; /* references held by other live objects */
+    int64_t *reach;    /* step 2: roots reaching i; step 3: reported roots reaching i */
+    int64_t *owner;    /* the first root reaching i, -1 for none */
+    int64_t *parent;   /* step 2: BFS parent; step 3: unreported roots reaching i */
+    int64_t *queue, *roots, *nb;
+    uint64_t *mark;
+    int64_t nroots;
+} scan;
+
+static void scan_free(scan *sc) {
+    free(sc->o.t);
+    free(sc->o.s);
+    free(sc->o.nd);
+    free(sc->internal);
+    free(sc->reach);
+    free(sc->owner);
+    free(sc->parent);
+    free(sc->queue);
+    free(sc->mark);
+    free(sc->roots);
+    free(sc->nb);
+}
+
+/* Counts and indexes the live objects (registry locked) and allocates the
+ * arrays; false when out of memory. */
+static bool scan_init(scan *sc) {
+    objs *o = &sc->o;
+    for (tg_tensor *t = tg__reg_tensors(); t; t = t->reg_next) o->nt++;
+    for (tg__storage *s = tg__reg_storages(); s; s = s->reg_next) o->ns++;
+    for (tg__node *n = tg__reg_nodes(); n; n = n->reg_next) o->nn++;
+    o->n = o->nt + o->ns + o->nn;
     int max_deg = 4 + 2 * TG__MAX_IO;
     for (tg__node *n = tg__reg_nodes(); n; n = n->reg_next)
         if (n->n_in + n->n_saved + n->n_out > max_deg) max_deg = n->n_in + n->n_saved + n->n_out;
-    o.t = tg__xcalloc((size_t)o.nt + 1, sizeof *o.t);
-    o.s = tg__xcalloc((size_t)o.ns + 1, sizeof *o.s);
-    o.nd = tg__xcalloc((size_t)o.nn + 1, sizeof *o.nd);
-    internal = tg__xcalloc((size_t)o.n + 1, sizeof *internal);
-    reach = tg__xcalloc((size_t)o.n + 1, sizeof *reach);
-    owner = tg__xcalloc((size_t)o.n + 1, sizeof *owner);
-    parent = tg__xcalloc((size_t)o.n + 1, sizeof *parent);
-    queue = tg__xcalloc((size_t)o.n + 1, sizeof *queue);
-    mark = tg__xcalloc((size_t)o.n + 1, sizeof *mark);
-    roots = tg__xcalloc((size_t)o.n + 1, sizeof *roots);
-    nb = tg__xcalloc((size_t)max_deg + 1, sizeof *nb);
-    if (!o.t || !o.s || !o.nd || !internal || !reach || !owner || !parent || !queue || !mark ||
-        !roots || !nb)
-        goto out;
+    const size_t n1 = (size_t)o->n + 1;
+    o->t = tg__xcalloc((size_t)o->nt + 1, sizeof *o->t);
+    o->s = tg__xcalloc((size_t)o->ns + 1, sizeof *o->s);
+    o->nd = tg__xcalloc((size_t)o->nn + 1, sizeof *o->nd);
+    sc->internal = tg__xcalloc(n1, sizeof *sc->internal);
+    sc->reach = tg__xcalloc(n1, sizeof *sc->reach);
+    sc->owner = tg__xcalloc(n1, sizeof *sc->owner);
+    sc->parent = tg__xcalloc(n1, sizeof *sc->parent);
+    sc->queue = tg__xcalloc(n1, sizeof *sc->queue);
+    sc->mark = tg__xcalloc(n1, sizeof *sc->mark);
+    sc->roots = tg__xcalloc(n1, sizeof *sc->roots);
+    sc->nb = tg__xcalloc((size_t)max_deg + 1, sizeof *sc->nb);
+    if (!o->t || !o->s || !o->nd || !sc->internal || !sc->reach || !sc->owner || !sc->parent ||
+        !sc->queue || !sc->mark || !sc->roots || !sc->nb)
+        return false;
     int64_t k = 0;
-    for (tg_tensor *t = tg__reg_tensors(); t; t = t->reg_next) o.t[t->scan = k++] = t;
+    for (tg_tensor *t = tg__reg_tensors(); t; t = t->reg_next) o->t[t->scan = k++] = t;
     k = 0;
-    for (tg__storage *s = tg__reg_storages(); s; s = s->reg_next) o.s[s->scan = k++] = s;
+    for (tg__storage *s = tg__reg_storages(); s; s = s->reg_next) o->s[s->scan = k++] = s;
     k = 0;
-    for (tg__node *n = tg__reg_nodes(); n; n = n->reg_next) o.nd[n->scan = k++] = n;
+    for (tg__node *n = tg__reg_nodes(); n; n = n->reg_next) o->nd[n->scan = k++] = n;
+    return true;
+}
 
-    /* 1. references held by other live objects; the rest come from outside.
-     * The edges to a leaf share one handle, which holds one reference. */
-    for (int64_t i = 0; i < o.n; i++) {
-        int d = neighbours(&o, i, nb, false);
-        for (int q = 0; q < d; q++) internal[nb[q]]++;
+/* Step 1: references held by other live objects; an object with more
+ * references than that is held from outside: a root. The edges to a leaf
+ * share one handle, which holds one reference. Roots in creation order
+ * (ids), tensors first. */
+static void find_roots(scan *sc) {
+    const objs *o = &sc->o;
+    for (int64_t i = 0; i < o->n; i++) {
+        int d = neighbours(o, i, sc->nb, false);
+        for (int q = 0; q < d; q++) sc->internal[sc->nb[q]]++;
     }
-    for (int64_t i = 0; i < o.nt; i++)
-        if (o.t[i]->leafref && o.t[i]->leafref->strong) internal[i]++;
-    int64_t nroots = 0;
-    for (int64_t i = 0; i < o.n; i++) {
-        owner[i] = -1;
-        if (refcount_of(&o, i) > internal[i]) roots[nroots++] = i;
+    for (int64_t i = 0; i < o->nt; i++)
+        if (o->t[i]->leafref && o->t[i]->leafref->strong) sc->internal[i]++;
+    sc->nroots = 0;
+    for (int64_t i = 0; i < o->n; i++) {
+        sc->owner[i] = -1;
+        if (refcount_of(o, i) > sc->internal[i]) sc->roots[sc->nroots++] = i;
     }
-    /* roots in creation order (ids), tensors first */
-    for (int64_t a = 1; a < nroots; a++) { /* insertion sort on (kind, id): roots are few */
-        int64_t v = roots[a], b = a - 1;
-        while (b >= 0 && roots[b] > v) {
-            roots[b + 1] = roots[b];
+    for (int64_t a = 1; a < sc->nroots; a++) { /* insertion sort: roots are few */
+        int64_t v = sc->roots[a], b = a - 1;
+        while (b >= 0 && sc->roots[b] > v) {
+            sc->roots[b + 1] = sc->roots[b];
             b--;
         }
-        roots[b + 1] = v;
+        sc->roots[b + 1] = v;
     }
+}
 
-    /* 2. per root: what it reaches (BFS), which outlived nodes it is first to
-     * reach, and the path to the largest thing it keeps */
-    tg_leak_root *out_roots = tg__xcalloc((size_t)nroots + 1, sizeof *out_roots);
-    if (!out_roots) goto out;
-    r->roots = out_roots;
-    for (int64_t ri = 0; ri < nroots; ri++) {
-        int64_t root = roots[ri], head = 0, tail = 0;
-        queue[tail++] = root;
-        mark[root] = (uint64_t)ri + 1;
-        parent[root] = -1;
-        while (head < tail) {
-            int64_t i = queue[head++];
-            reach[i]++;
-            owner[i] = owner[i] < 0 ? root : owner[i];
-            int d = neighbours(&o, i, nb, true);
-            for (int q = 0; q < d; q++) {
-                if (mark[nb[q]] == (uint64_t)ri + 1) continue;
-                mark[nb[q]] = (uint64_t)ri + 1;
-                parent[nb[q]] = i;
-                queue[tail++] = nb[q];
+/* Step 2 for root number ri: what it reaches (BFS: queue[0, *tail), parents
+ * and owners set, reach counted). */
+static void reach_from(scan *sc, int64_t ri, int64_t *tail) {
+    int64_t root = sc->roots[ri], head = 0;
+    *tail = 0;
+    sc->queue[(*tail)++] = root;
+    sc->mark[root] = (uint64_t)ri + 1;
+    sc->parent[root] = -1;
+    while (head < *tail) {
+        int64_t i = sc->queue[head++];
+        sc->reach[i]++;
+        sc->owner[i] = sc->owner[i] < 0 ? root : sc->owner[i];
+        int d = neighbours(&sc->o, i, sc->nb, true);
+        for (int q = 0; q < d; q++) {
+            if (sc->mark[sc->nb[q]] == (uint64_t)ri + 1) continue;
+            sc->mark[sc->nb[q]] = (uint64_t)ri + 1;
+            sc->parent[sc->nb[q]] = i;
+            sc->queue[(*tail)++] = sc->nb[q];
+        }
+    }
+}
+
+/* Among the tail objects root reached: counts the nodes of steps before
+ * `step` into lr (and *first: those it is the first root to reach) and
+ * returns the heaviest target: the node saving the most (ties: the deepest),
+ * or a leaf only the graph holds, when larger. */
+static int64_t heaviest(const scan *sc, int64_t root, int64_t tail, uint64_t step,
+                        tg_leak_root *lr, int64_t *first) {
+    const objs *o = &sc->o;
+    int64_t target = -1;
+    uint64_t best = 0;
+    for (int64_t q = 0; q < tail; q++) {
+        int64_t i = sc->queue[q];
+        if (i < o->nt + o->ns) continue;
+        const tg__node *nd = o->nd[i - o->nt - o->ns];
+        if (nd->step >= step) continue;
+        lr->nodes++;
+        *first += sc->owner[i] == root;
+        int big;
+        uint64_t sb = node_saved(nd, &big);
+        if (sb) lr->nodes_with_saved++;
+        if (sb + 1 >= best || target < 0) {
+            best = sb + 1;
+            target = i;
+        }
+        /* a leaf that only the graph holds (the program let go of it) */
+        for (int e = 0; e < nd->n_in; e++) {
+            const tg__edge *ed = &nd->edge[e];
+            const tg_tensor *lf = ed->kind == TG__EDGE_LEAF && ed->ref->strong ? ed->ref->leaf
+                                                                                : NULL;
+            int64_t li = idx_t(lf);
+            if (li < 0 || refcount_of(o, li) > sc->internal[li]) continue;
+            if (lf->storage->nbytes + 1 > best) {
+                best = lf->storage->nbytes + 1;
+                target = li;
             }
         }
-        /* outlived nodes this root reaches (each counted once in the total, for
-         * the first root that reaches it), and the heaviest target */
+    }
+    return target;
+}
+
+/* lr's name, shape, site and step (with its label) for the root object. */
+static void label_root(const scan *sc, int64_t root, tg_leak_root *lr) {
+    const tg_tensor *rt = root < sc->o.nt ? sc->o.t[root] : NULL;
+    if (!rt) {
+        describe(&sc->o, root, lr->name, sizeof lr->name);
+        return;
+    }
+    tensor_label(rt, lr->name, sizeof lr->name, lr->shape, sizeof lr->shape);
+    lr->file = rt->site.file;
+    lr->line = rt->site.line;
+    lr->step = rt->step;
+    tg__step_rec hist[TG__STEP_HISTORY];
+    int nh = tg__reg_step_history(hist);
+    for (int h = 0; h < nh; h++)
+        if (hist[h].step == rt->step) memcpy(lr->step_label, hist[h].label, sizeof lr->step_label);
+}
+
+/* Step 2: per root, what it reaches, which outlived nodes it is first to
+ * reach, and the path to the largest thing it keeps: the roots reaching
+ * outlived nodes go to r->roots (their bytes field holding the root's index
+ * until step 3). false when out of memory. */
+static bool report_roots(scan *sc, tg_leak_report *r) {
+    tg_leak_root *out = tg__xcalloc((size_t)sc->nroots + 1, sizeof *out);
+    if (!out) return false;
+    r->roots = out;
+    for (int64_t ri = 0; ri < sc->nroots; ri++) {
+        int64_t root = sc->roots[ri], tail, first = 0;
+        reach_from(sc, ri, &tail);
         tg_leak_root lr = {0};
-        int64_t target = -1, first = 0;
-        uint64_t best = 0;
-        for (int64_t q = 0; q < tail; q++) {
-            int64_t i = queue[q];
-            if (i < o.nt + o.ns) continue;
-            const tg__node *nd = o.nd[i - o.nt - o.ns];
-            if (nd->step >= r->step) continue;
-            lr.nodes++;
-            first += owner[i] == root;
-            int big;
-            uint64_t sb = node_saved(nd, &big);
-            if (sb) lr.nodes_with_saved++;
-            if (sb + 1 >= best || target < 0) { /* ties: the deepest node */
-                best = sb + 1;
-                target = i;
-            }
-            /* a leaf that only the graph holds (the program let go of it) */
-            for (int e = 0; e < nd->n_in; e++) {
-                const tg__edge *ed = &nd->edge[e];
-                const tg_tensor *lf = ed->kind == TG__EDGE_LEAF && ed->ref->strong
-                                          ? ed->ref->leaf : NULL;
-                int64_t li = idx_t(lf);
-                if (li < 0 || refcount_of(&o, li) > internal[li]) continue;
-                if (lf->storage->nbytes + 1 > best) {
-                    best = lf->storage->nbytes + 1;
-                    target = li;
-                }
-            }
-        }
+        int64_t target = heaviest(sc, root, tail, r->step, &lr, &first);
         if (lr.nodes == 0) continue;
-        const tg_tensor *rt = root < o.nt ? o.t[root] : NULL;
-        if (rt) {
-            tensor_label(rt, lr.name, sizeof lr.name, lr.shape, sizeof lr.shape);
-            lr.file = rt->site.file;
-            lr.line = rt->site.line;
-            lr.step = rt->step;
-            tg__step_rec hist[TG__STEP_HISTORY];
-            int nh = tg__reg_step_history(hist);
-            for (int h = 0; h < nh; h++)
-                if (hist[h].step == rt->step) memcpy(lr.step_label, hist[h].label, sizeof lr.step_label);
-        } else {
-            describe(&o, root, lr.name, sizeof lr.name);
-        }
+        label_root(sc, root, &lr);
         char rn[sizeof lr.name + sizeof lr.shape + 16];
         tg__appendf(rn, sizeof rn, 0, "root \"%s\" (%s)", lr.name, lr.shape);
-        build_path(&o, parent, root, target, rn, lr.path, sizeof lr.path);
-        lr.bytes = (uint64_t)root; /* temporarily: the root's index, bytes filled below */
-        out_roots[r->nroots++] = lr;
+        build_path(&sc->o, sc->parent, root, target, rn, lr.path, sizeof lr.path);
+        lr.bytes = (uint64_t)root; /* temporarily: the root's index */
+        out[r->nroots++] = lr;
         r->outlived += first;
     }
-    /* 3. bytes: a storage counts for a reported root when it reaches it and no
-     * root without outlived nodes (a parameter the program holds, ...) does;
-     * the total counts each such storage once */
-    for (int64_t i = 0; i < o.n; i++) reach[i] = 0;   /* reported roots reaching i */
-    for (int64_t i = 0; i < o.n; i++) parent[i] = 0;  /* other roots reaching i */
-    for (int64_t ri = 0; ri < nroots; ri++) {
-        int64_t root = roots[ri];
+    return true;
+}
+
+/* Step 3: bytes. A storage counts for a reported root when it reaches it and
+ * no root without outlived nodes (a parameter the program holds, ...) does;
+ * the total counts each such storage once. */
+static void count_bytes(scan *sc, tg_leak_report *r) {
+    const objs *o = &sc->o;
+    tg_leak_root *out = r->roots;
+    int64_t *reported_reach = sc->reach, *other_reach = sc->parent;
+    for (int64_t i = 0; i < o->n; i++) reported_reach[i] = other_reach[i] = 0;
+    for (int64_t ri = 0; ri < sc->nroots; ri++) {
+        int64_t root = sc->roots[ri];
         bool reported = false;
-        for (int64_t q = 0; q < r->nroots; q++) reported |= (int64_t)out_roots[q].bytes == root;
-        int64_t tail = bfs(&o, root, queue, mark, (uint64_t)(nroots + ri) + 1, nb);
-        for (int64_t q = 0; q < tail; q++) (reported ? reach : parent)[queue[q]]++;
+        for (int64_t q = 0; q < r->nroots; q++) reported |= (int64_t)out[q].bytes == root;
+        int64_t tail = bfs(o, root, sc->queue, sc->mark, (uint64_t)(sc->nroots + ri) + 1, sc->nb);
+        for (int64_t q = 0; q < tail; q++) (reported ? reported_reach : other_reach)[sc->queue[q]]++;
     }
     for (int64_t q = 0; q < r->nroots; q++) {
-        int64_t root = (int64_t)out_roots[q].bytes;
-        int64_t tail = bfs(&o, root, queue, mark, (uint64_t)(2 * nroots + q) + 1, nb);
+        int64_t root = (int64_t)out[q].bytes;
+        int64_t tail = bfs(o, root, sc->queue, sc->mark, (uint64_t)(2 * sc->nroots + q) + 1,
+                           sc->nb);
         uint64_t bytes = 0, shared = 0, saved = 0;
         for (int64_t t = 0; t < tail; t++) {
-            int64_t i = queue[t];
-            if (i < o.nt || i >= o.nt + o.ns || parent[i]) continue;
-            const tg__storage *st = o.s[i - o.nt];
+            int64_t i = sc->queue[t];
+            if (i < o->nt || i >= o->nt + o->ns || other_reach[i]) continue;
+            const tg__storage *st = o->s[i - o->nt];
             bytes += st->nbytes;
-            if (reach[i] > 1) shared += st->nbytes;
+            if (reported_reach[i] > 1) shared += st->nbytes;
             if (st->saved_refs) saved += st->nbytes;
         }
-        out_roots[q].bytes = bytes;
-        out_roots[q].shared_bytes = shared;
-        out_roots[q].saved_bytes = saved;
+        out[q].bytes = bytes;
+        out[q].shared_bytes = shared;
+        out[q].saved_bytes = saved;
     }
-    for (int64_t j = 0; j < o.ns; j++)
-        if (reach[o.nt + j] && !parent[o.nt + j]) r->kept_bytes += o.s[j]->nbytes;
-    qsort(out_roots, (size_t)r->nroots, sizeof *out_roots, cmp_root);
-    /* 4. alive but reachable from no root */
-    for (int64_t i = 0; i < o.n; i++) {
-        if (owner[i] >= 0) continue;
+    for (int64_t j = 0; j < o->ns; j++)
+        if (reported_reach[o->nt + j] && !other_reach[o->nt + j]) r->kept_bytes += o->s[j]->nbytes;
+    qsort(out, (size_t)r->nroots, sizeof *out, cmp_root);
+}
+
+/* Step 4: alive but reachable from no root. */
+static void find_unreachable(const scan *sc, tg_leak_report *r) {
+    for (int64_t i = 0; i < sc->o.n; i++) {
+        if (sc->owner[i] >= 0) continue;
         if (r->n_lines < MAX_UNREACH_LINES)
-            describe(&o, i, r->lines[r->n_lines++], sizeof r->lines[0]);
+            describe(&sc->o, i, r->lines[r->n_lines++], sizeof r->lines[0]);
         r->unreachable++;
     }
-    /* 5. growth over the step history */
+}
+
+/* Step 5: growth over the step history: at least 3 increases in a row,
+ * averaging 4 KiB or more (logged scalars alone do not count as growth). */
+static void find_growth(tg_leak_report *r) {
     r->n_hist = tg__reg_step_history(r->hist);
     int inc = 0;
     for (int h = r->n_hist - 1; h > 0 && r->hist[h].live_bytes > r->hist[h - 1].live_bytes; h--)
         inc++;
-    /* at least 3 increases in a row, averaging 4 KiB or more (logged scalars
-     * alone do not count as growth) */
-    if (inc >= 3 && r->hist[r->n_hist - 1].live_bytes -
-                            r->hist[r->n_hist - 1 - inc].live_bytes >= (uint64_t)inc * 4096) {
-        r->growth_steps = inc;
-        r->growth = (double)(r->hist[r->n_hist - 1].live_bytes -
-                             r->hist[r->n_hist - 1 - inc].live_bytes) / inc;
+    if (inc < 3) return;
+    const uint64_t rise = r->hist[r->n_hist - 1].live_bytes - r->hist[r->n_hist - 1 - inc].live_bytes;
+    if (rise < (uint64_t)inc * 4096) return;
+    r->growth_steps = inc;
+    r->growth = (double)rise / inc;
+}
+
+tg_leak_report *tg_leak_scan(void) {
+    tg_leak_report *r = tg__xcalloc(1, sizeof *r);
+    if (!r) return NULL;
+    scan sc = {0};
+    tg__reg_lock();
+    r->step = tg__current_step_locked();
+    bool ok = scan_init(&sc);
+    if (ok) {
+        find_roots(&sc);
+        ok = report_roots(&sc, r);
     }
-    ok = true;
-out:
+    if (ok) {
+        count_bytes(&sc, r);
+        find_unreachable(&sc, r);
+        find_growth(r);
+    }
     tg__reg_unlock();
-    free(o.t);
-    free(o.s);
-    free(o.nd);
-    free(internal);
-    free(reach);
-    free(owner);
-    free(parent);
-    free(queue);
-    free(mark);
-    free(roots);
-    free(nb);
+    scan_free(&sc);
     if (!ok) {
         tg_leak_report_free(r);
         return NULL;
