@@ -338,6 +338,100 @@ typedef struct tg__lpe_bad {
 
 /* ---- the table ------------------------------------------------------------ */
 
+/* The kernel entries of a backend, each once: X(name, (parameters)), all
+ * returning tg_status. The table's fields (tg__backend), the CPU's and the
+ * CUDA backend's tables (every entry `name` is tg__cpu_name / tg__cuda_name)
+ * and the stub of a build without CUDA are all made from this list, so that
+ * an entry cannot be missing from one of them. */
+#define TG__KERNELS(X)                                                                         \
+    /* Elementwise (the formulas above). An operand with data NULL in where                    \
+     * reads as 0. unary_grad: out = the backward formula of unary op `op`                     \
+     * for upstream g and saved s (s data NULL when the op saves nothing). */                  \
+    X(unary, (int op, const tg__arr *out, const tg__arr *x, double p0, double p1))             \
+    X(unary_grad, (int op, const tg__arr *out, const tg__arr *g, const tg__arr *s,             \
+          double p0, double p1))                                                               \
+    X(binary, (int op, const tg__arr *out, const tg__arr *a, const tg__arr *b, double p0,      \
+          double p1))                                                                          \
+    X(ternary, (int op, const tg__arr *out, const tg__arr *g, const tg__arr *a,                \
+          const tg__arr *b))                                                                   \
+    /* out = c != 0 ? a : b (out any dtype, a and b of out's dtype, c any                      \
+     * dtype, NaN is true; a or b data NULL = 0) */                                            \
+    X(where, (const tg__arr *out, const tg__arr *c, const tg__arr *a, const tg__arr *b))       \
+    /* The exact ops above: test (out bool; a and b of one dtype, any) and                     \
+     * int_op (out, a, b i64; p0, p1 clamp's bounds). */                                       \
+    X(test, (int op, const tg__arr *out, const tg__arr *a, const tg__arr *b))                  \
+    X(int_op, (int op, const tg__arr *out, const tg__arr *a, const tg__arr *b, int64_t p0,     \
+          int64_t p1))                                                                         \
+    /* out = src, converting dtypes (f32/f64/i64/bool all ways; to i64                         \
+     * truncating, saturating, NaN -> 0; to bool: != 0, NaN -> true) */                        \
+    X(copy, (const tg__arr *out, const tg__arr *src))                                          \
+    X(accumulate, (const tg__arr *out, const tg__arr *src)) /* out += src */                   \
+    X(fill, (const tg__arr *out, double v))                                                    \
+    /* out (contiguous, numel = product of x's kept dims in C order) = scale *                 \
+     * sum of x over the dims with red[d]; x over its own shape. With out i64                  \
+     * (x i64 or bool; scale 1) the sum is exact, wrapping around on overflow. */              \
+    X(sum_reduce, (const tg__arr *out, const tg__arr *x, const bool *red, double scale))       \
+    /* Along dim `dim` of x (over its own shape, any strides, ndim >= 1),                      \
+     * one line per position of the other dims (C order), kernels/line.h's                     \
+     * algorithms. reduce_dim: out (x's dtype, or bool for ANY/ALL) and idx                    \
+     * (i64) contiguous over x's shape without dim; either may have data NULL                  \
+     * (not wanted). scan: out contiguous with x's shape; g (gradient scans)                   \
+     * over x's shape, any strides (PROD_GRAD: stride 0 along dim); gamma the                  \
+     * discount of the DISC scans (0 for the others). */                                       \
+    X(reduce_dim, (int op, const tg__arr *out, const tg__arr *idx, const tg__arr *x,           \
+          int dim))                                                                            \
+    X(scan, (int op, const tg__arr *out, const tg__arr *x, const tg__arr *g, int dim,          \
+          double gamma))                                                                       \
+    /* Rows are the last dim of x (0-d: one row of length 1); y, g and dx                      \
+     * have x's shape, any strides (the ops move another dim last as a                         \
+     * permuted view of every operand). */                                                     \
+    X(softmax_forward, (const tg__arr *x, const tg__arr *y, bool is_log))                      \
+    X(softmax_backward, (const tg__arr *y, const tg__arr *g, const tg__arr *dx,                \
+          bool is_log))                                                                        \
+    /* t (..., V) and index (..., J) i64 with t's leading shape, each over its                 \
+     * own shape; out / dt contiguous. find_bad: *bad = the first C-order                      \
+     * position of an index outside [0, V), -1 if none. backward: dt is                        \
+     * zero-filled by the caller and accumulated into. forward takes t of                      \
+     * any dtype (elements are moved by their size, never read as numbers);                    \
+     * backward f32/f64. */                                                                    \
+    X(gather_find_bad, (const tg__arr *index, int64_t V, int64_t *bad))                        \
+    X(gather_forward, (const tg__arr *t, const tg__arr *index, void *out))                     \
+    X(gather_backward, (const tg__arr *g, const tg__arr *index, void *dt, int64_t V))          \
+    /* Along dim `dim` of x (f32, f64, i64 or bool; over its own shape, any                    \
+     * strides, ndim >= 1), kernels/sort.h's stable order: idx (i64) and val                   \
+     * (x's dtype; data NULL: not wanted) contiguous with x's shape get, line                  \
+     * by line, the positions along dim in sorted order and the elements                       \
+     * there. Workspace: 8 bytes per element of x. */                                          \
+    X(argsort, (const tg__arr *idx, const tg__arr *val, const tg__arr *x, int dim,             \
+          bool descending))                                                                    \
+    /* c[i] = a[i] @ b[i] over the nb-dim batch shape bshape, or, with                         \
+     * `reduce`, c = sum_i a[i] @ b[i] (b's gradient for a shared weight).                     \
+     * With `accumulate` the product is added to c (BLAS's beta = 1).                          \
+     * Any strides; the backend packs what its library cannot read. */                         \
+    X(matmul, (int dtype, int nb, const int64_t *bshape, const tg__mat *a, const tg__mat *b,   \
+          const tg__mat *c, bool reduce, bool accumulate))                                     \
+    /* The fused log-prob / entropy op (ops/logprob.c has the formulas). z                     \
+     * (..., V) over its own shape, any strides; y the targets over z's                        \
+     * leading shape, contiguous i64; lp, H (may be NULL), stats (nstat doubles                \
+     * per row, may be NULL) contiguous. A target outside [0, V) that is not                   \
+     * `ignore` has no target term (lp 0, no one-hot in backward): the rows                    \
+     * of a vocabulary block that does not hold their target. A bad row stops                  \
+     * the forward and is reported in *bad (nothing else is meaningful                         \
+     * then). chunk: rows per block on the CPU (results are bitwise the                        \
+     * same for every chunk). */                                                               \
+    X(lpe_forward, (const tg__arr *z, const int64_t *y, int64_t ignore, double inv_t,          \
+          int64_t chunk, void *lp, void *H, double *stats, int nstat, tg__lpe_bad *bad))       \
+    X(lpe_check_rows, (const tg__arr *z, const int64_t *y, int64_t ignore, double inv_t,       \
+          tg__lpe_bad *bad))                                                                   \
+    /* g_lp / g_H / g_lse over z's leading shape, data NULL for zero (g_lse:                   \
+     * the upstream of the row log-sum-exp of z / T, which adds g_lse p / T);                  \
+     * dz contiguous. */                                                                       \
+    X(lpe_backward, (const tg__arr *z, const int64_t *y, int64_t ignore, double inv_t,         \
+          int64_t chunk, const double *stats, int nstat, const tg__arr *g_lp,                  \
+          const tg__arr *g_H, const tg__arr *g_lse, void *dz, int dz_dtype))
+
+#define TG__KERNEL_FIELD(name, params) tg_status(*name) params;
+
 typedef struct tg__backend {
     const char *name; /* "cpu", "cuda" */
     bool compiled_in; /* false for the stub of a build without the backend */
@@ -356,80 +450,10 @@ typedef struct tg__backend {
                            size_t *free_b, int *sms);
     tg_status (*synchronize)(void);
 
-    /* Elementwise (the formulas above). An operand with data NULL in where
-     * reads as 0. unary_grad: out = the backward formula of unary op `op`
-     * for upstream g and saved s (s data NULL when the op saves nothing). */
-    tg_status (*unary)(int op, const tg__arr *out, const tg__arr *x, double p0, double p1);
-    tg_status (*unary_grad)(int op, const tg__arr *out, const tg__arr *g, const tg__arr *s,
-                            double p0, double p1);
-    tg_status (*binary)(int op, const tg__arr *out, const tg__arr *a, const tg__arr *b,
-                        double p0, double p1);
-    tg_status (*ternary)(int op, const tg__arr *out, const tg__arr *g, const tg__arr *a,
-                         const tg__arr *b);
-    /* out = c != 0 ? a : b (out any dtype, a and b of out's dtype, c any
-     * dtype, NaN is true; a or b data NULL = 0) */
-    tg_status (*where)(const tg__arr *out, const tg__arr *c, const tg__arr *a,
-                       const tg__arr *b);
-    /* The exact ops above: test (out bool; a and b of one dtype, any) and
-     * int_op (out, a, b i64; p0, p1 clamp's bounds). */
-    tg_status (*test)(int op, const tg__arr *out, const tg__arr *a, const tg__arr *b);
-    tg_status (*int_op)(int op, const tg__arr *out, const tg__arr *a, const tg__arr *b,
-                        int64_t p0, int64_t p1);
-    /* out = src, converting dtypes (f32/f64/i64/bool all ways; to i64
-     * truncating, saturating, NaN -> 0; to bool: != 0, NaN -> true) */
-    tg_status (*copy)(const tg__arr *out, const tg__arr *src);
-    tg_status (*accumulate)(const tg__arr *out, const tg__arr *src); /* out += src */
-    tg_status (*fill)(const tg__arr *out, double v);
+    /* The kernels: TG__KERNELS above (elementwise, copies, reductions,
+     * softmax, gather, sort, matmul, the fused log-prob / entropy op). */
+    TG__KERNELS(TG__KERNEL_FIELD)
 
-    /* out (contiguous, numel = product of x's kept dims in C order) = scale *
-     * sum of x over the dims with red[d]; x over its own shape. With out i64
-     * (x i64 or bool; scale 1) the sum is exact, wrapping around on overflow. */
-    tg_status (*sum_reduce)(const tg__arr *out, const tg__arr *x, const bool *red,
-                            double scale);
-
-    /* Along dim `dim` of x (over its own shape, any strides, ndim >= 1),
-     * one line per position of the other dims (C order), kernels/line.h's
-     * algorithms. reduce_dim: out (x's dtype, or bool for ANY/ALL) and idx
-     * (i64) contiguous over x's shape without dim; either may have data NULL
-     * (not wanted). scan: out contiguous with x's shape; g (gradient scans)
-     * over x's shape, any strides (PROD_GRAD: stride 0 along dim); gamma the
-     * discount of the DISC scans (0 for the others). */
-    tg_status (*reduce_dim)(int op, const tg__arr *out, const tg__arr *idx, const tg__arr *x,
-                            int dim);
-    tg_status (*scan)(int op, const tg__arr *out, const tg__arr *x, const tg__arr *g, int dim,
-                      double gamma);
-
-    /* Rows are the last dim of x (0-d: one row of length 1); y, g and dx
-     * have x's shape, any strides (the ops move another dim last as a
-     * permuted view of every operand). */
-    tg_status (*softmax_forward)(const tg__arr *x, const tg__arr *y, bool is_log);
-    tg_status (*softmax_backward)(const tg__arr *y, const tg__arr *g, const tg__arr *dx,
-                                  bool is_log);
-
-    /* t (..., V) and index (..., J) i64 with t's leading shape, each over its
-     * own shape; out / dt contiguous. find_bad: *bad = the first C-order
-     * position of an index outside [0, V), -1 if none. backward: dt is
-     * zero-filled by the caller and accumulated into. forward takes t of
-     * any dtype (elements are moved by their size, never read as numbers);
-     * backward f32/f64. */
-    tg_status (*gather_find_bad)(const tg__arr *index, int64_t V, int64_t *bad);
-    tg_status (*gather_forward)(const tg__arr *t, const tg__arr *index, void *out);
-    tg_status (*gather_backward)(const tg__arr *g, const tg__arr *index, void *dt, int64_t V);
-
-    /* Along dim `dim` of x (f32, f64, i64 or bool; over its own shape, any
-     * strides, ndim >= 1), kernels/sort.h's stable order: idx (i64) and val
-     * (x's dtype; data NULL: not wanted) contiguous with x's shape get, line
-     * by line, the positions along dim in sorted order and the elements
-     * there. Workspace: 8 bytes per element of x. */
-    tg_status (*argsort)(const tg__arr *idx, const tg__arr *val, const tg__arr *x, int dim,
-                         bool descending);
-
-    /* c[i] = a[i] @ b[i] over the nb-dim batch shape bshape, or, with
-     * `reduce`, c = sum_i a[i] @ b[i] (b's gradient for a shared weight).
-     * With `accumulate` the product is added to c (BLAS's beta = 1).
-     * Any strides; the backend packs what its library cannot read. */
-    tg_status (*matmul)(int dtype, int nb, const int64_t *bshape, const tg__mat *a,
-                        const tg__mat *b, const tg__mat *c, bool reduce, bool accumulate);
     /* Whether matmul takes dtype TG_BF16: a and b bf16, c f32, every sum
      * in f32 (the GPU's tensor cores), with no f32 copy of an operand.
      * Backends without it (false) are never called with TG_BF16. */
@@ -449,26 +473,6 @@ typedef struct tg__backend {
      * block. NULL where memory is the host's (the CPU). */
     tg_status (*set_allocator)(tg__device_alloc_fn alloc, tg__device_free_fn free_fn, void *ctx);
 
-    /* The fused log-prob / entropy op (ops/logprob.c has the formulas). z
-     * (..., V) over its own shape, any strides; y the targets over z's
-     * leading shape, contiguous i64; lp, H (may be NULL), stats (nstat doubles
-     * per row, may be NULL) contiguous. A target outside [0, V) that is not
-     * `ignore` has no target term (lp 0, no one-hot in backward): the rows
-     * of a vocabulary block that does not hold their target. A bad row stops the forward and is
-     * reported in *bad (nothing else is meaningful then). chunk: rows per
-     * block on the CPU (results are bitwise the same for every chunk). */
-    tg_status (*lpe_forward)(const tg__arr *z, const int64_t *y, int64_t ignore, double inv_t,
-                             int64_t chunk, void *lp, void *H, double *stats, int nstat,
-                             tg__lpe_bad *bad);
-    tg_status (*lpe_check_rows)(const tg__arr *z, const int64_t *y, int64_t ignore,
-                                double inv_t, tg__lpe_bad *bad);
-    /* g_lp / g_H / g_lse over z's leading shape, data NULL for zero (g_lse:
-     * the upstream of the row log-sum-exp of z / T, which adds g_lse p / T);
-     * dz contiguous. */
-    tg_status (*lpe_backward)(const tg__arr *z, const int64_t *y, int64_t ignore, double inv_t,
-                              int64_t chunk, const double *stats, int nstat,
-                              const tg__arr *g_lp, const tg__arr *g_H, const tg__arr *g_lse,
-                              void *dz, int dz_dtype);
     /* Whether the three lpe entries take bf16 z: read as it is, every sum
      * and lp / H / the upstream gradients in f32, dz in bf16; and, for f32
      * z, a bf16 dz (dz_dtype TG_BF16: the gradient rounded as written, the

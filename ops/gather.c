@@ -64,7 +64,7 @@ static void report_bad(const char *who, const tg_tensor *index, int64_t pos, int
     const int64_t *p = tg__host_elems(who, index, &owned, &lo);
     if (!p)
         return;
-    int64_t v = p[index->offset - lo + tg__offset_of(pos, index->ndim, index->shape, index->strides)];
+    int64_t v = p[index->offset - lo + tg__k_offset_of(pos, index->ndim, index->shape, index->strides)];
     free(owned);
     tg__set_error(TG_ERR_VALUE,
                   "%s: index %" PRId64 " at position %s is out of range for size %" PRId64, who,

@@ -81,7 +81,7 @@ tg_status tg__lpe_locate_bad(const char *who, const tg_tensor *z, tg__lpe_bad *b
                              double inv_t) {
     if (bad->col != TG__LPE_COL_UNKNOWN) return TG_OK;
     const int64_t row = bad->row, V = z->shape[z->ndim - 1];
-    int64_t off = z->offset + tg__offset_of(row, z->ndim - 1, z->shape, z->strides);
+    int64_t off = z->offset + tg__k_offset_of(row, z->ndim - 1, z->shape, z->strides);
     tg_tensor *view = tg__tensor_alias(TG_SITE, z->storage, z->dtype, 2, (int64_t[]){1, V},
                                     (int64_t[]){V * z->strides[z->ndim - 1],
                                                 z->strides[z->ndim - 1]}, off);

@@ -273,18 +273,7 @@ tg_status tg__broadcast_shapes(const char *who, int na, const int64_t *sa, int n
  * 0 for broadcast dims. Requires t's shape to broadcast to oshape. */
 void tg__broadcast_strides(const tg_tensor *t, int ndim, const int64_t *oshape,
                            int64_t *strides);
-/* Element offset (relative) of C-order linear index lin in a tensor of the
- * given shape and strides. */
-static inline int64_t tg__offset_of(int64_t lin, int ndim, const int64_t *shape,
-                                    const int64_t *strides) {
-    int64_t off = 0;
-    for (int d = ndim - 1; d >= 0; d--) {
-        int64_t i = lin % shape[d];
-        lin /= shape[d];
-        off += i * strides[d];
-    }
-    return off;
-}
+/* (The element offset of a linear index: tg__k_offset_of, kernels/kernel.h.) */
 
 /* ---- views (tape/view.c) ------------------------------------------------------ */
 

@@ -117,7 +117,7 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, void *user, int n_in, tg_tensor *cons
                 if (t->grad) {
                     double *col = ja + base * m; /* (ni, m) */
                     for (int64_t e = 0; e < ni; e++)
-                        col[e * m + j] = get_at(t->grad, t->grad->offset + tg__offset_of(
+                        col[e * m + j] = get_at(t->grad, t->grad->offset + tg__k_offset_of(
                                                     e, t->ndim, t->shape, t->grad->strides));
                     tg__set_grad(t, NULL);
                 }
@@ -136,7 +136,7 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, void *user, int n_in, tg_tensor *cons
         if (!t->requires_grad) continue;
         int64_t ni = tg__numel(t->ndim, t->shape);
         for (int64_t e = 0; e < ni && st == TG_OK; e++) {
-            int64_t off = t->offset + tg__offset_of(e, t->ndim, t->shape, t->strides);
+            int64_t off = t->offset + tg__k_offset_of(e, t->ndim, t->shape, t->strides);
             char raw[8];
             size_t es = tg_dtype_size(t->dtype);
             memcpy(raw, (char *)t->storage->data + (size_t)off * es, es);

@@ -379,7 +379,7 @@ tg_status tg_copy_out(const tg_tensor *t, tg_dtype dst_dt, void *dst, size_t dst
     const void *base = tg__host_elems("tg_copy_out", t, &owned, &lo);
     if (!base) return tg_last_status();
     for (int64_t i = 0; i < n; i++) {
-        int64_t off = t->offset - lo + tg__offset_of(i, t->ndim, t->shape, t->strides);
+        int64_t off = t->offset - lo + tg__k_offset_of(i, t->ndim, t->shape, t->strides);
         if (dst_dt == TG_I64 && t->dtype == TG_I64)
             ((int64_t *)dst)[i] = ((const int64_t *)base)[off];
         else if (dst_dt == TG_I64)
@@ -466,7 +466,7 @@ tg_status tg_print(FILE *f, const tg_tensor *t, int max_elems) {
     else if (tg__req_grad(t)) fprintf(f, " (requires_grad)");
     fprintf(f, " [");
     for (int64_t i = 0; i < n && i < max_elems; i++) {
-        int64_t off = t->offset - lo + tg__offset_of(i, t->ndim, t->shape, t->strides);
+        int64_t off = t->offset - lo + tg__k_offset_of(i, t->ndim, t->shape, t->strides);
         const char *sep = i ? ", " : "";
         if (t->dtype == TG_I64) /* exact, not through double */
             fprintf(f, "%s%lld", sep, (long long)((const int64_t *)base)[off]);

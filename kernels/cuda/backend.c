@@ -49,7 +49,7 @@ static tg_status pack(tg__mat *m, int dtype, int nb, const int64_t *bshape, void
     return TG_OK;
 }
 
-static tg_status matmul(int dtype, int nb, const int64_t *bshape, const tg__mat *a,
+static tg_status tg__cuda_matmul(int dtype, int nb, const int64_t *bshape, const tg__mat *a,
                         const tg__mat *b, const tg__mat *c, bool reduce, bool accumulate) {
     tg__mat ma = *a, mb = *b, mc = *c;
     void *wa = NULL, *wb = NULL;
@@ -60,7 +60,7 @@ static tg_status matmul(int dtype, int nb, const int64_t *bshape, const tg__mat 
     tg__cuda_mat_normalise(&mc);
     if (!tg__cuda_mat_usable(&ma)) st = pack(&ma, dtype, nb, bshape, &wa, &na);
     if (st == TG_OK && !tg__cuda_mat_usable(&mb)) st = pack(&mb, dtype, nb, bshape, &wb, &nbytes);
-    if (st == TG_OK) st = tg__cuda_matmul(dtype, nb, bshape, &ma, &mb, &mc, reduce, accumulate);
+    if (st == TG_OK) st = tg__cuda_gemm(dtype, nb, bshape, &ma, &mb, &mc, reduce, accumulate);
     if (wa) tg__free(TG_CUDA, wa, na, TG_MEM_WORKSPACE);
     if (wb) tg__free(TG_CUDA, wb, nbytes, TG_MEM_WORKSPACE);
     return st;
@@ -72,31 +72,34 @@ static void bad_row(tg__lpe_bad *bad, int64_t row) {
     bad->value = 0.0;
 }
 
-static tg_status lpe_forward(const tg__arr *z, const int64_t *y, int64_t ignore, double inv_t,
+static tg_status tg__cuda_lpe_forward(const tg__arr *z, const int64_t *y, int64_t ignore, double inv_t,
                              int64_t chunk, void *lp, void *H, double *stats, int nstat,
                              tg__lpe_bad *bad) {
     (void)chunk; /* one block per row: there is no chunk to choose */
     int64_t row = -1;
-    tg_status st = tg__cuda_lpe_forward(z, y, ignore, inv_t, lp, H, stats, nstat, &row);
+    tg_status st = tg__cuda_lpe_forward_rows(z, y, ignore, inv_t, lp, H, stats, nstat, &row);
     bad_row(bad, row);
     return st;
 }
 
-static tg_status lpe_check_rows(const tg__arr *z, const int64_t *y, int64_t ignore,
+static tg_status tg__cuda_lpe_check_rows(const tg__arr *z, const int64_t *y, int64_t ignore,
                                 double inv_t, tg__lpe_bad *bad) {
     int64_t row = -1;
-    tg_status st = tg__cuda_lpe_check_rows(z, y, ignore, inv_t, &row);
+    tg_status st = tg__cuda_lpe_check_rows_at(z, y, ignore, inv_t, &row);
     bad_row(bad, row);
     return st;
 }
 
-static tg_status lpe_backward(const tg__arr *z, const int64_t *y, int64_t ignore, double inv_t,
+static tg_status tg__cuda_lpe_backward(const tg__arr *z, const int64_t *y, int64_t ignore, double inv_t,
                               int64_t chunk, const double *stats, int nstat, const tg__arr *g_lp,
                               const tg__arr *g_H, const tg__arr *g_lse, void *dz, int dz_dtype) {
     (void)chunk;
-    return tg__cuda_lpe_backward(z, y, ignore, inv_t, stats, nstat, g_lp, g_H, g_lse, dz,
+    return tg__cuda_lpe_backward_rows(z, y, ignore, inv_t, stats, nstat, g_lp, g_H, g_lse, dz,
                                  dz_dtype);
 }
+
+/* every kernel entry `name` is tg__cuda_name (cuda_internal.h, or above) */
+#define CUDA_KERNEL(name, params) .name = tg__cuda_##name,
 
 const tg__backend tg__cuda_backend = {
     .name = "cuda",
@@ -111,33 +114,11 @@ const tg__backend tg__cuda_backend = {
     .copy_d2h = tg__cuda_copy_d2h,
     .get_props = tg__cuda_get_props,
     .synchronize = tg__cuda_synchronize,
-    .unary = tg__cuda_unary,
-    .unary_grad = tg__cuda_unary_grad,
-    .binary = tg__cuda_binary,
-    .ternary = tg__cuda_ternary,
-    .where = tg__cuda_where,
-    .test = tg__cuda_test,
-    .int_op = tg__cuda_int_op,
-    .copy = tg__cuda_copy,
-    .accumulate = tg__cuda_accumulate,
-    .fill = tg__cuda_fill,
-    .sum_reduce = tg__cuda_sum_reduce,
-    .reduce_dim = tg__cuda_reduce_dim,
-    .scan = tg__cuda_scan,
-    .softmax_forward = tg__cuda_softmax_forward,
-    .softmax_backward = tg__cuda_softmax_backward,
-    .gather_find_bad = tg__cuda_gather_find_bad,
-    .gather_forward = tg__cuda_gather_forward,
-    .gather_backward = tg__cuda_gather_backward,
-    .argsort = tg__cuda_argsort,
-    .matmul = matmul,
+    TG__KERNELS(CUDA_KERNEL)
     .matmul_bf16 = true,
     .set_allow_tf32 = tg__cuda_set_allow_tf32,
     .set_stream = tg__cuda_set_stream,
     .get_stream = tg__cuda_stream,
     .set_allocator = tg__cuda_set_allocator,
-    .lpe_forward = lpe_forward,
-    .lpe_check_rows = lpe_check_rows,
-    .lpe_backward = lpe_backward,
     .lpe_bf16 = true,
 };

@@ -168,14 +168,14 @@ tg_status tg__cuda_argsort(const tg__arr *idx, const tg__arr *val, const tg__arr
  * exp * x per thread, merged with warp shuffles; f32 rows accumulate in f32,
  * f64 rows in f64. *bad_row receives the lowest row with a NaN or +inf entry
  * or with no entry above -inf (-1 if none); the caller finds the column. */
-tg_status tg__cuda_lpe_forward(const tg__arr *z, const int64_t *y, int64_t ignore,
+tg_status tg__cuda_lpe_forward_rows(const tg__arr *z, const int64_t *y, int64_t ignore,
                                double inv_t, void *lp, void *H, double *stats, int nstat,
                                int64_t *bad_row);
-tg_status tg__cuda_lpe_check_rows(const tg__arr *z, const int64_t *y, int64_t ignore,
+tg_status tg__cuda_lpe_check_rows_at(const tg__arr *z, const int64_t *y, int64_t ignore,
                                   double inv_t, int64_t *bad_row);
 /* g_lp / g_H / g_lse: described over z's leading shape, data NULL for zero.
  * dz: z's dtype, or bf16 for f32 z (dz_dtype says which). */
-tg_status tg__cuda_lpe_backward(const tg__arr *z, const int64_t *y, int64_t ignore,
+tg_status tg__cuda_lpe_backward_rows(const tg__arr *z, const int64_t *y, int64_t ignore,
                                 double inv_t, const double *stats, int nstat,
                                 const tg__arr *g_lp, const tg__arr *g_H, const tg__arr *g_lse,
                                 void *dz, int dz_dtype);
@@ -194,7 +194,7 @@ void tg__cuda_mat_normalise(tg__mat *m);
  * the other stride within int and at least the matrix's extent). backend.c
  * packs the operands that are not. */
 bool tg__cuda_mat_usable(const tg__mat *m);
-tg_status tg__cuda_matmul(int dtype, int nb, const int64_t *bshape, const tg__mat *a,
+tg_status tg__cuda_gemm(int dtype, int nb, const int64_t *bshape, const tg__mat *a,
                           const tg__mat *b, const tg__mat *c, bool reduce, bool accumulate);
 /* The library's stream (NULL: the legacy default stream) and its change,
  * which first waits for the old stream's work (kernels/kernel.h). */

@@ -382,7 +382,7 @@ static unsigned row_grid(int64_t N, bool warp) { return tgk_grid(N, warp ? TGK_B
 #define LPE_K(kern, T, S) (warp ? kern<T, S, true> : kern<T, S, false>)
 #define LPE_KB(T, S, D) (warp ? k_lpe_bwd<T, S, D, true> : k_lpe_bwd<T, S, D, false>)
 
-extern "C" tg_status tg__cuda_lpe_forward(const tg__arr *z, const int64_t *y, int64_t ignore,
+extern "C" tg_status tg__cuda_lpe_forward_rows(const tg__arr *z, const int64_t *y, int64_t ignore,
                                           double inv_t, void *lp, void *H, double *stats,
                                           int nstat, int64_t *bad_row) {
     int64_t V, xs, N = tgk_rows(z, &V, &xs);
@@ -403,7 +403,7 @@ extern "C" tg_status tg__cuda_lpe_forward(const tg__arr *z, const int64_t *y, in
     });
 }
 
-extern "C" tg_status tg__cuda_lpe_check_rows(const tg__arr *z, const int64_t *y,
+extern "C" tg_status tg__cuda_lpe_check_rows_at(const tg__arr *z, const int64_t *y,
                                              int64_t ignore, double inv_t, int64_t *bad_row) {
     int64_t V, xs, N = tgk_rows(z, &V, &xs);
     *bad_row = -1;
@@ -419,7 +419,7 @@ extern "C" tg_status tg__cuda_lpe_check_rows(const tg__arr *z, const int64_t *y,
     });
 }
 
-extern "C" tg_status tg__cuda_lpe_backward(const tg__arr *z, const int64_t *y, int64_t ignore,
+extern "C" tg_status tg__cuda_lpe_backward_rows(const tg__arr *z, const int64_t *y, int64_t ignore,
                                            double inv_t, const double *stats, int nstat,
                                            const tg__arr *g_lp, const tg__arr *g_H,
                                            const tg__arr *g_lse, void *dz, int dz_dtype) {

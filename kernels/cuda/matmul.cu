@@ -227,7 +227,7 @@ static tg_status run(int nb, const int64_t *bshape, const tg__mat *a, const tg__
     return TG_OK;
 }
 
-extern "C" tg_status tg__cuda_matmul(int dtype, int nb, const int64_t *bshape,
+extern "C" tg_status tg__cuda_gemm(int dtype, int nb, const int64_t *bshape,
                                      const tg__mat *a, const tg__mat *b,
                                      const tg__mat *c, bool reduce, bool accumulate) {
     if (c->rows == 0 || c->cols == 0) return TG_OK;
