@@ -13,6 +13,7 @@
 #include "ops_internal.h"
 
 typedef enum { IP_ADD, IP_SUB, IP_MUL, IP_SCALE, IP_COPY, IP_FILL } ip_kind;
+#define IP_COUNT (IP_FILL + 1)
 
 static const char *const ip_name[] = {"add_", "sub_", "mul_", "scale_", "copy_", "fill_"};
 static const char *const ip_who[] = {"tg_add_", "tg_sub_", "tg_mul_", "tg_scale_", "tg_copy_",
@@ -20,6 +21,10 @@ static const char *const ip_who[] = {"tg_add_", "tg_sub_", "tg_mul_", "tg_scale_
 /* what the in-place error's hint suggests instead of each */
 static const char *const ip_alt[] = {"tg_add", "tg_sub", "tg_mul", "tg_scale",
                                      "a copy of the source (tg_clone)", "tg_full"};
+_Static_assert(sizeof ip_name / sizeof *ip_name == IP_COUNT &&
+                   sizeof ip_who / sizeof *ip_who == IP_COUNT &&
+                   sizeof ip_alt / sizeof *ip_alt == IP_COUNT,
+               "a name, a public name and an alternative for every in-place op");
 
 static bool overlapping(const tg_tensor *t) {
     if (tg__numel(t->ndim, t->shape) == 0) return false;

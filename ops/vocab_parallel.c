@@ -40,8 +40,10 @@ enum {
     SIG_FLAGS = 6,   /* op-specific options that must agree */
     SIG_YSUM = 7,    /* checksum of the targets */
     SIG_CHUNK = 8,   /* the fused linear op's rows per chunk (the least is used) */
-    SIG_D = 9        /* hidden size (fused linear op) */
+    SIG_D = 9,       /* hidden size (fused linear op) */
+    SIG_COUNT
 };
+_Static_assert(SIG_COUNT <= TG__AGREE_SIG, "the signature fits the agreement's entry");
 
 /* FNV-1a over the targets: ranks holding different targets are found. */
 static int64_t checksum(const int64_t *y, int64_t n) {
@@ -99,6 +101,7 @@ tg_status tg__vp_agree(tg_comm *c, const char *who, tg_status local, const tg__v
     /* every rank sees the same entries: the same decisions follow */
     static const char *const what[] = {"rows", NULL, NULL, "dtype", "temperature",
                                        "ignore_index", "options", "targets", NULL, "hidden size"};
+    _Static_assert(sizeof what / sizeof what[0] == SIG_COUNT, "a name for every SIG_ entry");
     for (int k = 0; k < (int)(sizeof what / sizeof what[0]); k++) {
         int r = what[k] ? differs(all, P, k) : -1;
         if (r < 0) continue;
@@ -114,8 +117,9 @@ tg_status tg__vp_agree(tg_comm *c, const char *who, tg_status local, const tg__v
             static const char *const bit[] = {"want_entropy", "entropy_grad", "lse wanted",
                                               "bias given", "hidden requires grad",
                                               "an input requires grad"};
+            const int nbits = (int)(sizeof bit / sizeof bit[0]);
             int b = 0;
-            while (b < 5 && !((mine_k ^ first) >> b & 1)) b++;
+            while (b < nbits - 1 && !((mine_k ^ first) >> b & 1)) b++;
             return tg__set_error(TG_ERR_VALUE, "%s: rank %d's options differ from rank 0's: "
                                  "%s is %s there, %s on rank 0 (every rank makes the same call "
                                  "on its own vocabulary slice)", who, r, bit[b],
