@@ -3,6 +3,7 @@
 #ifndef TG_LEAKCHECK_INTERNAL_H
 #define TG_LEAKCHECK_INTERNAL_H
 
+#include "tapegrad.h"
 #include "../tape/core.h"
 
 #define MAX_UNREACH_LINES 10

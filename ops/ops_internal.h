@@ -23,6 +23,7 @@
 #ifndef TG_OPS_INTERNAL_H
 #define TG_OPS_INTERNAL_H
 
+#include "tapegrad.h"
 #include "../tape/core.h"
 
 /* ---- internal op entry points (no scope registration) ---------------------- */

@@ -16,7 +16,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core.h"
+#include "tapegrad/cuda.h"
+#include "tapegrad/memory.h"
+
+#include "errors.h"
+#include "alloc.h"
+#include "tensor_impl.h"
+#include "timeline_hooks.h"
 
 #define TG__NDEV 2
 #define TG__ALIGN 64

@@ -2,7 +2,11 @@
  * .grad, detach. */
 #include <string.h>
 
-#include "core.h"
+#include "tapegrad/autograd.h"
+
+#include "errors.h"
+#include "tensor_impl.h"
+#include "node.h"
 
 static _Thread_local bool tl_grad_disabled = false; /* zero-initialised = grad on */
 

@@ -10,7 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "tapegrad/cuda.h"
+#include "tapegrad/memory.h"
+
+#include "errors.h"
+#include "alloc.h"
+#include "tensor_impl.h"
+#include "dispatch.h"
+#include "device.h"
 
 static const tg__backend *const cu = &tg__cuda_backend;
 

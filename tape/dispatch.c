@@ -6,7 +6,10 @@
  * Every entry returns TG_OK or the error the kernel recorded. */
 #include <string.h>
 
-#include "core.h"
+#include "errors.h"
+#include "tensor_impl.h"
+#include "dispatch.h"
+#include "device.h"
 
 const tg__backend *tg__backend_of(tg_device dev) {
     switch (dev) {

@@ -5,7 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "tapegrad/dlpack.h"
+
+#include "errors.h"
+#include "alloc.h"
+#include "tensor_impl.h"
+#include "dispatch.h"
 
 /* ---- out ------------------------------------------------------------------- */
 

@@ -14,7 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "tapegrad/autograd.h"
+#include "tapegrad/memory.h"
+
+#include "errors.h"
+#include "alloc.h"
+#include "tensor_impl.h"
+#include "node.h"
+#include "dispatch.h"
+#include "device.h"
+#include "timeline_hooks.h"
 
 static _Atomic uint64_t g_epoch = 1;
 

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core.h"
+#include "errors.h"
 
 static _Thread_local tg_status tl_status = TG_OK;
 static _Thread_local char tl_msg[TG__MSG_LEN];

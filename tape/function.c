@@ -4,7 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "tapegrad/autograd.h"
+#include "tapegrad/memory.h"
+
+#include "errors.h"
+#include "alloc.h"
+#include "tensor_impl.h"
+#include "node.h"
+#include "dispatch.h"
 
 struct tg_ctx {
     tg__node *node;   /* the node being recorded / run; NULL when not recording */

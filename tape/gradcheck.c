@@ -5,7 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "tapegrad/autograd.h"
+#include "tapegrad/gradcheck.h"
+#include "tapegrad/memory.h"
+
+#include "errors.h"
+#include "alloc.h"
+#include "tensor_impl.h"
+#include "node.h"
+#include "dispatch.h"
+#include "device.h"
 
 static double get_at(const tg_tensor *t, int64_t off) {
     const void *b = t->storage->data;

@@ -4,7 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "tapegrad/autograd.h"
+
+#include "errors.h"
+#include "alloc.h"
+#include "tensor_impl.h"
+#include "node.h"
+#include "dispatch.h"
+#include "live_objects.h"
 
 bool tg__req_grad(const tg_tensor *t) {
     return t->requires_grad || t->grad_fn || (t->view_base && tg__req_grad(t->view_base));

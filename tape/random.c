@@ -6,7 +6,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "core.h"
+#include "errors.h"
+#include "alloc.h"
+#include "tensor_impl.h"
 
 typedef struct {
     uint64_t s[4];

@@ -8,7 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "tapegrad/leakcheck.h"
+#include "tapegrad/memory.h"
+
+#include "errors.h"
+#include "tensor_impl.h"
+#include "node.h"
+#include "live_objects.h"
+#include "timeline_hooks.h"
 
 static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static tg_tensor *g_tensors;

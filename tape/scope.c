@@ -4,7 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "tapegrad/autograd.h"
+
+#include "errors.h"
+#include "alloc.h"
+#include "tensor_impl.h"
+#include "dispatch.h"
 
 typedef struct {
     tg_tensor **t; // (n) owned references

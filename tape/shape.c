@@ -2,7 +2,8 @@
  * broadcasting of shapes and strides. */
 #include <assert.h>
 
-#include "core.h"
+#include "errors.h"
+#include "tensor_impl.h"
 
 int64_t tg__shape_check(const char *who, int ndim, const int64_t *shape) {
     if (ndim < 0 || ndim > TG_MAX_DIMS)

@@ -5,7 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "tapegrad/memory.h"
+
+#include "errors.h"
+#include "alloc.h"
+#include "tensor_impl.h"
+#include "live_objects.h"
 
 /* A new registered storage of nbytes at data (counted by the caller). */
 static tg__storage *storage_open(tg__storage *st, tg_site s, tg_device dev, void *data,

@@ -4,7 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "tapegrad/memory.h"
+
+#include "errors.h"
+#include "alloc.h"
+#include "tensor_impl.h"
+#include "node.h"
+#include "dispatch.h"
+#include "device.h"
+#include "live_objects.h"
 
 size_t tg_dtype_size(tg_dtype dt) {
     switch (dt) {

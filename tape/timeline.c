@@ -28,6 +28,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "alloc.h"
+#include "errors.h"
+#include "timeline_hooks.h"
 #include "timeline_internal.h"
 
 atomic_int tg__timeline_flag;

@@ -9,7 +9,9 @@
 
 #include <stdio.h>
 
-#include "core.h"
+#include "tapegrad/memory.h"
+#include "tapegrad/timeline.h"
+#include "defs.h"
 
 enum {
     TG__TL_STATE = 0, /* the device's figures when recording started */

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "errors.h"
 #include "timeline_internal.h"
 
 #define SVG_W 960

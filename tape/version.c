@@ -1,5 +1,6 @@
 /* tape/version.c - library version and the backends compiled in. */
-#include "core.h"
+#include "tapegrad/version.h"
+#include "../kernels/kernel.h"
 
 const char *tg_lib_version(void) { return TG_VERSION_STRING; }
 

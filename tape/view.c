@@ -28,7 +28,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "tapegrad/autograd.h"
+
+#include "errors.h"
+#include "alloc.h"
+#include "tensor_impl.h"
+#include "node.h"
+#include "dispatch.h"
 
 /* Elements from t's first to its last element (0 when empty). */
 static int64_t span_of(const tg_tensor *t) {
