@@ -16,9 +16,9 @@
  *    applied: stride 0 for a broadcast dim), unless the entry says otherwise;
  *  - outputs may have any non-overlapping strides unless the entry says
  *    "contiguous";
- *  - the return is TG_OK or the error the kernel recorded with
- *    tg__set_error (TG_ERR_NOMEM for workspace, TG_ERR_CUDA naming the
- *    failing launch or library call). CPU kernels fail only for workspace.
+ *  - the return is TG_OK or the error the kernel recorded with tg__k_fail
+ *    (TG_ERR_NOMEM for workspace, TG_ERR_CUDA naming the failing launch or
+ *    library call). CPU kernels fail only for workspace.
  *
  * Plain C, included by the .cu files too (C++): this header includes only
  * the public headers.
@@ -32,9 +32,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "tapegrad/memory.h"
+#include "tapegrad/dtype.h"
 #include "tapegrad/status.h"
-#include "tapegrad/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -514,7 +513,7 @@ extern const tg__comm_impl tg__comm_nccl;
 /* The table of a build without the library: every entry answers
  * TG_ERR_COMM with `why`. */
 #define TG__COMM_STUB(var, NAME, DEVICE, why)                                               \
-    static tg_status stub_none_(void) { return tg__set_error(TG_ERR_COMM, "%s", why); }     \
+    static tg_status stub_none_(void) { return tg__k_fail(TG_ERR_COMM, "%s", why); }     \
     static tg_status stub_create_(const void *a0, void *a1, void **h, int *r, int *s) {     \
         (void)a0, (void)a1, (void)h, (void)r, (void)s;                                      \
         return stub_none_();                                                                \
@@ -534,19 +533,42 @@ extern const tg__comm_impl tg__comm_nccl;
     const tg__comm_impl var = {NAME, false, DEVICE, stub_create_, stub_destroy_,            \
                                stub_allgather_, stub_allreduce_}
 
-/* ---- what a backend asks of the core (tape/) -------------------------------- */
-
-/* Records st and the formatted message as this thread's error; returns st. */
-tg_status tg__set_error(tg_status st, const char *fmt, ...)
+/* ---- what a kernel may ask for: a failure's reason, workspace ----------------
+ * Kernels call nothing above them. They record why they failed and get
+ * workspace through these (kernels/services.c), which forward to the
+ * services the core installs once, before any kernel can run
+ * (tg__kernel_services_install): the core records the reason as the
+ * thread's error and counts workspace in its accounting. */
+typedef struct tg__kernel_services {
+    tg_status (*fail)(tg_status st, const char *reason); /* records; returns st */
+    void *(*workspace)(tg_device dev, size_t nbytes);    /* NULL: TG_ERR_NOMEM recorded */
+    void (*workspace_free)(tg_device dev, void *p, size_t nbytes);
+} tg__kernel_services;
+void tg__kernel_services_install(const tg__kernel_services *s);
+/* The formatted reason (cut at 1 KiB) as the thread's error; returns st. */
+tg_status tg__k_fail(tg_status st, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-/* Counted memory (workspace) on a device; NULL with TG_ERR_NOMEM recorded. */
-void *tg__alloc(tg_device dev, size_t nbytes, tg_mem_category cat);
-void tg__free(tg_device dev, void *p, size_t nbytes, tg_mem_category cat);
+/* nbytes of workspace on dev (counted; 0 gives a valid pointer), and its
+ * release with the same nbytes. NULL with TG_ERR_NOMEM recorded. */
+void *tg__k_workspace(tg_device dev, size_t nbytes);
+void tg__k_workspace_free(tg_device dev, void *p, size_t nbytes);
 
 /* ---- small shared helpers --------------------------------------------------- */
+
+/* Bytes per element of dt (4, 8, 8, 1, 2; 0 for an invalid value). */
+static inline size_t tg__k_dtype_size(int dt) {
+    switch (dt) {
+    case TG_F32: return 4;
+    case TG_F64: return 8;
+    case TG_I64: return 8;
+    case TG_BOOL: return 1;
+    case TG_BF16: return 2;
+    }
+    return 0;
+}
 
 static inline int64_t tg__k_numel(int ndim, const int64_t *shape) {
     int64_t n = 1;

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-HEADERS = ["include/tapegrad/tensor.h", "include/tapegrad/ops.h"]
+HEADERS = ["include/tapegrad/dtype.h", "include/tapegrad/tensor.h", "include/tapegrad/ops.h"]
 OUT = ROOT / "python" / "tapegrad" / "_ops.py"
 # bound by hand in the package, or not expressible as plain arguments
 SKIP = {"tg_from_blob", "tg_from_data", "tg_from_dlpack", "tg_function_apply",

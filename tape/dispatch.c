@@ -6,10 +6,34 @@
  * Every entry returns TG_OK or the error the kernel recorded. */
 #include <string.h>
 
+#include "alloc.h"
 #include "errors.h"
 #include "tensor_impl.h"
 #include "dispatch.h"
 #include "device.h"
+
+/* ---- what the kernels may ask for (kernels/kernel.h): installed at load ------------ */
+
+static tg_status kernel_fail(tg_status st, const char *reason) {
+    return tg__set_error(st, "%s", reason);
+}
+
+static void *kernel_workspace(tg_device dev, size_t nbytes) {
+    return tg__alloc(dev, nbytes, TG_MEM_WORKSPACE);
+}
+
+static void kernel_workspace_free(tg_device dev, void *p, size_t nbytes) {
+    tg__free(dev, p, nbytes, TG_MEM_WORKSPACE);
+}
+
+static const tg__kernel_services kernel_services = {kernel_fail, kernel_workspace,
+                                                    kernel_workspace_free};
+
+/* Before any kernel can run: when the library is loaded (or the program
+ * linked with it starts). */
+__attribute__((constructor)) static void install_kernel_services(void) {
+    tg__kernel_services_install(&kernel_services);
+}
 
 const tg__backend *tg__backend_of(tg_device dev) {
     switch (dev) {

@@ -15,7 +15,7 @@ static tg_status mpi_fail(const char *call, int rc) {
     int n = 0;
     if (MPI_Error_string(rc, s, &n) != MPI_SUCCESS) n = 0;
     s[n] = '\0';
-    return tg__set_error(TG_ERR_COMM, "%s failed: %s", call, n ? s : "(no message)");
+    return tg__k_fail(TG_ERR_COMM, "%s failed: %s", call, n ? s : "(no message)");
 }
 
 static tg_status create(const void *arg0, void *arg1, void **handle, int *rank, int *size) {
@@ -24,11 +24,11 @@ static tg_status create(const void *arg0, void *arg1, void **handle, int *rank, 
     MPI_Initialized(&init);
     MPI_Finalized(&fin);
     if (!init || fin)
-        return tg__set_error(TG_ERR_COMM, "MPI is %s (the program calls MPI_Init before making "
+        return tg__k_fail(TG_ERR_COMM, "MPI is %s (the program calls MPI_Init before making "
                              "a communicator, and MPI_Finalize after freeing it)",
                              fin ? "finalized" : "not initialised");
     MPI_Comm *dup = malloc(sizeof *dup);
-    if (!dup) return tg__set_error(TG_ERR_NOMEM, "out of memory making a communicator");
+    if (!dup) return tg__k_fail(TG_ERR_NOMEM, "out of memory making a communicator");
     int rc = MPI_Comm_dup(*(const MPI_Comm *)arg0, dup);
     if (rc != MPI_SUCCESS) {
         free(dup);
@@ -54,7 +54,7 @@ static tg_status destroy(void *handle) {
 
 static tg_status allgather(void *handle, const void *send, void *recv, size_t bytes) {
     if (bytes > INT_MAX)
-        return tg__set_error(TG_ERR_COMM, "MPI_Allgather: %zu bytes per rank is beyond MPI's "
+        return tg__k_fail(TG_ERR_COMM, "MPI_Allgather: %zu bytes per rank is beyond MPI's "
                              "int count", bytes);
     int rc = MPI_Allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE,
                            *(MPI_Comm *)handle);

@@ -38,7 +38,7 @@ tg_status tg__cpu_copy(const tg__arr *dst, const tg__arr *src) {
         bool broadcast = false;
         for (int d = 0; d < nd; d++) broadcast |= src->shape[d] != 1 && src->strides[d] == 0;
         if (!broadcast) {
-            memcpy(dst->data, src->data, (size_t)n * tg_dtype_size((tg_dtype)dst->dtype));
+            memcpy(dst->data, src->data, (size_t)n * tg__k_dtype_size(dst->dtype));
             return TG_OK;
         }
     }
@@ -90,7 +90,7 @@ tg_status tg__cpu_fill(const tg__arr *dst, double v) {
     const int64_t n = tg__k_numel(dst->ndim, dst->shape);
     if (tg__k_contiguous(dst)) {
         if (v == 0.0 && !signbit(v)) {
-            memset(dst->data, 0, (size_t)n * tg_dtype_size((tg_dtype)dst->dtype));
+            memset(dst->data, 0, (size_t)n * tg__k_dtype_size(dst->dtype));
         } else if (dst->dtype == TG_F32) {
             float *x = dst->data; // (n)
             for (int64_t i = 0; i < n; i++) x[i] = (float)v;

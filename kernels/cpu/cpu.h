@@ -84,7 +84,7 @@ static inline tg__rows tg__rows_of(const tg__arr *a) {
     r.len = a->ndim > 0 ? a->shape[a->ndim - 1] : 1;
     int64_t numel = tg__k_numel(a->ndim, a->shape);
     r.n = r.len > 0 ? numel / r.len : 0;
-    r.es = tg_dtype_size((tg_dtype)a->dtype);
+    r.es = tg__k_dtype_size(a->dtype);
     return r;
 }
 

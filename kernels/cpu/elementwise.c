@@ -54,10 +54,10 @@ static void ew_init(ew_iter *it, int nop, const tg__arr *const *ops) {
         const tg__arr *t = ops[k];
         if (t->data) {
             it->base[k] = (char *)t->data;
-            it->esz[k] = tg_dtype_size((tg_dtype)t->dtype);
+            it->esz[k] = tg__k_dtype_size(t->dtype);
         } else {
             it->base[k] = out->dtype == TG_F32 ? (char *)&zero32 : (char *)&zero64;
-            it->esz[k] = tg_dtype_size((tg_dtype)out->dtype);
+            it->esz[k] = tg__k_dtype_size(out->dtype);
         }
     }
     /* drop size-1 dims, merge dims that are contiguous for every operand */

@@ -318,7 +318,7 @@ static int64_t nrows(const tg__arr *z) { return tg__k_numel(z->ndim - 1, z->shap
 
 static const char *row_ptr(const tg__arr *z, int64_t i) {
     return (const char *)z->data + (size_t)tg__k_offset_of(i, z->ndim - 1, z->shape, z->strides) *
-                                       tg_dtype_size((tg_dtype)z->dtype);
+                                       tg__k_dtype_size(z->dtype);
 }
 
 /* Value of a (leading-shape) gradient at row i, as double; 0 when absent. */
@@ -432,7 +432,7 @@ tg_status tg__cpu_lpe_backward(const tg__arr *z, const int64_t *y, int64_t ignor
     const int64_t N = nrows(z), V = z->shape[z->ndim - 1], xs = z->strides[z->ndim - 1];
     const bool f32 = z->dtype == TG_F32;
     char *out = dz; // (N, V)
-    const size_t es = tg_dtype_size((tg_dtype)z->dtype);
+    const size_t es = tg__k_dtype_size(z->dtype);
     if (chunk <= 0 || chunk > N) chunk = N > 0 ? N : 1;
     fwd_fn fwd32;
     bwd_fn bwd32;

@@ -128,8 +128,8 @@ static tg_status operand_init(operand *o, int dt, int64_t rows, int64_t cols, in
     if (o->packed) {
         o->trans = false;
         o->ld = cols > 1 ? cols : 1;
-        o->ws_bytes = (size_t)rows * (size_t)cols * tg_dtype_size((tg_dtype)dt);
-        o->ws = tg__alloc(TG_CPU, o->ws_bytes, TG_MEM_WORKSPACE);
+        o->ws_bytes = (size_t)rows * (size_t)cols * tg__k_dtype_size(dt);
+        o->ws = tg__k_workspace(TG_CPU, o->ws_bytes);
         if (!o->ws)
             return TG_ERR_NOMEM;
     }
@@ -138,7 +138,7 @@ static tg_status operand_init(operand *o, int dt, int64_t rows, int64_t cols, in
 
 static void operand_free(operand *o) {
     if (o->ws)
-        tg__free(TG_CPU, o->ws, o->ws_bytes, TG_MEM_WORKSPACE);
+        tg__k_workspace_free(TG_CPU, o->ws, o->ws_bytes);
     o->ws = NULL;
 }
 
@@ -164,18 +164,18 @@ static void gemm(int dt, int64_t M, int64_t N, int64_t K, const operand *a, cons
 
 tg_status tg__cpu_matmul(int dt, int nb, const int64_t *bshape, const tg__mat *a,
                          const tg__mat *b, const tg__mat *c, bool reduce, bool accumulate) {
-    size_t es = tg_dtype_size((tg_dtype)dt);
+    size_t es = tg__k_dtype_size(dt);
     int64_t M = a->rows, K = a->cols, N = b->cols;
     int64_t nbatch = tg__k_numel(nb, bshape);
     if (b->rows != K || c->rows != M || c->cols != N || (dt != TG_F32 && dt != TG_F64))
-        return tg__set_error(TG_ERR_INTERNAL, "inconsistent operands in the GEMM kernel");
+        return tg__k_fail(TG_ERR_INTERNAL, "inconsistent operands in the GEMM kernel");
     if (M == 0 || N == 0)
         return TG_OK;
 
     /* c must be row-major: (r, col) at r * ldc + col. */
     int64_t ldc = c->rows <= 1 ? (N > 1 ? N : 1) : c->rs;
     if ((N > 1 && c->cs != 1) || ldc < N)
-        return tg__set_error(TG_ERR_INTERNAL, "GEMM result is not row-major");
+        return tg__k_fail(TG_ERR_INTERNAL, "GEMM result is not row-major");
 
     if (K == 0 || nbatch == 0) {
         if (accumulate)
@@ -209,11 +209,11 @@ tg_status tg__cpu_matmul(int dt, int nb, const int64_t *bshape, const tg__mat *a
         fc_rs = ldc;
     }
     if (fM > INT_MAX || N > INT_MAX || fK > INT_MAX)
-        return tg__set_error(TG_ERR_SHAPE,
+        return tg__k_fail(TG_ERR_SHAPE,
                              "GEMM sizes (%lld, %lld, %lld) exceed the BLAS integer range",
                              (long long)fM, (long long)N, (long long)fK);
     if (fM > 1 && (fc_rs < N || fc_rs > INT_MAX))
-        return tg__set_error(TG_ERR_INTERNAL, "GEMM result is not row-major");
+        return tg__k_fail(TG_ERR_INTERNAL, "GEMM result is not row-major");
     if (fM <= 1)
         fc_rs = N > 1 ? N : 1;
 

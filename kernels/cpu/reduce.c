@@ -81,7 +81,7 @@ static double row_sum(const char *p, int dt, int64_t n, int64_t s) {
  * the row sums go into a block total flushed every COL_BLOCK rows. */
 static double red_range(const char *xb, int dt, int64_t base, const rdims *R,
                         int64_t start, int64_t end) {
-    size_t esz = tg_dtype_size((tg_dtype)dt);
+    size_t esz = tg__k_dtype_size(dt);
     int last = R->n - 1;
     int64_t idx[TG__K_MAX_DIMS], off = base, lin = start;
     for (int d = last; d >= 0; d--) {

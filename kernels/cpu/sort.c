@@ -15,7 +15,7 @@ tg_status tg__cpu_argsort(const tg__arr *idx, const tg__arr *val, const tg__arr 
     const int64_t lines = tg__k_numel(k, shape), n = x->shape[dim];
     if (lines == 0 || n == 0) return TG_OK;
     const size_t nb = (size_t)(lines * n) * sizeof(int64_t);
-    int64_t *ws = tg__alloc(TG_CPU, nb, TG_MEM_WORKSPACE); // (lines, n)
+    int64_t *ws = tg__k_workspace(TG_CPU, nb); // (lines, n)
     if (!ws) return TG_ERR_NOMEM;
     #pragma omp parallel for if (lines * n >= TG__PAR_MIN)
     for (int64_t l = 0; l < lines; l++) {
@@ -31,6 +31,6 @@ tg_status tg__cpu_argsort(const tg__arr *idx, const tg__arr *val, const tg__arr 
                 tg__sort_put(&L, a.p[j * a.st], val->data, voff, val->strides[dim], j);
         }
     }
-    tg__free(TG_CPU, ws, nb, TG_MEM_WORKSPACE);
+    tg__k_workspace_free(TG_CPU, ws, nb);
     return TG_OK;
 }

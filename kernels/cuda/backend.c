@@ -35,8 +35,8 @@ static tg_status pack(tg__mat *m, int dtype, int nb, const int64_t *bshape, void
         dst.strides[d] = acc;
         acc *= src.shape[d];
     }
-    *ws_bytes = (size_t)acc * tg_dtype_size((tg_dtype)dtype);
-    *ws = tg__alloc(TG_CUDA, *ws_bytes, TG_MEM_WORKSPACE);
+    *ws_bytes = (size_t)acc * tg__k_dtype_size(dtype);
+    *ws = tg__k_workspace(TG_CUDA, *ws_bytes);
     if (!*ws) return TG_ERR_NOMEM;
     dst.data = *ws;
     tg_status st = tg__cuda_copy(&dst, &src);
@@ -61,8 +61,8 @@ static tg_status tg__cuda_matmul(int dtype, int nb, const int64_t *bshape, const
     if (!tg__cuda_mat_usable(&ma)) st = pack(&ma, dtype, nb, bshape, &wa, &na);
     if (st == TG_OK && !tg__cuda_mat_usable(&mb)) st = pack(&mb, dtype, nb, bshape, &wb, &nbytes);
     if (st == TG_OK) st = tg__cuda_gemm(dtype, nb, bshape, &ma, &mb, &mc, reduce, accumulate);
-    if (wa) tg__free(TG_CUDA, wa, na, TG_MEM_WORKSPACE);
-    if (wb) tg__free(TG_CUDA, wb, nbytes, TG_MEM_WORKSPACE);
+    if (wa) tg__k_workspace_free(TG_CUDA, wa, na);
+    if (wb) tg__k_workspace_free(TG_CUDA, wb, nbytes);
     return st;
 }
 

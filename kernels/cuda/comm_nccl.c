@@ -20,16 +20,16 @@ typedef struct nccl_handle {
 } nccl_handle;
 
 static tg_status nccl_fail(const char *call, ncclResult_t rc) {
-    return tg__set_error(TG_ERR_COMM, "%s failed: %s", call, ncclGetErrorString(rc));
+    return tg__k_fail(TG_ERR_COMM, "%s failed: %s", call, ncclGetErrorString(rc));
 }
 
 static tg_status cuda_fail(const char *call, cudaError_t e) {
-    return tg__set_error(TG_ERR_COMM, "%s failed: %s", call, cudaGetErrorString(e));
+    return tg__k_fail(TG_ERR_COMM, "%s failed: %s", call, cudaGetErrorString(e));
 }
 
 static tg_status create(const void *arg0, void *arg1, void **handle, int *rank, int *size) {
     nccl_handle *h = malloc(sizeof *h);
-    if (!h) return tg__set_error(TG_ERR_NOMEM, "out of memory making a communicator");
+    if (!h) return tg__k_fail(TG_ERR_NOMEM, "out of memory making a communicator");
     h->comm = (ncclComm_t)arg0;
     h->stream = (cudaStream_t)arg1;
     ncclResult_t rc = ncclCommUserRank(h->comm, rank);

@@ -53,7 +53,7 @@ extern "C" tg_status tg__cuda_gather_forward(const tg__arr *t, const tg__arr *in
     if (n == 0) return TG_OK;
     unsigned g = tgk_grid(n, TGK_BLOCK);
     /* elements are moved, never read as numbers: any dtype, by its size */
-    const size_t es = tg_dtype_size((tg_dtype)t->dtype);
+    const size_t es = tg__k_dtype_size(t->dtype);
     if (es == 4) {
         auto k = k_gather_fwd<uint32_t>;
         return TGK_LAUNCH(k, g, TGK_BLOCK, *t, *index, n, J, (uint32_t *)out);

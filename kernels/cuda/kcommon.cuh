@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "../kernel.h"
-#include "tapegrad/tensor.h"
+#include "tapegrad/dtype.h"
 #include "cuda_internal.h"
 
 /* `#pragma unroll` where nvcc compiles (the host build of the emulator does

@@ -256,7 +256,7 @@ extern "C" tg_status tg__cuda_gemm(int dtype, int nb, const int64_t *bshape,
         return tg__cuda_fill(&arr, 0.0);
     }
     if (c->rows > INT32_MAX || c->cols > INT32_MAX || a->cols > INT32_MAX || c->rs > INT32_MAX)
-        return tg__set_error(TG_ERR_SHAPE, "tg_matmul: a size is beyond cuBLAS's int range");
+        return tg__k_fail(TG_ERR_SHAPE, "tg_matmul: a size is beyond cuBLAS's int range");
     pthread_mutex_lock(&g_blas_lock);
     tg_status st = TG_OK;
     if (!g_handle) {

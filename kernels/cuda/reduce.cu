@@ -111,7 +111,7 @@ static tg_status two_pass(const red_geom &g, int64_t P, void *out, double scale,
     int64_t chunk = (g.R + P - 1) / P;
     P = (g.R + chunk - 1) / chunk;
     size_t nb = (size_t)(g.nout * P) * sizeof(double);
-    double *part = (double *)tg__alloc(TG_CUDA, nb, TG_MEM_WORKSPACE); // (nout, P)
+    double *part = (double *)tg__k_workspace(TG_CUDA, nb); // (nout, P)
     if (!part) return TG_ERR_NOMEM;
     tg_status st = pass1(part, P, chunk);
     if (st == TG_OK) {
@@ -119,7 +119,7 @@ static tg_status two_pass(const red_geom &g, int64_t P, void *out, double scale,
         st = TGK_LAUNCH(k2, tgk_grid(g.nout, TGK_BLOCK), TGK_BLOCK, g.nout, P,
                         (const double *)part, (TO *)out, scale);
     }
-    tg__free(TG_CUDA, part, nb, TG_MEM_WORKSPACE);
+    tg__k_workspace_free(TG_CUDA, part, nb);
     return st;
 }
 

@@ -66,7 +66,7 @@ extern "C" tg_status tg__cuda_check(int err, const char *call, const char *file,
     if (err == (int)cudaSuccess) return TG_OK;
     cudaError_t e = (cudaError_t)err;
     (void)cudaGetLastError(); /* clear the error state (only non-sticky errors clear) */
-    return tg__set_error(TG_ERR_CUDA, "%s failed at %s:%d: %s (%s)%s", call, short_file(file),
+    return tg__k_fail(TG_ERR_CUDA, "%s failed at %s:%d: %s (%s)%s", call, short_file(file),
                          line, cudaGetErrorString(e), cudaGetErrorName(e),
                          sticky(e) ? "; a kernel failed on the device, which leaves the CUDA "
                                      "context unusable: later CUDA calls of this process fail "
@@ -78,7 +78,7 @@ extern "C" tg_status tg__cuda_check(int err, const char *call, const char *file,
 extern "C" tg_status tg__cublas_check(int err, const char *call, const char *file, int line) {
     if (err == (int)CUBLAS_STATUS_SUCCESS) return TG_OK;
     cublasStatus_t e = (cublasStatus_t)err;
-    return tg__set_error(TG_ERR_CUDA, "%s failed at %s:%d: %s (%s)", call, short_file(file), line,
+    return tg__k_fail(TG_ERR_CUDA, "%s failed at %s:%d: %s (%s)", call, short_file(file), line,
                          cublasGetStatusString(e), cublasGetStatusName(e));
 }
 
@@ -256,7 +256,7 @@ extern "C" tg_status tg__cuda_alloc(void **p, size_t nbytes) {
     if (!guard_on()) return alloc_block(p, nbytes);
     *p = NULL;
     if (nbytes > SIZE_MAX - 2 * GUARD)
-        return tg__set_error(TG_ERR_NOMEM, "out of memory: cannot allocate %zu bytes on cuda",
+        return tg__k_fail(TG_ERR_NOMEM, "out of memory: cannot allocate %zu bytes on cuda",
                              nbytes);
     void *q;
     tg_status st = alloc_block(&q, nbytes + 2 * GUARD);
@@ -320,13 +320,13 @@ static tg_status alloc_block(void **p, size_t nbytes) {
     if (ext_allocator(&ext_alloc, &ext_free, &ctx)) {
         void *q = ext_alloc(nbytes ? nbytes : 1, tg__cuda_stream(), ctx);
         if (!q)
-            return tg__set_error(TG_ERR_NOMEM,
+            return tg__k_fail(TG_ERR_NOMEM,
                                  "out of memory: the allocator given to tg_cuda_set_allocator "
                                  "returned NULL for %zu bytes on cuda",
                                  nbytes);
         if ((uintptr_t)q % TG__DEVICE_ALIGN != 0) { /* the kernels' vector loads need it */
             ext_free(q, nbytes ? nbytes : 1, tg__cuda_stream(), ctx);
-            return tg__set_error(TG_ERR_VALUE,
+            return tg__k_fail(TG_ERR_VALUE,
                                  "the allocator given to tg_cuda_set_allocator returned %p for "
                                  "%zu bytes, not aligned to %d bytes",
                                  q, nbytes, TG__DEVICE_ALIGN);
@@ -336,7 +336,7 @@ static tg_status alloc_block(void **p, size_t nbytes) {
     }
     size_t size = class_size(nbytes);
     if (size == 0)
-        return tg__set_error(TG_ERR_NOMEM, "out of memory: cannot allocate %zu bytes on cuda",
+        return tg__k_fail(TG_ERR_NOMEM, "out of memory: cannot allocate %zu bytes on cuda",
                              nbytes);
     void *q = cache_take(size);
     if (q) {
@@ -354,7 +354,7 @@ static tg_status alloc_block(void **p, size_t nbytes) {
         size_t free_b = 0, total_b = 0;
         (void)cudaMemGetInfo(&free_b, &total_b);
         (void)cudaGetLastError();
-        return tg__set_error(TG_ERR_NOMEM,
+        return tg__k_fail(TG_ERR_NOMEM,
                              "out of memory: cudaMalloc(%zu bytes) failed on cuda (%zu of %zu "
                              "bytes free on the device)",
                              size, free_b, total_b);

@@ -25,11 +25,11 @@ extern "C" tg_status tg__cuda_argsort(const tg__arr *idx, const tg__arr *val, co
     tgk_lines G = tgk_lines_of(x, idx, val, dim);
     if (G.lines == 0 || G.n == 0) return TG_OK;
     size_t nb = (size_t)(G.lines * G.n) * sizeof(int64_t);
-    int64_t *ws = (int64_t *)tg__alloc(TG_CUDA, nb, TG_MEM_WORKSPACE); // (lines, n)
+    int64_t *ws = (int64_t *)tg__k_workspace(TG_CUDA, nb); // (lines, n)
     if (!ws) return TG_ERR_NOMEM;
     tg_status st = TGK_LAUNCH(k_argsort, tgk_grid(G.lines, TGK_BLOCK), TGK_BLOCK, G,
                               (const void *)x->data, x->dtype, (int64_t *)idx->data, val->data,
                               ws, descending);
-    tg__free(TG_CUDA, ws, nb, TG_MEM_WORKSPACE);
+    tg__k_workspace_free(TG_CUDA, ws, nb);
     return st;
 }

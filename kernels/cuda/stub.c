@@ -5,7 +5,7 @@
 
 #define NO_BACKEND "this build of tapegrad has no CUDA backend"
 
-static tg_status none(void) { return tg__set_error(TG_ERR_DEVICE, NO_BACKEND); }
+static tg_status none(void) { return tg__k_fail(TG_ERR_DEVICE, NO_BACKEND); }
 
 static int count(void) { return 0; }
 static const char *reason(void) { return NO_BACKEND; }
