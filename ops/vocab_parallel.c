@@ -71,42 +71,29 @@ static int differs(const tg__agree *all, int P, int k) {
     return -1;
 }
 
-tg_status tg__vp_agree(tg_comm *c, const char *who, tg_status local, const tg__vp_sig *sig,
-                       tg__vp *vp) {
-    memset(vp, 0, sizeof *vp);
-    const int P = tg_comm_size(c);
-    tg__agree mine;
-    const tg__agree *all = NULL;
-    memset(&mine, 0, sizeof mine);
+/* This rank's entry: its local status, or its signature. */
+static void make_entry(tg__agree *mine, const char *who, tg_status local, const tg__vp_sig *sig) {
+    memset(mine, 0, sizeof *mine);
     if (local != TG_OK) {
-        tg__agree_fail(&mine, who, local);
-    } else {
-        const int64_t s[] = {sig->N, sig->V, sig->start, sig->dtype, 0, sig->ignore, sig->flags,
-                             checksum(sig->y, sig->N), sig->chunk, sig->d};
-        memcpy(mine.sig, s, sizeof s);
-        memcpy(&mine.sig[SIG_TBITS], &sig->temperature, sizeof(double));
+        tg__agree_fail(mine, who, local);
+        return;
     }
-    /* what the agreement fills, allocated before it: a failure here is told in it */
-    vp->start = tg__xmalloc((size_t)P * sizeof *vp->start);
-    vp->len = vp->start ? tg__xmalloc((size_t)P * sizeof *vp->len) : NULL;
-    if ((!vp->start || !vp->len) && mine.status == TG_OK) {
-        tg__set_error(TG_ERR_NOMEM, "%s: out of memory for %d ranks", who, P);
-        tg__agree_fail(&mine, who, TG_ERR_NOMEM);
-    }
-    tg_status st = tg__comm_agree(c, who, &mine, &all);
-    if (st != TG_OK) {
-        tg__vp_free(vp);
-        return st;
-    }
-    /* every rank sees the same entries: the same decisions follow */
+    const int64_t s[] = {sig->N, sig->V, sig->start, sig->dtype, 0, sig->ignore, sig->flags,
+                         checksum(sig->y, sig->N), sig->chunk, sig->d};
+    memcpy(mine->sig, s, sizeof s);
+    memcpy(&mine->sig[SIG_TBITS], &sig->temperature, sizeof(double));
+}
+
+/* The first signature entry some rank differs in from rank 0 as the error
+ * (every rank sees the same entries: the same decision follows), or TG_OK. */
+static tg_status check_same_call(const tg__agree *all, int P, const char *who) {
     static const char *const what[] = {"rows", NULL, NULL, "dtype", "temperature",
                                        "ignore_index", "options", "targets", NULL, "hidden size"};
     _Static_assert(sizeof what / sizeof what[0] == SIG_COUNT, "a name for every SIG_ entry");
-    for (int k = 0; k < (int)(sizeof what / sizeof what[0]); k++) {
+    for (int k = 0; k < SIG_COUNT; k++) {
         int r = what[k] ? differs(all, P, k) : -1;
         if (r < 0) continue;
         const long long mine_k = (long long)all[r].sig[k], first = (long long)all[0].sig[k];
-        tg__vp_free(vp);
         if (k == SIG_N)
             return tg__set_error(TG_ERR_SHAPE, "%s: rank %d has %lld rows, rank 0 %lld (every "
                                  "rank holds the same rows)", who, r, mine_k, first);
@@ -130,8 +117,13 @@ tg_status tg__vp_agree(tg_comm *c, const char *who, tg_status local, const tg__v
                              "differ%s from rank 0's (every rank makes the same call on its own "
                              "vocabulary slice)", who, r, what[k], k == SIG_TBITS ? "s" : "");
     }
-    vp->P = P;
-    vp->rank = tg_comm_rank(c);
+    return TG_OK;
+}
+
+/* Every rank's slice into vp (and V, the least chunk); TG_ERR_VALUE unless
+ * the slices tile [0, V): no two overlap and none goes past V (their sizes
+ * add up to V, so together they cover it). */
+static tg_status take_slices(const tg__agree *all, int P, const char *who, tg__vp *vp) {
     vp->chunk = all[0].sig[SIG_CHUNK];
     for (int r = 0; r < P; r++) {
         vp->start[r] = all[r].sig[SIG_START];
@@ -139,40 +131,62 @@ tg_status tg__vp_agree(tg_comm *c, const char *who, tg_status local, const tg__v
         vp->V += vp->len[r];
         if (all[r].sig[SIG_CHUNK] < vp->chunk) vp->chunk = all[r].sig[SIG_CHUNK];
     }
-    /* the slices tile [0, V): no two overlap and none goes past V (their
-     * sizes add up to V, so together they cover it) */
     for (int r = 0; r < P; r++) {
         const long long a = (long long)vp->start[r], b = (long long)(vp->start[r] + vp->len[r]);
         for (int q = r + 1; q < P; q++) {
             const long long qa = (long long)vp->start[q], qb = qa + (long long)vp->len[q];
             if (qb <= a || b <= qa) continue;
-            tg__vp_free(vp);
             return tg__set_error(TG_ERR_VALUE, "%s: rank %d's vocabulary slice [%lld, %lld) "
                                  "overlaps rank %d's [%lld, %lld) (the slices must tile the "
                                  "vocabulary: each rank's vocab_start is where another's slice "
                                  "ends, one starts at 0)", who, r, a, b, q, qa, qb);
         }
-        if (a < 0 || b > (long long)vp->V) {
-            const long long V = (long long)vp->V;
-            tg__vp_free(vp);
+        if (a < 0 || b > (long long)vp->V)
             return tg__set_error(TG_ERR_VALUE, "%s: rank %d's vocabulary slice [%lld, %lld) "
                                  "goes past [0, %lld), the vocabulary the %d slices make (they "
-                                 "must tile it, one starting at 0)", who, r, a, b, V, P);
-        }
-    }
-    /* the targets (the same on every rank) against the whole vocabulary */
-    for (int64_t i = 0; i < sig->N; i++) {
-        const int64_t t = sig->y[i];
-        if (t != sig->ignore && (t < 0 || t >= vp->V)) {
-            const long long V = (long long)vp->V;
-            tg__vp_free(vp);
-            return tg__set_error(TG_ERR_VALUE, "%s: row %lld: target %lld is outside [0, %lld), "
-                                 "the vocabulary of the %d ranks (and is not ignore_index "
-                                 "%lld)", who, (long long)i, (long long)t, V, P,
-                                 (long long)sig->ignore);
-        }
+                                 "must tile it, one starting at 0)", who, r, a, b,
+                                 (long long)vp->V, P);
     }
     return TG_OK;
+}
+
+/* The targets (the same on every rank) against the whole vocabulary. */
+static tg_status check_targets(const tg__vp_sig *sig, const tg__vp *vp, const char *who) {
+    for (int64_t i = 0; i < sig->N; i++) {
+        const int64_t t = sig->y[i];
+        if (t != sig->ignore && (t < 0 || t >= vp->V))
+            return tg__set_error(TG_ERR_VALUE, "%s: row %lld: target %lld is outside [0, %lld), "
+                                 "the vocabulary of the %d ranks (and is not ignore_index "
+                                 "%lld)", who, (long long)i, (long long)t, (long long)vp->V,
+                                 vp->P, (long long)sig->ignore);
+    }
+    return TG_OK;
+}
+
+tg_status tg__vp_agree(tg_comm *c, const char *who, tg_status local, const tg__vp_sig *sig,
+                       tg__vp *vp) {
+    memset(vp, 0, sizeof *vp);
+    const int P = tg_comm_size(c);
+    tg__agree mine;
+    const tg__agree *all = NULL;
+    make_entry(&mine, who, local, sig);
+    /* what the agreement fills, allocated before it: a failure here is told in it */
+    vp->start = tg__xmalloc((size_t)P * sizeof *vp->start);
+    vp->len = vp->start ? tg__xmalloc((size_t)P * sizeof *vp->len) : NULL;
+    if ((!vp->start || !vp->len) && mine.status == TG_OK) {
+        tg__set_error(TG_ERR_NOMEM, "%s: out of memory for %d ranks", who, P);
+        tg__agree_fail(&mine, who, TG_ERR_NOMEM);
+    }
+    tg_status st = tg__comm_agree(c, who, &mine, &all);
+    if (st == TG_OK) st = check_same_call(all, P, who);
+    if (st == TG_OK) {
+        vp->P = P;
+        vp->rank = tg_comm_rank(c);
+        st = take_slices(all, P, who, vp);
+    }
+    if (st == TG_OK) st = check_targets(sig, vp, who);
+    if (st != TG_OK) tg__vp_free(vp);
+    return st;
 }
 
 int64_t tg__vp_local_target(const tg__vp *vp, int64_t y, int64_t ignore) {
@@ -394,13 +408,78 @@ void tg__vp_lse_host(tg_tensor *lse, const tg_tensor *st, int nstat, double inv_
     }
 }
 
+/* The logits op's outputs over z's leading shape: lp, h (want_h), st (N,
+ * nstat) f64 statistics (want_st). false with the error set. */
+typedef struct vp_outputs {
+    tg_tensor *lp, *h, *st, *lse, *stage; /* stage: (N, 5) f64 merged rows, host */
+} vp_outputs;
+
+static bool new_outputs(tg_site s, const char *who, const tg_tensor *z, int64_t N, int nstat,
+                        bool want_h, bool want_st, vp_outputs *out) {
+    const tg_device dev = z->storage->device;
+    const int lead = z->ndim - 1;
+    return (out->lp = tg__new_output_on(s, who, dev, z->dtype, lead, z->shape)) &&
+           (!want_h || (out->h = tg__new_output_on(s, who, dev, z->dtype, lead, z->shape))) &&
+           (!want_st ||
+            (out->st = tg__new_output_on(s, who, dev, TG_F64, 2, (int64_t[]){N, nstat})));
+}
+
+/* TG_ERR_VALUE for the first kept row whose logits are -inf on every rank. */
+static tg_status check_rows_not_empty(const char *who, const int64_t *yh, int64_t ignore,
+                                      const tg__lpe_acc *all, int64_t N, int P) {
+    for (int64_t i = 0; i < N; i++) {
+        if (yh[i] == ignore) continue;
+        double S = 0.0;
+        for (int r = 0; r < P; r++) S += all[(size_t)r * (size_t)N + (size_t)i].S;
+        if (S == 0.0)
+            return tg__set_error(TG_ERR_VALUE, "%s: row %lld: every logit is -inf (the row has "
+                                 "no valid token; give it ignore_index)", who, (long long)i);
+    }
+    return TG_OK;
+}
+
+/* On a device: the merged rows (staged on the host) written into outputs
+ * made now, the lse read off the statistics, the node recorded. */
+static tg_status fill_on_device(tg_site s, const char *who, tg_tensor *z, tg_tensor *yl,
+                                const tg__vp *vp, const int64_t *yh, const tg__lpe_acc *all,
+                                int64_t N, int nstat, bool record, bool want_lse,
+                                const tg_logprob_opts *o, const tg_logprob_opts *ro,
+                                vp_outputs *out) {
+    if (!(out->stage = tg__tensor_new_on(s, who, TG_CPU, TG_F64, 2, (int64_t[]){N, 5},
+                                         TG_MEM_WORKSPACE)))
+        return tg_last_status();
+    tg__vp_merge(vp, yh, o->ignore_index, all, N, 1.0 / o->temperature, tg__ptr(out->stage));
+    if (!new_outputs(s, who, z, N, nstat, o->want_entropy, record || want_lse, out))
+        return tg_last_status();
+    /* flat (N) views of the outputs for the row writer */
+    tg_tensor *flp = tg__tensor_alias(s, out->lp->storage, out->lp->dtype, 1, &N,
+                                      (int64_t[]){1}, 0);
+    tg_tensor *fh = out->h && flp ? tg__tensor_alias(s, out->h->storage, out->h->dtype, 1, &N,
+                                                     (int64_t[]){1}, 0)
+                                  : NULL;
+    tg_status rc = flp && (!out->h || fh)
+                       ? tg__lpe_put_rows(s, who, out->stage, 0, flp, fh, out->st, nstat)
+                       : tg_last_status();
+    if (flp) tg__tensor_release(flp);
+    if (fh) tg__tensor_release(fh);
+    if (rc != TG_OK) return rc;
+    if (want_lse && !(out->lse = tg__lpe_lse_of(s, who, z, out->st, nstat, 1.0 / o->temperature)))
+        return tg_last_status();
+    if (record && tg__lpe_record(s, z, yl, out->st, nstat, ro, out->lp, out->h, out->lse) != TG_OK)
+        return tg_last_status();
+    return TG_OK;
+}
+
+/* Reason for its length: the protocol's order (local checks, everything
+ * allocated before the agreement, the exchange, the merge) reads best in
+ * one place; the steps with their own state are the functions above. */
 tg_status tg__vp_logprob(tg_site s, const char *who, tg_status pre, tg_tensor *z, tg_tensor *y,
                          const tg_logprob_opts *o, tg_tensor **logprob, tg_tensor **entropy,
                          tg_tensor **lse_out) {
     tg_comm *c = o->comm;
     tg_status local = vp_local_checks(who, pre, z, y, o);
-    tg_tensor *yc = NULL, *yl = NULL, *lp = NULL, *h = NULL, *st = NULL, *lse = NULL;
-    tg_tensor *stage = NULL;
+    tg_tensor *yc = NULL, *yl = NULL;
+    vp_outputs out = {0};
     void *yown = NULL;
     const int64_t *yh = NULL;
     tg__vp_buf xb;
@@ -427,80 +506,45 @@ tg_status tg__vp_logprob(tg_site s, const char *who, tg_status pre, tg_tensor *z
     local = vp_local_stats(s, who, z, &vp, yh, o, &yl, xb.mine);
     const bool record = tg__needs_grad(1, &z);
     const int nstat = record && o->want_entropy && o->entropy_grad ? 3 : 2;
-    const tg_device dev = z->storage->device;
-    const int lead = z->ndim - 1;
     /* backward is the fused op's own, on this rank's slice: the saved
-     * statistics are the global ones and the saved targets the local ones */
-    tg_logprob_opts ro = *o; /* backward reads the local targets: their own ignore mark */
+     * statistics are the global ones and the saved targets the local ones,
+     * with their own ignore mark */
+    tg_logprob_opts ro = *o;
     ro.ignore_index = TG__VP_IGNORED;
     /* on the CPU everything the call hands out (outputs, node, room in the
      * scope) is made before the exchange and filled after it without
      * allocating: running out of memory fails every rank, never one alone */
-    const bool early = dev == TG_CPU;
+    const bool early = z->storage->device == TG_CPU;
     if (local == TG_OK && early) {
-        if (!(stage = tg__tensor_new_on(s, who, TG_CPU, TG_F64, 2, (int64_t[]){N, 5},
-                                        TG_MEM_WORKSPACE)) ||
-            !(lp = tg__new_output_on(s, who, dev, z->dtype, lead, z->shape)) ||
-            (o->want_entropy && !(h = tg__new_output_on(s, who, dev, z->dtype, lead, z->shape))) ||
-            ((record || lse_out) &&
-             !(st = tg__new_output_on(s, who, dev, TG_F64, 2, (int64_t[]){N, nstat}))) ||
-            (lse_out && !(lse = tg__new_output_on(s, who, dev, tg__lpe_out_dtype(z), lead,
-                                                  z->shape))) ||
-            (record && tg__lpe_record(s, z, yl, st, nstat, &ro, lp, h, lse) != TG_OK) ||
+        if (!(out.stage = tg__tensor_new_on(s, who, TG_CPU, TG_F64, 2, (int64_t[]){N, 5},
+                                            TG_MEM_WORKSPACE)) ||
+            !new_outputs(s, who, z, N, nstat, o->want_entropy, record || lse_out, &out) ||
+            (lse_out && !(out.lse = tg__new_output_on(s, who, TG_CPU, tg__lpe_out_dtype(z),
+                                                      z->ndim - 1, z->shape))) ||
+            (record &&
+             tg__lpe_record(s, z, yl, out.st, nstat, &ro, out.lp, out.h, out.lse) != TG_OK) ||
             !tg__ret_reserve(3))
             local = tg_last_status();
     }
     if ((rc = tg__vp_exchange(c, who, local, &xb)) != TG_OK) goto out;
-    const tg__lpe_acc *all = xb.all;
-    for (int64_t i = 0; i < N; i++) { /* a row empty on every rank */
-        if (yh[i] == o->ignore_index) continue;
-        double S = 0.0;
-        for (int r = 0; r < vp.P; r++) S += all[(size_t)r * (size_t)N + (size_t)i].S;
-        if (S == 0.0) {
-            rc = tg__set_error(TG_ERR_VALUE, "%s: row %lld: every logit is -inf (the row has no "
-                               "valid token; give it ignore_index)", who, (long long)i);
-            goto out;
-        }
-    }
+    if ((rc = check_rows_not_empty(who, yh, o->ignore_index, xb.all, N, vp.P)) != TG_OK) goto out;
     if (early) {
-        tg__vp_merge(&vp, yh, o->ignore_index, all, N, 1.0 / o->temperature, tg__ptr(stage));
-        tg__vp_put_rows_host(tg__ptr(stage), N, lp, h, st, nstat);
-        if (lse) tg__vp_lse_host(lse, st, nstat, 1.0 / o->temperature);
-    } else {
-        if (!(stage = tg__tensor_new_on(s, who, TG_CPU, TG_F64, 2, (int64_t[]){N, 5},
-                                        TG_MEM_WORKSPACE)))
-            goto fail;
-        tg__vp_merge(&vp, yh, o->ignore_index, all, N, 1.0 / o->temperature, tg__ptr(stage));
-        if (!(lp = tg__new_output_on(s, who, dev, z->dtype, lead, z->shape)) ||
-            (o->want_entropy && !(h = tg__new_output_on(s, who, dev, z->dtype, lead, z->shape))) ||
-            ((record || lse_out) &&
-             !(st = tg__new_output_on(s, who, dev, TG_F64, 2, (int64_t[]){N, nstat}))))
-            goto fail;
-        /* flat (N) views of the outputs for the row writer */
-        tg_tensor *flp = tg__tensor_alias(s, lp->storage, lp->dtype, 1, &N, (int64_t[]){1}, 0);
-        tg_tensor *fh = h && flp ? tg__tensor_alias(s, h->storage, h->dtype, 1, &N,
-                                                    (int64_t[]){1}, 0)
-                                 : NULL;
-        rc = flp && (!h || fh) ? tg__lpe_put_rows(s, who, stage, 0, flp, fh, st, nstat)
-                               : tg_last_status();
-        if (flp) tg__tensor_release(flp);
-        if (fh) tg__tensor_release(fh);
-        if (rc != TG_OK) goto fail;
-        if (lse_out && !(lse = tg__lpe_lse_of(s, who, z, st, nstat, 1.0 / o->temperature)))
-            goto fail;
-        if (record && tg__lpe_record(s, z, yl, st, nstat, &ro, lp, h, lse) != TG_OK) goto fail;
+        tg__vp_merge(&vp, yh, o->ignore_index, xb.all, N, 1.0 / o->temperature,
+                     tg__ptr(out.stage));
+        tg__vp_put_rows_host(tg__ptr(out.stage), N, out.lp, out.h, out.st, nstat);
+        if (out.lse) tg__vp_lse_host(out.lse, out.st, nstat, 1.0 / o->temperature);
+    } else if ((rc = fill_on_device(s, who, z, yl, &vp, yh, xb.all, N, nstat, record,
+                                    lse_out != NULL, o, &ro, &out)) != TG_OK) {
+        goto out;
     }
-    if (st) tg__tensor_release(st);
-    st = NULL;
-    rc = tg__lpe_hand_out(lp, h, lse, logprob, entropy, lse_out);
-    lp = h = lse = NULL;
-    goto out;
-fail:
-    rc = tg_last_status();
+    if (out.st) tg__tensor_release(out.st);
+    out.st = NULL;
+    rc = tg__lpe_hand_out(out.lp, out.h, out.lse, logprob, entropy, lse_out);
+    out.lp = out.h = out.lse = NULL;
 out:;
-    tg_tensor *rel[7] = {yc, yl, lp, h, st, lse, stage};
+    tg_tensor *held[7] = {yc, yl, out.lp, out.h, out.st, out.lse, out.stage};
     for (int k = 0; k < 7; k++)
-        if (rel[k]) tg__tensor_release(rel[k]);
+        if (held[k]) tg__tensor_release(held[k]);
     free(yown);
     tg__vp_buf_free(&xb);
     tg__vp_free(&vp);
