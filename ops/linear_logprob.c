@@ -74,12 +74,17 @@ size_t tg_linear_logprob_default_workspace(tg_device dev) {
 }
 
 /* Workspace bytes per chunk row besides the logits, with several blocks.
- * Forward: the merge state (32) held throughout, and at most either the
- * per-block buffers (local targets 8, logprob es, statistics 24, target
- * logit es) or the staged outputs (8 * STAGE_COLS = 40 <= 32 + 2 es).
- * Backward: the local targets (8). The bias gradient's row of ones (es)
+ * Forward: the merge state held throughout, and at most either the
+ * per-block buffers (local targets, logprob es, statistics, target logit
+ * es) or the staged outputs (8 * STAGE_COLS = 40 <= MERGE_STATE_BYTES +
+ * 2 es). Backward: the local targets. The bias gradient's row of ones (es)
  * comes on top in backward. */
-static size_t fwd_extra(size_t es) { return 32 + 8 + 2 * es + 24; }
+#define MERGE_STATE_BYTES 32  /* (M, S, A, z_y) of the running merge, f64 each */
+#define LOCAL_TARGET_BYTES 8  /* the row's target within the block, i64 */
+#define BLOCK_STATS_BYTES 24  /* the block's (M, ls, H), f64 each */
+static size_t fwd_extra(size_t es) {
+    return MERGE_STATE_BYTES + LOCAL_TARGET_BYTES + 2 * es + BLOCK_STATS_BYTES;
+}
 
 /* Each chunk row also has its copy in the gather buffer (d * es:
  * `conv_row`; es = 4, the f32 compute size, for bf16 inputs, converted),
@@ -91,14 +96,15 @@ static size_t fwd_extra(size_t es) { return 32 + 8 + 2 * es + 24; }
  * are read as they are: the gather buffer holds bf16 rows (d * 2), only the
  * bias is converted (4 per vocabulary row), and backward rounds each
  * block's dZ to a bf16 copy for its GEMMs (`dz_es` = 2 bytes per logit). */
-#define GATHER_ROW(es) (24 + 3 * (es))
+#define GATHER_ROW(es) (BLOCK_STATS_BYTES + 3 * (es)) /* statistics, 3 upstream gradients */
 /* conv_row: a chunk row in the gather buffer; dh_row: a d hidden row (d es:
  * the f32 accumulator's, whatever conv_row is) */
 static size_t per_row(int64_t vb, size_t es, bool has_bias, size_t conv_row, size_t dh_row,
                       size_t dz_es) {
     size_t z = (size_t)vb * es;
     size_t fwd = z + fwd_extra(es);
-    size_t bwd = z + (size_t)vb * dz_es + 8 + (has_bias ? es : 0) + dh_row + GATHER_ROW(es);
+    size_t bwd = z + (size_t)vb * dz_es + LOCAL_TARGET_BYTES + (has_bias ? es : 0) + dh_row +
+                 GATHER_ROW(es);
     return (fwd > bwd ? fwd : bwd) + conv_row;
 }
 

@@ -203,12 +203,21 @@ static const tg__op_def PROD_DEF = {"ProdBackward", prod_backward, false, NULL};
 
 /* ---- forward -------------------------------------------------------------------------- */
 
-/* The reduction op of t along dim (or over all): values (NULL when idx_only)
- * and the index in *idx when asked. Records def (saving what its backward
- * reads) when t requires grad. */
+/* How line_reduce reduces (flags, or-ed). */
+enum {
+    LR_ALL = 1,        /* over all elements (dim ignored), else along dim */
+    LR_KEEPDIM = 2,    /* the reduced dim stays, of size 1 */
+    LR_INDEX_ONLY = 4  /* only the index is wanted (argmax): it is the result */
+};
+#define LR_KEEP(keepdim) ((keepdim) ? LR_KEEPDIM : 0)
+
+/* The reduction op of t along dim (or over all): values (NULL with
+ * LR_INDEX_ONLY) and the index in *idx when asked. Records def (saving what
+ * its backward reads) when t requires grad. */
 static tg_tensor *line_reduce(tg_site s, const char *who, tg__redop op, const tg__op_def *def,
-                              tg_tensor *t, int dim, bool keepdim, bool all, tg_tensor **idx,
-                              bool idx_only) {
+                              tg_tensor *t, int dim, unsigned flags, tg_tensor **idx) {
+    const bool keepdim = flags & LR_KEEPDIM, all = flags & LR_ALL,
+               idx_only = flags & LR_INDEX_ONLY;
     if (idx) *idx = NULL;
     if (tg__null_arg(t, who, "t")) return NULL;
     bool any_dtype = op == TG__RED_ANY || op == TG__RED_ALL || idx_only;
@@ -258,18 +267,18 @@ fail:
 }
 
 tg_tensor *tg_amax_at(tg_site s, tg_tensor *t) {
-    return tg__ret(line_reduce(s, "tg_amax", TG__RED_MAX, &AMAX_DEF, t, 0, false, true, NULL, false));
+    return tg__ret(line_reduce(s, "tg_amax", TG__RED_MAX, &AMAX_DEF, t, 0, LR_ALL, NULL));
 }
 tg_tensor *tg_amin_at(tg_site s, tg_tensor *t) {
-    return tg__ret(line_reduce(s, "tg_amin", TG__RED_MIN, &AMIN_DEF, t, 0, false, true, NULL, false));
+    return tg__ret(line_reduce(s, "tg_amin", TG__RED_MIN, &AMIN_DEF, t, 0, LR_ALL, NULL));
 }
 tg_tensor *tg_amax_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
-    return tg__ret(line_reduce(s, "tg_amax_dim", TG__RED_MAX, &AMAX_DEF, t, dim, keepdim, false,
-                               NULL, false));
+    return tg__ret(line_reduce(s, "tg_amax_dim", TG__RED_MAX, &AMAX_DEF, t, dim,
+                               LR_KEEP(keepdim), NULL));
 }
 tg_tensor *tg_amin_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
-    return tg__ret(line_reduce(s, "tg_amin_dim", TG__RED_MIN, &AMIN_DEF, t, dim, keepdim, false,
-                               NULL, false));
+    return tg__ret(line_reduce(s, "tg_amin_dim", TG__RED_MIN, &AMIN_DEF, t, dim,
+                               LR_KEEP(keepdim), NULL));
 }
 
 /* amax / amin / logsumexp over the dims listed (all for ndims 0): the line
@@ -291,7 +300,7 @@ static tg_tensor *line_reduce_dims(tg_site s, const char *who, tg__redop op,
                         tg__shape_str(b, sizeof b, t->ndim, t->shape));
     }
     tg_tensor *w = tg__merge_reduced(s, t, red);
-    tg_tensor *r = w ? line_reduce(s, who, op, def, w, -1, false, false, NULL, false) : NULL;
+    tg_tensor *r = w ? line_reduce(s, who, op, def, w, -1, 0, NULL) : NULL;
     if (w) tg__tensor_release(w);
     if (!r || !keepdim || t->ndim == 0) return r;
     tg_tensor *k = tg__reshape(s, r, ond, oshape);
@@ -316,7 +325,7 @@ tg_tensor *tg_logsumexp_dims_at(tg_site s, tg_tensor *t, int ndims, const int *d
 static tg_tensor *with_indices(tg_site s, const char *who, tg__redop op, const tg__op_def *def,
                                tg_tensor *t, int dim, bool keepdim, tg_tensor **indices) {
     tg_tensor *ix = NULL;
-    tg_tensor *v = line_reduce(s, who, op, def, t, dim, keepdim, false, &ix, false);
+    tg_tensor *v = line_reduce(s, who, op, def, t, dim, LR_KEEP(keepdim), &ix);
     if (!v) return NULL;
     if (indices) *indices = tg__ret(ix);
     else tg__tensor_release(ix);
@@ -332,52 +341,54 @@ tg_tensor *tg_min_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim, tg_tens
 }
 tg_tensor *tg_argmax_at(tg_site s, tg_tensor *t) {
     tg_tensor *ix;
-    return tg__ret(line_reduce(s, "tg_argmax", TG__RED_MAX, NULL, t, 0, false, true, &ix, true));
+    return tg__ret(line_reduce(s, "tg_argmax", TG__RED_MAX, NULL, t, 0,
+                               LR_ALL | LR_INDEX_ONLY, &ix));
 }
 tg_tensor *tg_argmin_at(tg_site s, tg_tensor *t) {
     tg_tensor *ix;
-    return tg__ret(line_reduce(s, "tg_argmin", TG__RED_MIN, NULL, t, 0, false, true, &ix, true));
+    return tg__ret(line_reduce(s, "tg_argmin", TG__RED_MIN, NULL, t, 0,
+                               LR_ALL | LR_INDEX_ONLY, &ix));
 }
 tg_tensor *tg_argmax_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
     tg_tensor *ix;
-    return tg__ret(line_reduce(s, "tg_argmax_dim", TG__RED_MAX, NULL, t, dim, keepdim, false, &ix,
-                               true));
+    return tg__ret(line_reduce(s, "tg_argmax_dim", TG__RED_MAX, NULL, t, dim,
+                               LR_KEEP(keepdim) | LR_INDEX_ONLY, &ix));
 }
 tg_tensor *tg_argmin_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
     tg_tensor *ix;
-    return tg__ret(line_reduce(s, "tg_argmin_dim", TG__RED_MIN, NULL, t, dim, keepdim, false, &ix,
-                               true));
+    return tg__ret(line_reduce(s, "tg_argmin_dim", TG__RED_MIN, NULL, t, dim,
+                               LR_KEEP(keepdim) | LR_INDEX_ONLY, &ix));
 }
 tg_tensor *tg_logsumexp_at(tg_site s, tg_tensor *t) {
-    return tg__ret(line_reduce(s, "tg_logsumexp", TG__RED_LOGSUMEXP, &LSE_DEF, t, 0, false, true,
-                               NULL, false));
+    return tg__ret(line_reduce(s, "tg_logsumexp", TG__RED_LOGSUMEXP, &LSE_DEF, t, 0,
+                               LR_ALL, NULL));
 }
 tg_tensor *tg__logsumexp_dim(tg_site s, tg_tensor *t, int dim, bool keepdim) {
-    return line_reduce(s, "tg_logsumexp_dim", TG__RED_LOGSUMEXP, &LSE_DEF, t, dim, keepdim, false,
-                       NULL, false);
+    return line_reduce(s, "tg_logsumexp_dim", TG__RED_LOGSUMEXP, &LSE_DEF, t, dim,
+                       LR_KEEP(keepdim), NULL);
 }
 tg_tensor *tg_logsumexp_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
-    return tg__ret(line_reduce(s, "tg_logsumexp_dim", TG__RED_LOGSUMEXP, &LSE_DEF, t, dim, keepdim,
-                               false, NULL, false));
+    return tg__ret(line_reduce(s, "tg_logsumexp_dim", TG__RED_LOGSUMEXP, &LSE_DEF, t, dim,
+                               LR_KEEP(keepdim), NULL));
 }
 tg_tensor *tg_prod_at(tg_site s, tg_tensor *t) {
-    return tg__ret(line_reduce(s, "tg_prod", TG__RED_PROD, &PROD_DEF, t, 0, false, true, NULL, false));
+    return tg__ret(line_reduce(s, "tg_prod", TG__RED_PROD, &PROD_DEF, t, 0, LR_ALL, NULL));
 }
 tg_tensor *tg_prod_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
-    return tg__ret(line_reduce(s, "tg_prod_dim", TG__RED_PROD, &PROD_DEF, t, dim, keepdim, false,
-                               NULL, false));
+    return tg__ret(line_reduce(s, "tg_prod_dim", TG__RED_PROD, &PROD_DEF, t, dim,
+                               LR_KEEP(keepdim), NULL));
 }
 tg_tensor *tg_any_at(tg_site s, tg_tensor *t) {
-    return tg__ret(line_reduce(s, "tg_any", TG__RED_ANY, NULL, t, 0, false, true, NULL, false));
+    return tg__ret(line_reduce(s, "tg_any", TG__RED_ANY, NULL, t, 0, LR_ALL, NULL));
 }
 tg_tensor *tg_all_at(tg_site s, tg_tensor *t) {
-    return tg__ret(line_reduce(s, "tg_all", TG__RED_ALL, NULL, t, 0, false, true, NULL, false));
+    return tg__ret(line_reduce(s, "tg_all", TG__RED_ALL, NULL, t, 0, LR_ALL, NULL));
 }
 tg_tensor *tg_any_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
-    return tg__ret(line_reduce(s, "tg_any_dim", TG__RED_ANY, NULL, t, dim, keepdim, false, NULL,
-                               false));
+    return tg__ret(line_reduce(s, "tg_any_dim", TG__RED_ANY, NULL, t, dim,
+                               LR_KEEP(keepdim), NULL));
 }
 tg_tensor *tg_all_dim_at(tg_site s, tg_tensor *t, int dim, bool keepdim) {
-    return tg__ret(line_reduce(s, "tg_all_dim", TG__RED_ALL, NULL, t, dim, keepdim, false, NULL,
-                               false));
+    return tg__ret(line_reduce(s, "tg_all_dim", TG__RED_ALL, NULL, t, dim,
+                               LR_KEEP(keepdim), NULL));
 }
