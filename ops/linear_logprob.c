@@ -207,7 +207,8 @@ tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype d
 
 /* ---- what forward and backward share ------------------------------------------- */
 
-typedef struct lin {
+/* The call's operands as the loop reads them. */
+typedef struct lin_inputs {
     tg_site s;
     tg_tensor *h;        /* (N, d) rows of hidden (a view of the contiguous input) */
     tg_tensor *w;        /* (V, d) contiguous */
@@ -221,34 +222,59 @@ typedef struct lin {
     tg_dtype in_dt;      /* the inputs' dtype */
     tg_device dev;
     size_t es;           /* dt's size */
-    /* bf16 inputs on a device with bf16 GEMMs (tg__k_has_bf16_gemm): h and W
-     * are read as bf16 by the GEMMs (f32 sums into f32 logits), no f32 copy
-     * of them is made, and backward rounds each block's dZ to bf16 (dz16)
-     * for the dh and dW GEMMs, as PyTorch's autocast does. */
+} lin_inputs;
+
+/* How the GEMMs read the operands. bf16 inputs on a device with bf16 GEMMs
+ * (tg__k_has_bf16_gemm, `tc`): h and W are read as bf16 by the GEMMs (f32
+ * sums into f32 logits), no f32 copy of them is made, and backward rounds
+ * each block's dZ to bf16 (dz16) for the dh and dW GEMMs, as PyTorch's
+ * autocast does. */
+typedef struct lin_gemm {
     bool tc;
     tg_dtype mm_dt;      /* the GEMMs' operand dtype: bf16 with tc, else dt */
     size_t hes;          /* the size of an element of hp / wp (mm_dt's) */
+} lin_gemm;
+
+/* The loop's workspace (freed by lin_free_workspace before backward's
+ * gradients are made). */
+typedef struct lin_buffers {
+    tg_tensor *zbuf;     /* (chunk_rows * vocab_block) the logits */
     tg_tensor *dz16;     /* tc backward: (chunk_rows * vocab_block) bf16 */
-    tg_linear_logprob_plan plan;
-    tg_tensor *zbuf;     /* (chunk_rows * vocab_block) the logits' workspace */
     /* bf16 inputs: f32 copies of the current chunk's rows and block's weight
-     * rows and bias (workspace); NULL otherwise */
+     * rows and bias; NULL otherwise */
     tg_tensor *hbuf;     /* (chunk_rows * d), mm_dt: gathered rows (any dtype) */
     tg_tensor *wbuf;     /* (vocab_block * d), without tc */
     tg_tensor *bbuf;     /* (vocab_block) */
+    int64_t *rows;       /* (chunk_rows) a gathered chunk's rows (see for_chunks) */
+} lin_buffers;
+
+/* Where the loop is: the current chunk's rows and block's weights. */
+typedef struct lin_cursor {
     char *hp;            /* the current chunk's rows (c, d), mm_dt: in h or hbuf */
     char *wp;            /* the current block's weight rows (vb, d), mm_dt: in w or wbuf */
     tg_tensor *bcur;     /* the current block's bias (vb), dt, or NULL */
-    /* vocab-parallel: the communicator, what the agreement established, and
-     * this rank's first vocabulary row (0 in one process) */
+} lin_cursor;
+
+/* Vocab-parallel: the communicator, what the agreement established, this
+ * rank's first vocabulary row (0 in one process) and the exchange's state. */
+typedef struct lin_parallel {
     tg_comm *comm;
     const tg__vp *vp;
     int64_t vstart;
-    tg__lpe_acc *accs;   /* vocab-parallel: (N) this rank's part of every row (xb.mine) */
-    tg__vp_buf xb;       /* vocab-parallel: the statistics exchange's buffers */
-    tg_tensor *stage;    /* vocab-parallel on the CPU: (N, STAGE_COLS) f64, the merged
-                          * rows, allocated before the exchange */
-    int64_t *rows;       /* (chunk_rows) a gathered chunk's rows (see for_chunks) */
+    tg__lpe_acc *accs;   /* (N) this rank's part of every row (xb.mine) */
+    tg__vp_buf xb;       /* the statistics exchange's buffers */
+    tg_tensor *stage;    /* on the CPU: (N, STAGE_COLS) f64, the merged rows,
+                          * allocated before the exchange */
+} lin_parallel;
+
+/* The fused linear op's loop state. */
+typedef struct lin {
+    lin_inputs in;
+    lin_gemm gemm;
+    tg_linear_logprob_plan plan;
+    lin_buffers buf;
+    lin_cursor cur;
+    lin_parallel par;
 } lin;
 
 static void rel(tg_tensor *t) {
@@ -258,7 +284,7 @@ static void rel(tg_tensor *t) {
 /* Releases the loop's buffers (before backward's bf16 gradients are made:
  * those then take the workspace's place rather than adding to it). */
 static void lin_free_workspace(lin *L) {
-    tg_tensor **ws[6] = {&L->zbuf, &L->dz16, &L->hbuf, &L->wbuf, &L->bbuf, &L->bcur};
+    tg_tensor **ws[6] = {&L->buf.zbuf, &L->buf.dz16, &L->buf.hbuf, &L->buf.wbuf, &L->buf.bbuf, &L->cur.bcur};
     for (int k = 0; k < 6; k++) {
         rel(*ws[k]);
         *ws[k] = NULL;
@@ -266,35 +292,35 @@ static void lin_free_workspace(lin *L) {
 }
 
 static void lin_done(lin *L) {
-    rel(L->h);
-    rel(L->w);
-    rel(L->b);
-    rel(L->y);
-    rel(L->zbuf);
-    rel(L->hbuf);
-    rel(L->wbuf);
-    rel(L->bbuf);
-    rel(L->dz16);
-    rel(L->bcur);
-    free(L->y_owned);
-    tg__vp_buf_free(&L->xb);
-    rel(L->stage);
-    free(L->rows);
+    rel(L->in.h);
+    rel(L->in.w);
+    rel(L->in.b);
+    rel(L->in.y);
+    rel(L->buf.zbuf);
+    rel(L->buf.hbuf);
+    rel(L->buf.wbuf);
+    rel(L->buf.bbuf);
+    rel(L->buf.dz16);
+    rel(L->cur.bcur);
+    free(L->in.y_owned);
+    tg__vp_buf_free(&L->par.xb);
+    rel(L->par.stage);
+    free(L->buf.rows);
 }
 
 /* A 2-D or 1-D alias of t's storage. */
 static tg_tensor *alias2(const lin *L, const tg_tensor *t, int64_t off, int64_t rows,
                          int64_t cols, int64_t rs) {
     if (cols < 0)
-        return tg__tensor_alias(L->s, t->storage, t->dtype, 1, &rows, (int64_t[]){rs},
+        return tg__tensor_alias(L->in.s, t->storage, t->dtype, 1, &rows, (int64_t[]){rs},
                                 t->offset + off);
-    return tg__tensor_alias(L->s, t->storage, t->dtype, 2, (int64_t[]){rows, cols},
+    return tg__tensor_alias(L->in.s, t->storage, t->dtype, 2, (int64_t[]){rows, cols},
                             (int64_t[]){rs, 1}, t->offset + off);
 }
 
 /* A workspace tensor on dev. */
 static tg_tensor *ws_new(const lin *L, tg_device dev, tg_dtype dt, int ndim, const int64_t *shape) {
-    return tg__tensor_new_on(L->s, WHO, dev, dt, ndim, shape, TG_MEM_WORKSPACE);
+    return tg__tensor_new_on(L->in.s, WHO, dev, dt, ndim, shape, TG_MEM_WORKSPACE);
 }
 
 /* rows [r0, r0 + c) of src (a 2-D (n, k) contiguous tensor, or 1-D) copied
@@ -312,12 +338,12 @@ static char *convert_rows(const lin *L, tg_tensor *buf, const tg_tensor *src, in
 
 /* ---- chunks --------------------------------------------------------------------
  * A chunk is c kept rows: the rows [r0, r0 + c) when they follow each other
- * (r0 >= 0), or, when ignored rows fall between them, the rows L->rows[0..c)
+ * (r0 >= 0), or, when ignored rows fall between them, the rows L->buf.rows[0..c)
  * (r0 == -1: "gathered"), whose per-row data is gathered into buffers. */
 
 /* The global row of chunk row i. */
 static inline int64_t row_of(const lin *L, int64_t r0, int64_t i) {
-    return r0 >= 0 ? r0 + i : L->rows[i];
+    return r0 >= 0 ? r0 + i : L->buf.rows[i];
 }
 
 /* Copies between chunk rows and global rows, run by run of consecutive rows:
@@ -347,35 +373,35 @@ static tg_status move_rows(const lin *L, int64_t r0, int64_t c, tg_tensor *chunk
     return st;
 }
 
-/* Makes the chunk's rows of hidden current (L->hp): in place when they
+/* Makes the chunk's rows of hidden current (L->cur.hp): in place when they
  * follow each other (and need no conversion), else gathered (converted)
  * into the buffer. */
 static tg_status load_chunk(lin *L, int64_t r0, int64_t c) {
-    if (r0 >= 0 && (L->in_dt != TG_BF16 || L->tc)) {
-        L->hp = (char *)tg__ptr(L->h) + (size_t)(r0 * L->d) * L->hes;
+    if (r0 >= 0 && (L->in.in_dt != TG_BF16 || L->gemm.tc)) {
+        L->cur.hp = (char *)tg__ptr(L->in.h) + (size_t)(r0 * L->in.d) * L->gemm.hes;
         return TG_OK;
     }
-    tg_tensor *buf = alias2(L, L->hbuf, 0, c, L->d, L->d);
-    tg_status st = buf ? move_rows(L, r0, c, buf, L->h, true) : tg_last_status();
+    tg_tensor *buf = alias2(L, L->buf.hbuf, 0, c, L->in.d, L->in.d);
+    tg_status st = buf ? move_rows(L, r0, c, buf, L->in.h, true) : tg_last_status();
     rel(buf);
-    L->hp = tg__ptr(L->hbuf);
+    L->cur.hp = tg__ptr(L->buf.hbuf);
     return st;
 }
 
 /* Makes the block [v0, v0 + vb) of W (and b) current, converting bf16. */
 static tg_status load_block(lin *L, int64_t v0, int64_t vb) {
-    rel(L->bcur);
-    L->bcur = NULL;
-    if (!L->wbuf) {
-        L->wp = (char *)tg__ptr(L->w) + (size_t)(v0 * L->d) * L->hes;
-        if (L->b && !L->bbuf && !(L->bcur = alias2(L, L->b, v0, vb, -1, 1)))
+    rel(L->cur.bcur);
+    L->cur.bcur = NULL;
+    if (!L->buf.wbuf) {
+        L->cur.wp = (char *)tg__ptr(L->in.w) + (size_t)(v0 * L->in.d) * L->gemm.hes;
+        if (L->in.b && !L->buf.bbuf && !(L->cur.bcur = alias2(L, L->in.b, v0, vb, -1, 1)))
             return tg_last_status();
-    } else if (!(L->wp = convert_rows(L, L->wbuf, L->w, v0, vb))) {
+    } else if (!(L->cur.wp = convert_rows(L, L->buf.wbuf, L->in.w, v0, vb))) {
         return tg_last_status();
     }
-    if (L->bbuf) {
-        if (!convert_rows(L, L->bbuf, L->b, v0, vb) ||
-            !(L->bcur = alias2(L, L->bbuf, 0, vb, -1, 1)))
+    if (L->buf.bbuf) {
+        if (!convert_rows(L, L->buf.bbuf, L->in.b, v0, vb) ||
+            !(L->cur.bcur = alias2(L, L->buf.bbuf, 0, vb, -1, 1)))
             return tg_last_status();
     }
     return TG_OK;
@@ -385,49 +411,49 @@ static tg_status load_block(lin *L, int64_t v0, int64_t vb) {
  * block (load_chunk, load_block), as a view of the workspace; NULL with the
  * error set. */
 static tg_tensor *block_logits(const lin *L, int64_t c, int64_t vb) {
-    tg_tensor *Z = tg__tensor_alias(L->s, L->zbuf->storage, L->dt, 2, (int64_t[]){c, vb},
+    tg_tensor *Z = tg__tensor_alias(L->in.s, L->buf.zbuf->storage, L->in.dt, 2, (int64_t[]){c, vb},
                                     (int64_t[]){vb, 1}, 0);
     if (!Z) return NULL;
     tg__mat a = {0}, bm = {0}, cm = {0};
-    a.data = L->hp;
-    a.rows = c, a.cols = L->d, a.rs = L->d, a.cs = 1;
-    bm.data = L->wp; /* W[block]^T (d, vb) */
-    bm.rows = L->d, bm.cols = vb, bm.rs = 1, bm.cs = L->d;
+    a.data = L->cur.hp;
+    a.rows = c, a.cols = L->in.d, a.rs = L->in.d, a.cs = 1;
+    bm.data = L->cur.wp; /* W[block]^T (d, vb) */
+    bm.rows = L->in.d, bm.cols = vb, bm.rs = 1, bm.cs = L->in.d;
     cm.data = tg__ptr(Z);
     cm.rows = c, cm.cols = vb, cm.rs = vb, cm.cs = 1;
-    tg_status st = tg__k_matmul(L->dev, WHO, L->mm_dt, 0, NULL, &a, &bm, &cm, false, false);
-    if (st == TG_OK && L->bcur) st = tg__k_binary(TG__BIN_ADD, Z, Z, L->bcur, 0, 0);
+    tg_status st = tg__k_matmul(L->in.dev, WHO, L->gemm.mm_dt, 0, NULL, &a, &bm, &cm, false, false);
+    if (st == TG_OK && L->cur.bcur) st = tg__k_binary(TG__BIN_ADD, Z, Z, L->cur.bcur, 0, 0);
     return tg__k_ok(st, Z);
 }
 
 /* The buffer a chunk's rows of hidden are gathered into, the list of its
  * rows, and, for bf16 inputs, the f32 buffers of a block's weight rows. */
 static tg_status conv_buffers(lin *L) {
-    const int64_t hn = L->plan.chunk_rows * L->d, wn = L->plan.vocab_block * L->d;
-    if (!(L->hbuf = ws_new(L, L->dev, L->mm_dt, 1, &hn))) return tg_last_status();
-    if (!(L->rows = tg__xmalloc((size_t)L->plan.chunk_rows * sizeof *L->rows)))
+    const int64_t hn = L->plan.chunk_rows * L->in.d, wn = L->plan.vocab_block * L->in.d;
+    if (!(L->buf.hbuf = ws_new(L, L->in.dev, L->gemm.mm_dt, 1, &hn))) return tg_last_status();
+    if (!(L->buf.rows = tg__xmalloc((size_t)L->plan.chunk_rows * sizeof *L->buf.rows)))
         return tg__set_error(TG_ERR_NOMEM, "%s: out of memory", WHO);
-    if (L->in_dt != TG_BF16) return TG_OK;
-    if ((!L->tc && !(L->wbuf = ws_new(L, L->dev, TG_F32, 1, &wn))) ||
-        (L->b && !(L->bbuf = ws_new(L, L->dev, TG_F32, 1, &L->plan.vocab_block))))
+    if (L->in.in_dt != TG_BF16) return TG_OK;
+    if ((!L->gemm.tc && !(L->buf.wbuf = ws_new(L, L->in.dev, TG_F32, 1, &wn))) ||
+        (L->in.b && !(L->buf.bbuf = ws_new(L, L->in.dev, TG_F32, 1, &L->plan.vocab_block))))
         return tg_last_status();
     return TG_OK;
 }
 
 /* Local targets of rows [r0, r0 + c) for the block [v0, v0 + vb): y - v0
- * when inside, else `outside`; a new (c) i64 tensor on L->dev. */
+ * when inside, else `outside`; a new (c) i64 tensor on L->in.dev. */
 static tg_tensor *local_targets(const lin *L, int64_t r0, int64_t c, int64_t v0, int64_t vb,
                                 int64_t outside) {
     tg_tensor *hst = ws_new(L, TG_CPU, TG_I64, 1, &c);
     if (!hst) return NULL;
     int64_t *t = tg__ptr(hst);
     for (int64_t i = 0; i < c; i++) {
-        const int64_t y = L->yh[row_of(L, r0, i)] - L->vstart; /* in this rank's vocabulary */
+        const int64_t y = L->in.yh[row_of(L, r0, i)] - L->par.vstart; /* in this rank's vocabulary */
         t[i] = y >= v0 && y < v0 + vb ? y - v0 : outside;
     }
-    if (L->dev == TG_CPU) return hst;
+    if (L->in.dev == TG_CPU) return hst;
     tg_mem_category prev = tg__set_category_override(TG_MEM_WORKSPACE);
-    tg_tensor *dv = tg__device_copy(L->s, WHO, hst, L->dev);
+    tg_tensor *dv = tg__device_copy(L->in.s, WHO, hst, L->in.dev);
     tg__set_category_override(prev);
     rel(hst);
     return dv;
@@ -439,15 +465,15 @@ static tg_tensor *local_targets(const lin *L, int64_t r0, int64_t c, int64_t v0,
 typedef tg_status (*chunk_fn)(lin *L, int64_t r0, int64_t c, void *arg);
 static tg_status for_chunks(lin *L, chunk_fn fn, void *arg) {
     int64_t i = 0;
-    while (i < L->N) {
+    while (i < L->in.N) {
         int64_t c = 0;
-        while (i < L->N && c < L->plan.chunk_rows) {
-            if (L->yh[i] != L->ignore) L->rows[c++] = i;
+        while (i < L->in.N && c < L->plan.chunk_rows) {
+            if (L->in.yh[i] != L->in.ignore) L->buf.rows[c++] = i;
             i++;
         }
         if (!c) break;
-        const bool together = L->rows[c - 1] - L->rows[0] == c - 1;
-        tg_status st = fn(L, together ? L->rows[0] : -1, c, arg);
+        const bool together = L->buf.rows[c - 1] - L->buf.rows[0] == c - 1;
+        tg_status st = fn(L, together ? L->buf.rows[0] : -1, c, arg);
         if (st != TG_OK) return st;
     }
     return TG_OK;
@@ -456,7 +482,7 @@ static tg_status for_chunks(lin *L, chunk_fn fn, void *arg) {
 /* The error for a rejected entry of Z (rows from r0, entries from v0). */
 static tg_status bad_entry(const lin *L, const tg_tensor *Z, tg__lpe_bad *bad, int64_t r0,
                            int64_t v0, int64_t vb) {
-    if (tg__lpe_locate_bad(WHO, Z, bad, L->inv_t) != TG_OK) return tg_last_status();
+    if (tg__lpe_locate_bad(WHO, Z, bad, L->in.inv_t) != TG_OK) return tg_last_status();
     if (bad->col < 0)
         return tg__set_error(TG_ERR_VALUE, "%s: row %lld: every logit of vocabulary entries "
                              "[%lld, %lld) is -inf (a row needs a finite logit; give it "
@@ -466,7 +492,7 @@ static tg_status bad_entry(const lin *L, const tg_tensor *Z, tg__lpe_bad *bad, i
                          "(hidden row %lld . weight row %lld%s) is %g (logits must be finite "
                          "or -inf)", WHO, (long long)row_of(L, r0, bad->row),
                          (long long)(v0 + bad->col), (long long)row_of(L, r0, bad->row),
-                         (long long)(v0 + bad->col), L->b ? " + bias" : "", bad->value);
+                         (long long)(v0 + bad->col), L->in.b ? " + bias" : "", bad->value);
 }
 
 /* ---- forward --------------------------------------------------------------------- */
@@ -486,16 +512,16 @@ static tg_tensor *out_rows(const lin *L, tg_tensor *t, int64_t r0, int64_t c) {
 
 /* One block: the outputs directly from the fused kernel. */
 static tg_status fwd_one_block(lin *L, int64_t r0, int64_t c, fwd_out *o) {
-    tg_tensor *Z = load_block(L, 0, L->V) == TG_OK ? block_logits(L, c, L->V) : NULL;
-    tg_tensor *y = Z ? alias2(L, L->y, r0, c, -1, 1) : NULL;
+    tg_tensor *Z = load_block(L, 0, L->in.V) == TG_OK ? block_logits(L, c, L->in.V) : NULL;
+    tg_tensor *y = Z ? alias2(L, L->in.y, r0, c, -1, 1) : NULL;
     tg_tensor *lp = y ? out_rows(L, o->lp, r0, c) : NULL;
     tg_tensor *H = lp && o->H ? out_rows(L, o->H, r0, c) : NULL;
     tg_tensor *st = lp && o->st ? out_rows(L, o->st, r0, c) : NULL;
     tg_status rc = TG_ERR_NOMEM;
     if (lp && (!o->H || H) && (!o->st || st)) {
         tg__lpe_bad bad;
-        rc = tg__k_lpe_forward(Z, y, L->ignore, L->inv_t, 0, lp, H, st, o->nstat, &bad);
-        if (rc == TG_OK && bad.row >= 0) rc = bad_entry(L, Z, &bad, r0, 0, L->V);
+        rc = tg__k_lpe_forward(Z, y, L->in.ignore, L->in.inv_t, 0, lp, H, st, o->nstat, &bad);
+        if (rc == TG_OK && bad.row >= 0) rc = bad_entry(L, Z, &bad, r0, 0, L->in.V);
     } else {
         rc = tg_last_status();
     }
@@ -511,10 +537,10 @@ static void merge(const lin *L, int64_t r0, int64_t c, int64_t v0, int64_t vb, c
     for (int64_t i = 0; i < c; i++) {
         if (isnan(st_b[3 * i + 1])) continue; /* all -inf in this block: an empty part */
         const tg__lpe_acc b = tg__lpe_acc_of(st_b[3 * i], st_b[3 * i + 1], st_b[3 * i + 2]);
-        tg__lpe_acc_add(&acc[i], &b, L->inv_t);
-        const int64_t y = L->yh[row_of(L, r0, i)] - L->vstart;
+        tg__lpe_acc_add(&acc[i], &b, L->in.inv_t);
+        const int64_t y = L->in.yh[row_of(L, r0, i)] - L->par.vstart;
         if (y >= v0 && y < v0 + vb)
-            acc[i].zy = L->dt == TG_F32 ? (double)((const float *)zy)[i] : ((const double *)zy)[i];
+            acc[i].zy = L->in.dt == TG_F32 ? (double)((const float *)zy)[i] : ((const double *)zy)[i];
     }
 }
 
@@ -536,7 +562,7 @@ static tg_status empty_parts(const lin *L, const tg_tensor *Z, int64_t r0, int64
     for (int64_t i = 0; i < c; i++) {
         if (!isnan(sh[3 * i + 1])) continue;
         tg__lpe_bad b = {i, TG__LPE_COL_UNKNOWN, 0.0};
-        if (tg__lpe_locate_bad(WHO, Z, &b, L->inv_t) != TG_OK) return tg_last_status();
+        if (tg__lpe_locate_bad(WHO, Z, &b, L->in.inv_t) != TG_OK) return tg_last_status();
         if (b.col >= 0) return bad_entry(L, Z, &b, r0, v0, vb);
     }
     return TG_OK;
@@ -544,12 +570,12 @@ static tg_status empty_parts(const lin *L, const tg_tensor *Z, int64_t r0, int64
 
 static tg_status blocks_acc(lin *L, int64_t r0, int64_t c, tg__lpe_acc *acc) {
     const int64_t vbs = L->plan.vocab_block;
-    tg_tensor *lpb = ws_new(L, L->dev, L->dt, 1, &c);                              // (c)
-    tg_tensor *stb = lpb ? ws_new(L, L->dev, TG_F64, 2, (int64_t[]){c, 3}) : NULL; // (c, 3)
-    tg_tensor *zyb = stb ? ws_new(L, L->dev, L->dt, 2, (int64_t[]){c, 1}) : NULL;  // (c, 1)
+    tg_tensor *lpb = ws_new(L, L->in.dev, L->in.dt, 1, &c);                              // (c)
+    tg_tensor *stb = lpb ? ws_new(L, L->in.dev, TG_F64, 2, (int64_t[]){c, 3}) : NULL; // (c, 3)
+    tg_tensor *zyb = stb ? ws_new(L, L->in.dev, L->in.dt, 2, (int64_t[]){c, 1}) : NULL;  // (c, 1)
     tg_status rc = zyb ? TG_OK : tg_last_status();
-    for (int64_t v0 = 0; rc == TG_OK && v0 < L->V; v0 += vbs) {
-        const int64_t vb = L->V - v0 < vbs ? L->V - v0 : vbs;
+    for (int64_t v0 = 0; rc == TG_OK && v0 < L->in.V; v0 += vbs) {
+        const int64_t vb = L->in.V - v0 < vbs ? L->in.V - v0 : vbs;
         /* in-block targets, 0 elsewhere: the gather reads a valid entry, the
          * statistics do not depend on the targets */
         tg_tensor *idx = local_targets(L, r0, c, v0, vb, 0);
@@ -559,7 +585,7 @@ static tg_status blocks_acc(lin *L, int64_t r0, int64_t c, tg__lpe_acc *acc) {
         tg__lpe_bad bad = {-1, -1, 0.0};
         if (rc == TG_OK) rc = tg__k_fill(stb, NAN); /* rows the kernel refuses stay NaN */
         if (rc == TG_OK)
-            rc = tg__k_lpe_forward(Z, idx, INT64_MIN, L->inv_t, 0, lpb, NULL, stb, 3, &bad);
+            rc = tg__k_lpe_forward(Z, idx, INT64_MIN, L->in.inv_t, 0, lpb, NULL, stb, 3, &bad);
         if (rc == TG_OK) rc = tg__k_gather_forward(Z, idx2, zyb);
         void *own1 = NULL, *own2 = NULL;
         const double *sh = rc == TG_OK ? host_of(stb, &own1) : NULL;
@@ -587,13 +613,13 @@ static tg_status all_minus_inf(int64_t row) {
 /* The staged outputs (c, 5) of a chunk's rows written to those rows of the
  * outputs, run by run. */
 static tg_status put_chunk_rows(lin *L, int64_t r0, int64_t c, tg_tensor *stage, fwd_out *o) {
-    if (r0 >= 0) return tg__lpe_put_rows(L->s, WHO, stage, r0, o->lp, o->H, o->st, o->nstat);
+    if (r0 >= 0) return tg__lpe_put_rows(L->in.s, WHO, stage, r0, o->lp, o->H, o->st, o->nstat);
     tg_status st = TG_OK;
     for (int64_t i = 0; st == TG_OK && i < c;) {
         int64_t j = i + 1;
-        while (j < c && L->rows[j] == L->rows[i] + (j - i)) j++;
+        while (j < c && L->buf.rows[j] == L->buf.rows[i] + (j - i)) j++;
         tg_tensor *run = alias2(L, stage, i * STAGE_COLS, j - i, STAGE_COLS, STAGE_COLS);
-        st = run ? tg__lpe_put_rows(L->s, WHO, run, L->rows[i], o->lp, o->H, o->st, o->nstat)
+        st = run ? tg__lpe_put_rows(L->in.s, WHO, run, L->buf.rows[i], o->lp, o->H, o->st, o->nstat)
                  : tg_last_status();
         rel(run);
         i = j;
@@ -618,7 +644,7 @@ static tg_status fwd_blocks(lin *L, int64_t r0, int64_t c, fwd_out *o) {
         double *g = tg__ptr(stage);
         for (int64_t i = 0; i < c; i++) {
             double *r = g + STAGE_COLS * i;
-            tg__lpe_acc_finish(&acc[i], L->inv_t, &r[0], &r[1], &r[3]);
+            tg__lpe_acc_finish(&acc[i], L->in.inv_t, &r[0], &r[1], &r[3]);
             r[2] = acc[i].M;
             r[4] = r[1];
         }
@@ -632,12 +658,12 @@ static tg_status fwd_blocks(lin *L, int64_t r0, int64_t c, fwd_out *o) {
 static tg_status fwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
     tg_status st = load_chunk(L, r0, c);
     if (st != TG_OK) return st;
-    if (L->accs && r0 >= 0) return blocks_acc(L, r0, c, L->accs + r0); /* merged later */
-    if (L->accs) { /* gathered rows: their accumulators to their places */
+    if (L->par.accs && r0 >= 0) return blocks_acc(L, r0, c, L->par.accs + r0); /* merged later */
+    if (L->par.accs) { /* gathered rows: their accumulators to their places */
         tg__lpe_acc *acc = tg__xcalloc((size_t)c, sizeof *acc);
         if (!acc) return tg__set_error(TG_ERR_NOMEM, "%s: out of memory", WHO);
         st = blocks_acc(L, r0, c, acc);
-        for (int64_t i = 0; st == TG_OK && i < c; i++) L->accs[L->rows[i]] = acc[i];
+        for (int64_t i = 0; st == TG_OK && i < c; i++) L->par.accs[L->buf.rows[i]] = acc[i];
         free(acc);
         return st;
     }
@@ -649,26 +675,26 @@ static tg_status fwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
  * in one exchange (made whatever this rank's status rc: a failure here fails
  * every rank), merged in rank order and written to the outputs. */
 static tg_status vp_finish(lin *L, tg_status rc, fwd_out *o) {
-    rc = tg__vp_exchange(L->comm, WHO, rc, &L->xb);
-    const tg__lpe_acc *all = L->xb.all;
-    for (int64_t i = 0; rc == TG_OK && i < L->N; i++) { /* a row empty on every rank */
-        if (L->yh[i] == L->ignore) continue;
+    rc = tg__vp_exchange(L->par.comm, WHO, rc, &L->par.xb);
+    const tg__lpe_acc *all = L->par.xb.all;
+    for (int64_t i = 0; rc == TG_OK && i < L->in.N; i++) { /* a row empty on every rank */
+        if (L->in.yh[i] == L->in.ignore) continue;
         double S = 0.0;
-        for (int r = 0; r < L->vp->P; r++) S += all[(size_t)r * (size_t)L->N + (size_t)i].S;
+        for (int r = 0; r < L->par.vp->P; r++) S += all[(size_t)r * (size_t)L->in.N + (size_t)i].S;
         if (S == 0.0) rc = all_minus_inf(i);
     }
-    if (rc == TG_OK && L->stage) { /* the CPU: written without allocating */
-        const double *m = tg__ptr(L->stage);
-        tg__vp_merge(L->vp, L->yh, L->ignore, all, L->N, L->inv_t, (double *)tg__ptr(L->stage));
-        tg__vp_put_rows_host(m, L->N, o->lp, o->H, o->st, o->nstat);
+    if (rc == TG_OK && L->par.stage) { /* the CPU: written without allocating */
+        const double *m = tg__ptr(L->par.stage);
+        tg__vp_merge(L->par.vp, L->in.yh, L->in.ignore, all, L->in.N, L->in.inv_t, (double *)tg__ptr(L->par.stage));
+        tg__vp_put_rows_host(m, L->in.N, o->lp, o->H, o->st, o->nstat);
         return TG_OK;
     }
-    tg_tensor *stage = rc == TG_OK ? ws_new(L, TG_CPU, TG_F64, 2, (int64_t[]){L->N, STAGE_COLS})
+    tg_tensor *stage = rc == TG_OK ? ws_new(L, TG_CPU, TG_F64, 2, (int64_t[]){L->in.N, STAGE_COLS})
                                    : NULL;
     if (rc == TG_OK && !stage) rc = tg_last_status();
     if (rc == TG_OK) {
-        tg__vp_merge(L->vp, L->yh, L->ignore, all, L->N, L->inv_t, tg__ptr(stage));
-        rc = tg__lpe_put_rows(L->s, WHO, stage, 0, o->lp, o->H, o->st, o->nstat);
+        tg__vp_merge(L->par.vp, L->in.yh, L->in.ignore, all, L->in.N, L->in.inv_t, tg__ptr(stage));
+        rc = tg__lpe_put_rows(L->in.s, WHO, stage, 0, o->lp, o->H, o->st, o->nstat);
     }
     rel(stage);
     return rc;
@@ -695,12 +721,12 @@ typedef struct bwd_ctx {
 /* c += a @ b, the operands of dtype dt (bf16: into f32 c). */
 static tg_status gemm_acc(const lin *L, tg_dtype dt, const tg__mat *a, const tg__mat *b,
                           const tg__mat *c) {
-    return tg__k_matmul(L->dev, "LinearLogprobEntropyBackward", dt, 0, NULL, a, b, c, false, true);
+    return tg__k_matmul(L->in.dev, "LinearLogprobEntropyBackward", dt, 0, NULL, a, b, c, false, true);
 }
 
 /* tc: the bf16 buffer of dZ as a (c, vb) tensor. */
 static tg_tensor *dz16_view(const lin *L, int64_t c, int64_t vb) {
-    return tg__tensor_alias(L->s, L->dz16->storage, TG_BF16, 2, (int64_t[]){c, vb},
+    return tg__tensor_alias(L->in.s, L->buf.dz16->storage, TG_BF16, 2, (int64_t[]){c, vb},
                             (int64_t[]){vb, 1}, 0);
 }
 
@@ -710,7 +736,7 @@ static char *round_dz(const lin *L, const tg_tensor *Z, int64_t c, int64_t vb) {
     tg_tensor *d16 = dz16_view(L, c, vb);
     tg_status st = d16 ? tg__k_copy(d16, Z) : tg_last_status();
     rel(d16);
-    return st == TG_OK ? tg__ptr(L->dz16) : NULL;
+    return st == TG_OK ? tg__ptr(L->buf.dz16) : NULL;
 }
 
 static tg__mat mat(void *data, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
@@ -723,8 +749,8 @@ static tg__mat mat(void *data, int64_t rows, int64_t cols, int64_t rs, int64_t c
 /* A gathered chunk's rows of a per-row tensor t ((N) or (N, k)): a new
  * workspace tensor (c) or (c, k) of t's dtype. */
 static tg_tensor *gather_of(lin *L, int64_t r0, int64_t c, tg_tensor *t) {
-    tg_tensor *buf = t->ndim == 2 ? ws_new(L, L->dev, t->dtype, 2, (int64_t[]){c, t->shape[1]})
-                                  : ws_new(L, L->dev, t->dtype, 1, &c);
+    tg_tensor *buf = t->ndim == 2 ? ws_new(L, L->in.dev, t->dtype, 2, (int64_t[]){c, t->shape[1]})
+                                  : ws_new(L, L->in.dev, t->dtype, 1, &c);
     if (buf && move_rows(L, r0, c, buf, t, true) != TG_OK) {
         rel(buf);
         return NULL;
@@ -734,8 +760,8 @@ static tg_tensor *gather_of(lin *L, int64_t r0, int64_t c, tg_tensor *t) {
 
 static tg_status bwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
     bwd_ctx *B = arg;
-    const int64_t vbs = L->plan.vocab_block, d = L->d;
-    const size_t es = L->es;
+    const int64_t vbs = L->plan.vocab_block, d = L->in.d;
+    const size_t es = L->in.es;
     tg_status rc = TG_OK;
     /* the chunk's statistics and upstream gradients: views, or gathered */
     tg_tensor *st = r0 >= 0 ? out_rows(L, B->st, r0, c) : gather_of(L, r0, c, B->st);
@@ -748,29 +774,29 @@ static tg_status bwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
     if (!st) rc = tg_last_status();
     /* d hidden of gathered rows: summed in a buffer, then put in their rows */
     tg_tensor *dhb = r0 < 0 && B->dh && rc == TG_OK
-                         ? ws_new(L, L->dev, L->dt, 2, (int64_t[]){c, d})
+                         ? ws_new(L, L->in.dev, L->in.dt, 2, (int64_t[]){c, d})
                          : NULL;
     if (r0 < 0 && B->dh && rc == TG_OK) rc = dhb ? tg__k_fill(dhb, 0.0) : tg_last_status();
     if (rc == TG_OK) rc = load_chunk(L, r0, c);
-    for (int64_t v0 = 0; rc == TG_OK && v0 < L->V; v0 += vbs) {
-        const int64_t vb = L->V - v0 < vbs ? L->V - v0 : vbs;
-        tg_tensor *y = L->plan.n_blocks == 1 && !L->comm && r0 >= 0
-                           ? alias2(L, L->y, r0, c, -1, 1)
+    for (int64_t v0 = 0; rc == TG_OK && v0 < L->in.V; v0 += vbs) {
+        const int64_t vb = L->in.V - v0 < vbs ? L->in.V - v0 : vbs;
+        tg_tensor *y = L->plan.n_blocks == 1 && !L->par.comm && r0 >= 0
+                           ? alias2(L, L->in.y, r0, c, -1, 1)
                            : local_targets(L, r0, c, v0, vb, -1);
         tg_tensor *Z = y && load_block(L, v0, vb) == TG_OK ? block_logits(L, c, vb) : NULL;
         /* tc without a bias gradient: the kernel writes dZ rounded to bf16
          * straight into the GEMMs' buffer; else dZ replaces Z (f32) */
-        const bool direct16 = L->tc && !B->db && (B->dh || B->dw) && tg__k_has_bf16_lpe(L->dev);
+        const bool direct16 = L->gemm.tc && !B->db && (B->dh || B->dw) && tg__k_has_bf16_lpe(L->in.dev);
         tg_tensor *dZ = Z && direct16 ? dz16_view(L, c, vb) : (Z ? tg_retain(Z) : NULL);
-        rc = dZ ? tg__k_lpe_backward(Z, y, INT64_MIN, L->inv_t, 0, st, B->nstat, g[0], g[1],
+        rc = dZ ? tg__k_lpe_backward(Z, y, INT64_MIN, L->in.inv_t, 0, st, B->nstat, g[0], g[1],
                                      g[2], dZ)
                 : tg_last_status();
         rel(dZ);
         char *zp = Z ? tg__ptr(Z) : NULL;
-        char *hp = L->hp, *wp = L->wp;
+        char *hp = L->cur.hp, *wp = L->cur.wp;
         /* the dh and dW GEMMs' dZ: Z itself, or its bf16 rounding (tc) */
-        char *gz = rc == TG_OK && direct16                          ? tg__ptr(L->dz16)
-                   : rc == TG_OK && L->tc && (B->dh || B->dw) ? round_dz(L, Z, c, vb)
+        char *gz = rc == TG_OK && direct16                          ? tg__ptr(L->buf.dz16)
+                   : rc == TG_OK && L->gemm.tc && (B->dh || B->dw) ? round_dz(L, Z, c, vb)
                                                               : zp;
         if (rc == TG_OK && !gz) rc = tg_last_status();
         if (rc == TG_OK && B->dh) { /* dh[chunk] (c, d) += dZ (c, vb) @ W[block] (vb, d) */
@@ -778,23 +804,23 @@ static tg_status bwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
             tg__mat o = mat(dhb ? (char *)tg__ptr(dhb)
                                 : (char *)tg__ptr(B->dh) + (size_t)(r0 * d) * es,
                             c, d, d, 1);
-            rc = gemm_acc(L, L->mm_dt, &a, &b, &o);
+            rc = gemm_acc(L, L->gemm.mm_dt, &a, &b, &o);
         }
         if (rc == TG_OK && B->dw) { /* dW[block] (vb, d) += dZ^T (vb, c) @ h[chunk] (c, d) */
             tg__mat a = mat(gz, vb, c, 1, vb), b = mat(hp, c, d, d, 1);
             tg__mat o = mat((char *)tg__ptr(B->dw) + (size_t)(v0 * d) * es, vb, d, d, 1);
-            rc = gemm_acc(L, L->mm_dt, &a, &b, &o);
+            rc = gemm_acc(L, L->gemm.mm_dt, &a, &b, &o);
         }
         if (rc == TG_OK && B->db) { /* db[block] (1, vb) += 1 (1, c) @ dZ (c, vb), in f32 */
             tg__mat a = mat(tg__ptr(B->ones), 1, c, c, 1), b = mat(zp, c, vb, vb, 1);
             tg__mat o = mat((char *)tg__ptr(B->db) + (size_t)v0 * es, 1, vb, vb, 1);
-            rc = gemm_acc(L, L->dt, &a, &b, &o);
+            rc = gemm_acc(L, L->in.dt, &a, &b, &o);
         }
         rel(Z);
         rel(y);
     }
     if (rc == TG_OK && dhb) { /* the chunk's rows of d hidden, each its own */
-        tg_tensor *dh2 = alias2(L, B->dh, 0, L->N, d, d);
+        tg_tensor *dh2 = alias2(L, B->dh, 0, L->in.N, d, d);
         rc = dh2 ? move_rows(L, r0, c, dhb, dh2, false) : tg_last_status();
         rel(dh2);
     }
@@ -804,42 +830,42 @@ static tg_status bwd_chunk(lin *L, int64_t r0, int64_t c, void *arg) {
     return rc;
 }
 
-/* The GEMMs' layout: L->in_dt, L->dt and L->dev set. */
+/* The GEMMs' layout: L->in.in_dt, L->in.dt and L->in.dev set. */
 static void gemm_layout(lin *L) {
-    L->tc = L->in_dt == TG_BF16 && tg__k_has_bf16_gemm(L->dev);
-    L->mm_dt = L->tc ? TG_BF16 : L->dt;
-    L->hes = tg_dtype_size(L->mm_dt);
+    L->gemm.tc = L->in.in_dt == TG_BF16 && tg__k_has_bf16_gemm(L->in.dev);
+    L->gemm.mm_dt = L->gemm.tc ? TG_BF16 : L->in.dt;
+    L->gemm.hes = tg_dtype_size(L->gemm.mm_dt);
 }
 
 /* Fills L from the saved tensors (new references) for backward. */
 static tg_status lin_from_node(tg__node *n, lin *L) {
     memset(L, 0, sizeof *L);
-    L->s = n->site;
+    L->in.s = n->site;
     tg_tensor *h = tg__node_saved(n, S_H);
     if (!h) return tg_last_status();
-    L->d = h->shape[h->ndim - 1];
-    L->N = tg__numel(h->ndim - 1, h->shape);
-    L->h = alias2(L, h, 0, L->N, L->d, L->d);
+    L->in.d = h->shape[h->ndim - 1];
+    L->in.N = tg__numel(h->ndim - 1, h->shape);
+    L->in.h = alias2(L, h, 0, L->in.N, L->in.d, L->in.d);
     rel(h);
-    if (!L->h || !(L->w = tg__node_saved(n, S_W)) || !(L->y = tg__node_saved(n, S_Y)) ||
-        (n->iparam[P_HAS_BIAS] && !(L->b = tg__node_saved(n, S_B))))
+    if (!L->in.h || !(L->in.w = tg__node_saved(n, S_W)) || !(L->in.y = tg__node_saved(n, S_Y)) ||
+        (n->iparam[P_HAS_BIAS] && !(L->in.b = tg__node_saved(n, S_B))))
         return tg_last_status();
-    L->V = L->w->shape[0];
-    L->in_dt = L->h->dtype;
-    L->dt = L->in_dt == TG_BF16 ? TG_F32 : L->in_dt;
-    L->es = tg_dtype_size(L->dt);
-    L->dev = L->h->storage->device;
+    L->in.V = L->in.w->shape[0];
+    L->in.in_dt = L->in.h->dtype;
+    L->in.dt = L->in.in_dt == TG_BF16 ? TG_F32 : L->in.in_dt;
+    L->in.es = tg_dtype_size(L->in.dt);
+    L->in.dev = L->in.h->storage->device;
     gemm_layout(L);
-    L->ignore = n->iparam[P_IGNORE];
-    L->inv_t = n->dparam[P_INV_T];
+    L->in.ignore = n->iparam[P_IGNORE];
+    L->in.inv_t = n->dparam[P_INV_T];
     L->plan.chunk_rows = (int64_t)n->dparam[P_CHUNK];
     L->plan.vocab_block = (int64_t)n->dparam[P_VBLOCK];
-    L->plan.n_blocks = (L->V + L->plan.vocab_block - 1) / L->plan.vocab_block;
-    L->comm = (tg_comm *)(intptr_t)n->iparam[P_COMM];
-    L->vstart = n->iparam[P_VSTART];
-    L->yh = tg__lpe_targets_host(WHO, L->y, &L->y_owned);
-    if (!L->yh) return tg_last_status();
-    return L->N > 0 ? conv_buffers(L) : TG_OK;
+    L->plan.n_blocks = (L->in.V + L->plan.vocab_block - 1) / L->plan.vocab_block;
+    L->par.comm = (tg_comm *)(intptr_t)n->iparam[P_COMM];
+    L->par.vstart = n->iparam[P_VSTART];
+    L->in.yh = tg__lpe_targets_host(WHO, L->in.y, &L->in.y_owned);
+    if (!L->in.yh) return tg_last_status();
+    return L->in.N > 0 ? conv_buffers(L) : TG_OK;
 }
 
 static const char *const lin_name = "LinearLogprobEntropyBackward";
@@ -847,14 +873,14 @@ static const char *const lin_name = "LinearLogprobEntropyBackward";
 /* The backward's agreement, then (every rank ran its part) the all-reduce of
  * d hidden. skipped: no gradient reached the node on this rank (dh NULL). */
 static tg_status vp_reduce_dh(lin *L, tg_status rc, bool want_h, bool skipped, tg_tensor *dh) {
-    const int P = tg_comm_size(L->comm);
+    const int P = tg_comm_size(L->par.comm);
     tg__agree mine;
     const tg__agree *all = NULL;
     memset(&mine, 0, sizeof mine);
     if (rc != TG_OK) tg__agree_fail(&mine, lin_name, rc);
     mine.sig[0] = want_h;
     mine.sig[1] = skipped;
-    tg_status st = tg__comm_agree(L->comm, lin_name, &mine, &all);
+    tg_status st = tg__comm_agree(L->par.comm, lin_name, &mine, &all);
     for (int r = 1; st == TG_OK && r < P; r++) {
         if (all[r].sig[1] != all[0].sig[1])
             st = tg__set_error(TG_ERR_COMM, "%s: rank %d's backward %s a gradient to this node, "
@@ -866,7 +892,7 @@ static tg_status vp_reduce_dh(lin *L, tg_status rc, bool want_h, bool skipped, t
                                "on every rank)", lin_name, r, all[r].sig[0] ? "wants" : "does not want",
                                all[0].sig[0] ? "does" : "does not");
     }
-    if (st == TG_OK && want_h && !skipped) st = tg__comm_allreduce_sum(L->comm, lin_name, dh);
+    if (st == TG_OK && want_h && !skipped) st = tg__comm_allreduce_sum(L->par.comm, lin_name, dh);
     return st;
 }
 
@@ -881,37 +907,37 @@ static tg_status lin_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
     bool ok1 = true, ok2 = true, ok3 = true;
     if (rc == TG_OK && !(B.st = tg__node_saved(n, S_ST))) rc = tg_last_status();
     if (rc == TG_OK) {
-        B.glp = tg__lpe_flat(L.s, gout[0], L.N, &ok1);
-        B.gH = B.nstat == 3 ? tg__lpe_flat(L.s, gout[1], L.N, &ok2) : NULL;
+        B.glp = tg__lpe_flat(L.in.s, gout[0], L.in.N, &ok1);
+        B.gH = B.nstat == 3 ? tg__lpe_flat(L.in.s, gout[1], L.in.N, &ok2) : NULL;
         B.glse = n->iparam[P_LSE_OUT] >= 0
-                     ? tg__lpe_flat(L.s, gout[n->iparam[P_LSE_OUT]], L.N, &ok3)
+                     ? tg__lpe_flat(L.in.s, gout[n->iparam[P_LSE_OUT]], L.in.N, &ok3)
                      : NULL;
         if (!ok1 || !ok2 || !ok3) rc = tg_last_status();
     }
     const tg__meta *mh = &n->in_meta[0];
-    if (rc == TG_OK && want_h && !(B.dh = tg__zeros_on(n->site, L.dev, L.dt, mh->ndim, mh->shape)))
+    if (rc == TG_OK && want_h && !(B.dh = tg__zeros_on(n->site, L.in.dev, L.in.dt, mh->ndim, mh->shape)))
         rc = tg_last_status();
     if (rc == TG_OK && want_w &&
-        !(B.dw = tg__zeros_on(n->site, L.dev, L.dt, 2, (int64_t[]){L.V, L.d})))
+        !(B.dw = tg__zeros_on(n->site, L.in.dev, L.in.dt, 2, (int64_t[]){L.in.V, L.in.d})))
         rc = tg_last_status();
-    if (rc == TG_OK && want_b && !(B.db = tg__zeros_on(n->site, L.dev, L.dt, 1, &L.V)))
+    if (rc == TG_OK && want_b && !(B.db = tg__zeros_on(n->site, L.in.dev, L.in.dt, 1, &L.in.V)))
         rc = tg_last_status();
-    if (rc == TG_OK && L.N > 0) {
+    if (rc == TG_OK && L.in.N > 0) {
         const int64_t zn = L.plan.chunk_rows * L.plan.vocab_block;
-        if (!(L.zbuf = ws_new(&L, L.dev, L.dt, 1, &zn))) rc = tg_last_status();
-        if (rc == TG_OK && L.tc && (want_h || want_w) &&
-            !(L.dz16 = ws_new(&L, L.dev, TG_BF16, 1, &zn)))
+        if (!(L.buf.zbuf = ws_new(&L, L.in.dev, L.in.dt, 1, &zn))) rc = tg_last_status();
+        if (rc == TG_OK && L.gemm.tc && (want_h || want_w) &&
+            !(L.buf.dz16 = ws_new(&L, L.in.dev, TG_BF16, 1, &zn)))
             rc = tg_last_status();
         if (rc == TG_OK && want_b) {
-            B.ones = ws_new(&L, L.dev, L.dt, 1, &L.plan.chunk_rows);
+            B.ones = ws_new(&L, L.in.dev, L.in.dt, 1, &L.plan.chunk_rows);
             rc = B.ones ? tg__k_fill(B.ones, 1.0) : tg_last_status();
         }
         if (rc == TG_OK && (want_h || want_w || want_b)) rc = for_chunks(&L, bwd_chunk, &B);
     }
     /* vocab-parallel: d hidden is the sum of every rank's part, one all-reduce,
      * after an agreement that makes a failure on one rank fail them all */
-    L.comm = (tg_comm *)(intptr_t)n->iparam[P_COMM];
-    if (L.comm) rc = vp_reduce_dh(&L, rc, want_h, false, B.dh);
+    L.par.comm = (tg_comm *)(intptr_t)n->iparam[P_COMM];
+    if (L.par.comm) rc = vp_reduce_dh(&L, rc, want_h, false, B.dh);
     tg_tensor *keep[3] = {B.dh, B.dw, B.db};
     lin_free_workspace(&L);
     rel(B.ones);
@@ -919,8 +945,8 @@ static tg_status lin_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
     /* bf16 inputs: the f32 accumulators become bf16 gradients, unless asked
      * for in f32 */
     for (int k = 0; k < 3 && rc == TG_OK; k++) {
-        if (!keep[k] || L.in_dt != TG_BF16 || n->dparam[P_GRAD_F32] != 0) continue;
-        tg_tensor *g16 = tg__new_output_on(n->site, lin_name, L.dev, TG_BF16, keep[k]->ndim,
+        if (!keep[k] || L.in.in_dt != TG_BF16 || n->dparam[P_GRAD_F32] != 0) continue;
+        tg_tensor *g16 = tg__new_output_on(n->site, lin_name, L.in.dev, TG_BF16, keep[k]->ndim,
                                            keep[k]->shape);
         if (g16) g16 = tg__k_ok(tg__k_copy(g16, keep[k]), g16);
         rel(keep[k]);
@@ -947,7 +973,7 @@ static tg_status lin_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
 static tg_status lin_not_run(tg__node *n, tg_status st) {
     lin L;
     memset(&L, 0, sizeof L);
-    if (!(L.comm = (tg_comm *)(intptr_t)n->iparam[P_COMM])) return TG_OK;
+    if (!(L.par.comm = (tg_comm *)(intptr_t)n->iparam[P_COMM])) return TG_OK;
     return vp_reduce_dh(&L, st, n->edge[0].kind != TG__EDGE_NONE, true, NULL);
 }
 
@@ -1030,31 +1056,31 @@ static tg_status composite(tg_site s, tg_tensor *h, tg_tensor *w, tg_tensor *b, 
  * targets are global ids, checked in the agreement instead. */
 static tg_status prepare(lin *L, tg_tensor *hidden, tg_tensor *w, tg_tensor *b, tg_tensor *y,
                          const tg_linear_logprob_opts *o, tg_tensor **hc) {
-    L->in_dt = hidden->dtype;
-    L->dt = L->in_dt == TG_BF16 ? TG_F32 : L->in_dt;
-    L->es = tg_dtype_size(L->dt);
-    L->dev = hidden->storage->device;
+    L->in.in_dt = hidden->dtype;
+    L->in.dt = L->in.in_dt == TG_BF16 ? TG_F32 : L->in.in_dt;
+    L->in.es = tg_dtype_size(L->in.dt);
+    L->in.dev = hidden->storage->device;
     gemm_layout(L);
-    L->d = hidden->shape[hidden->ndim - 1];
-    L->V = w->shape[0];
-    L->N = tg__numel(hidden->ndim - 1, hidden->shape);
-    L->ignore = o->ignore_index;
-    L->inv_t = 1.0 / o->temperature;
+    L->in.d = hidden->shape[hidden->ndim - 1];
+    L->in.V = w->shape[0];
+    L->in.N = tg__numel(hidden->ndim - 1, hidden->shape);
+    L->in.ignore = o->ignore_index;
+    L->in.inv_t = 1.0 / o->temperature;
     tg_linear_logprob_opts on_dev = *o; /* the plan of the inputs' device */
-    on_dev.device = L->dev;
-    tg_status rc = tg_linear_logprob_plan_for(L->N, L->d, L->V, L->in_dt, b != NULL, &on_dev,
+    on_dev.device = L->in.dev;
+    tg_status rc = tg_linear_logprob_plan_for(L->in.N, L->in.d, L->in.V, L->in.in_dt, b != NULL, &on_dev,
                                               &L->plan);
     if (rc != TG_OK) return rc;
-    if (!(*hc = tg__contiguous(L->s, hidden)) || !(L->w = tg__contiguous(L->s, w)) ||
-        (b && !(L->b = tg__contiguous(L->s, b))) ||
-        !(L->y = tg__lpe_targets(L->s, WHO, y, L->comm ? INT64_MAX : L->V, L->ignore)) ||
-        !(L->h = alias2(L, *hc, 0, L->N, L->d, L->d)))
+    if (!(*hc = tg__contiguous(L->in.s, hidden)) || !(L->in.w = tg__contiguous(L->in.s, w)) ||
+        (b && !(L->in.b = tg__contiguous(L->in.s, b))) ||
+        !(L->in.y = tg__lpe_targets(L->in.s, WHO, y, L->par.comm ? INT64_MAX : L->in.V, L->in.ignore)) ||
+        !(L->in.h = alias2(L, *hc, 0, L->in.N, L->in.d, L->in.d)))
         return tg_last_status();
-    tg_tensor *yflat = alias2(L, L->y, 0, L->N, -1, 1);
+    tg_tensor *yflat = alias2(L, L->in.y, 0, L->in.N, -1, 1);
     if (!yflat) return tg_last_status();
-    rel(L->y);
-    L->y = yflat;
-    return (L->yh = tg__lpe_targets_host(WHO, L->y, &L->y_owned)) ? TG_OK : tg_last_status();
+    rel(L->in.y);
+    L->in.y = yflat;
+    return (L->in.yh = tg__lpe_targets_host(WHO, L->in.y, &L->in.y_owned)) ? TG_OK : tg_last_status();
 }
 
 /* What vocab-parallel needs beyond check(). */
@@ -1076,7 +1102,7 @@ static tg_status vp_checks(const tg_tensor *hidden, int64_t V, const tg_linear_l
 static tg_status hand_out(lin *L, tg_tensor *hidden, tg_tensor *hc, tg_tensor *b,
                           const tg_linear_logprob_opts *o, bool record, bool grad_h, bool want_lse,
                           bool empty, fwd_out *F, tg_tensor **lse, tg_tensor *const *ins) {
-    const tg_site s = L->s;
+    const tg_site s = L->in.s;
     const int lead = hidden->ndim - 1;
     tg_tensor *shaped[2] = {NULL, NULL}, *flat[2] = {F->lp, F->H};
     int64_t cst[TG_MAX_DIMS], acc = 1;
@@ -1086,36 +1112,36 @@ static tg_status hand_out(lin *L, tg_tensor *hidden, tg_tensor *hc, tg_tensor *b
     }
     for (int k = 0; k < 2; k++)
         if (flat[k])
-            shaped[k] = tg__tensor_alias(s, flat[k]->storage, L->dt, lead, hidden->shape, cst, 0);
+            shaped[k] = tg__tensor_alias(s, flat[k]->storage, L->in.dt, lead, hidden->shape, cst, 0);
     rel(F->lp);
     rel(F->H);
     F->lp = shaped[0];
     F->H = shaped[1];
     if (!F->lp || (o->want_entropy && !F->H)) return tg_last_status();
     if (want_lse) {
-        *lse = empty ? tg__new_output_on(s, WHO, L->dev, tg__lpe_out_dtype(hidden), lead,
+        *lse = empty ? tg__new_output_on(s, WHO, L->in.dev, tg__lpe_out_dtype(hidden), lead,
                                          hidden->shape)
-                     : tg__lpe_lse_of(s, WHO, hidden, F->st, F->nstat, L->inv_t);
+                     : tg__lpe_lse_of(s, WHO, hidden, F->st, F->nstat, L->in.inv_t);
         if (!*lse) return tg_last_status();
     }
     if (!record) return TG_OK;
     tg__node *n = tg__node_new(s, &lin_def, lin_def.name, b ? 3 : 2, ins,
                                1 + grad_h + want_lse);
     if (!n) return tg_last_status();
-    n->dparam[P_INV_T] = L->inv_t;
+    n->dparam[P_INV_T] = L->in.inv_t;
     n->dparam[P_CHUNK] = (double)L->plan.chunk_rows;
     n->dparam[P_VBLOCK] = (double)L->plan.vocab_block;
     n->dparam[P_GRAD_F32] = o->grad_f32 ? 1.0 : 0.0;
-    n->iparam[P_IGNORE] = L->ignore;
+    n->iparam[P_IGNORE] = L->in.ignore;
     n->iparam[P_NSTAT] = F->nstat;
     n->iparam[P_LSE_OUT] = want_lse ? 1 + grad_h : -1;
     n->iparam[P_HAS_BIAS] = b != NULL;
-    n->iparam[P_COMM] = (int64_t)(intptr_t)L->comm;
-    n->iparam[P_VSTART] = L->vstart;
+    n->iparam[P_COMM] = (int64_t)(intptr_t)L->par.comm;
+    n->iparam[P_VSTART] = L->par.vstart;
     tg_set_name(F->st, "row max/logsumexp/entropy");
-    if (tg__node_save(n, hc, false, 0) < 0 || tg__node_save(n, L->w, false, 1) < 0 ||
-        tg__node_save(n, L->y, false, -1) < 0 || tg__node_save(n, F->st, false, -1) < 0 ||
-        (b && tg__node_save(n, L->b, false, 2) < 0)) {
+    if (tg__node_save(n, hc, false, 0) < 0 || tg__node_save(n, L->in.w, false, 1) < 0 ||
+        tg__node_save(n, L->in.y, false, -1) < 0 || tg__node_save(n, F->st, false, -1) < 0 ||
+        (b && tg__node_save(n, L->in.b, false, 2) < 0)) {
         tg__node_release(n);
         return tg_last_status();
     }
@@ -1134,70 +1160,70 @@ static tg_status fused(tg_site s, tg_status pre, tg_tensor *hidden, tg_tensor *w
                        tg_tensor **h_out, tg_tensor **lse_out) {
     lin L;
     memset(&L, 0, sizeof L);
-    L.s = s;
-    L.comm = o->comm;
+    L.in.s = s;
+    L.par.comm = o->comm;
     tg__vp vp;
     memset(&vp, 0, sizeof vp);
     tg_tensor *hc = NULL, *lse = NULL;
     fwd_out F = {NULL, NULL, NULL, 2};
     tg_status rc = pre;
     if (rc == TG_OK) rc = check(hidden, w, b, y, o);
-    if (rc == TG_OK && L.comm) rc = vp_checks(hidden, w->shape[0], o);
+    if (rc == TG_OK && L.par.comm) rc = vp_checks(hidden, w->shape[0], o);
     if (rc == TG_OK) rc = prepare(&L, hidden, w, b, y, o, &hc);
-    tg_tensor *ins[3] = {hc, L.w, L.b};
+    tg_tensor *ins[3] = {hc, L.in.w, L.in.b};
     const bool record = rc == TG_OK && tg__needs_grad(b ? 3 : 2, ins);
     const bool grad_h = record && o->want_entropy && o->entropy_grad;
-    if (L.comm) {
+    if (L.par.comm) {
         /* the exchange's buffers before the agreement: a failure is told in it */
-        if (rc == TG_OK && (rc = tg__vp_buf_new(L.comm, WHO, L.N, &L.xb)) == TG_OK)
-            L.accs = L.xb.mine;
+        if (rc == TG_OK && (rc = tg__vp_buf_new(L.par.comm, WHO, L.in.N, &L.par.xb)) == TG_OK)
+            L.par.accs = L.par.xb.mine;
         const bool want_hg = record && tg__needs_grad(1, &hc);
-        tg__vp_sig sig = {L.N, L.V, o->vocab_start, L.in_dt, o->temperature, o->ignore_index,
+        tg__vp_sig sig = {L.in.N, L.in.V, o->vocab_start, L.in.in_dt, o->temperature, o->ignore_index,
                           (int64_t)o->want_entropy | (int64_t)o->entropy_grad << 1 |
                               (int64_t)(lse_out != NULL) << 2 | (int64_t)(b != NULL) << 3 |
                               (int64_t)want_hg << 4 | (int64_t)record << 5,
-                          L.yh, L.plan.chunk_rows, L.d};
-        if ((rc = tg__vp_agree(L.comm, WHO, rc, &sig, &vp)) != TG_OK) goto fail;
-        L.vp = &vp;
-        L.vstart = o->vocab_start;
+                          L.in.yh, L.plan.chunk_rows, L.in.d};
+        if ((rc = tg__vp_agree(L.par.comm, WHO, rc, &sig, &vp)) != TG_OK) goto fail;
+        L.par.vp = &vp;
+        L.par.vstart = o->vocab_start;
         L.plan.chunk_rows = vp.chunk; /* the same chunks on every rank */
     } else if (rc != TG_OK) {
         goto fail;
     }
     F.nstat = grad_h ? 3 : 2;
-    F.lp = tg__zeros_on(s, L.dev, L.dt, 1, &L.N);
-    F.H = F.lp && o->want_entropy ? tg__zeros_on(s, L.dev, L.dt, 1, &L.N) : NULL;
+    F.lp = tg__zeros_on(s, L.in.dev, L.in.dt, 1, &L.in.N);
+    F.H = F.lp && o->want_entropy ? tg__zeros_on(s, L.in.dev, L.in.dt, 1, &L.in.N) : NULL;
     F.st = F.lp && (record || lse_out)
-               ? tg__zeros_on(s, L.dev, TG_F64, 2, (int64_t[]){L.N, F.nstat})
+               ? tg__zeros_on(s, L.in.dev, TG_F64, 2, (int64_t[]){L.in.N, F.nstat})
                : NULL;
     const int64_t zn = L.plan.chunk_rows * L.plan.vocab_block;
     rc = !F.lp || (o->want_entropy && !F.H) || ((record || lse_out) && !F.st) ||
-                 (L.N > 0 && (!(L.zbuf = ws_new(&L, L.dev, L.dt, 1, &zn)) ||
+                 (L.in.N > 0 && (!(L.buf.zbuf = ws_new(&L, L.in.dev, L.in.dt, 1, &zn)) ||
                               conv_buffers(&L) != TG_OK))
              ? tg_last_status()
              : TG_OK;
-    if (rc != TG_OK && !L.comm) goto fail;
+    if (rc != TG_OK && !L.par.comm) goto fail;
     /* vocab-parallel on the CPU: everything the call hands out is made before
      * the statistics exchange, so that a failure making it is told there
      * (every rank fails) rather than failing this rank's call alone while the
      * others record their node, whose backward would then wait for it */
-    const bool early = L.comm && L.dev == TG_CPU;
+    const bool early = L.par.comm && L.in.dev == TG_CPU;
     if (rc == TG_OK && early &&
-        !(L.stage = ws_new(&L, TG_CPU, TG_F64, 2, (int64_t[]){L.N, STAGE_COLS})))
+        !(L.par.stage = ws_new(&L, TG_CPU, TG_F64, 2, (int64_t[]){L.in.N, STAGE_COLS})))
         rc = tg_last_status();
     if (rc == TG_OK && early) rc = hand_out(&L, hidden, hc, b, o, record, grad_h, lse_out != NULL,
                                             true, &F, &lse, ins);
     if (rc == TG_OK && early && !tg__ret_reserve(3)) rc = tg_last_status(); /* handing out */
-    if (rc == TG_OK && L.N > 0) rc = for_chunks(&L, fwd_chunk, &F);
-    if (L.comm) rc = vp_finish(&L, rc, &F); /* every rank, whatever rc is */
+    if (rc == TG_OK && L.in.N > 0) rc = for_chunks(&L, fwd_chunk, &F);
+    if (L.par.comm) rc = vp_finish(&L, rc, &F); /* every rank, whatever rc is */
     if (rc != TG_OK) goto fail;
-    if (L.N > 0) {
-        tg_tensor *ws[5] = {L.zbuf, L.hbuf, L.wbuf, L.bbuf, L.bcur};
+    if (L.in.N > 0) {
+        tg_tensor *ws[5] = {L.buf.zbuf, L.buf.hbuf, L.buf.wbuf, L.buf.bbuf, L.cur.bcur};
         for (int k = 0; k < 5; k++) rel(ws[k]);
-        L.zbuf = L.hbuf = L.wbuf = L.bbuf = L.bcur = NULL;
+        L.buf.zbuf = L.buf.hbuf = L.buf.wbuf = L.buf.bbuf = L.cur.bcur = NULL;
     }
     if (early) {
-        if (lse) tg__vp_lse_host(lse, F.st, F.nstat, L.inv_t);
+        if (lse) tg__vp_lse_host(lse, F.st, F.nstat, L.in.inv_t);
     } else if ((rc = hand_out(&L, hidden, hc, b, o, record, grad_h, lse_out != NULL, false, &F,
                               &lse, ins)) != TG_OK) {
         goto fail;
