@@ -125,7 +125,7 @@ def _run3(fn, *args) -> Tuple[Tensor, Tensor, Tensor]:
     return tuple(Tensor(h) for h in run3(fn, *args))
 
 
-def _hand_out(ctx, leaves, outs, entropy_grad: bool):
+def _outputs_to_torch(ctx, leaves, outs, entropy_grad: bool):
     """Keeps tapegrad's side (its leaves and outputs) in ctx and returns the
     outputs as PyTorch tensors; without the entropy's gradient H is marked
     non-differentiable."""
@@ -189,7 +189,7 @@ class _LogprobEntropy(_torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits, targets, temperature, ignore_index, entropy_grad):
         leaves, outs = _logprob_graph(logits, targets, temperature, ignore_index, entropy_grad)
-        return _hand_out(ctx, leaves, outs, entropy_grad)
+        return _outputs_to_torch(ctx, leaves, outs, entropy_grad)
 
     @staticmethod
     def backward(ctx, *grads):
@@ -203,7 +203,7 @@ class _LinearLogprobEntropy(_torch.autograd.Function):
         leaves, outs = _linear_graph(hidden, weight, bias, targets, ctx.needs_input_grad[:3],
                                      temperature, ignore_index, entropy_grad, chunk_rows,
                                      vocab_block)
-        return _hand_out(ctx, leaves, outs, entropy_grad)
+        return _outputs_to_torch(ctx, leaves, outs, entropy_grad)
 
     @staticmethod
     def backward(ctx, *grads):
