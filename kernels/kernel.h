@@ -545,7 +545,7 @@ typedef struct tg__kernel_services {
     void (*workspace_free)(tg_device dev, void *p, size_t nbytes);
 } tg__kernel_services;
 void tg__kernel_services_install(const tg__kernel_services *s);
-/* The formatted reason (cut at 1 KiB) as the thread's error; returns st. */
+/* The formatted reason (cut at 4 KiB) as the thread's error; returns st. */
 tg_status tg__k_fail(tg_status st, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

@@ -10,7 +10,7 @@ static const tg__kernel_services *g_services;
 void tg__kernel_services_install(const tg__kernel_services *s) { g_services = s; }
 
 tg_status tg__k_fail(tg_status st, const char *fmt, ...) {
-    char reason[1024];
+    char reason[4096]; /* the core keeps messages up to this, cutting them with "..." */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(reason, sizeof reason, fmt, ap);

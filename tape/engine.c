@@ -375,7 +375,12 @@ static tg_status run_and_route(tg__node *n, uint64_t epoch, ptrvec *ready, ptrve
         n->gbuf[k] = NULL;
     }
     for (int i = 0; st == TG_OK && i < n->n_in; i++) {
-        if (!gin[i] || n->edge[i].kind == TG__EDGE_NONE) continue; /* released below */
+        if (!gin[i]) continue;
+        if (n->edge[i].kind == TG__EDGE_NONE) { /* an input without gradient: dropped now */
+            tg__tensor_release(gin[i]);
+            gin[i] = NULL;
+            continue;
+        }
         if ((st = check_input_grad(n, i, gin[i])) != TG_OK) break;
         tg_tensor *g = gin[i];
         gin[i] = NULL;
