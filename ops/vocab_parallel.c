@@ -470,9 +470,8 @@ static tg_status fill_on_device(tg_site s, const char *who, tg_tensor *z, tg_ten
     return TG_OK;
 }
 
-/* Reason for its length: the protocol's order (local checks, everything
- * allocated before the agreement, the exchange, the merge) reads best in
- * one place; the steps with their own state are the functions above. */
+/* The protocol in its order: local checks, everything allocated before the
+ * agreement, the exchange, the merge. */
 tg_status tg__vp_logprob(tg_site s, const char *who, tg_status pre, tg_tensor *z, tg_tensor *y,
                          const tg_logprob_opts *o, tg_tensor **logprob, tg_tensor **entropy,
                          tg_tensor **lse_out) {

@@ -14,16 +14,7 @@
 #include "device.h"
 #include "live_objects.h"
 
-size_t tg_dtype_size(tg_dtype dt) {
-    switch (dt) {
-    case TG_F32: return 4;
-    case TG_F64: return 8;
-    case TG_I64: return 8;
-    case TG_BOOL: return 1;
-    case TG_BF16: return 2;
-    }
-    return 0;
-}
+size_t tg_dtype_size(tg_dtype dt) { return tg__k_dtype_size(dt); }
 
 const char *tg_dtype_name(tg_dtype dt) {
     switch (dt) {

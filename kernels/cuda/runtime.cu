@@ -283,49 +283,43 @@ extern "C" void tg__cuda_free(void *p, size_t nbytes) {
 
 /* ---- an allocator from outside (tg_cuda_set_allocator) -------------------------------
  * When set, every device block comes from it and goes back to it, with the
- * stream the library runs on; the class lists are not used. Read and written
- * under g_lock. */
+ * stream the library runs on; the class lists are not used. It changes only
+ * while the library holds no block and no other thread uses the device, so
+ * the per-block path reads it with one atomic load and no lock. */
 #define TG__DEVICE_ALIGN 256
-static tg__device_alloc_fn g_ext_alloc;
-static tg__device_free_fn g_ext_free;
-static void *g_ext_ctx;
+struct ext_hook {
+    tg__device_alloc_fn alloc;
+    tg__device_free_fn free_fn;
+    void *ctx;
+};
+static ext_hook g_ext_slot;                     /* written under g_lock */
+static std::atomic<const ext_hook *> g_ext{nullptr}; /* &g_ext_slot while set */
 
 extern "C" tg_status tg__cuda_set_allocator(tg__device_alloc_fn alloc, tg__device_free_fn free_fn,
                                             void *ctx) {
     tg_status st = tg__cuda_empty_cache(); /* the cached blocks came from cudaMalloc */
     if (st != TG_OK) return st;
     pthread_mutex_lock(&g_lock);
-    g_ext_alloc = alloc;
-    g_ext_free = free_fn;
-    g_ext_ctx = ctx;
+    g_ext.store(nullptr);
+    if (alloc) {
+        g_ext_slot = {alloc, free_fn, ctx};
+        g_ext.store(&g_ext_slot);
+    }
     pthread_mutex_unlock(&g_lock);
     return TG_OK;
 }
 
-/* The allocator from outside, or false (its functions copied under the lock). */
-static bool ext_allocator(tg__device_alloc_fn *alloc, tg__device_free_fn *free_fn, void **ctx) {
-    pthread_mutex_lock(&g_lock);
-    *alloc = g_ext_alloc;
-    *free_fn = g_ext_free;
-    *ctx = g_ext_ctx;
-    pthread_mutex_unlock(&g_lock);
-    return *alloc != NULL;
-}
-
 static tg_status alloc_block(void **p, size_t nbytes) {
     *p = NULL;
-    tg__device_alloc_fn ext_alloc;
-    tg__device_free_fn ext_free;
-    void *ctx;
-    if (ext_allocator(&ext_alloc, &ext_free, &ctx)) {
-        void *q = ext_alloc(nbytes ? nbytes : 1, tg__cuda_stream(), ctx);
+    if (const ext_hook *ext = g_ext.load()) {
+        void *q = ext->alloc(nbytes ? nbytes : 1, tg__cuda_stream(), ext->ctx);
         if (!q)
             return tg__k_fail(TG_ERR_NOMEM,
                                  "out of memory: the allocator given to tg_cuda_set_allocator "
                                  "returned NULL for %zu bytes on cuda",
                                  nbytes);
         if ((uintptr_t)q % TG__DEVICE_ALIGN != 0) { /* the kernels' vector loads need it */
-            ext_free(q, nbytes ? nbytes : 1, tg__cuda_stream(), ctx);
+            ext->free_fn(q, nbytes ? nbytes : 1, tg__cuda_stream(), ext->ctx);
             return tg__k_fail(TG_ERR_VALUE,
                                  "the allocator given to tg_cuda_set_allocator returned %p for "
                                  "%zu bytes, not aligned to %d bytes",
@@ -367,11 +361,8 @@ static tg_status alloc_block(void **p, size_t nbytes) {
 
 extern "C" void tg__cuda_free_block(void *p, size_t nbytes) {
     if (!p) return;
-    tg__device_alloc_fn ext_alloc;
-    tg__device_free_fn ext_free;
-    void *ctx;
-    if (ext_allocator(&ext_alloc, &ext_free, &ctx)) {
-        ext_free(p, nbytes ? nbytes : 1, tg__cuda_stream(), ctx);
+    if (const ext_hook *ext = g_ext.load()) {
+        ext->free_fn(p, nbytes ? nbytes : 1, tg__cuda_stream(), ext->ctx);
         return;
     }
     size_t size = class_size(nbytes);

@@ -171,15 +171,10 @@ class Tensor:
     # ---- values ----------------------------------------------------------------------
     def item(self) -> Union[float, int, bool]:
         """``torch.Tensor.item``: a float, an int for i64, a bool for bool."""
-        if self.dtype in ("i64", "bool"):
-            if self.numel() != 1:  # the library's error for it
-                check_status(lib.tg_item(self._h, ctypes.byref(ctypes.c_double())))
-            v = self.tolist()
-            while isinstance(v, list):
-                v = v[0]
-            return v
         v = ctypes.c_double()
-        check_status(lib.tg_item(self._h, ctypes.byref(v)))
+        check_status(lib.tg_item(self._h, ctypes.byref(v)))  # one element, or its error
+        if self.dtype in ("i64", "bool"):  # exact: i64 values need not fit a double
+            return self.reshape([]).tolist() if self.ndim else self.tolist()
         return v.value
 
     def tolist(self) -> Any:

@@ -142,6 +142,7 @@ _sig("tg_set_name", _vp, _vp, ctypes.c_char_p)
 _sig("tg_name", ctypes.c_char_p, _vp)
 _sig("tg_live", LiveCounts)
 _sig("tg_status_name", ctypes.c_char_p, _int)
+_sig("tg_cuda_device_count", _int)
 _sig("tg_mem_category_name", ctypes.c_char_p, _int)
 # the memory categories, named by the library ("?" past the last): tg_mem_stats' arrays
 CATEGORIES = tuple(itertools.takewhile(lambda n: n != "?", (

@@ -105,3 +105,14 @@ def test_no_method_where_pytorch_reads_the_arguments_otherwise():
     # x.where(cond, y) and x.var(dim) mean other things in PyTorch
     for name in ("where", "var", "std"):
         assert not hasattr(tg.Tensor, name) and callable(getattr(tg, name))
+
+
+def test_fused_ops_refuse_an_unknown_impl():
+    z = tg.tensor([[0.5, 1.0, -1.0]])
+    y = tg.tensor([2])
+    lp, h = tg.logprob_entropy(z, y, impl="composite")
+    assert lp.item() == pytest.approx(-1.0 - np.log(np.exp([0.5, 1.0, -1.0]).sum()), rel=1e-6)
+    with pytest.raises(ValueError, match="impl='chunked' is not one of fused, composite"):
+        tg.logprob_entropy(z, y, impl="chunked")
+    with pytest.raises(ValueError, match="impl"):
+        tg.linear_logprob_entropy(z, tg.tensor([[1.0, 0.0, 0.0]]), y, impl="naive")

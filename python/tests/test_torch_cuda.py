@@ -13,7 +13,6 @@ torch = pytest.importorskip("torch")
 tt = pytest.importorskip("tapegrad.torch")
 from tapegrad._lib import lib  # noqa: E402
 
-lib.tg_cuda_device_count.restype = int
 HAVE_GPU = torch.cuda.is_available() and lib.tg_cuda_device_count() > 0
 gpu = pytest.mark.skipif(not HAVE_GPU, reason="needs a GPU seen by both PyTorch and tapegrad")
 
