@@ -21,18 +21,19 @@ typedef struct bench_entry {
     const char *name;
     const char *what;
     int (*run)(int argc, char **argv);
+    void (*help)(FILE *f);
 } bench_entry;
 
 /* New benchmarks are appended here. */
 static const bench_entry BENCHES[] = {
     {"logprob", "fused vs composite log-prob/entropy: time, exact memory, roofline",
-     cli_bench_logprob},
+     cli_bench_logprob, cli_bench_logprob_help},
     {"threads", "does a GEMM-heavy step oversubscribe the cores (OpenMP vs BLAS threads)",
-     cli_bench_threads},
+     cli_bench_threads, cli_bench_threads_help},
     {"linear-logprob", "log-prob/entropy from hidden states: logits made vs never made",
-     cli_bench_linear},
+     cli_bench_linear, cli_bench_linear_help},
     {"vocab-parallel", "the vocab-parallel op across MPI ranks (run under mpirun)",
-     cli_bench_vp},
+     cli_bench_vp, cli_bench_vp_help},
 };
 #define BENCH_N ((int)(sizeof BENCHES / sizeof BENCHES[0]))
 
@@ -42,6 +43,16 @@ void cli_bench_help(void) {
         printf("  %-15s %s\n", BENCHES[i].name, BENCHES[i].what);
     printf("\n'tapegrad bench NAME --help' lists a benchmark's options.\n");
     printf("Exit status: 0 success, 1 a configuration failed, 2 bad usage.\n");
+}
+
+bool cli_bench_help_of(const char *name, FILE *f) {
+    for (int i = 0; i < BENCH_N; i++)
+        if (!strcmp(name, BENCHES[i].name)) {
+            if (f)
+                BENCHES[i].help(f);
+            return true;
+        }
+    return false;
 }
 
 int cli_bench(int argc, char **argv) {

@@ -12,7 +12,10 @@
 #ifndef TAPEGRAD_CLI_BENCH_H
 #define TAPEGRAD_CLI_BENCH_H
 
+#include <stdbool.h>
 #include <stdio.h>
+
+#include "options.h"
 
 /* `tapegrad bench NAME [options]`. */
 int cli_bench(int argc, char **argv);
@@ -26,6 +29,14 @@ int cli_bench_logprob(int argc, char **argv);
 
 /* Prints the help of `tapegrad bench logprob` to f. */
 void cli_bench_logprob_help(FILE *f);
+
+/* The options of each benchmark (cli/options.h). */
+extern const cli_command cli_bench_logprob_command, cli_bench_threads_command,
+    cli_bench_linear_command, cli_bench_vp_command;
+
+/* Prints the help of the benchmark `name` on f (f NULL: prints nothing);
+ * false when there is no benchmark of that name. */
+bool cli_bench_help_of(const char *name, FILE *f);
 
 /* `tapegrad bench threads [options]` (cli/bench_threads.c): OpenMP kernels and
  * BLAS GEMMs in turn, and whether their thread pools compete. */

@@ -58,17 +58,23 @@ typedef struct shape3 {
     int64_t n, d, v;
 } shape3;
 
+typedef struct shape_list {
+    shape3 v[MAXL * MAXL];
+    int n;
+} shape_list;
+
 typedef struct lb_opts {
-    tg_device device;
-    shape3 shapes[MAXL * MAXL];
-    int nshapes;
+    int device; /* tg_device */
+    int64_t seq[MAXL], hidden[MAXL], vocab[MAXL]; /* shapes: every seq x hidden x vocab */
+    int n_seq, n_hidden, n_vocab;
+    shape_list shapes; /* or these (--shapes); made from the lists after parsing */
     int64_t chunks[MAXL];
     int nchunks;
     int modes[3]; /* 0 materialized, 1 fused, 2 fused-no-entropy-grad */
     int nmodes;
     int64_t ws_mib, reps, threads;
     uint64_t seed;
-    tg_dtype dts[3];
+    int dts[3]; /* tg_dtype */
     int ndts;
     bool tf32; /* tg_set_allow_tf32 for the run (f32 GEMMs on the device) */
     bool json;
@@ -76,163 +82,128 @@ typedef struct lb_opts {
 
 static const char *const MODE_NAMES[3] = {"materialized", "fused", "fused-no-entropy-grad"};
 
-void cli_bench_linear_help(FILE *f) {
-    fprintf(f,
-            "Usage: tapegrad bench linear-logprob [options]\n\n"
-            "The output layer's log-prob and entropy from hidden states, three ways, side\n"
-            "by side: materialized (logits = hidden @ weight^T, then the fused logits op),\n"
-            "fused (tg_linear_logprob_entropy: the logits never exist) and fused with the\n"
-            "entropy's gradient off. Time (medians), the library's exact peak memory,\n"
-            "saved bytes, RSS growth.\n\n"
-            "Options:\n"
-            "  --device cpu|cuda     where to run (default cpu)\n"
-            "  --seq N,...           rows (cpu default 4096,8192)\n"
-            "  --hidden D,...        hidden size (cpu default 1024)\n"
-            "  --vocab V,...         vocabulary (cpu default 32000,128256)\n"
-            "  --shapes NxDxV,...    explicit shapes instead (cuda default\n"
-            "                        8192x4096x128256,262144x4096x62080)\n"
-            "  --chunk C,...         fused: rows per chunk, 0 = from the budget (default 0)\n"
-            "  --mode M,...          materialized,fused,fused-no-entropy-grad (default all)\n"
-            "  --workspace-mib M     fused: workspace budget (default: the device's,\n"
-            "                        tg_linear_logprob_default_workspace)\n"
-            "  --dtype D,...         f32, bf16, f64 (default f32,bf16; cuda: bf16)\n"
-            "  --tf32 on|off         f32 GEMMs on the device may use TF32 (default off)\n"
-            "  --reps R              repetitions, medians kept (default 3)\n"
-            "  --seed S              (default 1)\n"
-            "  --threads T           OpenMP threads (default %d here)\n"
-            "  --json                one JSON object per configuration per line\n"
-            "Options are --name value or --name=value; given twice, the last one counts.\n\n"
-            "Exit status: 0 success, 1 a configuration failed, 2 bad usage.\n",
-            omp_get_max_threads());
-}
+static const cli_word MODE_WORDS[] = {
+    {"materialized", 0}, {"fused", 1}, {"fused-no-entropy-grad", 2}, {NULL, 0}};
 
-static bool parse_shapes(const char *val, lb_opts *o) {
-    o->nshapes = 0;
-    const char *p = val;
-    while (*p) {
+/* --shapes NxDxV,...: into the shape_list at field. */
+static bool parse_shapes(const char *name, const char *val, void *field) {
+    shape_list *list = field;
+    list->n = 0;
+    for (const char *p = val; *p;) {
         long long n, d, v;
         int used = 0;
         if (sscanf(p, "%lldx%lldx%lld%n", &n, &d, &v, &used) != 3 || n < 1 || d < 1 || v < 1 ||
-            o->nshapes >= MAXL * MAXL || (p[used] != ',' && p[used] != '\0')) {
-            cli_usage_error("bench linear-logprob: --shapes: '%s' is not a list of NxDxV "
-                            "(positive sizes)", val);
+            list->n >= MAXL * MAXL || (p[used] != ',' && p[used] != '\0')) {
+            cli_usage_error("invalid value '%s' for %s (expected NxDxV,... with positive sizes)",
+                            val, name);
             return false;
         }
-        o->shapes[o->nshapes++] = (shape3){n, d, v};
+        list->v[list->n++] = (shape3){n, d, v};
         p += used + (p[used] == ',');
     }
-    return o->nshapes > 0;
+    return true;
+}
+
+static const cli_opt LB_OPTS[] = {
+    {.name = "--device", CLI_WORD(lb_opts, device, CLI_DEVICE_WORDS), .help = "where to run"},
+    {.name = "--seq", CLI_INT_LIST(lb_opts, seq, n_seq, 1, (int64_t)1 << 24),
+     .help = "rows; the shapes are every seq x hidden x vocab"},
+    {.name = "--hidden", CLI_INT_LIST(lb_opts, hidden, n_hidden, 1, 65536), .meta = "D,...",
+     .help = "hidden size"},
+    {.name = "--vocab", CLI_INT_LIST(lb_opts, vocab, n_vocab, 1, (int64_t)1 << 22),
+     .meta = "V,...", .help = "vocabulary"},
+    {.name = "--shapes", CLI_CUSTOM(lb_opts, shapes, parse_shapes), .meta = "NxDxV,...",
+     .help = "explicit shapes instead of the three lists",
+     .default_text = "cpu: the lists; cuda: 8192x4096x128256,262144x4096x62080"},
+    {.name = "--chunk", CLI_INT_LIST(lb_opts, chunks, nchunks, 0, (int64_t)1 << 24),
+     .meta = "C,...", .help = "fused: rows per chunk, 0 = from the budget"},
+    {.name = "--mode", CLI_WORD_LIST(lb_opts, modes, nmodes, MODE_WORDS), .meta = "MODE,...",
+     .help = "the ways to run: materialized, fused, fused-no-entropy-grad"},
+    {.name = "--workspace-mib", CLI_INT(lb_opts, ws_mib, 1, 1 << 20), .meta = "M",
+     .help = "fused: workspace budget",
+     .default_text = "the device's, tg_linear_logprob_default_workspace"},
+    {.name = "--dtype", CLI_WORD_LIST(lb_opts, dts, ndts, CLI_FLOAT_DTYPE_WORDS),
+     .help = "dtypes of hidden and weight", .default_text = "f32,bf16; cuda: bf16"},
+    {.name = "--tf32", CLI_SWITCH(lb_opts, tf32),
+     .help = "f32 GEMMs on the device may use TF32"},
+    {.name = "--reps", CLI_INT(lb_opts, reps, 1, 1000), .meta = "R",
+     .help = "repetitions, medians kept"},
+    {.name = "--seed", CLI_SEED(lb_opts, seed), .help = "seed of the inputs"},
+    {.name = "--threads", CLI_INT(lb_opts, threads, 1, 4096), .meta = "T",
+     .help = "OpenMP threads"},
+    {.name = "--json", CLI_FLAG(lb_opts, json),
+     .help = "one JSON object per configuration per line"},
+};
+
+const cli_command cli_bench_linear_command = {
+    .name = "bench linear-logprob",
+    .opts = LB_OPTS,
+    .n_opts = CLI_N(LB_OPTS),
+    .about =
+        "The output layer's log-prob and entropy from hidden states, three ways, side\n"
+        "by side: materialized (logits = hidden @ weight^T, then the fused logits op),\n"
+        "fused (tg_linear_logprob_entropy: the logits never exist) and fused with the\n"
+        "entropy's gradient off. Time (medians), the library's exact peak memory,\n"
+        "saved bytes, RSS growth.\n",
+    .exit_status = "0 success, 1 a configuration failed, 2 bad usage.",
+};
+
+static lb_opts lb_defaults(void) {
+    lb_opts o;
+    memset(&o, 0, sizeof o);
+    o.device = TG_CPU;
+    o.seq[0] = 4096;
+    o.seq[1] = 8192;
+    o.n_seq = 2;
+    o.hidden[0] = 1024;
+    o.n_hidden = 1;
+    o.vocab[0] = 32000;
+    o.vocab[1] = 128256;
+    o.n_vocab = 2;
+    o.nchunks = 1; /* chunk 0 */
+    o.nmodes = 3;
+    for (int k = 0; k < 3; k++)
+        o.modes[k] = k;
+    o.ws_mib = 0; /* the device's default budget */
+    o.reps = 3;
+    o.seed = 1;
+    o.threads = omp_get_max_threads();
+    o.dts[0] = TG_F32;
+    o.dts[1] = TG_BF16;
+    o.ndts = 2;
+    return o;
+}
+
+void cli_bench_linear_help(FILE *f) {
+    lb_opts d = lb_defaults();
+    cli_help(f, &cli_bench_linear_command, &d);
 }
 
 static int parse(int argc, char **argv, lb_opts *o) {
-    static const char *const VALUED[] = {"--device", "--seq", "--hidden", "--vocab", "--shapes",
-                                         "--chunk", "--mode", "--workspace-mib", "--dtype",
-                                         "--reps", "--seed", "--threads", "--tf32", NULL};
-    const cli_optspec spec = {"bench linear-logprob", VALUED, NULL, NULL, &o->json, false};
-    int64_t seq[MAXL] = {4096, 8192}, hid[MAXL] = {1024}, voc[MAXL] = {32000, 128256};
-    int nseq = 2, nhid = 1, nvoc = 2;
-    bool lists = false, shapes = false;
-    memset(o, 0, sizeof *o);
-    o->device = TG_CPU;
-    o->chunks[0] = 0;
-    o->nchunks = 1;
-    o->nmodes = 3;
-    for (int k = 0; k < 3; k++) o->modes[k] = k;
-    o->ws_mib = 0; /* the device's default budget */
-    o->reps = 3;
-    o->seed = 1;
-    o->threads = omp_get_max_threads();
-    o->dts[0] = TG_F32;
-    o->dts[1] = TG_BF16;
-    o->ndts = 2;
-    bool dtypes = false;
-    for (int i = 0; i < argc; i++) {
-        char name[32];
-        const char *val;
-        int r = cli_next_opt(&spec, argc, argv, &i, name, sizeof name, &val);
-        if (r == CLI_EXIT_USAGE) return r;
-        if (r == CLI_OPT_TAKEN) continue;
-        bool ok = true;
-        if (!strcmp(name, "--device")) {
-            if (!strcmp(val, "cpu")) o->device = TG_CPU;
-            else if (!strcmp(val, "cuda")) o->device = TG_CUDA;
-            else return cli_usage_error("bench linear-logprob: --device must be cpu or cuda, "
-                                        "got '%s'", val);
-        } else if (!strcmp(name, "--seq")) {
-            ok = cli_parse_i64_list(name, val, 1, (int64_t)1 << 24, seq, MAXL, &nseq);
-            lists = true;
-        } else if (!strcmp(name, "--hidden")) {
-            ok = cli_parse_i64_list(name, val, 1, 65536, hid, MAXL, &nhid);
-            lists = true;
-        } else if (!strcmp(name, "--vocab")) {
-            ok = cli_parse_i64_list(name, val, 1, (int64_t)1 << 22, voc, MAXL, &nvoc);
-            lists = true;
-        } else if (!strcmp(name, "--shapes")) {
-            ok = parse_shapes(val, o);
-            shapes = true;
-        } else if (!strcmp(name, "--chunk")) {
-            ok = cli_parse_i64_list(name, val, 0, (int64_t)1 << 24, o->chunks, MAXL, &o->nchunks);
-        } else if (!strcmp(name, "--mode")) {
-            o->nmodes = 0;
-            char buf[128];
-            snprintf(buf, sizeof buf, "%s", val);
-            for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
-                int k = 0;
-                while (k < 3 && strcmp(t, MODE_NAMES[k])) k++;
-                if (k == 3 || o->nmodes == 3)
-                    return cli_usage_error("bench linear-logprob: --mode: '%s' is not one of "
-                                           "materialized, fused, fused-no-entropy-grad", t);
-                o->modes[o->nmodes++] = k;
-            }
-            if (!o->nmodes)
-                return cli_usage_error("bench linear-logprob: --mode needs a mode");
-        } else if (!strcmp(name, "--workspace-mib")) {
-            ok = cli_parse_i64(name, val, 1, (int64_t)1 << 20, &o->ws_mib);
-        } else if (!strcmp(name, "--dtype")) {
-            char buf[64];
-            snprintf(buf, sizeof buf, "%s", val);
-            o->ndts = 0;
-            dtypes = true;
-            for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
-                tg_dtype dt = !strcmp(t, "f32") ? TG_F32 : !strcmp(t, "f64") ? TG_F64
-                              : !strcmp(t, "bf16") ? TG_BF16 : TG_I64;
-                if (dt == TG_I64 || o->ndts == 3)
-                    return cli_usage_error("bench linear-logprob: --dtype: '%s' is not a list of "
-                                           "f32, bf16, f64", val);
-                o->dts[o->ndts++] = dt;
-            }
-            if (!o->ndts)
-                return cli_usage_error("bench linear-logprob: --dtype needs a dtype");
-        } else if (!strcmp(name, "--reps")) {
-            ok = cli_parse_i64(name, val, 1, 1000, &o->reps);
-        } else if (!strcmp(name, "--seed")) {
-            ok = cli_parse_u64(name, val, &o->seed);
-        } else if (!strcmp(name, "--tf32")) {
-            ok = !strcmp(val, "on") || !strcmp(val, "off");
-            if (!ok) return cli_usage_error("bench linear-logprob: --tf32 must be on or off, got "
-                                            "'%s'", val);
-            o->tf32 = !strcmp(val, "on");
-        } else {
-            ok = cli_parse_i64(name, val, 1, 4096, &o->threads);
-        }
-        if (!ok) return CLI_EXIT_USAGE;
-    }
-    if (o->device == TG_CUDA && !dtypes) {
+    uint64_t given = 0;
+    *o = lb_defaults();
+    int rc = cli_options_parse(&cli_bench_linear_command, argc, argv, o, &given);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (o->device == TG_CUDA && !cli_option_given(&cli_bench_linear_command, given, "--dtype")) {
         o->dts[0] = TG_BF16;
         o->ndts = 1;
     }
-    if (!shapes) {
-        if (o->device == TG_CUDA && !lists) {
-            o->shapes[0] = (shape3){8192, 4096, 128256};
-            o->shapes[1] = (shape3){262144, 4096, 62080};
-            o->nshapes = 2;
-        } else {
-            for (int a = 0; a < nseq; a++)
-                for (int b = 0; b < nhid; b++)
-                    for (int c = 0; c < nvoc; c++)
-                        o->shapes[o->nshapes++] = (shape3){seq[a], hid[b], voc[c]};
-        }
+    if (cli_option_given(&cli_bench_linear_command, given, "--shapes"))
+        return CLI_EXIT_OK;
+    bool lists = cli_option_given(&cli_bench_linear_command, given, "--seq") ||
+                 cli_option_given(&cli_bench_linear_command, given, "--hidden") ||
+                 cli_option_given(&cli_bench_linear_command, given, "--vocab");
+    shape_list *sl = &o->shapes;
+    if (o->device == TG_CUDA && !lists) {
+        sl->v[sl->n++] = (shape3){8192, 4096, 128256};   /* an 8B-class output layer */
+        sl->v[sl->n++] = (shape3){262144, 4096, 62080}; /* one rank's vocabulary rows */
+        return CLI_EXIT_OK;
     }
+    for (int a = 0; a < o->n_seq; a++)
+        for (int b = 0; b < o->n_hidden; b++)
+            for (int c = 0; c < o->n_vocab; c++)
+                sl->v[sl->n++] = (shape3){o->seq[a], o->hidden[b], o->vocab[c]};
     return CLI_EXIT_OK;
 }
 
@@ -392,8 +363,8 @@ int cli_bench_linear(int argc, char **argv) {
                o.ws_mib ? "" : " (the device's default)", o.tf32 ? ", TF32 allowed" : "", "mode",
                "chunk x block", "fwd ms", "bwd ms", "total ms", "peak MiB", "saved MiB",
                "grads MiB", "RSS+ MiB");
-    for (int si = 0; si < o.nshapes * o.ndts && rc == CLI_EXIT_OK; si++) {
-        const shape3 *s = &o.shapes[si / o.ndts];
+    for (int si = 0; si < o.shapes.n * o.ndts && rc == CLI_EXIT_OK; si++) {
+        const shape3 *s = &o.shapes.v[si / o.ndts];
         const tg_dtype dt = o.dts[si % o.ndts];
         const size_t es = dt == TG_BF16 ? 4 : tg_dtype_size(dt); /* the logits' */
         if (!o.json)

@@ -82,7 +82,6 @@
  *    RAM; 1 when the library fails (the configuration and tg_last_error() on
  *    one line) or --device cuda finds no device.
  */
-#include <ctype.h>
 #include <inttypes.h>
 #include <omp.h>
 #include <stdarg.h>
@@ -110,12 +109,12 @@
 
 typedef struct lp_opts {
     int64_t seq[LP_MAX_LIST], vocab[LP_MAX_LIST], chunk[LP_MAX_LIST];
-    int64_t impl[LP_MAX_LIST], eg[LP_MAX_LIST]; /* tg_logprob_impl; 1 = on */
+    int impl[LP_MAX_LIST], eg[LP_MAX_LIST]; /* tg_logprob_impl; 1 = on */
     int n_seq, n_vocab, n_chunk, n_impl, n_eg;
     int64_t threads, reps, bw_mib;
     uint64_t seed;
-    tg_dtype dtype;
-    tg_device device;
+    int dtype;  /* tg_dtype */
+    int device; /* tg_device */
     bool json;
     bool fit_skip;    /* cpu: a default list is in use: skip, not refuse, what does not fit */
     cli_outputs out;
@@ -144,181 +143,112 @@ static const char *impl_name(tg_logprob_impl i) {
 }
 static const char *on_off(bool b) { return b ? "on" : "off"; }
 
+/* ---- options --------------------------------------------------------------------- */
+
+static const cli_word IMPL_WORDS[] = {
+    {"fused", TG_LOGPROB_FUSED}, {"composite", TG_LOGPROB_COMPOSITE}, {NULL, 0}};
+static const cli_word ON_OFF_WORDS[] = {{"on", 1}, {"off", 0}, {NULL, 0}};
+
+static const cli_opt LP_OPTS[] = {
+    {.name = "--device", CLI_WORD(lp_opts, device, CLI_DEVICE_WORDS),
+     .help = "where the logits live; cuda changes the list defaults to seq "
+             "32768,65536,131072, chunk 0,8192"},
+    {.name = "--seq", CLI_INT_LIST(lp_opts, seq, n_seq, 1, LP_MAX_DIM - 1),
+     .help = "rows of the logits"},
+    {.name = "--vocab", CLI_INT_LIST(lp_opts, vocab, n_vocab, 1, LP_MAX_DIM - 1),
+     .meta = "V,...",
+     .help = "columns, the vocabulary size; with a default list, configurations above 80% "
+             "of RAM are reported as skipped"},
+    {.name = "--chunk", CLI_INT_LIST(lp_opts, chunk, n_chunk, 0, LP_MAX_DIM - 1),
+     .meta = "C,...", .help = "rows per chunk, 0 = all at once"},
+    {.name = "--impl", CLI_WORD_LIST(lp_opts, impl, n_impl, IMPL_WORDS),
+     .help = "the implementations to run"},
+    {.name = "--entropy-grad", CLI_WORD_LIST(lp_opts, eg, n_eg, ON_OFF_WORDS),
+     .help = "the entropy's gradient recorded, not recorded, or both"},
+    {.name = "--threads", CLI_INT(lp_opts, threads, 1, 4096), .meta = "T",
+     .help = "OpenMP threads"},
+    {.name = "--reps", CLI_INT(lp_opts, reps, 1, 10000), .meta = "R",
+     .help = "repetitions per configuration, median kept"},
+    {.name = "--dtype", CLI_WORD(lp_opts, dtype, CLI_FLOAT_DTYPE_WORDS),
+     .help = "dtype of the logits; bf16 gives f32 outputs"},
+    {.name = "--seed", CLI_SEED(lp_opts, seed), .help = "seed of logits and targets"},
+    {.name = "--bandwidth-mib", CLI_INT(lp_opts, bw_mib, 1, 1 << 20), .meta = "M",
+     .help = "buffer of the bandwidth pass at start; cpu only, cuda uses the device's peak"},
+    {.name = "--json", CLI_FLAG(lp_opts, json),
+     .help = "one JSON object per configuration per line"},
+    CLI_OUTPUT_OPTS(lp_opts, out, "the loss of the first configuration run, before backward"),
+};
+
+const cli_command cli_bench_logprob_command = {
+    .name = "bench logprob",
+    .opts = LP_OPTS,
+    .n_opts = CLI_N(LP_OPTS),
+    .about = "Forward + backward of tg_logprob_entropy on seeded random logits, for every\n"
+             "combination of the listed values (comma-separated lists).\n",
+    .notes =
+        "Columns: median ms (forward + backward), fwd/bwd ms, peak MiB (the library's\n"
+        "exact peak above the logits and targets), saved MiB (bytes held for backward\n"
+        "after forward), rss MiB (growth of the process's peak RSS), GB/s (3 passes\n"
+        "over the logits' bytes per step), roofline (GB/s / the bandwidth measured at\n"
+        "start, or with cuda the device's peak). With cuda, configurations that do not\n"
+        "fit in 90% of the device's memory are reported as skipped. See\n"
+        "bench/README.md.\n",
+    .exit_status = "0 success, 1 a configuration failed or no CUDA device, 2 bad usage or "
+                   "too big.",
+};
+
+/* The defaults: the CPU series (lp_device_defaults changes the lists for cuda). */
+static lp_opts lp_defaults(void) {
+    lp_opts o;
+    memset(&o, 0, sizeof o);
+    const int64_t seq[] = {2048, 8192, 32768}, vocab[] = {32000, 128256};
+    for (int k = 0; k < 3; k++)
+        o.seq[o.n_seq++] = seq[k];
+    for (int k = 0; k < 2; k++)
+        o.vocab[o.n_vocab++] = vocab[k];
+    o.chunk[o.n_chunk++] = 0;
+    o.impl[o.n_impl++] = TG_LOGPROB_FUSED;
+    o.impl[o.n_impl++] = TG_LOGPROB_COMPOSITE;
+    o.eg[o.n_eg++] = 1;
+    o.eg[o.n_eg++] = 0;
+    o.threads = omp_get_max_threads();
+    o.reps = 5;
+    o.bw_mib = 1024;
+    o.seed = 1;
+    o.dtype = TG_F32;
+    o.device = TG_CPU;
+    return o;
+}
+
+/* cuda: the GPU table's lists where none was given (sequence lengths of
+ * current models, and a chunked run). */
+static void lp_device_defaults(lp_opts *o, uint64_t given) {
+    if (!cli_option_given(&cli_bench_logprob_command, given, "--seq")) {
+        o->n_seq = 0;
+        for (int64_t n = 32768; n <= 131072; n *= 2)
+            o->seq[o->n_seq++] = n;
+    }
+    if (!cli_option_given(&cli_bench_logprob_command, given, "--chunk")) {
+        o->chunk[0] = 0;
+        o->chunk[1] = 8192;
+        o->n_chunk = 2;
+    }
+}
+
 void cli_bench_logprob_help(FILE *f) {
-    fprintf(f,
-            "Usage: tapegrad bench logprob [options]\n"
-            "\n"
-            "Forward + backward of tg_logprob_entropy on seeded random logits, for every\n"
-            "combination of the listed values (comma-separated lists).\n"
-            "\n"
-            "Options:\n"
-            "  --device cpu|cuda      where the logits live (default cpu); cuda changes\n"
-            "                         the list defaults to seq 32768,65536,131072,\n"
-            "                         chunk 0,8192\n"
-            "  --seq N,...            rows of the logits (default 2048,8192,32768)\n"
-            "  --vocab V,...          columns, the vocabulary size (default 32000,128256;\n"
-            "                         with a default list, configurations above 80%% of\n"
-            "                         RAM are reported as skipped)\n"
-            "  --chunk C,...          rows per chunk, 0 = all at once (default 0)\n"
-            "  --impl LIST            fused and/or composite (default fused,composite)\n"
-            "  --entropy-grad LIST    on and/or off (default on,off)\n"
-            "  --threads T            OpenMP threads (default %d here)\n"
-            "  --reps R               repetitions per configuration, median kept (default 5)\n"
-            "  --dtype f32|f64|bf16   dtype of the logits (default f32; bf16: f32 outputs)\n"
-            "  --seed S               seed of logits and targets (default 1)\n"
-            "  --bandwidth-mib M      buffer of the bandwidth pass at start (default 1024;\n"
-            "                         cpu only: cuda uses the device's peak)\n"
-            "  --json                 one JSON object per configuration per line\n"
-            CLI_OUTPUTS_HELP
-            "                         (--dot: the loss of the first configuration run, before\n"
-            "                         backward)\n"
-            "\n"
-            "Columns: median ms (forward + backward), fwd/bwd ms, peak MiB (the library's\n"
-            "exact peak above the logits and targets), saved MiB (bytes held for backward\n"
-            "after forward), rss MiB (growth of the process's peak RSS), GB/s (3 passes\n"
-            "over the logits' bytes per step), roofline (GB/s / the bandwidth measured at\n"
-            "start, or with cuda the device's peak). With cuda, configurations that do not\n"
-            "fit in 90%% of the device's memory are reported as skipped. See\n"
-            "bench/README.md.\n"
-            CLI_OPTIONS_RULE_HELP
-            "\n"
-            "Exit status: 0 success, 1 a configuration failed or no CUDA device, 2 bad\n"
-            "usage or too big.\n",
-            omp_get_max_threads());
+    lp_opts d = lp_defaults();
+    cli_help(f, &cli_bench_logprob_command, &d);
 }
-
-/* ---- option parsing -------------------------------------------------------- */
-
-/* Parses a non-empty decimal integer without sign in [lo, hi]. */
-static bool parse_int(const char *s, size_t len, int64_t lo, int64_t hi, int64_t *out) {
-    if (len == 0 || len > 19)
-        return false;
-    int64_t v = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (!isdigit((unsigned char)s[i]))
-            return false;
-        v = v * 10 + (s[i] - '0');
-    }
-    if (v < lo || v > hi)
-        return false;
-    *out = v;
-    return true;
-}
-
-/* Index of s[0..len) in words[], or -1. */
-static int parse_word(const char *s, size_t len, const char *const *words, int n) {
-    for (int i = 0; i < n; i++)
-        if (strlen(words[i]) == len && strncmp(s, words[i], len) == 0)
-            return i;
-    return -1;
-}
-
-/* A comma-separated list of integers in [lo, hi], or (words != NULL) of
- * words, stored as their indices. */
-static bool parse_list(const char *flag, const char *val, int64_t lo, int64_t hi,
-                       const char *const *words, int n_words, int64_t *out, int *n_out) {
-    int n = 0;
-    const char *p = val;
-    for (;;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        int64_t v = 0;
-        bool ok;
-        if (words) {
-            int w = parse_word(p, len, words, n_words);
-            ok = w >= 0;
-            v = w;
-        } else {
-            ok = parse_int(p, len, lo, hi, &v);
-        }
-        if (!ok || n >= LP_MAX_LIST) {
-            if (n >= LP_MAX_LIST)
-                cli_usage_error("too many values for %s (at most %d)", flag, LP_MAX_LIST);
-            else if (words)
-                cli_usage_error("invalid element '%.*s' in %s '%s' (expected %s%s%s)", (int)len,
-                                p, flag, val, words[0], n_words > 1 ? " or " : "",
-                                n_words > 1 ? words[1] : "");
-            else
-                cli_usage_error("invalid element '%.*s' in %s '%s' (expected integers from "
-                                "%" PRId64 " to %" PRId64 ", comma-separated)",
-                                (int)len, p, flag, val, lo, hi);
-            return false;
-        }
-        out[n++] = v;
-        if (!comma)
-            break;
-        p = comma + 1;
-    }
-    *n_out = n;
-    return true;
-}
-
-static bool parse_one(const char *flag, const char *val, int64_t lo, int64_t hi, int64_t *out) {
-    if (parse_int(val, strlen(val), lo, hi, out))
-        return true;
-    cli_usage_error("invalid value '%s' for %s (expected an integer from %" PRId64 " to %" PRId64
-                    ")",
-                    val, flag, lo, hi);
-    return false;
-}
-
-static const char *const IMPL_WORDS[] = {"fused", "composite"}; /* = tg_logprob_impl */
-static const char *const EG_WORDS[] = {"on", "off"};
-static const char *const DTYPE_WORDS[] = {"f32", "f64", "bf16"};
-static const char *const DEVICE_WORDS[] = {"cpu", "cuda"}; /* = tg_device */
 
 static int parse_opts(int argc, char **argv, lp_opts *o) {
-    static const char *const VALUED[] = {"--seq", "--vocab", "--chunk", "--impl", "--entropy-grad", "--threads", "--reps", "--dtype", "--seed", "--bandwidth-mib", "--device", NULL};
-    const cli_optspec spec = {"bench logprob", VALUED, NULL, &o->out, &o->json, false};
-    for (int i = 0; i < argc; i++) {
-        char name[32];
-        const char *val;
-        int r = cli_next_opt(&spec, argc, argv, &i, name, sizeof name, &val);
-        if (r == CLI_EXIT_USAGE)
-            return r;
-        if (r == CLI_OPT_TAKEN)
-            continue;
-        bool ok;
-        /* one-valued word options: parsed as lists (room for all the values
-         * given) to tell "two values" from "a bad value" */
-        int64_t v[LP_MAX_LIST] = {0};
-        int n = 0;
-        if (!strcmp(name, "--seq"))
-            ok = parse_list(name, val, 1, LP_MAX_DIM - 1, NULL, 0, o->seq, &o->n_seq);
-        else if (!strcmp(name, "--vocab"))
-            ok = parse_list(name, val, 1, LP_MAX_DIM - 1, NULL, 0, o->vocab, &o->n_vocab);
-        else if (!strcmp(name, "--chunk"))
-            ok = parse_list(name, val, 0, LP_MAX_DIM - 1, NULL, 0, o->chunk, &o->n_chunk);
-        else if (!strcmp(name, "--impl"))
-            ok = parse_list(name, val, 0, 0, IMPL_WORDS, 2, o->impl, &o->n_impl);
-        else if (!strcmp(name, "--entropy-grad")) {
-            ok = parse_list(name, val, 0, 0, EG_WORDS, 2, o->eg, &o->n_eg);
-            for (int k = 0; ok && k < o->n_eg; k++)
-                o->eg[k] = o->eg[k] == 0; /* "on" is word 0 */
-        }
-        else if (!strcmp(name, "--threads"))
-            ok = parse_one(name, val, 1, 4096, &o->threads);
-        else if (!strcmp(name, "--reps"))
-            ok = parse_one(name, val, 1, 10000, &o->reps);
-        else if (!strcmp(name, "--bandwidth-mib"))
-            ok = parse_one(name, val, 1, 1 << 20, &o->bw_mib);
-        else if (!strcmp(name, "--seed"))
-            ok = cli_parse_u64(name, val, &o->seed);
-        else if (!strcmp(name, "--device")) {
-            ok = parse_list(name, val, 0, 0, DEVICE_WORDS, 2, v, &n) && n == 1;
-            if (!ok && n > 1)
-                cli_usage_error("option --device takes one value (cpu or cuda)");
-            o->device = v[0] == 1 ? TG_CUDA : TG_CPU;
-        }
-        else { /* --dtype */
-            ok = parse_list(name, val, 0, 0, DTYPE_WORDS, 3, v, &n) && n == 1;
-            if (!ok && n > 1)
-                cli_usage_error("option --dtype takes one value (f32, f64 or bf16)");
-            o->dtype = v[0] == 2 ? TG_BF16 : v[0] == 1 ? TG_F64 : TG_F32;
-        }
-        if (!ok)
-            return CLI_EXIT_USAGE;
-    }
+    uint64_t given = 0;
+    int rc = cli_options_parse(&cli_bench_logprob_command, argc, argv, o, &given);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    o->fit_skip = o->device == TG_CPU && (!cli_option_given(&cli_bench_logprob_command, given, "--seq") ||
+                                          !cli_option_given(&cli_bench_logprob_command, given, "--vocab"));
+    if (o->device == TG_CUDA)
+        lp_device_defaults(o, given);
     return cli_outputs_check(&o->out);
 }
 
@@ -726,49 +656,11 @@ int cli_bench_logprob(int argc, char **argv) {
         cli_bench_logprob_help(stdout);
         return CLI_EXIT_OK;
     }
-    lp_opts o;
-    memset(&o, 0, sizeof o);
-    o.threads = omp_get_max_threads();
-    o.reps = 5;
-    o.bw_mib = 1024;
-    o.seed = 1;
-    o.dtype = TG_F32;
-    o.device = TG_CPU;
+    lp_opts o = lp_defaults();
     int rc = parse_opts(argc, argv, &o);
     if (rc != CLI_EXIT_OK)
         return rc;
     const bool gpu = o.device == TG_CUDA;
-    o.fit_skip = !gpu && (!o.n_seq || !o.n_vocab);
-    if (!o.n_seq) {
-        /* the GPU table: sequence lengths and vocabularies of current models; the
-         * CPU series: 4x the work per step, to show the time grows with it */
-        if (gpu) {
-            o.seq[o.n_seq++] = 32768;
-            o.seq[o.n_seq++] = 65536;
-            o.seq[o.n_seq++] = 131072;
-        } else {
-            o.seq[o.n_seq++] = 2048;
-            o.seq[o.n_seq++] = 8192;
-            o.seq[o.n_seq++] = 32768;
-        }
-    }
-    if (!o.n_vocab) {
-        o.vocab[o.n_vocab++] = 32000;
-        o.vocab[o.n_vocab++] = 128256;
-    }
-    if (!o.n_chunk) {
-        o.chunk[o.n_chunk++] = 0;
-        if (gpu)
-            o.chunk[o.n_chunk++] = 8192;
-    }
-    if (!o.n_impl) {
-        o.impl[o.n_impl++] = TG_LOGPROB_FUSED;
-        o.impl[o.n_impl++] = TG_LOGPROB_COMPOSITE;
-    }
-    if (!o.n_eg) {
-        o.eg[o.n_eg++] = 1;
-        o.eg[o.n_eg++] = 0;
-    }
     int total = o.n_seq * o.n_vocab * o.n_impl * o.n_chunk * o.n_eg;
     if (total > LP_MAX_CONFIGS)
         return cli_usage_error("%d configurations; at most %d", total, LP_MAX_CONFIGS);

@@ -77,22 +77,42 @@ static const char *threading(int p) {
                   : p == 1 ? "pthreads (a pool of its own)" : "sequential";
 }
 
+typedef struct th_opts {
+    int64_t threads, reps, size;
+    bool json;
+} th_opts;
+
+#define TH_STR(x) #x
+#define TH_XSTR(x) TH_STR(x)
+
+static const cli_opt TH_OPTS[] = {
+    {.name = "--threads", CLI_INT(th_opts, threads, 1, 4096), .meta = "T",
+     .help = "OpenMP threads"},
+    {.name = "--reps", CLI_INT(th_opts, reps, 1, 10000), .meta = "R",
+     .help = "repetitions of " TH_XSTR(TH_ITERS) " iterations, median kept"},
+    {.name = "--size", CLI_INT(th_opts, size, 1, 8192), .help = "the GEMM's N"},
+    {.name = "--json", CLI_FLAG(th_opts, json), .help = "one JSON object"},
+};
+
+const cli_command cli_bench_threads_command = {
+    .name = "bench threads",
+    .opts = TH_OPTS,
+    .n_opts = CLI_N(TH_OPTS),
+    .about = "Does a GEMM-heavy step oversubscribe the cores? Times an OpenMP kernel\n"
+             "(tg_exp over 4096 x 1024), a BLAS GEMM (tg_matmul N x N) and the two in\n"
+             "turn, and reports step / (kernel + gemm): about 1 when OpenBLAS shares the\n"
+             "kernels' OpenMP threads (its OpenMP build), more when its own thread pool\n"
+             "competes with OpenMP threads that spin-wait after each kernel.\n",
+    .exit_status = "0 success, 1 the library failed, 2 bad usage.",
+};
+
+static th_opts th_defaults(void) {
+    return (th_opts){.threads = omp_get_max_threads(), .reps = 7, .size = 768};
+}
+
 void cli_bench_threads_help(FILE *f) {
-    fprintf(f,
-            "Usage: tapegrad bench threads [options]\n\n"
-            "Does a GEMM-heavy step oversubscribe the cores? Times an OpenMP kernel\n"
-            "(tg_exp over 4096 x 1024), a BLAS GEMM (tg_matmul N x N) and the two in\n"
-            "turn, and reports step / (kernel + gemm): about 1 when OpenBLAS shares the\n"
-            "kernels' OpenMP threads (its OpenMP build), more when its own thread pool\n"
-            "competes with OpenMP threads that spin-wait after each kernel.\n\n"
-            "Options:\n"
-            "  --threads T   OpenMP threads (default %d here)\n"
-            "  --reps R      repetitions of %d iterations, median kept (default 7)\n"
-            "  --size N      the GEMM's N (default 768)\n"
-            "  --json        one JSON object\n"
-            "Options are --name value or --name=value; given twice, the last one counts.\n\n"
-            "Exit status: 0 success, 1 the library failed, 2 bad usage.\n",
-            omp_get_max_threads(), TH_ITERS);
+    th_opts d = th_defaults();
+    cli_help(f, &cli_bench_threads_command, &d);
 }
 
 int cli_bench_threads(int argc, char **argv) {
@@ -100,21 +120,11 @@ int cli_bench_threads(int argc, char **argv) {
         cli_bench_threads_help(stdout);
         return CLI_EXIT_OK;
     }
-    static const char *const VALUED[] = {"--threads", "--reps", "--size", NULL};
-    bool json = false;
-    const cli_optspec spec = {"bench threads", VALUED, NULL, NULL, &json, false};
-    int64_t threads = omp_get_max_threads(), reps = 7, n = 768;
-    for (int i = 0; i < argc; i++) {
-        char name[32];
-        const char *val;
-        int r = cli_next_opt(&spec, argc, argv, &i, name, sizeof name, &val);
-        if (r == CLI_EXIT_USAGE) return r;
-        if (r == CLI_OPT_TAKEN) continue;
-        bool ok = !strcmp(name, "--threads") ? cli_parse_i64(name, val, 1, 4096, &threads)
-                  : !strcmp(name, "--reps")  ? cli_parse_i64(name, val, 1, 10000, &reps)
-                                             : cli_parse_i64(name, val, 1, 8192, &n);
-        if (!ok) return CLI_EXIT_USAGE;
-    }
+    th_opts o = th_defaults();
+    int rc = cli_options_parse(&cli_bench_threads_command, argc, argv, &o, NULL);
+    if (rc != CLI_EXIT_OK) return rc;
+    const int64_t threads = o.threads, reps = o.reps, n = o.size;
+    const bool json = o.json;
     omp_set_num_threads((int)threads);
     int par = openblas_get_parallel();
     if (par == 1) openblas_set_num_threads((int)threads); /* its own pool: the same count */

@@ -40,24 +40,44 @@
 
 #define MIB (1024.0 * 1024.0)
 
-void cli_bench_vp_help(FILE *f) {
-    fprintf(f,
-            "Usage: mpirun -np P tapegrad bench vocab-parallel [options]\n\n"
-            "The vocab-parallel log-prob and entropy across MPI ranks, each holding a\n"
-            "slice of the vocabulary: per rank the median step time, the exact peak\n"
-            "memory, and the collectives and bytes per step, beside Megatron's and\n"
-            "slime's counts for the same shape.\n\n"
-            "Options:\n"
-            "  --op logits|linear  the logits op, or the fused linear op (default logits)\n"
-            "  --seq N             rows (default 8192)\n"
-            "  --vocab V           the whole vocabulary (default 32000)\n"
-            "  --hidden D          hidden size, linear only (default 1024)\n"
-            "  --reps R            steps, median kept (default 3)\n"
-            "  --json              one JSON object per rank per line (rank 0 prints)\n"
-            CLI_OPTIONS_RULE_HELP
-            "\nExit status: 0 success, 1 the library failed or no MPI in this build, "
-            "2 bad usage.\n");
-}
+typedef struct vp_opts {
+    int linear; /* --op: 0 logits, 1 linear */
+    int64_t seq, vocab, hidden, reps;
+    bool json;
+} vp_opts;
+
+static const cli_word OP_WORDS[] = {{"logits", 0}, {"linear", 1}, {NULL, 0}};
+
+static const cli_opt VP_OPTS[] = {
+    {.name = "--op", CLI_WORD(vp_opts, linear, OP_WORDS),
+     .help = "the logits op, or the fused linear op"},
+    {.name = "--seq", CLI_INT(vp_opts, seq, 1, 1 << 22), .help = "rows"},
+    {.name = "--vocab", CLI_INT(vp_opts, vocab, 1, 1 << 22), .meta = "V",
+     .help = "the whole vocabulary"},
+    {.name = "--hidden", CLI_INT(vp_opts, hidden, 1, 65536), .meta = "D",
+     .help = "hidden size, linear only"},
+    {.name = "--reps", CLI_INT(vp_opts, reps, 1, 1000), .meta = "R",
+     .help = "steps, median kept"},
+    {.name = "--json", CLI_FLAG(vp_opts, json),
+     .help = "one JSON object per rank per line (rank 0 prints)"},
+};
+
+const cli_command cli_bench_vp_command = {
+    .name = "bench vocab-parallel",
+    .opts = VP_OPTS,
+    .n_opts = CLI_N(VP_OPTS),
+    .usage_more = "Run it under MPI: mpirun -np P tapegrad bench vocab-parallel [options]\n",
+    .about = "The vocab-parallel log-prob and entropy across MPI ranks, each holding a\n"
+             "slice of the vocabulary: per rank the median step time, the exact peak\n"
+             "memory, and the collectives and bytes per step, beside Megatron's and\n"
+             "slime's counts for the same shape.\n",
+    .exit_status = "0 success, 1 the library failed or no MPI in this build, 2 bad usage.",
+};
+
+static const vp_opts VP_DEFAULTS = {.linear = 0, .seq = 8192, .vocab = 32000, .hidden = 1024,
+                                    .reps = 3};
+
+void cli_bench_vp_help(FILE *f) { cli_help(f, &cli_bench_vp_command, &VP_DEFAULTS); }
 
 #ifndef TG_HAVE_MPI
 int cli_bench_vp(int argc, char **argv) {
@@ -138,30 +158,11 @@ int cli_bench_vp(int argc, char **argv) {
         cli_bench_vp_help(stdout);
         return CLI_EXIT_OK;
     }
-    static const char *const VALUED[] = {"--op", "--seq", "--vocab", "--hidden", "--reps", NULL};
-    bool json = false, linear = false;
-    const cli_optspec spec = {"bench vocab-parallel", VALUED, NULL, NULL, &json, false};
-    int64_t N = 8192, V = 32000, D = 1024, reps = 3;
-    for (int i = 0; i < argc; i++) {
-        char name[32];
-        const char *val;
-        int r = cli_next_opt(&spec, argc, argv, &i, name, sizeof name, &val);
-        if (r == CLI_EXIT_USAGE) return r;
-        if (r == CLI_OPT_TAKEN) continue;
-        bool ok = true;
-        if (!strcmp(name, "--op")) {
-            if (!strcmp(val, "linear")) linear = true;
-            else if (strcmp(val, "logits"))
-                return cli_usage_error("bench vocab-parallel: --op must be logits or linear, "
-                                       "got '%s'", val);
-        } else {
-            ok = !strcmp(name, "--seq")     ? cli_parse_i64(name, val, 1, 1 << 22, &N)
-                 : !strcmp(name, "--vocab") ? cli_parse_i64(name, val, 1, 1 << 22, &V)
-                 : !strcmp(name, "--hidden") ? cli_parse_i64(name, val, 1, 65536, &D)
-                                             : cli_parse_i64(name, val, 1, 1000, &reps);
-        }
-        if (!ok) return CLI_EXIT_USAGE;
-    }
+    vp_opts o = VP_DEFAULTS;
+    int rc = cli_options_parse(&cli_bench_vp_command, argc, argv, &o, NULL);
+    if (rc != CLI_EXIT_OK) return rc;
+    const bool json = o.json, linear = o.linear == 1;
+    const int64_t N = o.seq, V = o.vocab, D = o.hidden, reps = o.reps;
     int init = 0;
     MPI_Initialized(&init);
     if (!init) MPI_Init(NULL, NULL);
@@ -180,7 +181,7 @@ int cli_bench_vp(int argc, char **argv) {
     }
     MPI_Comm world = MPI_COMM_WORLD;
     tg_comm *comm = NULL;
-    int rc = CLI_EXIT_OK;
+    rc = CLI_EXIT_OK;
     tg_tensor *a = NULL, *w = NULL, *y = NULL;
     if (tg_comm_from_mpi(&world, &comm) != TG_OK) {
         rc = lib_fail("tg_comm_from_mpi");

@@ -9,8 +9,8 @@
  *  - A failure is reported on stderr (cli_fail: "tapegrad: <what>: ..."),
  *    never only on stdout. A demo's claim either holds at every valid size
  *    or the demo says on stdout why it does not apply at that size (exit 0).
- *  - Options, the same rule for every subcommand (cli_next_opt in
- *    cli/common.h): "--name value" or "--name=value"; an option given twice
+ *  - Options, the same rule for every subcommand, each declared once in the
+ *    command's table (cli/options.h): "--name value" or "--name=value"; an option given twice
  *    counts once, with its last value; a flag takes no value; unknown options
  *    and missing values are misuse. --help or -h anywhere prints the help of
  *    the (sub)command on stdout and exits 0, whatever else is given.
@@ -34,10 +34,15 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "options.h"
 
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAIL 1
 #define CLI_EXIT_USAGE 2
+
+/* The exit statuses of every demo, for its help (cli/options.h). */
+#define CLI_DEMO_EXIT_STATUS \
+    "0 the demo showed what it says, 1 a check or the library failed, 2 bad usage."
 
 /* Prints a section heading: a blank line, the title, a rule. */
 void cli_heading(const char *title);
@@ -67,6 +72,9 @@ int cli_inplace_run(cli_inplace_opts *opts);
 
 /* Prints the help of `tapegrad demo inplace` to stdout. */
 void cli_inplace_help(void);
+
+/* Its options (cli/options.h). */
+extern const cli_command cli_inplace_command;
 
 /* ---- demo leak (cli/demo_leak.c) ------------------------------------------ */
 
@@ -101,6 +109,9 @@ int cli_leak_run(cli_leak_opts *opts);
 /* Prints the help of `tapegrad demo leak` to stdout. */
 void cli_leak_help(void);
 
+/* Its options (cli/options.h). */
+extern const cli_command cli_leak_command;
+
 /* ---- demo entropy (cli/demo_entropy.c) ------------------------------------ */
 
 typedef struct cli_entropy_opts {
@@ -123,6 +134,9 @@ int cli_entropy_run(cli_entropy_opts *opts);
 
 /* Prints the help of `tapegrad demo entropy` to stdout. */
 void cli_entropy_help(void);
+
+/* Its options (cli/options.h). */
+extern const cli_command cli_entropy_command;
 
 /* ---- demo chunk (cli/demo_chunk.c) ---------------------------------------- */
 
@@ -155,6 +169,9 @@ int cli_chunk_run(cli_chunk_opts *opts);
 /* Prints the help of `tapegrad demo chunk` to stdout. */
 void cli_chunk_help(void);
 
+/* Its options (cli/options.h). */
+extern const cli_command cli_chunk_command;
+
 /* ---- demo linear (cli/demo_linear.c) -------------------------------------- */
 
 typedef struct cli_linear_opts {
@@ -180,6 +197,9 @@ int cli_linear_run(cli_linear_opts *opts);
 /* Prints the help of `tapegrad demo linear` to stdout. */
 void cli_linear_help(void);
 
+/* Its options (cli/options.h). */
+extern const cli_command cli_linear_command;
+
 /* ---- tour (cli/tour.c) ------------------------------------------------------ */
 
 /* `tapegrad tour [--quick] [--list | SECTION]` with argv[0..argc-1] after
@@ -188,6 +208,9 @@ int cli_tour(int argc, char **argv);
 
 /* Prints the help of `tapegrad tour` to stdout. */
 void cli_tour_help(void);
+
+/* Its options (cli/options.h). */
+extern const cli_command cli_tour_command;
 
 /* Prints the usage of the whole command to f (cli/main.c). */
 void cli_print_usage(FILE *f);
@@ -201,5 +224,8 @@ int cli_logprob_main(int argc, char **argv);
 
 /* Prints the help of `tapegrad logprob` to stdout. */
 void cli_logprob_help(void);
+
+/* Its options (cli/options.h). */
+extern const cli_command cli_logprob_command;
 
 #endif

@@ -49,38 +49,9 @@
 
 typedef struct lp_args {
     const char *logits, *targets, *grad_lp, *grad_h, *out;
+    int impl; /* tg_logprob_impl, copied into opts after parsing */
     tg_logprob_opts opts;
 } lp_args;
-
-/* Prints the help of `tapegrad logprob` to stdout. */
-void cli_logprob_help(void) {
-    printf("Usage: tapegrad logprob --logits L.npy --targets T.npy --out DIR [options]\n"
-           "\n"
-           "Computes, for each row of the logits (last dimension = vocabulary),\n"
-           "logprob = log softmax(z/T)[target] and entropy = -sum p log p, with the\n"
-           "fused op (or the composite baseline), and writes them as .npy files.\n"
-           "\n"
-           "Inputs (.npy, little-endian, C or Fortran order):\n"
-           "  --logits L.npy         f32 or f64 logits, shape (..., V)\n"
-           "  --targets T.npy        int64 or int32 targets, shape (...)\n"
-           "  --grad-logprob G.npy   upstream gradient of logprob, shape (...)\n"
-           "  --grad-entropy H.npy   upstream gradient of entropy, shape (...)\n"
-           "Options:\n"
-           "  --temperature T        divide the logits by T > 0 (default 1)\n"
-           "  --ignore-index I       rows with this target give 0 (default -100)\n"
-           "  --chunk C              rows per block, 0 = all at once (default 0)\n"
-           "  --impl fused|composite implementation (default fused)\n"
-           "  --out DIR              output directory, created if missing\n"
-           "\n"
-           "Writes DIR/logprob.npy and DIR/entropy.npy (the logits' dtype), and\n"
-           "DIR/grad_logits.npy, the gradient of sum(logprob*G + entropy*H), when G\n"
-           "or H is given (a missing one counts as zero; without H the entropy's\n"
-           "gradient is not recorded at all). The files are written all or none.\n"
-           CLI_OPTIONS_RULE_HELP
-           "\n"
-           "Exit status: 0 success, 1 failure (bad file, library error, failed write),\n"
-           "2 bad usage.\n");
-}
 
 /* ---- arguments -------------------------------------------------------------------- */
 
@@ -102,52 +73,71 @@ static bool parse_temperature(const char *flag, const char *s, double *out) {
     return true;
 }
 
-/* Parses argv[0..argc-1]; returns CLI_EXIT_OK or CLI_EXIT_USAGE (reported).
- * An option given twice counts once, with its last value (cli/cli.h). */
+/* --temperature: a CLI_OPT_CUSTOM parser into a double. */
+static bool parse_temperature_field(const char *name, const char *val, void *field) {
+    return parse_temperature(name, val, field);
+}
+
+static const cli_word IMPL_WORDS[] = {
+    {"fused", TG_LOGPROB_FUSED}, {"composite", TG_LOGPROB_COMPOSITE}, {NULL, 0}};
+
+static const cli_opt LOGPROB_OPTS[] = {
+    {.name = "--logits", CLI_TEXT(lp_args, logits), .meta = "L.npy", .required = true,
+     .help = "f32 or f64 logits, shape (..., V)",
+     .group = "Inputs (.npy, little-endian, C or Fortran order):"},
+    {.name = "--targets", CLI_TEXT(lp_args, targets), .meta = "T.npy", .required = true,
+     .help = "int64 or int32 targets, shape (...)"},
+    {.name = "--grad-logprob", CLI_TEXT(lp_args, grad_lp), .meta = "G.npy",
+     .help = "upstream gradient of logprob, shape (...)"},
+    {.name = "--grad-entropy", CLI_TEXT(lp_args, grad_h), .meta = "H.npy",
+     .help = "upstream gradient of entropy, shape (...)"},
+    {.name = "--temperature", CLI_CUSTOM(lp_args, opts.temperature, parse_temperature_field),
+     .meta = "T", .help = "divide the logits by T > 0", .default_text = "1",
+     .group = "Options:"},
+    {.name = "--ignore-index", CLI_INT(lp_args, opts.ignore_index, INT64_MIN, INT64_MAX),
+     .meta = "I", .help = "rows with this target give 0"},
+    {.name = "--chunk", CLI_INT(lp_args, opts.chunk_size, 0, INT64_MAX), .meta = "C",
+     .help = "rows per block, 0 = all at once"},
+    {.name = "--impl", CLI_WORD(lp_args, impl, IMPL_WORDS), .help = "implementation"},
+    {.name = "--out", CLI_TEXT(lp_args, out), .meta = "DIR", .required = true,
+     .help = "output directory, created if missing"},
+};
+
+const cli_command cli_logprob_command = {
+    .name = "logprob",
+    .opts = LOGPROB_OPTS,
+    .n_opts = CLI_N(LOGPROB_OPTS),
+    .about = "Computes, for each row of the logits (last dimension = vocabulary),\n"
+             "logprob = log softmax(z/T)[target] and entropy = -sum p log p, with the\n"
+             "fused op (or the composite baseline), and writes them as .npy files.\n",
+    .notes = "Writes DIR/logprob.npy and DIR/entropy.npy (the logits' dtype), and\n"
+             "DIR/grad_logits.npy, the gradient of sum(logprob*G + entropy*H), when G\n"
+             "or H is given (a missing one counts as zero; without H the entropy's\n"
+             "gradient is not recorded at all). The files are written all or none.\n",
+    .exit_status = "0 success, 1 failure (bad file, library error, failed write), 2 bad "
+                   "usage.",
+};
+
+static lp_args lp_args_defaults(void) {
+    lp_args a;
+    memset(&a, 0, sizeof a);
+    a.opts = tg_logprob_opts_default();
+    a.impl = a.opts.impl;
+    return a;
+}
+
+/* Prints the help of `tapegrad logprob` to stdout. */
+void cli_logprob_help(void) {
+    lp_args d = lp_args_defaults();
+    cli_help(stdout, &cli_logprob_command, &d);
+}
+
+/* Parses argv[0..argc-1] into a (its defaults set); CLI_EXIT_OK or
+ * CLI_EXIT_USAGE (reported). */
 static int parse_args(int argc, char **argv, lp_args *a) {
-    static const char *const VALUED[] = {"--logits",      "--targets",      "--grad-logprob",
-                                         "--grad-entropy", "--out",          "--temperature",
-                                         "--ignore-index", "--chunk",        "--impl",
-                                         NULL};
-    const cli_optspec spec = {"logprob", VALUED, NULL, NULL, NULL, false};
-    const char **paths[] = {&a->logits, &a->targets, &a->grad_lp, &a->grad_h, &a->out};
-    for (int i = 0; i < argc; i++) {
-        char name[32];
-        const char *val;
-        int r = cli_next_opt(&spec, argc, argv, &i, name, sizeof name, &val);
-        if (r == CLI_EXIT_USAGE)
-            return r;
-        int k = 0;
-        while (VALUED[k] && strcmp(VALUED[k], name) != 0)
-            k++;
-        if (k < 5) { /* a path: --logits ... --out */
-            *paths[k] = val;
-            continue;
-        }
-        bool ok = true;
-        if (!strcmp(name, "--temperature"))
-            ok = parse_temperature(name, val, &a->opts.temperature);
-        else if (!strcmp(name, "--ignore-index"))
-            ok = cli_parse_i64(name, val, INT64_MIN, INT64_MAX, &a->opts.ignore_index);
-        else if (!strcmp(name, "--chunk"))
-            ok = cli_parse_i64(name, val, 0, INT64_MAX, &a->opts.chunk_size);
-        else if (!strcmp(val, "fused"))
-            a->opts.impl = TG_LOGPROB_FUSED;
-        else if (!strcmp(val, "composite"))
-            a->opts.impl = TG_LOGPROB_COMPOSITE;
-        else
-            return cli_usage_error("invalid value '%s' for --impl (expected fused or composite)",
-                                   val);
-        if (!ok)
-            return CLI_EXIT_USAGE;
-    }
-    if (!a->logits)
-        return cli_usage_error("'logprob' needs --logits L.npy (try 'tapegrad logprob --help')");
-    if (!a->targets)
-        return cli_usage_error("'logprob' needs --targets T.npy (try 'tapegrad logprob --help')");
-    if (!a->out)
-        return cli_usage_error("'logprob' needs --out DIR (try 'tapegrad logprob --help')");
-    return CLI_EXIT_OK;
+    int rc = cli_options_parse(&cli_logprob_command, argc, argv, a, NULL);
+    a->opts.impl = (tg_logprob_impl)a->impl;
+    return rc;
 }
 
 /* ---- running ------------------------------------------------------------------------ */
@@ -364,9 +354,7 @@ int cli_logprob_main(int argc, char **argv) {
         cli_logprob_help();
         return CLI_EXIT_OK;
     }
-    lp_args a;
-    memset(&a, 0, sizeof a);
-    a.opts = tg_logprob_opts_default();
+    lp_args a = lp_args_defaults();
     int rc = parse_args(argc, argv, &a);
     if (rc != CLI_EXIT_OK)
         return rc;

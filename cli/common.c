@@ -1,5 +1,5 @@
 /* cli/common.c - what the subcommands share: usage errors and failures,
- * option parsing, the output flags (--trace, --plot, --dot), files written
+ * integer lists, the output flags (--trace, --plot, --dot), files written
  * whole or not at all, progress lines on stderr, bounded text building.
  *
  * Contract: see cli/common.h. Uses only the public API (<tapegrad.h>) and
@@ -97,63 +97,6 @@ bool cli_parse_u64(const char *flag, const char *s, uint64_t *out) {
 }
 
 /* ---- options ------------------------------------------------------------------------- */
-
-const char *cli_split_opt(const char *arg, char *buf, size_t cap) {
-    const char *eq = strchr(arg, '=');
-    if (strncmp(arg, "--", 2) == 0 && eq && (size_t)(eq - arg) < cap) {
-        memcpy(buf, arg, (size_t)(eq - arg));
-        buf[eq - arg] = '\0';
-        return eq + 1;
-    }
-    cli_appendf(buf, cap, 0, "%s", arg);
-    return NULL;
-}
-
-static bool listed(const char *const *names, const char *name) {
-    for (int k = 0; names && names[k]; k++)
-        if (!strcmp(names[k], name))
-            return true;
-    return false;
-}
-
-int cli_next_opt(const cli_optspec *spec, int argc, char **argv, int *i, char *buf, size_t cap,
-                 const char **val) {
-    const char *arg = argv[*i];
-    *val = NULL;
-    if (arg[0] != '-' || !arg[1]) { /* "x", "-" */
-        if (spec->positional)
-            return CLI_OPT_ARG;
-        return cli_usage_error("unexpected argument '%s' for '%s' (try 'tapegrad %s --help')",
-                               arg, spec->cmd, spec->cmd);
-    }
-    *val = cli_split_opt(arg, buf, cap);
-    bool named = strlen(arg) < cap || *val; /* buf holds the whole name */
-    if (named && spec->out) {
-        int r = cli_outputs_parse(spec->out, buf, *val, argc, argv, i);
-        if (r != 0)
-            return r == 1 ? CLI_OPT_TAKEN : r;
-    }
-    bool is_json = named && spec->json && !strcmp(buf, "--json");
-    if (named && (is_json || listed(spec->flags, buf))) {
-        if (*val)
-            return cli_usage_error("option %s takes no value", buf);
-        if (!is_json)
-            return CLI_OPT_NAMED;
-        *spec->json = true;
-        return CLI_OPT_TAKEN;
-    }
-    if (!named || !listed(spec->valued, buf))
-        return cli_usage_error("unknown option '%s' for '%s' (try 'tapegrad %s --help')", arg,
-                               spec->cmd, spec->cmd);
-    if (!*val) {
-        if (*i + 1 >= argc)
-            return cli_usage_error("option %s needs a value", buf);
-        *val = argv[++*i];
-    }
-    if (!**val)
-        return cli_usage_error("option %s needs a value, not an empty string", buf);
-    return CLI_OPT_NAMED;
-}
 
 bool cli_wants_help(int argc, char **argv) {
     for (int i = 0; i < argc; i++)
@@ -297,25 +240,6 @@ void cli_file_discard(cli_file *cf) {
 }
 
 /* ---- the output flags --------------------------------------------------------------------- */
-
-int cli_outputs_parse(cli_outputs *o, const char *name, const char *val, int argc, char **argv,
-                      int *i) {
-    const char **slot = !strcmp(name, "--trace") ? &o->trace
-                        : !strcmp(name, "--plot") ? &o->plot
-                        : !strcmp(name, "--dot")  ? &o->dot
-                                                  : NULL;
-    if (!slot)
-        return 0;
-    if (!val) {
-        if (*i + 1 >= argc)
-            return cli_usage_error("option %s needs a file name", name);
-        val = argv[++*i];
-    }
-    if (!*val)
-        return cli_usage_error("option %s needs a file name, not an empty value", name);
-    *slot = val; /* given again: the last one counts */
-    return 1;
-}
 
 int cli_outputs_check(const cli_outputs *o) {
     const char *names[3] = {"--trace", "--plot", "--dot"};

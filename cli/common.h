@@ -1,23 +1,22 @@
-/* cli/common.h - what every subcommand of `tapegrad` shares: option parsing
- * (one rule for all), usage errors and failures, the output flags --trace
+/* cli/common.h - what every subcommand of `tapegrad` shares: usage errors and failures, the output flags --trace
  * FILE.json, --plot FILE.svg and --dot FILE, files written whole or not at
  * all, bounded text building, and progress lines on stderr.
  *
  * Contract:
- *  - Options (cli_next_opt): "--name value" or "--name=value"; a flag
- *    ("--json") takes no value. An option given more than once counts as
- *    given once, with its last value ("--reps 3 --reps 1" is "--reps 1",
- *    "--trace a.json --trace b.json" writes b.json only), as in argparse and
- *    most Unix tools. An unknown option, a missing or empty value, a value
- *    given to a flag, or a positional argument a command does not take is a
- *    usage error.
+ *  - Options are parsed from each command's table (cli/options.h): "--name
+ *    value" or "--name=value"; a flag ("--json") takes no value. An option
+ *    given more than once counts as given once, with its last value ("--reps
+ *    3 --reps 1" is "--reps 1", "--trace a.json --trace b.json" writes b.json
+ *    only), as in argparse and most Unix tools. An unknown option, a missing
+ *    or empty value, a value given to a flag, or a positional argument a
+ *    command does not take is a usage error.
  *  - Usage errors (cli_usage_error): one line "tapegrad: ..." on stderr,
  *    nothing on stdout, exit 2. A failure (cli_fail: a demo's claim that does
  *    not hold, a library error, a file that cannot be written): its message
  *    on stderr, exit 1.
- *  - cli_outputs_parse() takes the three output flags inside a command's
- *    option loop; one file named by two flags (cli_outputs_check) is a usage
- *    error.
+ *  - The three output flags are rows of the command's table
+ *    (CLI_OUTPUT_OPTS); one file named by two flags (cli_outputs_check) is a
+ *    usage error.
  *  - cli_outputs_begin(), before the work: checks that every named file can
  *    be written (a temporary file is made in its directory and removed; the
  *    file itself is not touched), then starts the memory timeline
@@ -80,38 +79,11 @@ bool cli_parse_i64(const char *flag, const char *s, int64_t lo, int64_t hi, int6
 /* Parses s as an unsigned 64-bit decimal integer for option `flag`. */
 bool cli_parse_u64(const char *flag, const char *s, uint64_t *out);
 
-/* ---- options ------------------------------------------------------------------------- */
-
-/* What a command takes (the rule is in the contract above). */
-typedef struct cli_optspec {
-    const char *cmd;            /* names the command in messages: "demo chunk" */
-    const char *const *valued;  /* options taking a value, NULL-terminated, or NULL */
-    const char *const *flags;   /* options taking none, NULL-terminated, or NULL */
-    struct cli_outputs *out;    /* takes --trace, --plot and --dot when not NULL */
-    bool *json;                 /* takes --json when not NULL */
-    bool positional;            /* takes arguments that do not start with '-' */
-} cli_optspec;
-
-#define CLI_OPT_NAMED 0 /* an option of valued or flags: its name, its value */
-#define CLI_OPT_TAKEN 1 /* taken here: an output flag, --json */
-#define CLI_OPT_ARG 3   /* a positional argument: argv[*i] */
-
-/* One step of a command's option loop over argv[*i]: splits "--name=value"
- * or "--name value" (taking argv[*i + 1] and advancing *i), copies the name
- * into buf (cap bytes) and sets *val (NULL for a flag). Returns CLI_OPT_NAMED,
- * CLI_OPT_TAKEN, CLI_OPT_ARG (only when spec->positional), or CLI_EXIT_USAGE
- * after a one-line error naming the command. */
-int cli_next_opt(const cli_optspec *spec, int argc, char **argv, int *i, char *buf, size_t cap,
-                 const char **val);
+/* ---- lists and help ------------------------------------------------------------------ */
 
 /* True when argv[0..argc-1] holds --help or -h: help is shown whatever else
  * is given (argparse's rule). */
 bool cli_wants_help(int argc, char **argv);
-
-/* Splits "--name=value" into name (copied into buf, at most cap - 1 bytes) and
- * value (returned); returns NULL and copies the whole argument (cut to cap - 1
- * bytes) when it has no '=' or does not start with "--". */
-const char *cli_split_opt(const char *arg, char *buf, size_t cap);
 
 /* Parses a comma-separated list of decimal integers in [lo, hi] for option
  * `flag` into out[0..max-1]; *n receives the count. On a bad element or too
@@ -161,22 +133,9 @@ typedef struct cli_outputs {
     bool recording;    /* set by cli_outputs_begin when the timeline runs */
 } cli_outputs;
 
-/* Help lines for the three flags (for the commands' --help texts). */
-#define CLI_OUTPUTS_HELP                                                                   \
-    "  --trace FILE.json  memory timeline as Chrome trace JSON (Perfetto, chrome://tracing)\n" \
-    "  --plot FILE.svg    memory timeline drawn as SVG: live MiB by category over time\n"   \
-    "  --dot FILE         the loss graph as Graphviz DOT (dot -Tsvg FILE > graph.svg)\n"
-
 /* The rule for options, for the commands' --help texts. */
 #define CLI_OPTIONS_RULE_HELP                                                              \
     "Options are --name value or --name=value; given twice, the last one counts.\n"
-
-/* If `name` is --trace, --plot or --dot: stores its value (val when the
- * argument was --name=value, else argv[*i + 1], advancing *i) and returns 1.
- * Returns 0 when name is none of them, CLI_EXIT_USAGE (2) after printing a
- * one-line error for a missing or empty value. */
-int cli_outputs_parse(cli_outputs *o, const char *name, const char *val, int argc, char **argv,
-                      int *i);
 
 /* After parsing: CLI_EXIT_OK, or CLI_EXIT_USAGE when two flags name one file. */
 int cli_outputs_check(const cli_outputs *o);

@@ -43,6 +43,7 @@
 #include "cli.h"
 #include "common.h"
 #include "lpstep.h"
+#include "options.h"
 
 #define MIB (1024.0 * 1024.0)
 #define ENTROPY_COEF 0.01
@@ -93,32 +94,42 @@ cli_chunk_opts cli_chunk_defaults(void) {
     return o;
 }
 
+static const cli_opt CHUNK_OPTS[] = {
+    {.name = "--seq", CLI_INT_LIST(cli_chunk_opts, seq, n_seq, 1, CLI_LP_MAX_SEQ),
+     .help = "rows (tokens) of the f32 logits"},
+    {.name = "--vocab", CLI_INT(cli_chunk_opts, vocab, 2, CLI_LP_MAX_VOCAB), .meta = "V",
+     .help = "vocabulary size"},
+    /* one slot of the list is kept free for the 0 added after parsing */
+    {.name = "--chunk", .kind = CLI_OPT_INT_LIST, .at = CLI_AT_ARRAY(cli_chunk_opts, chunk, int64_t),
+     .count_at = CLI_AT(cli_chunk_opts, n_chunk, int), .max = CLI_CHUNK_MAX_LIST - 1, .lo = 0,
+     .hi = CLI_LP_MAX_SEQ, .meta = "C,...",
+     .help = "rows per chunk; 0 (unchunked) is always run"},
+    {.name = "--reps", CLI_INT(cli_chunk_opts, reps, 1, 100), .meta = "R",
+     .help = "steps per row, median time kept; short rows run more steps, up to 10R or "
+             "0.3 s"},
+    {.name = "--entropy-grad", CLI_SWITCH(cli_chunk_opts, entropy_grad),
+     .help = "the entropy in the loss with coefficient 0.01 (on) or only logged (off)"},
+    {.name = "--seed", CLI_SEED(cli_chunk_opts, seed), .help = "seed of logits and targets"},
+    {.name = "--json", CLI_FLAG(cli_chunk_opts, json), .help = "one JSON object per row per line"},
+    CLI_OUTPUT_OPTS(cli_chunk_opts, out, "the composite loss at the smallest chunk"),
+};
+
+const cli_command cli_chunk_command = {
+    .name = "demo chunk",
+    .opts = CHUNK_OPTS,
+    .n_opts = CLI_N(CHUNK_OPTS),
+    .about =
+        "Log-prob and entropy of [seq, vocab] logits, forward + backward, computed all\n"
+        "at once (chunk 0) or chunk rows at a time, by the composite path (generic ops;\n"
+        "chunks are checkpoints recomputed in backward) and by the fused op. One row per\n"
+        "seq x chunk x impl: median time, exact peak and saved bytes, and the time and\n"
+        "memory ratios to the unchunked row.\n",
+    .exit_status = CLI_DEMO_EXIT_STATUS,
+};
+
 void cli_chunk_help(void) {
-    printf("Usage: tapegrad demo chunk [--seq N,...] [--vocab V] [--chunk C,...] [--reps R]\n"
-           "                           [--entropy-grad on|off] [--seed S] [--json]\n"
-           "                           [--trace FILE.json] [--plot FILE.svg] [--dot FILE]\n"
-           "\n"
-           "Log-prob and entropy of [seq, vocab] logits, forward + backward, computed all\n"
-           "at once (chunk 0) or chunk rows at a time, by the composite path (generic ops;\n"
-           "chunks are checkpoints recomputed in backward) and by the fused op. One row per\n"
-           "seq x chunk x impl: median time, exact peak and saved bytes, and the time and\n"
-           "memory ratios to the unchunked row.\n"
-           "\n"
-           "  --seq N,...          rows (tokens) of the f32 logits (default 256,1024)\n"
-           "  --vocab V            vocabulary size, 2.. (default 32000)\n"
-           "  --chunk C,...        rows per chunk; 0 (unchunked) is always run\n"
-           "                       (default 0,128,512)\n"
-           "  --reps R             steps per row, median time kept, 1..100 (default 3;\n"
-           "                       short rows run more steps, up to 10R or 0.3 s)\n"
-           "  --entropy-grad on|off  the entropy in the loss with coefficient 0.01 (on,\n"
-           "                       default) or only logged (off)\n"
-           "  --seed S             seed of logits and targets (default 11)\n"
-           "  --json               one JSON object per row per line\n" CLI_OUTPUTS_HELP
-           "                       (--dot: the composite loss at the smallest chunk)\n"
-           CLI_OPTIONS_RULE_HELP
-           "\n"
-           "Exit status: 0 the demo showed what it says, 1 a check or the library failed,\n"
-           "2 bad usage.\n");
+    cli_chunk_opts d = cli_chunk_defaults();
+    cli_help(stdout, &cli_chunk_command, &d);
 }
 
 static int cmp_i64(const void *a, const void *b) {
@@ -127,43 +138,11 @@ static int cmp_i64(const void *a, const void *b) {
 }
 
 int cli_chunk_parse(int argc, char **argv, cli_chunk_opts *o) {
-    bool chunk_given = false;
-    static const char *const VALUED[] = {"--seq", "--vocab", "--chunk", "--reps", "--seed", "--entropy-grad", NULL};
-    const cli_optspec spec = {"demo chunk", VALUED, NULL, &o->out, &o->json, false};
-    for (int i = 0; i < argc; i++) {
-        char name[32];
-        const char *val;
-        int r = cli_next_opt(&spec, argc, argv, &i, name, sizeof name, &val);
-        if (r == CLI_EXIT_USAGE)
-            return r;
-        if (r == CLI_OPT_TAKEN)
-            continue;
-        bool ok;
-        if (!strcmp(name, "--seq")) {
-            ok = cli_parse_i64_list(name, val, 1, CLI_LP_MAX_SEQ, o->seq, CLI_CHUNK_MAX_LIST,
-                                    &o->n_seq);
-        } else if (!strcmp(name, "--chunk")) {
-            /* one slot is kept free for the 0 added below */
-            ok = cli_parse_i64_list(name, val, 0, CLI_LP_MAX_SEQ, o->chunk,
-                                    CLI_CHUNK_MAX_LIST - 1, &o->n_chunk);
-            chunk_given = true;
-        } else if (!strcmp(name, "--vocab")) {
-            ok = cli_parse_i64(name, val, 2, CLI_LP_MAX_VOCAB, &o->vocab);
-        } else if (!strcmp(name, "--reps")) {
-            ok = cli_parse_i64(name, val, 1, 100, &o->reps);
-        } else if (!strcmp(name, "--seed")) {
-            ok = cli_parse_u64(name, val, &o->seed);
-        } else { /* --entropy-grad */
-            ok = !strcmp(val, "on") || !strcmp(val, "off");
-            if (!ok)
-                cli_usage_error("invalid value '%s' for --entropy-grad (expected on or off)",
-                                val);
-            o->entropy_grad = !strcmp(val, "on");
-        }
-        if (!ok)
-            return CLI_EXIT_USAGE;
-    }
-    if (chunk_given) { /* ascending, without duplicates, 0 first */
+    uint64_t given = 0;
+    int rc = cli_options_parse(&cli_chunk_command, argc, argv, o, &given);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (cli_option_given(&cli_chunk_command, given, "--chunk")) { /* ascending, distinct, 0 first */
         o->chunk[o->n_chunk++] = 0;
         qsort(o->chunk, (size_t)o->n_chunk, sizeof o->chunk[0], cmp_i64);
         int n = 0;
@@ -172,7 +151,7 @@ int cli_chunk_parse(int argc, char **argv, cli_chunk_opts *o) {
                 o->chunk[n++] = o->chunk[k];
         o->n_chunk = n;
     }
-    int rc = cli_outputs_check(&o->out);
+    rc = cli_outputs_check(&o->out);
     for (int k = 0; rc == CLI_EXIT_OK && k < o->n_seq; k++)
         rc = cli_lp_check_size(o->seq[k], o->vocab, true);
     return rc;

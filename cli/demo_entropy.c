@@ -46,6 +46,7 @@
 #include "cli.h"
 #include "common.h"
 #include "lpstep.h"
+#include "options.h"
 
 #define MIB (1024.0 * 1024.0)
 #define NCONF 4
@@ -85,51 +86,44 @@ cli_entropy_opts cli_entropy_defaults(void) {
     return o;
 }
 
+static const cli_opt ENTROPY_OPTS[] = {
+    {.name = "--seq", CLI_INT(cli_entropy_opts, seq, 1, CLI_LP_MAX_SEQ),
+     .help = "rows (tokens) of the f32 logits"},
+    {.name = "--vocab", CLI_INT(cli_entropy_opts, vocab, 2, CLI_LP_MAX_VOCAB), .meta = "V",
+     .help = "vocabulary size"},
+    {.name = "--reps", CLI_INT(cli_entropy_opts, reps, 1, 100), .meta = "R",
+     .help = "steps per configuration, median time kept; short ones run more steps, up to "
+             "10R or 0.3 s"},
+    {.name = "--seed", CLI_SEED(cli_entropy_opts, seed), .help = "seed of logits and targets"},
+    {.name = "--json", CLI_FLAG(cli_entropy_opts, json),
+     .help = "one JSON object per configuration per line"},
+    CLI_OUTPUT_OPTS(cli_entropy_opts, out, "(a)'s loss just before backward"),
+};
+
+const cli_command cli_entropy_command = {
+    .name = "demo entropy",
+    .opts = ENTROPY_OPTS,
+    .n_opts = CLI_N(ENTROPY_OPTS),
+    .about =
+        "A loss computes the entropy of each token's distribution only to log it (its\n"
+        "coefficient is 0), but with its gradient recorded: autograd keeps [seq, vocab]\n"
+        "activations for a backward that contributes nothing. Four configurations:\n"
+        "(a) composite ops, entropy recorded (the bug), (b) composite, entropy_grad off\n"
+        "(the fix), (c) fused op, entropy_grad on, (d) fused, entropy_grad off. For\n"
+        "each: the exact peak bytes above the inputs, the bytes saved for backward, and\n"
+        "the forward+backward time.\n",
+    .exit_status = CLI_DEMO_EXIT_STATUS,
+};
+
 void cli_entropy_help(void) {
-    printf("Usage: tapegrad demo entropy [--seq N] [--vocab V] [--reps R] [--seed S] [--json]\n"
-           "                             [--trace FILE.json] [--plot FILE.svg] [--dot FILE]\n"
-           "\n"
-           "A loss computes the entropy of each token's distribution only to log it (its\n"
-           "coefficient is 0), but with its gradient recorded: autograd keeps [seq, vocab]\n"
-           "activations for a backward that contributes nothing. Four configurations:\n"
-           "(a) composite ops, entropy recorded (the bug), (b) composite, entropy_grad off\n"
-           "(the fix), (c) fused op, entropy_grad on, (d) fused, entropy_grad off. For each:\n"
-           "the exact peak bytes above the inputs, the bytes saved for backward, and the\n"
-           "forward+backward time.\n"
-           "\n"
-           "  --seq N            rows (tokens) of the f32 logits (default 1024)\n"
-           "  --vocab V          vocabulary size, 2.. (default 32000)\n"
-           "  --reps R           steps per configuration, median time kept, 1..100 (default 3;\n"
-           "                     short ones run more steps, up to 10R or 0.3 s)\n"
-           "  --seed S           seed of logits and targets (default 7)\n"
-           "  --json             one JSON object per configuration per line\n" CLI_OUTPUTS_HELP
-           "                     (--dot: (a)'s loss just before backward)\n"
-           CLI_OPTIONS_RULE_HELP
-           "\n"
-           "Exit status: 0 the demo showed what it says, 1 a check or the library failed,\n"
-           "2 bad usage.\n");
+    cli_entropy_opts d = cli_entropy_defaults();
+    cli_help(stdout, &cli_entropy_command, &d);
 }
 
 int cli_entropy_parse(int argc, char **argv, cli_entropy_opts *o) {
-    static const char *const VALUED[] = {"--seq", "--vocab", "--reps", "--seed", NULL};
-    const cli_optspec spec = {"demo entropy", VALUED, NULL, &o->out, &o->json, false};
-    for (int i = 0; i < argc; i++) {
-        char name[32];
-        const char *val;
-        int r = cli_next_opt(&spec, argc, argv, &i, name, sizeof name, &val);
-        if (r == CLI_EXIT_USAGE)
-            return r;
-        if (r == CLI_OPT_TAKEN)
-            continue;
-        bool ok = !strcmp(name, "--seq")     ? cli_parse_i64(name, val, 1, CLI_LP_MAX_SEQ, &o->seq)
-                  : !strcmp(name, "--vocab") ? cli_parse_i64(name, val, 2, CLI_LP_MAX_VOCAB,
-                                                             &o->vocab)
-                  : !strcmp(name, "--reps")  ? cli_parse_i64(name, val, 1, 100, &o->reps)
-                                             : cli_parse_u64(name, val, &o->seed);
-        if (!ok)
-            return CLI_EXIT_USAGE;
-    }
-    int rc = cli_outputs_check(&o->out);
+    int rc = cli_options_parse(&cli_entropy_command, argc, argv, o, NULL);
+    if (rc == CLI_EXIT_OK)
+        rc = cli_outputs_check(&o->out);
     return rc != CLI_EXIT_OK ? rc : cli_lp_check_size(o->seq, o->vocab, true);
 }
 

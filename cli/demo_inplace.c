@@ -385,46 +385,34 @@ cli_inplace_opts cli_inplace_defaults(void) {
     return o;
 }
 
+static const cli_opt INPLACE_OPTS[] = {
+    {.name = "--rows", CLI_INT(cli_inplace_opts, rows, 1, CLI_INPLACE_MAX_ROWS),
+     .help = "rows of the logits"},
+    {.name = "--vocab", CLI_INT(cli_inplace_opts, vocab, 2, CLI_INPLACE_MAX_VOCAB), .meta = "V",
+     .help = "columns, the vocabulary size"},
+    {.name = "--seed", CLI_SEED(cli_inplace_opts, seed), .help = "seed of the random logits"},
+    CLI_OUTPUT_OPTS(cli_inplace_opts, out, "the buggy loss just before backward"),
+};
+
+const cli_command cli_inplace_command = {
+    .name = "demo inplace",
+    .opts = INPLACE_OPTS,
+    .n_opts = CLI_N(INPLACE_OPTS),
+    .about = "Two custom ops save the same logits storage. One op's backward modifies its\n"
+             "saved view in place and restores it (sub_ then add_); backward fails with\n"
+             "TG_ERR_INPLACE and names both edits. The out-of-place fix then succeeds and\n"
+             "its gradient is checked against finite differences.\n",
+    .exit_status = "0 the demo showed what it says, 1 a step failed, 2 bad usage.",
+};
+
 void cli_inplace_help(void) {
-    printf("Usage: tapegrad demo inplace [--rows N] [--vocab V] [--seed S]\n"
-           "                             [--trace FILE.json] [--plot FILE.svg] [--dot FILE]\n"
-           "\n"
-           "Two custom ops save the same logits storage. One op's backward modifies its\n"
-           "saved view in place and restores it (sub_ then add_); backward fails with\n"
-           "TG_ERR_INPLACE and names both edits. The out-of-place fix then succeeds and\n"
-           "its gradient is checked against finite differences.\n"
-           "\n"
-           "  --rows N    rows of the logits, 1..%d (default 4)\n"
-           "  --vocab V   columns (vocabulary size), 2..%d (default 6)\n"
-           "  --seed S    seed of the random logits, 0..2^64-1 (default 42)\n"
-           CLI_OUTPUTS_HELP
-           "                     (--dot: the buggy loss just before backward)\n"
-           CLI_OPTIONS_RULE_HELP
-           "\n"
-           "Exit status: 0 the demo showed what it says, 1 a step failed, 2 bad usage.\n",
-           CLI_INPLACE_MAX_ROWS, CLI_INPLACE_MAX_VOCAB);
+    cli_inplace_opts d = cli_inplace_defaults();
+    cli_help(stdout, &cli_inplace_command, &d);
 }
 
 int cli_inplace_parse(int argc, char **argv, cli_inplace_opts *o) {
-    static const char *const VALUED[] = {"--rows", "--vocab", "--seed", NULL};
-    const cli_optspec spec = {"demo inplace", VALUED, NULL, &o->out, NULL, false};
-    for (int i = 0; i < argc; i++) {
-        char name[32];
-        const char *val;
-        int r = cli_next_opt(&spec, argc, argv, &i, name, sizeof name, &val);
-        if (r == CLI_EXIT_USAGE)
-            return r;
-        if (r == CLI_OPT_TAKEN)
-            continue;
-        bool ok = !strcmp(name, "--rows")
-                      ? cli_parse_i64(name, val, 1, CLI_INPLACE_MAX_ROWS, &o->rows)
-                  : !strcmp(name, "--vocab")
-                      ? cli_parse_i64(name, val, 2, CLI_INPLACE_MAX_VOCAB, &o->vocab)
-                      : cli_parse_u64(name, val, &o->seed);
-        if (!ok)
-            return CLI_EXIT_USAGE;
-    }
-    return cli_outputs_check(&o->out);
+    int rc = cli_options_parse(&cli_inplace_command, argc, argv, o, NULL);
+    return rc != CLI_EXIT_OK ? rc : cli_outputs_check(&o->out);
 }
 
 /* ---- the demo ------------------------------------------------------------------------ */

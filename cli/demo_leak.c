@@ -65,34 +65,39 @@ cli_leak_opts cli_leak_defaults(void) {
     return o;
 }
 
+static const cli_opt LEAK_OPTS[] = {
+    {.name = "--microbatches", CLI_INT(cli_leak_opts, microbatches, 1, CLI_LEAK_MAX_MICROBATCHES),
+     .meta = "K", .help = "microbatches"},
+    {.name = "--seq", CLI_INT(cli_leak_opts, seq, 1, CLI_LEAK_MAX_SEQ),
+     .help = "rows (tokens) of the logits"},
+    {.name = "--vocab", CLI_INT(cli_leak_opts, vocab, 2, CLI_LEAK_MAX_VOCAB), .meta = "V",
+     .help = "vocabulary size"},
+    {.name = "--detach", CLI_FLAG(cli_leak_opts, detach),
+     .help = "keep tg_detach(loss) instead: nothing grows"},
+    {.name = "--log-entropy-with-grad", CLI_FLAG(cli_leak_opts, entropy_with_grad),
+     .help = "also keep an entropy computed with its gradient recorded and never "
+             "backpropagated: its node keeps the logits alive as a saved tensor"},
+    {.name = "--json", CLI_FLAG(cli_leak_opts, json),
+     .help = "one JSON object per microbatch, then the report"},
+    CLI_OUTPUT_OPTS(cli_leak_opts, out, "the kept losses' graphs after the loop"),
+};
+
+const cli_command cli_leak_command = {
+    .name = "demo leak",
+    .opts = LEAK_OPTS,
+    .n_opts = CLI_N(LEAK_OPTS),
+    .about = "A microbatch loop keeps each loss for logging (losses[k] = loss). Each kept\n"
+             "loss keeps its graph alive, and with it the microbatch's logits and their\n"
+             "gradient: memory grows every microbatch. The leak checker shows the growth\n"
+             "and names the reference (\"losses[3]\") and the path to what it keeps.\n",
+    .notes = "seq x vocab is at most 2^28 (1 GiB of f32 logits per microbatch), and what\n"
+             "the loop can keep alive in all at most 16 GiB.\n",
+    .exit_status = CLI_DEMO_EXIT_STATUS,
+};
+
 void cli_leak_help(void) {
-    printf("Usage: tapegrad demo leak [--microbatches K] [--seq N] [--vocab V] [--detach]\n"
-           "                          [--log-entropy-with-grad] [--json]\n"
-           "                          [--trace FILE.json] [--plot FILE.svg] [--dot FILE]\n"
-           "\n"
-           "A microbatch loop keeps each loss for logging (losses[k] = loss). Each kept\n"
-           "loss keeps its graph alive, and with it the microbatch's logits and their\n"
-           "gradient: memory grows every microbatch. The leak checker shows the growth\n"
-           "and names the reference (\"losses[3]\") and the path to what it keeps.\n"
-           "\n"
-           "  --microbatches K          microbatches, 1..%d (default 8)\n"
-           "  --seq N                   rows (tokens) of the logits, 1..%d (default 512)\n"
-           "  --vocab V                 vocabulary size, 2..%d (default 8192)\n"
-           "  --detach                  keep tg_detach(loss) instead: nothing grows\n"
-           "  --log-entropy-with-grad   also keep an entropy computed with its gradient\n"
-           "                            recorded and never backpropagated: its node keeps\n"
-           "                            the logits alive as a saved tensor\n"
-           "  --json                    one JSON object per microbatch, then the report\n"
-           CLI_OUTPUTS_HELP
-           "                     (--dot: the kept losses' graphs after the loop)\n"
-           "\n"
-           "seq x vocab is at most 2^28 (1 GiB of f32 logits per microbatch), and what\n"
-           "the loop can keep alive in all at most 16 GiB.\n"
-           CLI_OPTIONS_RULE_HELP
-           "\n"
-           "Exit status: 0 the demo showed what it says, 1 a check or the library failed,\n"
-           "2 bad usage.\n",
-           CLI_LEAK_MAX_MICROBATCHES, CLI_LEAK_MAX_SEQ, CLI_LEAK_MAX_VOCAB);
+    cli_leak_opts d = cli_leak_defaults();
+    cli_help(stdout, &cli_leak_command, &d);
 }
 
 /* Bytes the loop keeps alive at most after k microbatches (the bug's cost):
@@ -108,31 +113,9 @@ static uint64_t worst_kept(const cli_leak_opts *o, int64_t k) {
 }
 
 int cli_leak_parse(int argc, char **argv, cli_leak_opts *o) {
-    static const char *const VALUED[] = {"--microbatches", "--seq", "--vocab", NULL};
-    static const char *const FLAGS[] = {"--detach", "--log-entropy-with-grad", NULL};
-    const cli_optspec spec = {"demo leak", VALUED, FLAGS, &o->out, &o->json, false};
-    for (int i = 0; i < argc; i++) {
-        char name[40];
-        const char *val;
-        int r = cli_next_opt(&spec, argc, argv, &i, name, sizeof name, &val);
-        if (r == CLI_EXIT_USAGE)
-            return r;
-        if (r == CLI_OPT_TAKEN)
-            continue;
-        if (!strcmp(name, "--detach") || !strcmp(name, "--log-entropy-with-grad")) {
-            *(!strcmp(name, "--detach") ? &o->detach : &o->entropy_with_grad) = true;
-            continue;
-        }
-        int64_t *num = !strcmp(name, "--microbatches") ? &o->microbatches
-                       : !strcmp(name, "--seq")        ? &o->seq
-                                                       : &o->vocab;
-        int64_t lo = num == &o->vocab ? 2 : 1;
-        int64_t hi = num == &o->microbatches ? CLI_LEAK_MAX_MICROBATCHES
-                     : num == &o->seq        ? CLI_LEAK_MAX_SEQ
-                                             : CLI_LEAK_MAX_VOCAB;
-        if (!cli_parse_i64(name, val, lo, hi, num))
-            return CLI_EXIT_USAGE;
-    }
+    int rc = cli_options_parse(&cli_leak_command, argc, argv, o, NULL);
+    if (rc != CLI_EXIT_OK)
+        return rc;
     if (o->seq * o->vocab > MAX_LOGITS_ELEMS)
         return cli_usage_error("--seq %" PRId64 " x --vocab %" PRId64 " is %.2f GiB of f32 "
                                "logits per microbatch (at most 1 GiB)",

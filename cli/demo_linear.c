@@ -33,6 +33,7 @@
 
 #include "cli.h"
 #include "common.h"
+#include "options.h"
 #include "linstep.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -50,49 +51,43 @@ cli_linear_opts cli_linear_defaults(void) {
     return o;
 }
 
+static const cli_opt LINEAR_OPTS[] = {
+    {.name = "--seq", CLI_INT(cli_linear_opts, seq, 1, 1 << 22), .help = "rows (tokens)"},
+    {.name = "--hidden", CLI_INT(cli_linear_opts, hidden, 1, 65536), .meta = "D",
+     .help = "hidden size"},
+    {.name = "--vocab", CLI_INT(cli_linear_opts, vocab, 2, 1 << 22), .meta = "V",
+     .help = "vocabulary size"},
+    {.name = "--workspace-mib", CLI_INT(cli_linear_opts, workspace_mib, 1, 1 << 20),
+     .meta = "M", .help = "the fused op's workspace budget"},
+    {.name = "--reps", CLI_INT(cli_linear_opts, reps, 1, 100), .meta = "R",
+     .help = "steps per configuration, median time kept"},
+    {.name = "--seed", CLI_SEED(cli_linear_opts, seed), .help = "seed of the inputs"},
+    {.name = "--json", CLI_FLAG(cli_linear_opts, json),
+     .help = "one JSON object per configuration per line"},
+    CLI_OUTPUT_OPTS(cli_linear_opts, out, "(b)'s loss just before backward"),
+};
+
+const cli_command cli_linear_command = {
+    .name = "demo linear",
+    .opts = LINEAR_OPTS,
+    .n_opts = CLI_N(LINEAR_OPTS),
+    .about = "The logits never exist: log-prob and entropy from the hidden states,\n"
+             "(a) with the logits made (hidden @ weight^T, then the fused logits op),\n"
+             "(b) with tg_linear_logprob_entropy (one chunk x block of logits at a time),\n"
+             "(c) the same with the entropy's gradient off. The exact peak of each, the\n"
+             "bytes saved, the time; then the same accounting at a trainer's size.\n",
+    .exit_status = CLI_DEMO_EXIT_STATUS,
+};
+
 void cli_linear_help(void) {
-    printf("Usage: tapegrad demo linear [options]\n"
-           "\n"
-           "The logits never exist: log-prob and entropy from the hidden states,\n"
-           "(a) with the logits made (hidden @ weight^T, then the fused logits op),\n"
-           "(b) with tg_linear_logprob_entropy (one chunk x block of logits at a time),\n"
-           "(c) the same with the entropy's gradient off. The exact peak of each, the\n"
-           "bytes saved, the time; then the same accounting at a trainer's size.\n"
-           "\n"
-           "  --seq N            rows (tokens) (default 2048)\n"
-           "  --hidden D         hidden size (default 512)\n"
-           "  --vocab V          vocabulary size, 2.. (default 32000)\n"
-           "  --workspace-mib M  the fused op's workspace budget (default 64)\n"
-           "  --reps R           steps per configuration, median time kept (default 1)\n"
-           "  --seed S           seed of the inputs (default 13)\n"
-           "  --json             one JSON object per configuration per line\n" CLI_OUTPUTS_HELP
-           "                     (--dot: (b)'s loss just before backward)\n"
-           CLI_OPTIONS_RULE_HELP
-           "\n"
-           "Exit status: 0 the demo showed what it says, 1 a check or the library failed,\n"
-           "2 bad usage.\n");
+    cli_linear_opts d = cli_linear_defaults();
+    cli_help(stdout, &cli_linear_command, &d);
 }
 
 int cli_linear_parse(int argc, char **argv, cli_linear_opts *o) {
-    static const char *const VALUED[] = {"--seq", "--hidden", "--vocab", "--workspace-mib",
-                                         "--reps", "--seed", NULL};
-    const cli_optspec spec = {"demo linear", VALUED, NULL, &o->out, &o->json, false};
-    for (int i = 0; i < argc; i++) {
-        char name[32];
-        const char *val;
-        int r = cli_next_opt(&spec, argc, argv, &i, name, sizeof name, &val);
-        if (r == CLI_EXIT_USAGE) return r;
-        if (r == CLI_OPT_TAKEN) continue;
-        bool ok = !strcmp(name, "--seq")      ? cli_parse_i64(name, val, 1, 1 << 22, &o->seq)
-                  : !strcmp(name, "--hidden") ? cli_parse_i64(name, val, 1, 65536, &o->hidden)
-                  : !strcmp(name, "--vocab")  ? cli_parse_i64(name, val, 2, 1 << 22, &o->vocab)
-                  : !strcmp(name, "--workspace-mib")
-                      ? cli_parse_i64(name, val, 1, 1 << 20, &o->workspace_mib)
-                  : !strcmp(name, "--reps") ? cli_parse_i64(name, val, 1, 100, &o->reps)
-                                            : cli_parse_u64(name, val, &o->seed);
-        if (!ok) return CLI_EXIT_USAGE;
-    }
-    int rc = cli_outputs_check(&o->out);
+    int rc = cli_options_parse(&cli_linear_command, argc, argv, o, NULL);
+    if (rc == CLI_EXIT_OK)
+        rc = cli_outputs_check(&o->out);
     if (rc != CLI_EXIT_OK) return rc;
     /* the materialized way needs the logits and their gradient */
     if ((double)o->seq * (double)o->vocab * 8.0 > 8.0 * GIB)

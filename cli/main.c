@@ -48,6 +48,14 @@ void cli_heading(const char *title) {
 
 /* ---- help and version ---------------------------------------------------------- */
 
+/* What every demo and `bench logprob` take besides their own options. */
+typedef struct outputs_only {
+    cli_outputs out;
+} outputs_only;
+static const cli_opt OUTPUT_OPTS[] = {CLI_OUTPUT_OPTS(outputs_only, out, "the demo's loss")};
+static const cli_command OUTPUTS_CMD = {.name = "", .opts = OUTPUT_OPTS,
+                                        .n_opts = CLI_N(OUTPUT_OPTS)};
+
 void cli_print_usage(FILE *f) {
     fprintf(f,
             "tapegrad %s - a small reverse-mode autograd engine in C\n"
@@ -66,57 +74,32 @@ void cli_print_usage(FILE *f) {
             "                                 alive; the leak checker names them\n"
             "  tapegrad demo linear [opts]    log-probs from hidden states without the\n"
             "                                 logits ever existing, vs materialized\n"
-            "  tapegrad bench logprob [opts]  fused vs composite log-prob/entropy: time,\n"
-            "                                 exact memory, bandwidth roofline\n"
-            "  tapegrad bench linear-logprob [opts]  logits made vs never made: time,\n"
-            "                                 exact memory, RSS\n"
+            "  tapegrad bench NAME [opts]     benchmarks: logprob, linear-logprob, threads,\n"
+            "                                 vocab-parallel ('tapegrad bench --help')\n"
             "  tapegrad logprob [opts]        log-probs, entropies and their gradient\n"
             "                                 for .npy logits, written as .npy files\n"
             "  tapegrad version               library version and compiled backends\n"
-            "  tapegrad help                  this text (also --help, -h)\n"
+            "  tapegrad help [COMMAND]        this text, or a command's (also --help, -h)\n"
             "\n"
-            "Options of 'demo inplace' (see 'tapegrad demo inplace --help'):\n"
-            "  --rows N    rows of the logits (default 4)\n"
-            "  --vocab V   columns, the vocabulary size (default 6)\n"
-            "  --seed S    seed of the random logits (default 42)\n"
-            "\n"
-            "Options of 'demo entropy' (see 'tapegrad demo entropy --help'):\n"
-            "  --seq N --vocab V  f32 logits (default 1024 x 32000)\n"
-            "  --reps R --seed S --json\n"
-            "\n"
-            "Options of 'demo chunk' (see 'tapegrad demo chunk --help'):\n"
-            "  --seq N,... --vocab V --chunk C,...   (default 256,1024 x 32000, 0,128,512)\n"
-            "  --reps R --entropy-grad on|off --seed S --json\n"
-            "\n"
-            "Options of 'demo leak' (see 'tapegrad demo leak --help'):\n"
-            "  --microbatches K   microbatches (default 8)\n"
-            "  --seq N --vocab V  logits of each microbatch (default 512 x 8192, f32)\n"
-            "  --detach           keep tg_detach(loss): the fix\n"
-            "  --log-entropy-with-grad   also keep an entropy recorded with its gradient\n"
-            "  --json             one JSON object per microbatch, then the report\n"
-            "\n"
-            "Options of 'demo linear' (see 'tapegrad demo linear --help'):\n"
-            "  --seq N --hidden D --vocab V   (default 2048 x 512 x 32000, f32)\n"
-            "  --workspace-mib M --reps R --seed S --json\n"
-            "\n"
-            "Options of 'bench logprob' (see 'tapegrad bench logprob --help'):\n"
-            "  --seq N,... --vocab V,... --chunk C,... --impl fused,composite\n"
-            "  --entropy-grad on,off --threads T --reps R --dtype f32|f64 --json\n"
-            "\n"
-            "Every demo and 'bench logprob' also take:\n" CLI_OUTPUTS_HELP
-            "\n"
-            "Options of 'logprob' (see 'tapegrad logprob --help'):\n"
-            "  --logits L.npy --targets T.npy --out DIR   required\n"
-            "  --grad-logprob G.npy --grad-entropy H.npy  upstream gradients\n"
-            "  --temperature T --ignore-index I --chunk C --impl fused|composite\n"
-            "\n"
-            "Options are --name value or --name=value; given twice, the last one counts;\n"
-            "--help (-h) after any command prints its help ('tapegrad help demo chunk'\n"
-            "does the same).\n"
-            "\n"
-            "Exit status: 0 success, 1 a demo, check or command failed (also a file or\n"
-            "stdout that could not be written), 2 bad usage.\n",
+            "The options of each ('tapegrad help COMMAND' says what they do):\n",
             tg_lib_version());
+    const cli_command *const cmds[] = {
+        &cli_inplace_command,        &cli_entropy_command,      &cli_chunk_command,
+        &cli_leak_command,           &cli_linear_command,       &cli_bench_logprob_command,
+        &cli_bench_linear_command,   &cli_bench_threads_command, &cli_bench_vp_command,
+        &cli_logprob_command};
+    for (int k = 0; k < CLI_N(cmds); k++)
+        cli_help_synopsis(f, cmds[k], "  ");
+    fputs("\nEvery demo and 'bench logprob' also take:\n", f);
+    cli_help_options(f, &OUTPUTS_CMD, NULL);
+    fputs("\n"
+          "Options are --name value or --name=value; given twice, the last one counts;\n"
+          "--help (-h) after any command prints its help ('tapegrad help demo chunk'\n"
+          "does the same).\n"
+          "\n"
+          "Exit status: 0 success, 1 a demo, check or command failed (also a file or\n"
+          "             stdout that could not be written), 2 bad usage.\n",
+          f);
 }
 
 static void version_help(void) {
@@ -224,7 +207,6 @@ static int cmd_demo(int argc, char **argv) {
 /* ---- help ------------------------------------------------------------------------- */
 
 static void usage_help(void) { cli_print_usage(stdout); }
-static void bench_logprob_help(void) { cli_bench_logprob_help(stdout); }
 
 /* `tapegrad help [COMMAND...]`: the help of a command, the same text as
  * `tapegrad COMMAND... --help`; an unknown topic, a word too many or an option
@@ -256,16 +238,23 @@ static int cmd_help(int argc, char **argv) {
         show = d ? d->help : demo_help;
         used += d != NULL;
     } else if (!strcmp(t, "bench")) {
-        if (sub && strcmp(sub, "logprob") != 0)
-            return cli_usage_error("unknown benchmark '%s' (try 'tapegrad help bench')", sub);
-        show = sub ? bench_logprob_help : cli_bench_help;
+        show = cli_bench_help;
+        if (sub && argc == 2 && cli_bench_help_of(sub, NULL))
+            show = NULL; /* a benchmark's own help, printed below */
+        else if (sub)
+            return cli_usage_error(argc > 2 ? "unexpected argument '%s' for 'tapegrad help bench'"
+                                            : "unknown benchmark '%s' (try 'tapegrad help bench')",
+                                   argc > 2 ? argv[2] : sub);
         used += sub != NULL;
     } else {
         return cli_usage_error("unknown help topic '%s' (try 'tapegrad help')", t);
     }
     if (argc > used)
         return cli_usage_error("unexpected argument '%s' for 'tapegrad help %s'", argv[used], t);
-    show();
+    if (show)
+        show();
+    else
+        cli_bench_help_of(sub, stdout);
     return CLI_EXIT_OK;
 }
 

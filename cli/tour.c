@@ -166,55 +166,58 @@ static void tour_list(void) {
         printf("  %d. %-10s %s\n", i + 1, TOUR[i].name, TOUR[i].title);
 }
 
-void cli_tour_help(void) {
-    printf("Usage: tapegrad tour [--quick] [SECTION]\n"
-           "       tapegrad tour --list\n"
-           "\n"
-           "Walks through the demos, one section per way a training loss wastes or\n"
-           "breaks memory, each running real code and explaining what it shows.\n"
-           "\n"
-           "  SECTION   run only this section (see --list)\n"
-           "  --list    list the sections\n"
-           "  --quick   tiny sizes (for tests and sanitizer builds; the figures are then\n"
-           "            too small to mean much)\n"
-           CLI_OPTIONS_RULE_HELP
-           "\n"
-           "Exit status: 0 every section passed, 1 a section failed, 2 bad usage.\n");
+typedef struct tour_opts {
+    bool list, quick;
+    const tour_section *only; /* the SECTION given, or NULL for all */
+} tour_opts;
+
+/* A positional argument: the one section to run. */
+static int take_section(const char *arg, void *opts) {
+    tour_opts *o = opts;
+    if (o->only)
+        return cli_usage_error("too many arguments for 'tour': one section at most "
+                               "(try 'tapegrad tour --list')");
+    for (int k = 0; k < TOUR_N && !o->only; k++)
+        if (strcmp(arg, TOUR[k].name) == 0)
+            o->only = &TOUR[k];
+    if (!o->only)
+        return cli_usage_error("unknown tour section '%s' (try 'tapegrad tour --list')", arg);
+    return CLI_EXIT_OK;
 }
+
+static const cli_opt TOUR_OPTS[] = {
+    {.name = "--quick", CLI_FLAG(tour_opts, quick),
+     .help = "tiny sizes (for tests and sanitizer builds; the figures are then too small to "
+             "mean much)"},
+    {.name = "--list", CLI_FLAG(tour_opts, list), .help = "list the sections"},
+};
+
+const cli_command cli_tour_command = {
+    .name = "tour",
+    .opts = TOUR_OPTS,
+    .n_opts = CLI_N(TOUR_OPTS),
+    .args = "[SECTION]",
+    .arg = take_section,
+    .about = "Walks through the demos, one section per way a training loss wastes or\n"
+             "breaks memory, each running real code and explaining what it shows.\n"
+             "SECTION runs only that section (see --list).\n",
+    .exit_status = "0 every section passed, 1 a section failed, 2 bad usage.",
+};
+
+void cli_tour_help(void) { cli_help(stdout, &cli_tour_command, NULL); }
 
 int cli_tour(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
         cli_tour_help();
         return CLI_EXIT_OK;
     }
-    static const char *const FLAGS[] = {"--list", "--quick", NULL};
-    const cli_optspec spec = {"tour", NULL, FLAGS, NULL, NULL, true};
-    const tour_section *only = NULL;
-    bool list = false;
-    g_quick = false;
-    for (int i = 0; i < argc; i++) {
-        char name[16];
-        const char *val;
-        int r = cli_next_opt(&spec, argc, argv, &i, name, sizeof name, &val);
-        if (r == CLI_EXIT_USAGE)
-            return r;
-        if (r == CLI_OPT_NAMED) {
-            if (!strcmp(name, "--list"))
-                list = true;
-            else
-                g_quick = true;
-            continue;
-        }
-        if (only) /* CLI_OPT_ARG: a section */
-            return cli_usage_error("too many arguments for 'tour': one section at most "
-                                   "(try 'tapegrad tour --list')");
-        for (int k = 0; k < TOUR_N && !only; k++)
-            if (strcmp(argv[i], TOUR[k].name) == 0)
-                only = &TOUR[k];
-        if (!only)
-            return cli_usage_error("unknown tour section '%s' (try 'tapegrad tour --list')",
-                                   argv[i]);
-    }
+    tour_opts o = {false, false, NULL};
+    int rc = cli_options_parse(&cli_tour_command, argc, argv, &o, NULL);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    const tour_section *only = o.only;
+    bool list = o.list;
+    g_quick = o.quick;
     if (list && only)
         return cli_usage_error("'tour --list' takes no section");
     if (list) {
@@ -239,7 +242,7 @@ int cli_tour(int argc, char **argv) {
         cli_progress_prefix(prefix);
         cli_progress("starting");
         fresh_rss();
-        int rc = TOUR[i].run();
+        rc = TOUR[i].run();
         cli_progress_clear();
         if (rc != CLI_EXIT_OK) {
             failed++;

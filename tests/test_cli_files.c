@@ -1,7 +1,7 @@
 /* tests/test_cli_files.c - what the `tapegrad` subcommands share
  * (cli/common.c): files written whole or not at all (cli_file_*, and the .npy
- * writer built on them), the option rule (cli_next_opt), and bounded text
- * (cli_appendf). The command-line checks of the same are in tests/cli/. */
+ * writer built on them), options read from a command's table
+ * (cli/options.c: parsing and help), and bounded text (cli_appendf). The command-line checks of the same are in tests/cli/. */
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -224,46 +224,135 @@ Test(cli_files, npy_save_is_all_or_nothing) {
     remove_dir(&d);
 }
 
-/* ---- the option rule -------------------------------------------------------------------------- */
+/* ---- options from a table (cli/options.c) ---------------------------------------------------- */
 
 typedef struct parsed {
-    const char *seq, *chunk;
-    bool detach, json;
+    int64_t seq, range[4];
+    int n_range;
+    uint64_t seed;
+    int device, impls[3], n_impls;
+    bool detach, json, grad;
+    const char *file;
+    double custom;
     cli_outputs out;
     const char *args[4];
     int nargs;
 } parsed;
 
-/* Runs the shared option loop over the arguments; CLI_EXIT_OK or USAGE. */
-static int parse(parsed *p, bool positional, int argc, char **argv) {
-    static const char *const VALUED[] = {"--seq", "--chunk", NULL};
-    static const char *const FLAGS[] = {"--detach", NULL};
-    memset(p, 0, sizeof *p);
-    const cli_optspec spec = {"demo test", VALUED, FLAGS, &p->out, &p->json, positional};
-    for (int i = 0; i < argc; i++) {
-        char name[32];
-        const char *val;
-        int r = cli_next_opt(&spec, argc, argv, &i, name, sizeof name, &val);
-        if (r == CLI_EXIT_USAGE)
-            return r;
-        if (r == CLI_OPT_ARG)
-            p->args[p->nargs++] = argv[i];
-        else if (r == CLI_OPT_NAMED && !strcmp(name, "--detach"))
-            p->detach = true;
-        else if (r == CLI_OPT_NAMED)
-            *(!strcmp(name, "--seq") ? &p->seq : &p->chunk) = val;
-    }
+static const cli_word DEV_WORDS[] = {{"cpu", 7}, {"cuda", 9}, {NULL, 0}};
+static const cli_word IMPL_WORDS[] = {{"fused", 1}, {"composite", 2}, {NULL, 0}};
+
+/* A custom value: a decimal number > 0. */
+static bool parse_positive(const char *name, const char *val, void *field) {
+    char *end = NULL;
+    double v = strtod(val, &end);
+    if (*end || !(v > 0.0))
+        return cli_usage_error("bad %s", name) == 0;
+    *(double *)field = v;
+    return true;
+}
+
+static const cli_opt TEST_OPTS[] = {
+    {.name = "--seq", CLI_INT(parsed, seq, -5, 100), .help = "rows"},
+    {.name = "--range", CLI_INT_LIST(parsed, range, n_range, 0, 9), .help = "a list"},
+    {.name = "--seed", CLI_SEED(parsed, seed), .help = "a seed"},
+    {.name = "--device", CLI_WORD(parsed, device, DEV_WORDS), .help = "where"},
+    {.name = "--impl", CLI_WORD_LIST(parsed, impls, n_impls, IMPL_WORDS), .help = "which"},
+    {.name = "--grad", CLI_SWITCH(parsed, grad), .help = "on or off"},
+    {.name = "--detach", CLI_FLAG(parsed, detach), .help = "a flag"},
+    {.name = "--json", CLI_FLAG(parsed, json), .help = "another"},
+    {.name = "--file", CLI_TEXT(parsed, file), .meta = "F.npy", .help = "a file"},
+    {.name = "--scale", CLI_CUSTOM(parsed, custom, parse_positive), .meta = "X",
+     .help = "a number > 0, written as people write decimal numbers (2, 0.5 or 1e-3), never "
+             "a hexadecimal or an infinite one", .default_text = "1"},
+    CLI_OUTPUT_OPTS(parsed, out, "the test's loss"),
+};
+
+static int take_arg(const char *arg, void *opts) {
+    parsed *p = opts;
+    if (p->nargs == 4)
+        return cli_usage_error("too many");
+    p->args[p->nargs++] = arg;
     return CLI_EXIT_OK;
 }
 
-#define ARGV(...) (sizeof((char *[]){__VA_ARGS__}) / sizeof(char *)), ((char *[]){__VA_ARGS__})
+static cli_command test_command(bool positional, bool file_required) {
+    static cli_opt rows[CLI_N(TEST_OPTS)];
+    memcpy(rows, TEST_OPTS, sizeof rows);
+    rows[8].required = file_required;
+    return (cli_command){.name = "demo test", .opts = rows, .n_opts = CLI_N(rows),
+                         .arg = positional ? take_arg : NULL,
+                         .args = positional ? "[ARG...]" : NULL,
+                         .about = "A command made for the tests.\n",
+                         .exit_status = "0 success, 2 bad usage."};
+}
 
-Test(cli_files, the_last_of_a_repeated_option_counts) {
+static parsed defaults(void) {
     parsed p;
-    cr_assert_eq(parse(&p, false, ARGV("--seq", "1", "--seq=2", "--chunk", "3", "--seq", "4")),
+    memset(&p, 0, sizeof p);
+    p.seq = 3;
+    p.range[0] = 1;
+    p.range[1] = 2;
+    p.n_range = 2;
+    p.seed = 42;
+    p.device = 7;
+    p.impls[0] = 1;
+    p.n_impls = 1;
+    p.grad = true;
+    return p;
+}
+
+/* Parses with the test table from the defaults; CLI_EXIT_OK or USAGE. */
+static int parse_given(parsed *p, bool positional, uint64_t *given, int argc, char **argv) {
+    *p = defaults();
+    cli_command cmd = test_command(positional, false);
+    return cli_options_parse(&cmd, argc, argv, p, given);
+}
+static int parse(parsed *p, bool positional, int argc, char **argv) {
+    return parse_given(p, positional, NULL, argc, argv);
+}
+
+#define ARGV(...) (int)(sizeof((char *[]){__VA_ARGS__}) / sizeof(char *)), ((char *[]){__VA_ARGS__})
+
+Test(cli_files, every_kind_of_option_stores_its_value) {
+    parsed p;
+    cr_assert_eq(parse(&p, false, ARGV("--seq", "-5", "--range=0,9,4", "--seed",
+                                       "18446744073709551615", "--device", "cuda", "--impl",
+                                       "composite,fused,composite", "--grad", "off", "--detach",
+                                       "--file", "-x.npy", "--scale=0.25", "--dot", "g.dot")),
                  CLI_EXIT_OK);
-    cr_assert_str_eq(p.seq, "4");
-    cr_assert_str_eq(p.chunk, "3");
+    cr_assert_eq(p.seq, -5);
+    cr_assert_eq(p.n_range, 3);
+    cr_assert(p.range[0] == 0 && p.range[1] == 9 && p.range[2] == 4);
+    cr_assert_eq(p.seed, UINT64_MAX);
+    cr_assert_eq(p.device, 9);
+    cr_assert_eq(p.n_impls, 3);
+    cr_assert(p.impls[0] == 2 && p.impls[1] == 1 && p.impls[2] == 2);
+    cr_assert(!p.grad && p.detach && !p.json);
+    cr_assert_str_eq(p.file, "-x.npy");
+    cr_assert_float_eq(p.custom, 0.25, 0.0);
+    cr_assert_str_eq(p.out.dot, "g.dot");
+    cr_assert_null(p.out.trace);
+    /* nothing given: the defaults stay as they were */
+    uint64_t given = 1;
+    cr_assert_eq(parse_given(&p, false, &given, 0, NULL), CLI_EXIT_OK);
+    cr_assert_eq(given, 0);
+    parsed d = defaults();
+    cr_assert_eq(memcmp(&p, &d, sizeof p), 0);
+}
+
+Test(cli_files, the_last_of_a_repeated_option_counts_and_given_says_which) {
+    parsed p;
+    uint64_t given = 0;
+    cli_command cmd = test_command(false, false);
+    cr_assert_eq(parse_given(&p, false, &given,
+                             ARGV("--seq", "1", "--seq=2", "--range", "3", "--seq", "4")),
+                 CLI_EXIT_OK);
+    cr_assert_eq(p.seq, 4);
+    cr_assert_eq(p.n_range, 1, "a list replaces the whole default list");
+    cr_assert(cli_option_given(&cmd, given, "--seq") && cli_option_given(&cmd, given, "--range"));
+    cr_assert(!cli_option_given(&cmd, given, "--seed"));
+    cr_assert(!cli_option_given(&cmd, given, "--nosuch"));
     cr_assert_eq(parse(&p, false, ARGV("--detach", "--json", "--detach", "--json")),
                  CLI_EXIT_OK);
     cr_assert(p.detach && p.json);
@@ -272,35 +361,88 @@ Test(cli_files, the_last_of_a_repeated_option_counts) {
     cr_assert_str_eq(p.out.trace, "b.json");
     cr_assert_str_eq(p.out.dot, "g");
     /* values that look like options or numbers are values */
-    cr_assert_eq(parse(&p, false, ARGV("--seq", "-5", "--chunk", "--seq")), CLI_EXIT_OK);
-    cr_assert_str_eq(p.seq, "-5");
-    cr_assert_str_eq(p.chunk, "--seq");
+    cr_assert_eq(parse(&p, false, ARGV("--file", "--seq", "--seq", "-5")), CLI_EXIT_OK);
+    cr_assert_str_eq(p.file, "--seq");
+    cr_assert_eq(p.seq, -5);
 }
 
 Test(cli_files, misuse_is_a_usage_error) {
     parsed p;
-    cr_assert_eq(parse(&p, false, ARGV("--bogus")), CLI_EXIT_USAGE);
-    cr_assert_eq(parse(&p, false, ARGV("--seq")), CLI_EXIT_USAGE, "missing value");
-    cr_assert_eq(parse(&p, false, ARGV("--seq=")), CLI_EXIT_USAGE, "empty value");
-    cr_assert_eq(parse(&p, false, ARGV("--detach=1")), CLI_EXIT_USAGE, "a flag's value");
-    cr_assert_eq(parse(&p, false, ARGV("--json=yes")), CLI_EXIT_USAGE);
-    cr_assert_eq(parse(&p, false, ARGV("extra")), CLI_EXIT_USAGE, "a positional argument");
-    cr_assert_eq(parse(&p, false, ARGV("-")), CLI_EXIT_USAGE);
-    cr_assert_eq(parse(&p, false, ARGV("-s", "1")), CLI_EXIT_USAGE);
-    cr_assert_eq(parse(&p, false, ARGV("--trace")), CLI_EXIT_USAGE);
-    cr_assert_eq(parse(&p, false, ARGV("--plot=")), CLI_EXIT_USAGE);
+    const char *const bad[][3] = {
+        {"--bogus"},           {"--seq"},             {"--seq="},
+        {"--detach=1"},        {"--json=yes"},        {"extra"},
+        {"-"},                 {"-s", "1"},           {"--trace"},
+        {"--plot="},           {"--seqq=1"},          {"--seq", "-6"},
+        {"--seq", "101"},      {"--seq", "1x"},       {"--seq", " 1"},
+        {"--range", "1,,2"},   {"--range", "1,10"},   {"--range", "0,1,2,3,4"},
+        {"--range", "1,"},     {"--seed", "-1"},      {"--seed", "18446744073709551616"},
+        {"--device", "gpu"},   {"--device", "cpu,cuda"}, {"--impl", "fused,"},
+        {"--impl", "fast"},    {"--impl", "fused,fused,fused,fused"},
+        {"--grad", "yes"},     {"--grad", "ON"},      {"--scale", "0"},
+        {"--file", ""},        {"--SEQ", "1"},        {"---seq", "1"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        char *argv[3] = {(char *)bad[k][0], (char *)bad[k][1], (char *)bad[k][2]};
+        int argc = argv[1] ? (argv[2] ? 3 : 2) : 1;
+        cr_assert_eq(parse(&p, false, argc, argv), CLI_EXIT_USAGE, "%s %s accepted", bad[k][0],
+                     bad[k][1] ? bad[k][1] : "");
+    }
     char longname[200];
     memset(longname, 'x', sizeof longname - 1);
-    memcpy(longname, "--seq", 5); /* starts like a known option, longer than the name buffer */
+    memcpy(longname, "--seq", 5); /* starts like a known option */
     longname[sizeof longname - 1] = '\0';
     cr_assert_eq(parse(&p, false, ARGV(longname)), CLI_EXIT_USAGE);
-    cr_assert_eq(parse(&p, false, ARGV("--seqq=1")), CLI_EXIT_USAGE);
+    /* a required option missing */
+    cli_command req = test_command(false, true);
+    p = defaults();
+    cr_assert_eq(cli_options_parse(&req, ARGV("--seq", "1"), &p, NULL), CLI_EXIT_USAGE);
+    p = defaults();
+    cr_assert_eq(cli_options_parse(&req, ARGV("--file", "f"), &p, NULL), CLI_EXIT_OK);
     /* positional arguments, when the command takes them, before or after options */
     cr_assert_eq(parse(&p, true, ARGV("a", "--seq", "1", "b")), CLI_EXIT_OK);
     cr_assert_eq(p.nargs, 2);
     cr_assert_str_eq(p.args[1], "b");
     cr_assert(cli_wants_help(ARGV("--seq", "1", "-h")));
     cr_assert(!cli_wants_help(ARGV("--seq", "1", "--helpme")));
+}
+
+/* The help of the test command, as text (malloc'd). */
+static char *help_text(const cli_command *cmd, const void *defaults_of) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert_not_null(f);
+    cli_help(f, cmd, defaults_of);
+    fclose(f);
+    return buf;
+}
+
+Test(cli_files, the_help_shows_every_option_its_range_and_default_in_79_columns) {
+    cli_command cmd = test_command(true, true);
+    parsed d = defaults();
+    d.file = "in.npy";
+    char *h = help_text(&cmd, &d);
+    const char *want[] = {
+        "Usage: tapegrad demo test [--seq N]", "--file F.npy",  "[ARG...]",
+        "rows (-5..100, default 3)",          "(0..9, default 1,2)", "a seed (default 42)",
+        "--device cpu|cuda",                  "where (default cpu)", "--impl fused,composite",
+        "which (default fused)",              "--grad on|off",  "on or off (default on)",
+        "a file (default in.npy)",            "one (default 1)",
+        "A command made for the tests.",      "Exit status: 0 success, 2 bad usage.",
+        "Options are --name value or --name=value",
+    };
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
+        cr_assert_not_null(strstr(h, want[k]), "help lacks '%s':\n%s", want[k], h);
+    cr_assert_null(strstr(h, "[--file"), "a required option is shown without brackets");
+    cr_assert_null(strstr(h, "a flag (default"), "a flag shows no default");
+    for (int k = 0; k < cmd.n_opts; k++)
+        cr_assert_not_null(strstr(h, cmd.opts[k].name));
+    for (const char *line = h; *line;) {
+        size_t n = strcspn(line, "\n");
+        cr_assert_leq(n, 79, "a line of %zu columns: %.*s", n, (int)n, line);
+        line += n + (line[n] == '\n');
+    }
+    free(h);
 }
 
 /* ---- bounded text ------------------------------------------------------------------------------ */
@@ -322,7 +464,4 @@ Test(cli_files, appendf_cuts_with_dots_on_a_character_boundary) {
     char one[1];
     cr_assert_eq(cli_appendf(one, 1, 0, "x"), 0);
     cr_assert_str_eq(one, "");
-    char name[8];
-    cli_split_opt("--abcdefghijk", name, sizeof name); /* no '=': cut like any text */
-    cr_assert_str_eq(name, "--ab...");
 }

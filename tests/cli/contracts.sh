@@ -236,7 +236,8 @@ one_line_error "tour --list with a section" 2 tour --list chunk
 one_line_error "tour two sections" 2 tour chunk chunk
 
 # ---- 4. help ----------------------------------------------------------------------------------
-for t in "help" "version" "tour" "logprob" "demo" "demo chunk" "bench logprob"; do
+for t in "help" "version" "tour" "logprob" "demo" "demo chunk" "bench logprob" "bench threads" \
+    "bench linear-logprob" "bench vocab-parallel"; do
     read -ra T <<<"$t"
     run "help $t" 0 help "${T[@]}" || continue
     cp "$tmp/out" "$tmp/help"
@@ -250,6 +251,29 @@ one_line_error "help demo bogus" 2 help demo bogus
 one_line_error "help demo chunk extra" 2 help demo chunk extra
 one_line_error "help tour --list" 2 help tour --list
 one_line_error "no command" 2
+one_line_error "help bench bogus" 2 help bench bogus
+one_line_error "help bench threads extra" 2 help bench threads extra
+# every command's help (made from its option table, cli/options.h): at most 79 columns, every
+# default readable, and every option its synopsis shows known to its parser (--opt= is a
+# missing value or a flag's value, never an unknown option)
+for c in "tour" "logprob" "demo inplace" "demo entropy" "demo chunk" "demo leak" \
+    "demo linear" "bench logprob" "bench threads" "bench linear-logprob" "bench vocab-parallel"; do
+    read -ra C <<<"$c"
+    run "help of $c" 0 "${C[@]}" --help || continue
+    cp "$tmp/out" "$tmp/cmd_help"
+    if awk 'length($0) > 79 { exit 1 }' "$tmp/cmd_help"; then ok; else
+        bad "help of $c: a line over 79 columns:"; awk 'length($0) > 79' "$tmp/cmd_help" | head -3
+    fi
+    if grep -q 'default ?' "$tmp/cmd_help"; then bad "help of $c: a default with no word"; else ok; fi
+    opts=$(sed -n '/^Usage:/,/^$/p' "$tmp/cmd_help" | grep -o -- '--[a-z0-9-]*' | sort -u)
+    [[ -n "$opts" ]] || { bad "help of $c: no option in the synopsis"; continue; }
+    for o in $opts; do
+        "$bin" "${C[@]}" "$o=" >/dev/null 2>"$tmp/err" </dev/null
+        if grep -q 'unknown option' "$tmp/err"; then bad "$c: the help shows $o, the parser refuses it"
+        else ok; fi
+        grep -qF -- "  $o" "$tmp/cmd_help" && ok || bad "help of $c: $o in the synopsis, not explained"
+    done
+done
 for c in "--help --bogus" "demo nosuch --help" "demo chunk --bogus --help" \
     "bench logprob --seq x -h" "tour --help --bogus" "logprob --help --bogus"; do
     read -ra C <<<"$c"
