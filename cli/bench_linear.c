@@ -290,28 +290,41 @@ static int run_config(const lb_opts *o, const shape3 *s, tg_dtype dt, int mode, 
 static void print_json(const lb_opts *o, const shape3 *s, tg_dtype dt, int mode, int64_t chunk,
                        const result *r, const char *devname) {
     const size_t es = dt == TG_BF16 ? 4 : tg_dtype_size(dt); /* the logits' */
-    printf("{\"bench\":\"linear-logprob\",\"device\":\"%s\",\"device_name\":\"%s\","
-           "\"dtype\":\"%s\",\"mode\":\"%s\",\"seq\":%" PRId64 ",\"hidden\":%" PRId64
-           ",\"vocab\":%" PRId64 ",\"chunk\":%" PRId64 ",\"threads\":%" PRId64,
-           o->device == TG_CUDA ? "cuda" : "cpu", devname, tg_dtype_name(dt), MODE_NAMES[mode],
-           s->n, s->d, s->v, chunk, o->threads);
-    printf(",\"tf32\":%s", o->tf32 ? "true" : "false");
-    printf(",\"logits_bytes\":%.0f", (double)s->n * (double)s->v * (double)es);
-    if (mode != 0)
-        printf(",\"chunk_rows\":%" PRId64 ",\"vocab_block\":%" PRId64 ",\"workspace_bytes\":%zu",
-               r->plan.chunk_rows, r->plan.vocab_block,
-               r->plan.forward_workspace > r->plan.backward_workspace
-                   ? r->plan.forward_workspace
-                   : r->plan.backward_workspace);
-    if (r->skipped) {
-        printf(",\"skipped\":true,\"reason\":\"%s\"}\n", r->reason);
-        return;
+    cli_json j = cli_json_begin(stdout);
+    cli_json_str(&j, "bench", "linear-logprob");
+    cli_json_str(&j, "device", o->device == TG_CUDA ? "cuda" : "cpu");
+    cli_json_str(&j, "device_name", devname);
+    cli_json_str(&j, "dtype", tg_dtype_name(dt));
+    cli_json_str(&j, "mode", MODE_NAMES[mode]);
+    cli_json_int(&j, "seq", s->n);
+    cli_json_int(&j, "hidden", s->d);
+    cli_json_int(&j, "vocab", s->v);
+    cli_json_int(&j, "chunk", chunk);
+    cli_json_int(&j, "threads", o->threads);
+    cli_json_bool(&j, "tf32", o->tf32);
+    cli_json_num(&j, "logits_bytes", "%.0f", (double)s->n * (double)s->v * (double)es);
+    if (mode != 0) {
+        cli_json_int(&j, "chunk_rows", r->plan.chunk_rows);
+        cli_json_int(&j, "vocab_block", r->plan.vocab_block);
+        cli_json_uint(&j, "workspace_bytes",
+                      r->plan.forward_workspace > r->plan.backward_workspace
+                          ? r->plan.forward_workspace
+                          : r->plan.backward_workspace);
     }
-    printf(",\"skipped\":false,\"reps\":%" PRId64 ",\"median_ms\":%.3f,\"fwd_ms\":%.3f,"
-           "\"bwd_ms\":%.3f,\"peak_bytes\":%zu,\"saved_bytes\":%zu,\"grad_bytes\":%zu,"
-           "\"rss_peak_growth_bytes\":%zu}\n",
-           o->reps, r->total_ms, r->m.fwd_ms, r->m.bwd_ms, r->m.peak_bytes, r->m.saved_bytes,
-           r->m.grad_bytes, r->rss_growth);
+    cli_json_bool(&j, "skipped", r->skipped);
+    if (r->skipped) {
+        cli_json_str(&j, "reason", r->reason);
+    } else {
+        cli_json_int(&j, "reps", o->reps);
+        cli_json_num(&j, "median_ms", "%.3f", r->total_ms);
+        cli_json_num(&j, "fwd_ms", "%.3f", r->m.fwd_ms);
+        cli_json_num(&j, "bwd_ms", "%.3f", r->m.bwd_ms);
+        cli_json_uint(&j, "peak_bytes", r->m.peak_bytes);
+        cli_json_uint(&j, "saved_bytes", r->m.saved_bytes);
+        cli_json_uint(&j, "grad_bytes", r->m.grad_bytes);
+        cli_json_uint(&j, "rss_peak_growth_bytes", r->rss_growth);
+    }
+    cli_json_end(&j);
 }
 
 static void print_row(int mode, int64_t chunk, const result *r) {

@@ -510,55 +510,34 @@ static int run_config(const lp_opts *o, int idx, int total, double machine_gbps,
 
 /* ---- output ------------------------------------------------------------------------------- */
 
-/* s as a JSON string: the device's name comes from the driver. */
-static void json_string(const char *s) {
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            printf("\\%c", ch);
-        else if (ch < 0x20)
-            printf("\\u%04x", ch);
-        else
-            putchar(ch);
-    }
-    putchar('"');
-}
-
-/* cuda: the keys that say where the configuration ran (or why it did not). */
-static void json_device(const lp_result *r) {
-    printf(",\"device\":\"cuda\",\"device_name\":");
-    json_string(g_props.name);
-    printf(",\"skipped\":%s", r->skipped ? "true" : "false");
-    if (r->skipped) {
-        printf(",\"reason\":");
-        json_string(r->reason);
-    }
-}
-
 static void print_json(const lp_opts *o, const lp_result *r, double machine_gbps) {
-    if (r->skipped) { /* the configuration and why, no measurements */
-        printf("{\"impl\":\"%s\",\"seq\":%" PRId64 ",\"vocab\":%" PRId64 ",\"chunk\":%" PRId64
-               ",\"entropy_grad\":%s,\"threads\":%" PRId64 ",\"dtype\":\"%s\"",
-               impl_name(r->c.impl), r->c.seq, r->c.vocab, r->c.chunk,
-               r->c.eg ? "true" : "false", o->threads, tg_dtype_name(o->dtype));
-        json_device(r);
-        printf("}\n");
-        fflush(stdout);
-        return;
+    cli_json j = cli_json_begin(stdout);
+    cli_json_str(&j, "impl", impl_name(r->c.impl));
+    cli_json_int(&j, "seq", r->c.seq);
+    cli_json_int(&j, "vocab", r->c.vocab);
+    cli_json_int(&j, "chunk", r->c.chunk);
+    cli_json_bool(&j, "entropy_grad", r->c.eg);
+    cli_json_int(&j, "threads", o->threads);
+    cli_json_str(&j, "dtype", tg_dtype_name(o->dtype));
+    if (!r->skipped) { /* a skipped configuration: where and why, no measurements */
+        cli_json_num(&j, "median_ms", "%.4f", r->median_ms);
+        cli_json_num(&j, "fwd_ms", "%.4f", r->fwd_ms);
+        cli_json_num(&j, "bwd_ms", "%.4f", r->bwd_ms);
+        cli_json_uint(&j, "peak_bytes", r->peak_bytes);
+        cli_json_uint(&j, "saved_bytes", r->saved_bytes);
+        cli_json_uint(&j, "rss_peak_growth_bytes", r->rss_growth);
+        cli_json_num(&j, "gbps", "%.4f", r->gbps);
+        cli_json_num(&j, "roofline_fraction", "%.5f", r->roofline);
+        cli_json_num(&j, "machine_gbps", "%.4f", machine_gbps);
     }
-    printf("{\"impl\":\"%s\",\"seq\":%" PRId64 ",\"vocab\":%" PRId64 ",\"chunk\":%" PRId64
-           ",\"entropy_grad\":%s,\"threads\":%" PRId64 ",\"dtype\":\"%s\",\"median_ms\":%.4f,"
-           "\"fwd_ms\":%.4f,\"bwd_ms\":%.4f,\"peak_bytes\":%zu,\"saved_bytes\":%zu,"
-           "\"rss_peak_growth_bytes\":%zu,\"gbps\":%.4f,\"roofline_fraction\":%.5f,"
-           "\"machine_gbps\":%.4f",
-           impl_name(r->c.impl), r->c.seq, r->c.vocab, r->c.chunk, r->c.eg ? "true" : "false",
-           o->threads, tg_dtype_name(o->dtype), r->median_ms, r->fwd_ms, r->bwd_ms,
-           r->peak_bytes, r->saved_bytes, r->rss_growth, r->gbps, r->roofline, machine_gbps);
-    if (o->device == TG_CUDA)
-        json_device(r);
-    printf("}\n");
-    fflush(stdout);
+    if (o->device == TG_CUDA) { /* where it ran, or why it did not */
+        cli_json_str(&j, "device", "cuda");
+        cli_json_str(&j, "device_name", g_props.name);
+        cli_json_bool(&j, "skipped", r->skipped);
+        if (r->skipped)
+            cli_json_str(&j, "reason", r->reason);
+    }
+    cli_json_end(&j);
 }
 
 static void print_table(const lp_opts *o, const lp_result *res, int n, double machine_gbps,

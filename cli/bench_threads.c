@@ -146,10 +146,17 @@ int cli_bench_threads(int argc, char **argv) {
     const char *verdict = ratio <= 1.15 ? "meets" : "MISSES";
     const char *cfg = openblas_get_config();
     if (json) {
-        printf("{\"threads\":%" PRId64 ",\"size\":%" PRId64 ",\"blas\":\"%s\",\"blas_threading\":"
-               "\"%s\",\"elementwise_ms\":%.4f,\"gemm_ms\":%.4f,\"step_ms\":%.4f,\"ratio\":%.4f}\n",
-               threads, n, cfg ? cfg : "", par == 2 ? "openmp" : par == 1 ? "pthreads" : "sequential",
-               t[0], t[1], t[2], ratio);
+        cli_json j = cli_json_begin(stdout);
+        cli_json_int(&j, "threads", threads);
+        cli_json_int(&j, "size", n);
+        cli_json_str(&j, "blas", cfg ? cfg : "");
+        cli_json_str(&j, "blas_threading",
+                     par == 2 ? "openmp" : par == 1 ? "pthreads" : "sequential");
+        cli_json_num(&j, "elementwise_ms", "%.4f", t[0]);
+        cli_json_num(&j, "gemm_ms", "%.4f", t[1]);
+        cli_json_num(&j, "step_ms", "%.4f", t[2]);
+        cli_json_num(&j, "ratio", "%.4f", ratio);
+        cli_json_end(&j);
     } else {
         printf("tapegrad bench threads: %" PRId64 " threads, %" PRId64 " reps of %d (medians)\n",
                threads, reps, TH_ITERS);

@@ -233,14 +233,25 @@ int cli_bench_vp(int argc, char **argv) {
         const double n = (double)N;
         for (int r = 0; r < P; r++) {
             const vp_row *q = &rows[r];
-            if (json)
-                printf("{\"bench\":\"vocab-parallel\",\"op\":\"%s\",\"ranks\":%d,\"rank\":%d,"
-                       "\"seq\":%" PRId64 ",\"vocab\":%" PRId64 ",\"vocab_rank\":%.0f,"
-                       "\"hidden\":%" PRId64 ",\"median_ms\":%.3f,\"fwd_ms\":%.3f,"
-                       "\"bwd_ms\":%.3f,\"peak_bytes\":%.0f,\"saved_bytes\":%.0f,"
-                       "\"collectives_per_step\":%.0f,\"bytes_sent_per_step\":%.0f}\n",
-                       linear ? "linear" : "logits", P, r, N, V, q->vlocal, linear ? D : 0,
-                       q->ms, q->fwd_ms, q->bwd_ms, q->peak, q->saved, q->collectives, q->bytes);
+            if (json) {
+                cli_json j = cli_json_begin(stdout);
+                cli_json_str(&j, "bench", "vocab-parallel");
+                cli_json_str(&j, "op", linear ? "linear" : "logits");
+                cli_json_int(&j, "ranks", P);
+                cli_json_int(&j, "rank", r);
+                cli_json_int(&j, "seq", N);
+                cli_json_int(&j, "vocab", V);
+                cli_json_num(&j, "vocab_rank", "%.0f", q->vlocal);
+                cli_json_int(&j, "hidden", linear ? D : 0);
+                cli_json_num(&j, "median_ms", "%.3f", q->ms);
+                cli_json_num(&j, "fwd_ms", "%.3f", q->fwd_ms);
+                cli_json_num(&j, "bwd_ms", "%.3f", q->bwd_ms);
+                cli_json_num(&j, "peak_bytes", "%.0f", q->peak);
+                cli_json_num(&j, "saved_bytes", "%.0f", q->saved);
+                cli_json_num(&j, "collectives_per_step", "%.0f", q->collectives);
+                cli_json_num(&j, "bytes_sent_per_step", "%.0f", q->bytes);
+                cli_json_end(&j);
+            }
         }
         if (!json) {
             printf("tapegrad bench vocab-parallel: %s, %d rank%s, seq %" PRId64 ", vocab %" PRId64

@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "json.h"
 #include "options.h"
 
 #define CLI_EXIT_OK 0

@@ -241,6 +241,18 @@ void cli_file_discard(cli_file *cf) {
 
 /* ---- the output flags --------------------------------------------------------------------- */
 
+int cli_demo_end(const char *who, cli_outputs *out, const char *title, int rc, FILE *note) {
+    if (cli_outputs_end(out, title, rc == CLI_EXIT_OK, note) != CLI_EXIT_OK)
+        rc = CLI_EXIT_FAIL;
+    cli_progress_clear();
+    tg_live_counts live = tg_live();
+    if (live.tensors || live.storages || live.nodes)
+        rc = cli_fail(who, "LEAK: %" PRId64 " tensors, %" PRId64 " storages, %" PRId64
+                      " nodes still alive after the demo",
+                      live.tensors, live.storages, live.nodes);
+    return rc;
+}
+
 int cli_outputs_check(const cli_outputs *o) {
     const char *names[3] = {"--trace", "--plot", "--dot"};
     const char *files[3] = {o->trace, o->plot, o->dot};

@@ -157,6 +157,14 @@ void cli_outputs_dot_note(const cli_outputs *o, FILE *note);
  * stops and clears the recording. Returns CLI_EXIT_OK or CLI_EXIT_FAIL. */
 int cli_outputs_end(cli_outputs *o, const char *title, bool write, FILE *note);
 
+/* The end every demo shares, after it released what it made: the trace and
+ * the plot written (cli_outputs_end with title, when rc is CLI_EXIT_OK; the
+ * lines announcing them on note), the progress line cleared, then the
+ * library asked for live objects: any left is a failure "<who>: LEAK: ..."
+ * (the demo forgot a release). Returns rc, or CLI_EXIT_FAIL when one of
+ * those failed. */
+int cli_demo_end(const char *who, cli_outputs *out, const char *title, int rc, FILE *note);
+
 /* A step mark in the timeline (tg_step_mark(label)), only while recording:
  * otherwise the program's step numbers are left alone. */
 void cli_outputs_mark(const cli_outputs *o, const char *label);

@@ -191,15 +191,24 @@ static int run_row(const cli_chunk_opts *o, int idx, int total, tg_tensor *logit
 static double mib(size_t b) { return (double)b / MIB; }
 
 static void print_json(const cli_chunk_opts *o, const chunk_row *r) {
-    printf("{\"demo\":\"chunk\",\"seq\":%" PRId64 ",\"vocab\":%" PRId64 ",\"chunk\":%" PRId64
-           ",\"impl\":\"%s\",\"entropy_grad\":%s,\"steps\":%d,\"time_ms\":%.4f,"
-           "\"fwd_ms\":%.4f,\"bwd_ms\":%.4f,\"peak_bytes\":%zu,\"saved_bytes\":%zu,"
-           "\"time_vs_unchunked\":%.4f,\"peak_vs_unchunked\":%.4f,\"peak_checked\":%s}\n",
-           r->seq, o->vocab, r->chunk, impl_name(r->impl), o->entropy_grad ? "true" : "false",
-           r->steps, r->total_ms, r->m.fwd_ms, r->m.bwd_ms, r->m.peak_bytes, r->m.saved_bytes,
-           r->t_ratio, r->p_ratio,
-           r->impl == TG_LOGPROB_COMPOSITE && peak_claim_applies(r->seq, r->chunk, o->vocab)
-               ? "true" : "false");
+    cli_json j = cli_json_begin(stdout);
+    cli_json_str(&j, "demo", "chunk");
+    cli_json_int(&j, "seq", r->seq);
+    cli_json_int(&j, "vocab", o->vocab);
+    cli_json_int(&j, "chunk", r->chunk);
+    cli_json_str(&j, "impl", impl_name(r->impl));
+    cli_json_bool(&j, "entropy_grad", o->entropy_grad);
+    cli_json_int(&j, "steps", r->steps);
+    cli_json_num(&j, "time_ms", "%.4f", r->total_ms);
+    cli_json_num(&j, "fwd_ms", "%.4f", r->m.fwd_ms);
+    cli_json_num(&j, "bwd_ms", "%.4f", r->m.bwd_ms);
+    cli_json_uint(&j, "peak_bytes", r->m.peak_bytes);
+    cli_json_uint(&j, "saved_bytes", r->m.saved_bytes);
+    cli_json_num(&j, "time_vs_unchunked", "%.4f", r->t_ratio);
+    cli_json_num(&j, "peak_vs_unchunked", "%.4f", r->p_ratio);
+    cli_json_bool(&j, "peak_checked", r->impl == TG_LOGPROB_COMPOSITE &&
+                                          peak_claim_applies(r->seq, r->chunk, o->vocab));
+    cli_json_end(&j);
 }
 
 static void print_table(const chunk_row *rows, int n) {
@@ -463,14 +472,5 @@ out:
     char title[120];
     snprintf(title, sizeof title, "tapegrad demo chunk, vocab %" PRId64 ": step marks "
              "\"impl seq/chunk\" (comp = composite)", o->vocab);
-    if (cli_outputs_end(&o->out, title, rc == CLI_EXIT_OK, note) != CLI_EXIT_OK)
-        rc = CLI_EXIT_FAIL;
-    cli_progress_clear();
-    tg_live_counts live = tg_live();
-    if (live.tensors || live.storages || live.nodes) {
-        rc = cli_fail("demo chunk", "LEAK: %" PRId64 " tensors, %" PRId64 " storages, %" PRId64
-                      " nodes still alive after the demo",
-                      live.tensors, live.storages, live.nodes);
-    }
-    return rc;
+    return cli_demo_end("demo chunk", &o->out, title, rc, note);
 }

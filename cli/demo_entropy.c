@@ -169,16 +169,25 @@ static int run_conf(const cli_entropy_opts *o, int k, tg_tensor *logits, tg_tens
 static double mib(size_t b) { return (double)b / MIB; }
 
 static void print_json(const cli_entropy_opts *o, int k, const ent_result *r) {
-    printf("{\"demo\":\"entropy\",\"config\":\"%s\",\"what\":\"%s\",\"impl\":\"%s\","
-           "\"entropy_grad\":%s,\"seq\":%" PRId64 ",\"vocab\":%" PRId64 ",\"steps\":%d"
-           ",\"peak_bytes\":%zu,\"saved_bytes\":%zu,\"held_bytes\":%zu,\"fwd_ms\":%.4f,"
-           "\"bwd_ms\":%.4f,\"time_ms\":%.4f,\"loss\":%.8g,\"entropy_mean\":%.8g,"
-           "\"grad_rel_diff\":%.3g}\n",
-           CONF[k].tag, CONF[k].what,
-           CONF[k].impl == TG_LOGPROB_FUSED ? "fused" : "composite",
-           CONF[k].entropy_grad ? "true" : "false", o->seq, o->vocab, r->steps,
-           r->m.peak_bytes, r->m.saved_bytes, r->m.held_bytes, r->m.fwd_ms, r->m.bwd_ms,
-           r->total_ms, r->m.loss, r->m.entropy_mean, r->grad_diff);
+    cli_json j = cli_json_begin(stdout);
+    cli_json_str(&j, "demo", "entropy");
+    cli_json_str(&j, "config", CONF[k].tag);
+    cli_json_str(&j, "what", CONF[k].what);
+    cli_json_str(&j, "impl", CONF[k].impl == TG_LOGPROB_FUSED ? "fused" : "composite");
+    cli_json_bool(&j, "entropy_grad", CONF[k].entropy_grad);
+    cli_json_int(&j, "seq", o->seq);
+    cli_json_int(&j, "vocab", o->vocab);
+    cli_json_int(&j, "steps", r->steps);
+    cli_json_uint(&j, "peak_bytes", r->m.peak_bytes);
+    cli_json_uint(&j, "saved_bytes", r->m.saved_bytes);
+    cli_json_uint(&j, "held_bytes", r->m.held_bytes);
+    cli_json_num(&j, "fwd_ms", "%.4f", r->m.fwd_ms);
+    cli_json_num(&j, "bwd_ms", "%.4f", r->m.bwd_ms);
+    cli_json_num(&j, "time_ms", "%.4f", r->total_ms);
+    cli_json_num(&j, "loss", "%.8g", r->m.loss);
+    cli_json_num(&j, "entropy_mean", "%.8g", r->m.entropy_mean);
+    cli_json_num(&j, "grad_rel_diff", "%.3g", r->grad_diff);
+    cli_json_end(&j);
 }
 
 static void print_table(const cli_entropy_opts *o, const ent_result *res) {
@@ -369,14 +378,5 @@ out:
     char title[160];
     snprintf(title, sizeof title, "tapegrad demo entropy [%" PRId64 " x %" PRId64 "]: (a), (b) "
              "composite, entropy grad on, off; (c), (d) fused", o->seq, o->vocab);
-    if (cli_outputs_end(&o->out, title, rc == CLI_EXIT_OK, note) != CLI_EXIT_OK)
-        rc = CLI_EXIT_FAIL;
-    cli_progress_clear();
-    tg_live_counts live = tg_live();
-    if (live.tensors || live.storages || live.nodes) {
-        rc = cli_fail("demo entropy", "LEAK: %" PRId64 " tensors, %" PRId64 " storages, %" PRId64
-                      " nodes still alive after the demo",
-                      live.tensors, live.storages, live.nodes);
-    }
-    return rc;
+    return cli_demo_end("demo entropy", &o->out, title, rc, note);
 }

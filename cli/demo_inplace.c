@@ -614,15 +614,8 @@ out:
     tg_release(logits);
     free(y);
     free(before);
-    if (cli_outputs_end(&o->out, "tapegrad demo inplace: the buggy backward, then the fix",
-                        rc == CLI_EXIT_OK, stdout) != CLI_EXIT_OK)
-        rc = CLI_EXIT_FAIL;
-    tg_live_counts live = tg_live();
-    if (live.tensors || live.storages || live.nodes) {
-        rc = cli_fail("demo inplace", "LEAK: %" PRId64 " tensors, %" PRId64 " storages, %" PRId64
-                      " nodes still alive after the demo",
-                      live.tensors, live.storages, live.nodes);
-    }
+    rc = cli_demo_end("demo inplace", &o->out,
+                      "tapegrad demo inplace: the buggy backward, then the fix", rc, stdout);
     if (rc == CLI_EXIT_OK)
         printf("\nIn short: never write to a tensor that an op saved for backward, not even\n"
                "to restore it. Compute into a new tensor instead, or clone before editing.\n"

@@ -270,12 +270,16 @@ static void intro(const run_state *s) {
 static void print_row(const run_state *s, int64_t k, double loss, const tg_mem_stats *m,
                       size_t rss) {
     if (s->o->json) {
-        printf("{\"microbatch\":%" PRId64 ",\"mode\":\"%s\",\"entropy_with_grad\":%s,"
-               "\"loss\":%.6f,\"kept_bytes\":%" PRIu64 ",\"live_nodes\":%" PRId64
-               ",\"live_bytes\":%zu,\"rss_bytes\":%zu}\n",
-               k, mode_name(s->o), s->o->entropy_with_grad ? "true" : "false", loss,
-               s->kept[k], s->nodes[k], m->live_total, rss);
-        fflush(stdout);
+        cli_json j = cli_json_begin(stdout);
+        cli_json_int(&j, "microbatch", k);
+        cli_json_str(&j, "mode", mode_name(s->o));
+        cli_json_bool(&j, "entropy_with_grad", s->o->entropy_with_grad);
+        cli_json_num(&j, "loss", "%.6f", loss);
+        cli_json_uint(&j, "kept_bytes", s->kept[k]);
+        cli_json_int(&j, "live_nodes", s->nodes[k]);
+        cli_json_uint(&j, "live_bytes", m->live_total);
+        cli_json_uint(&j, "rss_bytes", rss);
+        cli_json_end(&j);
         return;
     }
     printf("%10" PRId64 "  %8.4f  %15.2f  %10" PRId64 "  %12.2f  %12.1f\n", k, loss,
@@ -463,10 +467,10 @@ int cli_leak_run(cli_leak_opts *o) {
         goto out;
 
     if (o->json) {
-        printf("{\"report\":");
+        cli_json j = cli_json_begin(stdout);
+        cli_json_key(&j, "report");
         tg_status st = tg_leak_report_json(stdout, r);
-        printf("}\n");
-        fflush(stdout);
+        cli_json_end(&j);
         if (st != TG_OK) {
             rc = fail(&s, "write the report", true);
             goto out;

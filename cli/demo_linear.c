@@ -219,21 +219,29 @@ int cli_linear_run(cli_linear_opts *o) {
     cli_progress_clear();
     if (o->json) {
         for (int k = 0; k < 3; k++) {
-            printf("{\"demo\":\"linear\",\"config\":\"%s\",\"mode\":\"%s\",\"seq\":%" PRId64
-                   ",\"hidden\":%" PRId64 ",\"vocab\":%" PRId64 ",\"peak_bytes\":%zu,"
-                   "\"saved_bytes\":%zu,\"grad_bytes\":%zu,\"fwd_ms\":%.3f,\"bwd_ms\":%.3f,"
-                   "\"total_ms\":%.3f,\"loss\":%.9g",
-                   tags[k], cli_lin_mode_name(&cf[k]), o->seq, o->hidden, o->vocab,
-                   res[k].m.peak_bytes, res[k].m.saved_bytes, res[k].m.grad_bytes,
-                   res[k].m.fwd_ms, res[k].m.bwd_ms, res[k].total_ms, res[k].m.loss);
-            if (k > 0)
-                printf(",\"chunk_rows\":%" PRId64 ",\"vocab_block\":%" PRId64
-                       ",\"workspace_bytes\":%zu",
-                       plan[k].chunk_rows, plan[k].vocab_block,
-                       plan[k].forward_workspace > plan[k].backward_workspace
-                           ? plan[k].forward_workspace
-                           : plan[k].backward_workspace);
-            printf("}\n");
+            cli_json j = cli_json_begin(stdout);
+            cli_json_str(&j, "demo", "linear");
+            cli_json_str(&j, "config", tags[k]);
+            cli_json_str(&j, "mode", cli_lin_mode_name(&cf[k]));
+            cli_json_int(&j, "seq", o->seq);
+            cli_json_int(&j, "hidden", o->hidden);
+            cli_json_int(&j, "vocab", o->vocab);
+            cli_json_uint(&j, "peak_bytes", res[k].m.peak_bytes);
+            cli_json_uint(&j, "saved_bytes", res[k].m.saved_bytes);
+            cli_json_uint(&j, "grad_bytes", res[k].m.grad_bytes);
+            cli_json_num(&j, "fwd_ms", "%.3f", res[k].m.fwd_ms);
+            cli_json_num(&j, "bwd_ms", "%.3f", res[k].m.bwd_ms);
+            cli_json_num(&j, "total_ms", "%.3f", res[k].total_ms);
+            cli_json_num(&j, "loss", "%.9g", res[k].m.loss);
+            if (k > 0) {
+                cli_json_int(&j, "chunk_rows", plan[k].chunk_rows);
+                cli_json_int(&j, "vocab_block", plan[k].vocab_block);
+                cli_json_uint(&j, "workspace_bytes",
+                              plan[k].forward_workspace > plan[k].backward_workspace
+                                  ? plan[k].forward_workspace
+                                  : plan[k].backward_workspace);
+            }
+            cli_json_end(&j);
         }
     } else {
         printf("  %-52s %9s %9s %9s %8s %8s\n", "", "peak MiB", "saved MiB", "grads MiB",
@@ -282,12 +290,5 @@ out:
     snprintf(title, sizeof title, "tapegrad demo linear [%" PRId64 " x %" PRId64 " x %" PRId64
              "]: (a) materialized, (b) fused, (c) fused, entropy grad off",
              o->seq, o->hidden, o->vocab);
-    if (cli_outputs_end(&o->out, title, rc == CLI_EXIT_OK, note) != CLI_EXIT_OK) rc = CLI_EXIT_FAIL;
-    cli_progress_clear();
-    tg_live_counts live = tg_live();
-    if (live.tensors || live.storages || live.nodes)
-        rc = cli_fail("demo linear", "LEAK: %" PRId64 " tensors, %" PRId64 " storages, %" PRId64
-                      " nodes still alive after the demo",
-                      live.tensors, live.storages, live.nodes);
-    return rc;
+    return cli_demo_end("demo linear", &o->out, title, rc, note);
 }

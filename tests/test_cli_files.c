@@ -4,6 +4,7 @@
  * (cli/options.c: parsing and help), and bounded text (cli_appendf). The command-line checks of the same are in tests/cli/. */
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "cli.h"
 #include "common.h"
 #include "npy.h"
+#include "tg_json_check.h"
 #include "tg_test_util.h"
 
 TestSuite(cli_files, .init = tgt_setup, .fini = tgt_teardown);
@@ -443,6 +445,36 @@ Test(cli_files, the_help_shows_every_option_its_range_and_default_in_79_columns)
         line += n + (line[n] == '\n');
     }
     free(h);
+}
+
+/* ---- the JSON writer (cli/json.c) ------------------------------------------------------------ */
+
+Test(cli_files, json_lines_escape_strings_and_write_null_for_what_json_cannot_say) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert_not_null(f);
+    cli_json j = cli_json_begin(f);
+    cli_json_str(&j, "name", "H200 \"SXM\" \\ tab\tline\n\x01");
+    cli_json_str(&j, "none", NULL);
+    cli_json_int(&j, "neg", INT64_MIN);
+    cli_json_uint(&j, "big", UINT64_MAX);
+    cli_json_bool(&j, "yes", true);
+    cli_json_num(&j, "ms", "%.4f", 1.5);
+    cli_json_num(&j, "nan", "%.4f", NAN);
+    cli_json_num(&j, "inf", "%.3g", -INFINITY);
+    cli_json_key(&j, "nested");
+    fputs("{\"a\":1}", f);
+    cli_json_end(&j);
+    fclose(f);
+    cr_assert_str_eq(buf, "{\"name\":\"H200 \\\"SXM\\\" \\\\ tab\\u0009line\\u000a\\u0001\","
+                          "\"none\":null,\"neg\":-9223372036854775808,"
+                          "\"big\":18446744073709551615,\"yes\":true,\"ms\":1.5000,"
+                          "\"nan\":null,\"inf\":null,\"nested\":{\"a\":1}}\n");
+    json js;
+    assert_json_object(buf, &js);
+    cr_assert_eq(json_key_count(&js, "name"), 1);
+    free(buf);
 }
 
 /* ---- bounded text ------------------------------------------------------------------------------ */
