@@ -251,7 +251,7 @@ int tg__utf8_len(const unsigned char *s) {
 }
 
 /* Writes s inside a DOT double-quoted string. */
-static void esc(FILE *f, const char *s) {
+static void put_escaped(FILE *f, const char *s) {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
     while (*p) {
         if (*p == '"' || *p == '\\') {
@@ -306,13 +306,13 @@ static void write_root(FILE *f, const walk *w, int i, const tg_tensor *t, const 
                "penwidth=%s, label=\"",
             i, retained ? ",bold" : "", retained ? "#ffb3b3" : "#fff2b3",
             retained ? "#d00000" : "#806600", retained ? "3" : "1.5");
-    if (name) esc(f, name);
-    else if (t->name[0]) esc(f, t->name);
+    if (name) put_escaped(f, name);
+    else if (t->name[0]) put_escaped(f, t->name);
     else fprintf(f, "tensor #%llu", (unsigned long long)t->id);
     fputs("\\n", f);
     tensor_desc(f, t);
     fprintf(f, "\\nroot, created at ");
-    esc(f, site_file(t->site));
+    put_escaped(f, site_file(t->site));
     fprintf(f, ":%d, step %llu", t->site.line, (unsigned long long)t->step);
     if (!t->grad_fn) fputs("\\n(no graph: a leaf)", f);
     if (retained)
@@ -328,7 +328,7 @@ static void write_saved(FILE *f, const tg__node *n, const tg__saved *sv) {
     fputs("\\nsaved: ", f);
     if (sv->name[0]) {
         fputc('\'', f);
-        esc(f, sv->name);
+        put_escaped(f, sv->name);
         fputs("' ", f);
     } else if (sv->is_output) {
         if (n->n_out > 1) fprintf(f, "own output %d ", sv->io_index);
@@ -347,9 +347,9 @@ static void write_node(FILE *f, const gnode *g, uint64_t cur) {
     bool old = n->step < cur;
     fprintf(f, "  n%llu [shape=box, style=\"rounded,filled%s\", fillcolor=\"%s\", label=\"",
             (unsigned long long)n->id, n->freed ? ",dashed" : "", old ? "#f8d0d0" : "#dbe9f6");
-    esc(f, n->name ? n->name : "?");
+    put_escaped(f, n->name ? n->name : "?");
     fputs("\\n", f);
-    esc(f, site_file(n->site));
+    put_escaped(f, site_file(n->site));
     fprintf(f, ":%d, step %llu%s", n->site.line, (unsigned long long)n->step,
             old ? " (earlier step)" : "");
     uint64_t total = 0;
@@ -378,7 +378,7 @@ static void write_node(FILE *f, const gnode *g, uint64_t cur) {
 static void write_leaf(FILE *f, const tg_tensor *t) {
     fprintf(f, "  t%llu [shape=ellipse, style=filled, fillcolor=\"#d8f0d8\", label=\"",
             (unsigned long long)t->id);
-    if (t->name[0]) esc(f, t->name);
+    if (t->name[0]) put_escaped(f, t->name);
     else fprintf(f, "leaf #%llu", (unsigned long long)t->id);
     fputs("\\n", f);
     tensor_desc(f, t);
@@ -387,7 +387,7 @@ static void write_leaf(FILE *f, const tg_tensor *t) {
         fprintf(f, "\\n.grad %s", tg__fmt_bytes(b, sizeof b, (double)t->grad->storage->nbytes));
     }
     fputs("\\n", f);
-    esc(f, site_file(t->site));
+    put_escaped(f, site_file(t->site));
     fprintf(f, ":%d\"];\n", t->site.line);
 }
 

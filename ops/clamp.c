@@ -202,9 +202,9 @@ static tg_status replace(tg_site s, tg_tensor *out, const tg_tensor *src, tg_ten
     tg_tensor *vt = m && (op == TG__TEST_ISNAN || ut) ? tg__scalar_like(s, t, v) : NULL;
     tg_status st = vt ? tg__k_test(op, m, t, op == TG__TEST_ISNAN ? t : ut) : tg_last_status();
     if (st == TG_OK) st = tg__k_where(out, m, vt, src);
-    tg_tensor *rel[3] = {m, ut, vt};
+    tg_tensor *temps[3] = {m, ut, vt};
     for (int k = 0; k < 3; k++)
-        if (rel[k]) tg__tensor_release(rel[k]);
+        if (temps[k]) tg__tensor_release(temps[k]);
     return st;
 }
 

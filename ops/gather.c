@@ -165,9 +165,9 @@ static tg_tensor *gather_dim(tg_site s, const char *who, tg_tensor *t, int dim, 
     tg_tensor *tt = to_last(s, t, d), *it = tt ? to_last(s, index, d) : NULL;
     tg_tensor *r = it ? gather_last(s, who, tt, it) : NULL;
     tg_tensor *out = r ? from_last(s, r, d) : NULL;
-    tg_tensor *rel[3] = {tt, it, r};
+    tg_tensor *temps[3] = {tt, it, r};
     for (int i = 0; i < 3; i++)
-        if (rel[i]) tg__tensor_release(rel[i]);
+        if (temps[i]) tg__tensor_release(temps[i]);
     return out;
 }
 
@@ -235,9 +235,9 @@ static tg_tensor *scatter_add(tg_site s, tg_tensor *t, int dim, tg_tensor *index
     if (st && tg__k_gather_backward(st, it, ot) == TG_OK)
         res = t->ndim ? from_last(s, ot, d) : tg_retain(ot);
     tg_set_grad_enabled(prev);
-    tg_tensor *rel[4] = {tt, ot, it, st};
+    tg_tensor *temps[4] = {tt, ot, it, st};
     for (int i = 0; i < 4; i++)
-        if (rel[i]) tg__tensor_release(rel[i]);
+        if (temps[i]) tg__tensor_release(temps[i]);
     if (!res) return NULL;
     tg_tensor *in[3] = {t, index, src};
     if (tg__needs_grad(3, in)) {
@@ -275,11 +275,11 @@ static tg_tensor *index_select(tg_site s, const char *who, tg_tensor *t, int dim
     if (d < 0) return NULL;
     if (!check_range(who, index, t->ndim ? t->shape[d] : 1)) return NULL;
     if (t->ndim == 0) return tg__clone(s, t); /* index [0] or 0: t itself */
-    int64_t L = index->ndim ? index->shape[0] : 1;
+    int64_t n_picked = index->ndim ? index->shape[0] : 1;
     int64_t vshape[TG_MAX_DIMS], eshape[TG_MAX_DIMS];
     for (int i = 0; i < t->ndim; i++) {
-        vshape[i] = i == d ? L : 1;
-        eshape[i] = i == d ? L : t->shape[i];
+        vshape[i] = i == d ? n_picked : 1;
+        eshape[i] = i == d ? n_picked : t->shape[i];
     }
     tg_tensor *iv = tg__reshape(s, index, t->ndim, vshape);
     tg_tensor *ie = iv ? tg__expand(s, iv, t->ndim, eshape) : NULL;

@@ -43,9 +43,9 @@ static int64_t find_zero(tg_site s, const char *who, tg_tensor *b) {
                                        : NULL;
     if (idx) idx = tg__k_ok(tg__k_reduce_dim(TG__RED_MAX, NULL, idx, flat, 0), idx);
     if (at == -1 && found && !(idx && tg_copy_out(idx, TG_I64, &at, sizeof at) == TG_OK)) at = -2;
-    tg_tensor *rel[5] = {zero, mask, flat, any, idx};
+    tg_tensor *temps[5] = {zero, mask, flat, any, idx};
     for (int i = 0; i < 5; i++)
-        if (rel[i]) tg__tensor_release(rel[i]);
+        if (temps[i]) tg__tensor_release(temps[i]);
     return at;
 }
 

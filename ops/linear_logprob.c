@@ -379,5 +379,5 @@ tg_status tg_linear_logprob_entropy_at(tg_site s, tg_tensor *hidden, tg_tensor *
                  : composite(s, hidden, weight, bias, targets, &o, &lp, &h, lse ? &l : NULL);
     }
     if (st != TG_OK) return st;
-    return tg__lpe_hand_out(lp, h, l, logprob, o.want_entropy ? entropy : NULL, lse);
+    return tg__lpe_give_outputs(lp, h, l, logprob, o.want_entropy ? entropy : NULL, lse);
 }

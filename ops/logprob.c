@@ -329,9 +329,9 @@ static tg_status bf16_backward(tg_site s, tg_tensor *z, tg_tensor *yc, int64_t i
             if (v[k]) tg__tensor_release(v[k]);
         if (zc) tg__tensor_release(zc);
     }
-    tg_tensor *rel[6] = {buf, d2, z2, g[0], g[1], g[2]};
+    tg_tensor *temps[6] = {buf, d2, z2, g[0], g[1], g[2]};
     for (int k = 0; k < 6; k++)
-        if (rel[k]) tg__tensor_release(rel[k]);
+        if (temps[k]) tg__tensor_release(temps[k]);
     return st;
 }
 
@@ -541,9 +541,9 @@ tg_status tg__logprob_entropy_lse(tg_site s, const char *who, tg_tensor *logits,
                            : NULL;
     tg_tensor *zero = ignored ? tg__scalar_like(s, l, 0.0) : NULL;
     tg_tensor *keep = zero ? tg__where(s, ignored, zero, l) : NULL;
-    tg_tensor *rel[4] = {x, l, ignored, zero};
+    tg_tensor *temps[4] = {x, l, ignored, zero};
     for (int i = 0; i < 4; i++)
-        if (rel[i]) tg__tensor_release(rel[i]);
+        if (temps[i]) tg__tensor_release(temps[i]);
     if (!keep) {
         tg__tensor_release(*lp);
         tg__tensor_release(*h);
@@ -554,7 +554,7 @@ tg_status tg__logprob_entropy_lse(tg_site s, const char *who, tg_tensor *logits,
     return TG_OK;
 }
 
-tg_status tg__lpe_hand_out(tg_tensor *lp, tg_tensor *h, tg_tensor *lse, tg_tensor **logprob,
+tg_status tg__lpe_give_outputs(tg_tensor *lp, tg_tensor *h, tg_tensor *lse, tg_tensor **logprob,
                           tg_tensor **entropy, tg_tensor **lse_out) {
     *logprob = tg__ret(lp);
     if (!*logprob) {
@@ -596,7 +596,7 @@ tg_status tg_logprob_entropy_at(tg_site s, tg_tensor *logits, tg_tensor *targets
     tg_tensor *lp = NULL, *h = NULL;
     tg_status st = tg__logprob_entropy(s, who, logits, targets, &o, &lp, &h);
     if (st != TG_OK) return st;
-    return tg__lpe_hand_out(lp, h, NULL, logprob, o.want_entropy ? entropy : NULL, NULL);
+    return tg__lpe_give_outputs(lp, h, NULL, logprob, o.want_entropy ? entropy : NULL, NULL);
 }
 
 tg_status tg_logprob_entropy_lse_at(tg_site s, tg_tensor *logits, tg_tensor *targets,
@@ -619,5 +619,5 @@ tg_status tg_logprob_entropy_lse_at(tg_site s, tg_tensor *logits, tg_tensor *tar
     tg_tensor *lp = NULL, *h = NULL, *l = NULL;
     tg_status st = tg__logprob_entropy_lse(s, who, logits, targets, &o, &lp, &h, &l);
     if (st != TG_OK) return st;
-    return tg__lpe_hand_out(lp, h, l, logprob, o.want_entropy ? entropy : NULL, lse);
+    return tg__lpe_give_outputs(lp, h, l, logprob, o.want_entropy ? entropy : NULL, lse);
 }

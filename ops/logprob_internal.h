@@ -35,7 +35,7 @@ tg_tensor *tg__lpe_lse_of(tg_site s, const char *who, const tg_tensor *z, tg_ten
 /* Hands the outputs that were asked for to the caller (scope): lp always,
  * h when entropy is not NULL (else releases it), lse when lse_out is not
  * NULL. Takes over the references. */
-tg_status tg__lpe_hand_out(tg_tensor *lp, tg_tensor *h, tg_tensor *lse, tg_tensor **logprob,
+tg_status tg__lpe_give_outputs(tg_tensor *lp, tg_tensor *h, tg_tensor *lse, tg_tensor **logprob,
                            tg_tensor **entropy, tg_tensor **lse_out);
 /* Sets the error for a row of z the forward kernel rejected (looking the
  * column up when the backend did not give it). Returns it. */

@@ -14,16 +14,16 @@
 
 #include "ops_internal.h"
 
-static tg_status mm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
+static tg_status matmul_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 
 /* tg__tensor_release tolerating NULL. */
-static void rel(tg_tensor *t) {
+static void release_if_set(tg_tensor *t) {
     if (t)
         tg__tensor_release(t);
 }
 
-static const tg__op_def mm_def = {"MmBackward", mm_backward, false, NULL};
-static const tg__op_def bmm_def = {"BmmBackward", mm_backward, false, NULL};
+static const tg__op_def matmul_def = {"MmBackward", matmul_backward, false, NULL};
+static const tg__op_def bmm_def = {"BmmBackward", matmul_backward, false, NULL};
 
 /* Argument checks; on success *b_shared tells whether b is a 2-D weight used
  * by every batch entry of a batched a. */
@@ -106,8 +106,8 @@ static tg_tensor *matmul_bf16(tg_site s, tg_tensor *a, tg_tensor *b) {
     tg_tensor *a32 = tg__to_dtype(s, a, TG_F32);
     tg_tensor *b32 = a32 ? tg__to_dtype(s, b, TG_F32) : NULL;
     tg_tensor *r = b32 ? tg__matmul(s, a32, b32) : NULL;
-    rel(a32);
-    rel(b32);
+    release_if_set(a32);
+    release_if_set(b32);
     return r;
 }
 
@@ -139,7 +139,7 @@ tg_tensor *tg__matmul(tg_site s, tg_tensor *a, tg_tensor *b) {
 
     tg_tensor *inputs[2] = {a, b};
     if (tg__needs_grad(2, inputs)) {
-        const tg__op_def *def = nd == 2 ? &mm_def : &bmm_def;
+        const tg__op_def *def = nd == 2 ? &matmul_def : &bmm_def;
         tg__node *n = tg__record(s, def, 2, inputs, out);
         /* dA = dC @ B^T needs b, dB = A^T @ dC needs a: save only what the
          * needed gradients use (as PyTorch), so an in-place edit of the other
@@ -167,7 +167,7 @@ tg_tensor *tg_matmul_at(tg_site s, tg_tensor *a, tg_tensor *b) {
 
 /* Saved slots: iparam[SLOT_A] = a (..., M, K), saved when b needs a gradient;
  * iparam[SLOT_B] = b (..., K, N) or (K, N) when shared, saved when a needs one. */
-static tg_status mm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
+static tg_status matmul_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
     bool need_a = n->edge[0].kind != TG__EDGE_NONE, need_b = n->edge[1].kind != TG__EDGE_NONE;
     const tg__meta *am = &n->in_meta[0], *bm = &n->in_meta[1];
     tg_tensor *g = gout[0]; // (..., M, N)
@@ -205,8 +205,8 @@ static tg_status mm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gi
             TG_OK)
             goto fail;
     }
-    rel(a);
-    rel(b);
+    release_if_set(a);
+    release_if_set(b);
     gin[0] = da;
     gin[1] = db;
     return TG_OK;
@@ -215,9 +215,9 @@ fail:
     st = tg_last_status();
     if (st == TG_OK)
         st = TG_ERR_INTERNAL;
-    rel(a);
-    rel(b);
-    rel(da);
-    rel(db);
+    release_if_set(a);
+    release_if_set(b);
+    release_if_set(da);
+    release_if_set(db);
     return st;
 }

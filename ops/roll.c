@@ -73,9 +73,9 @@ static tg_tensor *roll_copy(tg_site s, const char *who, tg_tensor *t, const roll
         for (unsigned w = 0; b && st == TG_OK && w < 2; w++)
             st = copy_block(s, b, a, &dim0, r->shift, 1, w);
         if (!b) st = tg_last_status();
-        tg_tensor *rel[3] = {c, a, b};
+        tg_tensor *temps[3] = {c, a, b};
         for (int i = 0; i < 3; i++)
-            if (rel[i]) tg__tensor_release(rel[i]);
+            if (temps[i]) tg__tensor_release(temps[i]);
     } else {
         int dims[TG_MAX_DIMS], k = 0;
         int64_t sh[TG_MAX_DIMS];
@@ -188,9 +188,9 @@ static tg_tensor *repeat_dim(tg_site s, tg_tensor *cur, int i, int64_t r) {
     tg_tensor *e = v ? tg__expand(s, v, end, es) : NULL;
     tg_tensor *c = e ? tg__clone(s, e) : NULL;
     tg_tensor *out = c ? tg__reshape_own(s, c, nd, out_shape) : NULL;
-    tg_tensor *rel[3] = {v, e, c};
+    tg_tensor *temps[3] = {v, e, c};
     for (int k = 0; k < 3; k++)
-        if (rel[k]) tg__tensor_release(rel[k]);
+        if (temps[k]) tg__tensor_release(temps[k]);
     return out;
 }
 

@@ -231,9 +231,9 @@ static tg_tensor *take_along(tg_site s, const char *who, tg_tensor *t, int d, tg
         st_k = dst ? tg__k_copy(dst, o) : tg_last_status();
         if (dst) tg__tensor_release(dst);
     }
-    tg_tensor *rel[3] = {tt, ix, o};
+    tg_tensor *temps[3] = {tt, ix, o};
     for (int i = 0; i < 3; i++)
-        if (rel[i]) tg__tensor_release(rel[i]);
+        if (temps[i]) tg__tensor_release(temps[i]);
     return tg__k_ok(st_k, r);
 }
 
@@ -260,9 +260,9 @@ static tg_tensor *put_along(tg_site s, const tg__meta *m, int d, tg_tensor *g, t
                            : NULL;
         tg_tensor *ix = gv ? index_rows(s, &a, w) : NULL;
         st = ix ? tg__k_gather_backward(gv, ix, z) : tg_last_status();
-        tg_tensor *rel[3] = {gc, gv, ix};
+        tg_tensor *temps[3] = {gc, gv, ix};
         for (int i = 0; i < 3; i++)
-            if (rel[i]) tg__tensor_release(rel[i]);
+            if (temps[i]) tg__tensor_release(temps[i]);
     }
     if (st != TG_OK) {
         tg__tensor_release(z);

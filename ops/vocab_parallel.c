@@ -371,9 +371,9 @@ static tg_status vp_local_stats(tg_site s, const char *who, tg_tensor *z, const 
     }
     free(own1);
     free(own2);
-    tg_tensor *rel[6] = {hy, hi, idx, lpb, stb, zy};
+    tg_tensor *temps[6] = {hy, hi, idx, lpb, stb, zy};
     for (int k = 0; k < 6; k++)
-        if (rel[k]) tg__tensor_release(rel[k]);
+        if (temps[k]) tg__tensor_release(temps[k]);
     return st;
 }
 
@@ -538,7 +538,7 @@ tg_status tg__vp_logprob(tg_site s, const char *who, tg_status pre, tg_tensor *z
     }
     if (out.st) tg__tensor_release(out.st);
     out.st = NULL;
-    rc = tg__lpe_hand_out(out.lp, out.h, out.lse, logprob, entropy, lse_out);
+    rc = tg__lpe_give_outputs(out.lp, out.h, out.lse, logprob, entropy, lse_out);
     out.lp = out.h = out.lse = NULL;
 out:;
     tg_tensor *held[7] = {yc, yl, out.lp, out.h, out.st, out.lse, out.stage};

@@ -245,12 +245,12 @@ typedef struct scale {
     double tmax_ns, ymax;  /* axis ends (time, bytes) */
 } scale;
 
-static double xs(const scale *s, uint64_t t) {
+static double x_of_time(const scale *s, uint64_t t) {
     double x = PL + (double)t / s->tmax_ns * (PR - PL);
     return x < PL ? PL : x > PR ? PR : x;
 }
 
-static double ys(const scale *s, uint64_t v) {
+static double y_of_bytes(const scale *s, uint64_t v) {
     double y = PB - (double)v / s->ymax * (PB - PT);
     return y < PT ? PT : y > PB ? PB : y;
 }
@@ -262,15 +262,15 @@ static void draw_area(FILE *f, const plot *p, const scale *s, int c, uint64_t t_
     for (size_t i = 0; i < p->npts; i++) {
         uint64_t hi = 0;
         for (int k = 0; k <= c; k++) hi += p->pts[i].v[k];
-        double x = xs(s, p->pts[i].t_ns);
-        if (i == 0) fprintf(f, "M%.1f %.1f", x, ys(s, hi));
-        else fprintf(f, "H%.1f V%.1f", x, ys(s, hi));
+        double x = x_of_time(s, p->pts[i].t_ns);
+        if (i == 0) fprintf(f, "M%.1f %.1f", x, y_of_bytes(s, hi));
+        else fprintf(f, "H%.1f V%.1f", x, y_of_bytes(s, hi));
     }
-    fprintf(f, "H%.1f", xs(s, t_end));
+    fprintf(f, "H%.1f", x_of_time(s, t_end));
     for (size_t i = p->npts; i-- > 0;) {
         uint64_t lo = 0;
         for (int k = 0; k < c; k++) lo += p->pts[i].v[k];
-        fprintf(f, "V%.1f H%.1f", ys(s, lo), xs(s, p->pts[i].t_ns));
+        fprintf(f, "V%.1f H%.1f", y_of_bytes(s, lo), x_of_time(s, p->pts[i].t_ns));
     }
     fputs("Z\"/>\n", f);
 }
@@ -278,11 +278,11 @@ static void draw_area(FILE *f, const plot *p, const scale *s, int c, uint64_t t_
 static void draw_saved(FILE *f, const plot *p, const scale *s, uint64_t t_end) {
     fprintf(f, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" d=\"", k_saved_color);
     for (size_t i = 0; i < p->npts; i++) {
-        double x = xs(s, p->pts[i].t_ns), y = ys(s, p->pts[i].saved);
+        double x = x_of_time(s, p->pts[i].t_ns), y = y_of_bytes(s, p->pts[i].saved);
         if (i == 0) fprintf(f, "M%.1f %.1f", x, y);
         else fprintf(f, "H%.1f V%.1f", x, y);
     }
-    fprintf(f, "H%.1f\"/>\n", xs(s, t_end));
+    fprintf(f, "H%.1f\"/>\n", x_of_time(s, t_end));
 }
 
 static void draw_axes(FILE *f, const scale *s, double tstep_ms, double ystep, double unit,
@@ -326,7 +326,7 @@ static void draw_steps(FILE *f, const tg__tl_recording *r, const scale *s) {
     for (size_t i = 0; i < r->n; i++) {
         const tg__tl_event *e = &r->ev[i];
         if (e->kind != TG__TL_STEP) continue;
-        double x = xs(s, e->t_ns);
+        double x = x_of_time(s, e->t_ns);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
                    "stroke-width=\"1.2\" stroke-dasharray=\"5 4\"/>\n", x, PT, x, PB, k_step_color);
         const char *label = tg__tl_name(r, e->name);
@@ -436,7 +436,7 @@ tg_status tg__tl_write_svg(FILE *f, const tg__tl_recording *r, const char *title
 
     fputs("<g>\n", f);
     for (size_t i = 0; i < p.nbands; i++) {
-        double x0 = xs(&s, p.bands[i].a), x1 = xs(&s, p.bands[i].b);
+        double x0 = x_of_time(&s, p.bands[i].a), x1 = x_of_time(&s, p.bands[i].b);
         fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n",
                 x0, PT, x1 - x0 > 1 ? x1 - x0 : 1, PB - PT, k_band_color);
     }
@@ -450,7 +450,7 @@ tg_status tg__tl_write_svg(FILE *f, const tg__tl_recording *r, const char *title
     draw_steps(f, r, &s);
     if (total(&p.peak) > 0) /* mark the peak (its value is in the summary line) */
         fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\" stroke=\"#ffffff\" "
-                   "stroke-width=\"1.5\"/>\n", xs(&s, p.peak.t_ns), ys(&s, total(&p.peak)),
+                   "stroke-width=\"1.5\"/>\n", x_of_time(&s, p.peak.t_ns), y_of_bytes(&s, total(&p.peak)),
                 k_peak_color);
     draw_legend(f, &p, p.nbands > 0, any_steps);
     fputs("</svg>\n", f);

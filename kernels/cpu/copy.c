@@ -11,7 +11,7 @@
 
 /* Element read/write with conversion through double (exact for f32/f64; i64
  * values beyond 2^53 only when converting to float). */
-static inline double rd(const void *base, int dt, int64_t off) {
+static inline double read_as_f64(const void *base, int dt, int64_t off) {
     switch (dt) {
     case TG_F32: return ((const float *)base)[off];
     case TG_F64: return ((const double *)base)[off];
@@ -20,7 +20,7 @@ static inline double rd(const void *base, int dt, int64_t off) {
     default: return (double)((const int64_t *)base)[off];
     }
 }
-static inline void wr(void *base, int dt, int64_t off, double v) {
+static inline void write_f64_as(void *base, int dt, int64_t off, double v) {
     switch (dt) {
     case TG_F32: ((float *)base)[off] = (float)v; break;
     case TG_F64: ((double *)base)[off] = v; break;
@@ -81,8 +81,8 @@ tg_status tg__cpu_copy(const tg__arr *dst, const tg__arr *src) {
     }
     #pragma omp parallel for if (n >= TG__PAR_MIN)
     for (int64_t i = 0; i < n; i++)
-        wr(db, dst->dtype, tg__k_offset_of(i, nd, dst->shape, dst->strides),
-           rd(sb, src->dtype, tg__k_offset_of(i, nd, dst->shape, src->strides)));
+        write_f64_as(db, dst->dtype, tg__k_offset_of(i, nd, dst->shape, dst->strides),
+           read_as_f64(sb, src->dtype, tg__k_offset_of(i, nd, dst->shape, src->strides)));
     return TG_OK;
 }
 
@@ -145,8 +145,8 @@ tg_status tg__cpu_accumulate(const tg__arr *dst, const tg__arr *src) {
     #pragma omp parallel for if (n >= TG__PAR_MIN)
     for (int64_t i = 0; i < n; i++) {
         int64_t o = tg__k_offset_of(i, nd, dst->shape, dst->strides);
-        wr(db, dst->dtype, o,
-           rd(db, dst->dtype, o) + rd(sb, src->dtype, tg__k_offset_of(i, nd, dst->shape, src->strides)));
+        write_f64_as(db, dst->dtype, o,
+           read_as_f64(db, dst->dtype, o) + read_as_f64(sb, src->dtype, tg__k_offset_of(i, nd, dst->shape, src->strides)));
     }
     return TG_OK;
 }
