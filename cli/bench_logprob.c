@@ -630,6 +630,112 @@ static double device_peak_gbps(void) {
     return gbps;
 }
 
+/* The bandwidth the rooflines divide by: the device's peak (cuda) or the
+ * pass measured at start (cpu). Returns it, or -1 after one line on stderr. */
+static double machine_bandwidth(const lp_opts *o) {
+    if (o->device == TG_CUDA)
+        return device_peak_gbps();
+    progress("measuring memory bandwidth: b[i] = a[i] + 1 over %" PRId64
+             " MiB, %" PRId64 " threads, best of %d",
+             o->bw_mib, o->threads, LP_BW_PASSES);
+    double gbps = cli_bandwidth_measure((size_t)o->bw_mib << 20, (int)o->threads, LP_BW_PASSES);
+    progress_done();
+    if (gbps <= 0.0) {
+        fprintf(stderr, "tapegrad: bench logprob: cannot allocate the %" PRId64
+                        " MiB bandwidth buffer\n",
+                o->bw_mib);
+        return -1.0;
+    }
+    /* also in the table's header and the JSON (machine_gbps) */
+    progress("machine bandwidth: %.2f GB/s (read+write, %" PRId64 " threads)", gbps,
+             o->threads);
+    return gbps;
+}
+
+/* The configurations of one (seq, vocab) pair, in the nesting order, into
+ * res[0 .. n_impl x n_chunk x n_eg); those too big for the device (cuda) or
+ * the RAM (cpu, default series) marked skipped. Returns how many can run. */
+static int plan_pair(const lp_opts *o, int64_t seq, int64_t vocab, lp_result *res) {
+    int runnable = 0, j = 0;
+    for (int k = 0; k < o->n_impl; k++)
+        for (int ch = 0; ch < o->n_chunk; ch++)
+            for (int e = 0; e < o->n_eg; e++, j++) {
+                lp_result *r = &res[j];
+                r->c = (lp_config){seq, vocab, o->chunk[ch], (tg_logprob_impl)o->impl[k],
+                                   o->eg[e] != 0};
+                if (o->device == TG_CUDA)
+                    check_device_fit(o, r);
+                else if (o->fit_skip)
+                    check_ram_fit(o, r);
+                runnable += !r->skipped;
+            }
+    return runnable;
+}
+
+/* The inputs of a pair into *logits and *targets (NULL when none can run).
+ * cuda out of memory: every configuration of the pair is skipped, not an
+ * error. Returns CLI_EXIT_OK or CLI_EXIT_FAIL (reported). */
+static int pair_inputs(const lp_opts *o, int64_t seq, int64_t vocab, lp_result *res,
+                       int per_pair, tg_tensor **logits, tg_tensor **targets) {
+    const bool gpu = o->device == TG_CUDA;
+    progress("making logits (%" PRId64 ", %" PRId64 ") %s and targets%s", seq, vocab,
+             tg_dtype_name(o->dtype), gpu ? " on the device" : "");
+    tg_clear_error();
+    if (make_inputs(o, seq, vocab, logits, targets))
+        return CLI_EXIT_OK;
+    tg_release(*targets);
+    tg_release(*logits);
+    *logits = *targets = NULL;
+    if (!gpu || tg_last_status() != TG_ERR_NOMEM) {
+        lp_config c = {seq, vocab, 0, TG_LOGPROB_FUSED, true};
+        return lib_fail(&c, "making the inputs");
+    }
+    for (int j = 0; j < per_pair; j++)
+        if (!res[j].skipped)
+            skip_nomem(&res[j], "making the inputs");
+    return CLI_EXIT_OK;
+}
+
+/* Every configuration, pair by pair, into res[0..total); the JSON line of
+ * each as it ends. dot: the --dot graph is still to draw (the first run). */
+static int run_all(const lp_opts *o, lp_result *res, int total, double machine_gbps, bool dot) {
+    const int per_pair = o->n_impl * o->n_chunk * o->n_eg;
+    int rc = CLI_EXIT_OK, idx = 0;
+    for (int a = 0; a < o->n_seq && rc == CLI_EXIT_OK; a++)
+        for (int b = 0; b < o->n_vocab && rc == CLI_EXIT_OK; b++) {
+            /* the pair's configurations first: with cuda, those too big for the
+             * device are known before anything is allocated for them */
+            tg_tensor *logits = NULL, *targets = NULL;
+            if (plan_pair(o, o->seq[a], o->vocab[b], &res[idx]) > 0)
+                rc = pair_inputs(o, o->seq[a], o->vocab[b], &res[idx], per_pair, &logits,
+                                 &targets);
+            for (int j = 0; j < per_pair && rc == CLI_EXIT_OK; j++, idx++) {
+                lp_result *r = &res[idx];
+                char label[160];
+                describe(label, sizeof label, &r->c);
+                if (!r->skipped) {
+                    rc = run_config(o, idx, total, machine_gbps, logits, targets, dot, r);
+                    dot = false;
+                    if (rc == CLI_LP_NOMEM) {
+                        skip_nomem(r, "during a repetition");
+                        rc = CLI_EXIT_OK;
+                    } else if (rc == CLI_EXIT_OK) {
+                        cli_outputs_mark(&o->out, label);
+                    }
+                }
+                if (rc == CLI_EXIT_OK && r->skipped)
+                    progress("[%d/%d] %s skipped: %s", idx + 1, total, label, r->reason);
+                if (rc == CLI_EXIT_OK && o->json) {
+                    progress_done();
+                    print_json(o, r, machine_gbps);
+                }
+            }
+            tg_release(targets);
+            tg_release(logits);
+        }
+    return rc;
+}
+
 int cli_bench_logprob(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
         cli_bench_logprob_help(stdout);
@@ -650,117 +756,27 @@ int cli_bench_logprob(int argc, char **argv) {
                 tg_cuda_unavailable_reason());
         return CLI_EXIT_FAIL;
     }
-
     omp_set_num_threads((int)o.threads);
     if ((rc = cli_outputs_begin(&o.out)) != CLI_EXIT_OK)
         return rc;
-
-    double machine_gbps;
-    if (gpu) {
-        if ((machine_gbps = device_peak_gbps()) < 0.0) {
-            cli_outputs_end(&o.out, NULL, false, stderr);
-            return CLI_EXIT_FAIL;
-        }
-    } else {
-        progress("measuring memory bandwidth: b[i] = a[i] + 1 over %" PRId64
-                 " MiB, %" PRId64 " threads, best of %d",
-                 o.bw_mib, o.threads, LP_BW_PASSES);
-        machine_gbps =
-            cli_bandwidth_measure((size_t)o.bw_mib << 20, (int)o.threads, LP_BW_PASSES);
-        progress_done();
-        if (machine_gbps <= 0.0) {
-            fprintf(stderr, "tapegrad: bench logprob: cannot allocate the %" PRId64
-                            " MiB bandwidth buffer\n",
-                    o.bw_mib);
-            cli_outputs_end(&o.out, NULL, false, stderr);
-            return CLI_EXIT_FAIL;
-        }
-        /* also in the table's header and the JSON (machine_gbps) */
-        progress("machine bandwidth: %.2f GB/s (read+write, %" PRId64 " threads)",
-                 machine_gbps, o.threads);
-    }
-    bool rss_reset = reset_peak_rss();
-
-    lp_result *res = calloc((size_t)total, sizeof *res);
+    FILE *note = o.json ? stderr : stdout;
+    double machine_gbps = machine_bandwidth(&o);
+    lp_result *res = machine_gbps >= 0.0 ? calloc((size_t)total, sizeof *res) : NULL;
     if (!res) {
-        fprintf(stderr, "tapegrad: bench logprob: out of memory\n");
+        if (machine_gbps >= 0.0)
+            fprintf(stderr, "tapegrad: bench logprob: out of memory\n");
         cli_outputs_end(&o.out, NULL, false, stderr);
         return CLI_EXIT_FAIL;
     }
-
-    const int per_pair = o.n_impl * o.n_chunk * o.n_eg;
-    bool dot = o.out.dot != NULL; /* still to draw: the first configuration run */
-    int idx = 0;
-    for (int a = 0; a < o.n_seq && rc == CLI_EXIT_OK; a++)
-        for (int b = 0; b < o.n_vocab && rc == CLI_EXIT_OK; b++) {
-            int64_t seq = o.seq[a], vocab = o.vocab[b];
-            /* the pair's configurations first: with cuda, those too big for the
-             * device are known before anything is allocated for them */
-            int runnable = 0;
-            for (int k = 0, j = idx; k < o.n_impl; k++)
-                for (int ch = 0; ch < o.n_chunk; ch++)
-                    for (int e = 0; e < o.n_eg; e++, j++) {
-                        lp_result *r = &res[j];
-                        r->c = (lp_config){seq, vocab, o.chunk[ch], (tg_logprob_impl)o.impl[k],
-                                           o.eg[e] != 0};
-                        if (gpu)
-                            check_device_fit(&o, r);
-                        else if (o.fit_skip)
-                            check_ram_fit(&o, r);
-                        runnable += !r->skipped;
-                    }
-            tg_tensor *logits = NULL, *targets = NULL;
-            if (runnable) {
-                progress("making logits (%" PRId64 ", %" PRId64 ") %s and targets%s", seq, vocab,
-                         tg_dtype_name(o.dtype), gpu ? " on the device" : "");
-                tg_clear_error();
-                if (!make_inputs(&o, seq, vocab, &logits, &targets)) {
-                    if (gpu && tg_last_status() == TG_ERR_NOMEM) {
-                        for (int j = idx; j < idx + per_pair; j++)
-                            if (!res[j].skipped)
-                                skip_nomem(&res[j], "making the inputs");
-                    } else {
-                        lp_config c = {seq, vocab, 0, TG_LOGPROB_FUSED, true};
-                        rc = lib_fail(&c, "making the inputs");
-                    }
-                    tg_release(targets);
-                    tg_release(logits);
-                    logits = targets = NULL;
-                }
-            }
-            for (int j = 0; j < per_pair && rc == CLI_EXIT_OK; j++, idx++) {
-                lp_result *r = &res[idx];
-                char label[160];
-                describe(label, sizeof label, &r->c);
-                if (!r->skipped) {
-                    rc = run_config(&o, idx, total, machine_gbps, logits, targets, dot, r);
-                    dot = false;
-                    if (rc == CLI_LP_NOMEM) {
-                        skip_nomem(r, "during a repetition");
-                        rc = CLI_EXIT_OK;
-                    } else if (rc == CLI_EXIT_OK) {
-                        cli_outputs_mark(&o.out, label);
-                    }
-                }
-                if (rc == CLI_EXIT_OK && r->skipped)
-                    progress("[%d/%d] %s skipped: %s", idx + 1, total, label, r->reason);
-                if (rc == CLI_EXIT_OK && o.json) {
-                    progress_done();
-                    print_json(&o, r, machine_gbps);
-                }
-            }
-            tg_release(targets);
-            tg_release(logits);
-        }
+    bool rss_reset = reset_peak_rss();
+    rc = run_all(&o, res, total, machine_gbps, o.out.dot != NULL);
     progress_done();
-    if (rc == CLI_EXIT_OK && !o.json) {
+    if (rc == CLI_EXIT_OK && !o.json)
         print_table(&o, res, total, machine_gbps, rss_reset);
-    }
     fflush(stdout);
     if (rc == CLI_EXIT_OK && g_dot_written)
-        cli_outputs_dot_note(&o.out, o.json ? stderr : stdout);
-    if (cli_outputs_end(&o.out, "tapegrad bench logprob", rc == CLI_EXIT_OK,
-                        o.json ? stderr : stdout) !=
+        cli_outputs_dot_note(&o.out, note);
+    if (cli_outputs_end(&o.out, "tapegrad bench logprob", rc == CLI_EXIT_OK, note) !=
         CLI_EXIT_OK)
         rc = CLI_EXIT_FAIL;
     free(res);

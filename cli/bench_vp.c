@@ -153,6 +153,107 @@ static int cmp_d(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* This rank's inputs: its slice of the logits (N, len), or the whole hidden
+ * and its rows [start, start + len) of the weight; the targets the same on
+ * every rank. Returns CLI_EXIT_OK or CLI_EXIT_FAIL (reported). */
+static int rank_inputs(const vp_opts *o, int rank, int64_t start, int64_t len, tg_tensor **a,
+                       tg_tensor **w, tg_tensor **y) {
+    if (o->linear) { /* the whole layer's inputs (the same on every rank), then this rank's rows */
+        tg_tensor *wall = NULL;
+        int rc = cli_lin_inputs("bench vocab-parallel", o->seq, o->hidden, o->vocab, TG_F32,
+                                TG_CPU, 1, a, &wall, y);
+        *w = wall ? tg_contiguous(tg_narrow(wall, 0, start, len)) : NULL;
+        tg_release(wall);
+        if (rc == CLI_EXIT_OK && (!*w || tg_set_requires_grad(*w, true) != TG_OK))
+            rc = lib_fail("slicing the weight");
+        return rc;
+    }
+    *a = tg_randn(TG_F32, TG_SHAPE(o->seq, len), 100 + (uint64_t)rank, 0.0, 2.0);
+    *y = tg_randint(TG_SHAPE(o->seq), 7, 0, o->vocab);
+    if (!*a || !*y || tg_set_requires_grad(*a, true) != TG_OK)
+        return lib_fail("making the inputs");
+    for (int64_t i = 37; i < o->seq; i += 100)
+        ((int64_t *)tg_data(*y))[i] = -100;
+    return CLI_EXIT_OK;
+}
+
+/* R steps on this rank into *best: median times, the largest peak, the
+ * last step's saved bytes and counters. */
+static int time_steps(const vp_opts *o, tg_tensor *a, tg_tensor *w, tg_tensor *y, tg_comm *comm,
+                      int64_t start, vp_row *best) {
+    const int64_t reps = o->reps;
+    double *t = calloc((size_t)reps * 3, sizeof *t); /* (3, reps): total, forward, backward */
+    int rc = t ? CLI_EXIT_OK : cli_fail("bench vocab-parallel", "out of memory");
+    memset(best, 0, sizeof *best);
+    for (int64_t k = 0; rc == CLI_EXIT_OK && k < reps; k++) {
+        vp_row r;
+        memset(&r, 0, sizeof r);
+        rc = step(o->linear, a, w, y, comm, start, &r);
+        t[k] = r.ms;
+        t[reps + k] = r.fwd_ms;
+        t[2 * reps + k] = r.bwd_ms;
+        if (r.peak > best->peak) best->peak = r.peak;
+        best->saved = r.saved;
+        best->collectives = r.collectives;
+        best->bytes = r.bytes;
+    }
+    if (rc == CLI_EXIT_OK) {
+        for (int q = 0; q < 3; q++)
+            qsort(t + q * reps, (size_t)reps, sizeof *t, cmp_d);
+        best->ms = t[reps / 2];
+        best->fwd_ms = t[reps + reps / 2];
+        best->bwd_ms = t[2 * reps + reps / 2];
+    }
+    free(t);
+    return rc;
+}
+
+/* Rank 0: one JSON line per rank, or the table and the comparison. */
+static void print_ranks(const vp_opts *o, const vp_row *rows, int P) {
+    const double n = (double)o->seq;
+    const bool linear = o->linear;
+    if (o->json) {
+        for (int r = 0; r < P; r++) {
+            const vp_row *q = &rows[r];
+            cli_json j = cli_json_begin(stdout);
+            cli_json_str(&j, "bench", "vocab-parallel");
+            cli_json_str(&j, "op", linear ? "linear" : "logits");
+            cli_json_int(&j, "ranks", P);
+            cli_json_int(&j, "rank", r);
+            cli_json_int(&j, "seq", o->seq);
+            cli_json_int(&j, "vocab", o->vocab);
+            cli_json_num(&j, "vocab_rank", "%.0f", q->vlocal);
+            cli_json_int(&j, "hidden", linear ? o->hidden : 0);
+            cli_json_num(&j, "median_ms", "%.3f", q->ms);
+            cli_json_num(&j, "fwd_ms", "%.3f", q->fwd_ms);
+            cli_json_num(&j, "bwd_ms", "%.3f", q->bwd_ms);
+            cli_json_num(&j, "peak_bytes", "%.0f", q->peak);
+            cli_json_num(&j, "saved_bytes", "%.0f", q->saved);
+            cli_json_num(&j, "collectives_per_step", "%.0f", q->collectives);
+            cli_json_num(&j, "bytes_sent_per_step", "%.0f", q->bytes);
+            cli_json_end(&j);
+        }
+        return;
+    }
+    printf("tapegrad bench vocab-parallel: %s, %d rank%s, seq %" PRId64 ", vocab %" PRId64
+           "%s, f32, median of %" PRId64 " steps\n",
+           linear ? "fused linear op" : "logits op", P, P == 1 ? "" : "s", o->seq, o->vocab,
+           linear ? " (hidden given)" : "", o->reps);
+    printf("  %4s %8s %10s %9s %9s %10s %10s %12s %14s\n", "rank", "V_r", "total ms",
+           "fwd ms", "bwd ms", "peak MiB", "saved MiB", "collectives", "bytes sent");
+    for (int r = 0; r < P; r++)
+        printf("  %4d %8.0f %10.1f %9.1f %9.1f %10.1f %10.2f %12.0f %14.0f\n", r,
+               rows[r].vlocal, rows[r].ms, rows[r].fwd_ms, rows[r].bwd_ms,
+               rows[r].peak / MIB, rows[r].saved / MIB, rows[r].collectives, rows[r].bytes);
+    printf("Per step, for the same shape (f32, %d rank%s): tapegrad %.0f collective(s), "
+           "%.0f bytes sent by a rank;\n  Megatron's vocab-parallel cross-entropy: 3 "
+           "all-reduces (max, target logit, sum-exp), %.0f bytes, no entropy;\n  slime's "
+           "log-prob + entropy: 5 all-reduces, %.0f bytes, each on its own clone of the "
+           "logits (+%.0f MiB each).\n",
+           P, P == 1 ? "" : "s", rows[0].collectives, rows[0].bytes, 3 * 4 * n, 5 * 4 * n,
+           n * rows[0].vlocal * 4 / MIB);
+}
+
 int cli_bench_vp(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
         cli_bench_vp_help(stdout);
@@ -161,121 +262,41 @@ int cli_bench_vp(int argc, char **argv) {
     vp_opts o = VP_DEFAULTS;
     int rc = cli_options_parse(&cli_bench_vp_command, argc, argv, &o, NULL);
     if (rc != CLI_EXIT_OK) return rc;
-    const bool json = o.json, linear = o.linear == 1;
-    const int64_t N = o.seq, V = o.vocab, D = o.hidden, reps = o.reps;
     int init = 0;
     MPI_Initialized(&init);
     if (!init) MPI_Init(NULL, NULL);
     int rank, P;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &P);
-    if (V < P) {
-        if (rank == 0) cli_usage_error("bench vocab-parallel: vocab %" PRId64 " < %d ranks", V, P);
+    if (o.vocab < P) {
+        if (rank == 0)
+            cli_usage_error("bench vocab-parallel: vocab %" PRId64 " < %d ranks", o.vocab, P);
         MPI_Finalize();
         return CLI_EXIT_USAGE;
     }
-    int64_t start = 0, len = 0;
+    int64_t start = 0, len = 0; /* this rank's rows of the vocabulary */
     for (int r = 0; r <= rank; r++) {
-        len = V / P + (r < V % P);
+        len = o.vocab / P + (r < o.vocab % P);
         if (r < rank) start += len;
     }
     MPI_Comm world = MPI_COMM_WORLD;
     tg_comm *comm = NULL;
-    rc = CLI_EXIT_OK;
     tg_tensor *a = NULL, *w = NULL, *y = NULL;
-    if (tg_comm_from_mpi(&world, &comm) != TG_OK) {
-        rc = lib_fail("tg_comm_from_mpi");
-    } else if (linear) {
-        /* the whole layer's inputs (the same on every rank), then this rank's rows */
-        tg_tensor *wall = NULL;
-        if (cli_lin_inputs("bench vocab-parallel", N, D, V, TG_F32, TG_CPU, 1, &a, &wall, &y) !=
-            CLI_EXIT_OK)
-            rc = CLI_EXIT_FAIL;
-        w = wall ? tg_contiguous(tg_narrow(wall, 0, start, len)) : NULL;
-        tg_release(wall);
-        if (rc == CLI_EXIT_OK && (!w || tg_set_requires_grad(w, true) != TG_OK))
-            rc = lib_fail("slicing the weight");
-    } else {
-        a = tg_randn(TG_F32, TG_SHAPE(N, len), 100 + (uint64_t)rank, 0.0, 2.0);
-        y = tg_randint(TG_SHAPE(N), 7, 0, V);
-        if (!a || !y || tg_set_requires_grad(a, true) != TG_OK) rc = lib_fail("making the inputs");
-        for (int64_t i = 37; rc == CLI_EXIT_OK && i < N; i += 100)
-            ((int64_t *)tg_data(y))[i] = -100;
-    }
-    vp_row best = {0}, *rows = NULL;
-    double *t = calloc((size_t)reps * 3, sizeof *t);
-    for (int64_t k = 0; rc == CLI_EXIT_OK && k < reps; k++) {
-        vp_row r;
-        memset(&r, 0, sizeof r);
-        rc = step(linear, a, w, y, comm, start, &r);
-        t[k] = r.ms;
-        t[reps + k] = r.fwd_ms;
-        t[2 * reps + k] = r.bwd_ms;
-        if (r.peak > best.peak) best.peak = r.peak;
-        best.saved = r.saved;
-        best.collectives = r.collectives;
-        best.bytes = r.bytes;
-    }
+    rc = tg_comm_from_mpi(&world, &comm) != TG_OK ? lib_fail("tg_comm_from_mpi")
+                                                   : rank_inputs(&o, rank, start, len, &a, &w, &y);
+    vp_row best, *rows = NULL;
+    if (rc == CLI_EXIT_OK)
+        rc = time_steps(&o, a, w, y, comm, start, &best);
     /* a failure on one rank fails them all (the op saw to it): every rank is here */
     if (rc == CLI_EXIT_OK) {
-        qsort(t, (size_t)reps, sizeof *t, cmp_d);
-        qsort(t + reps, (size_t)reps, sizeof *t, cmp_d);
-        qsort(t + 2 * reps, (size_t)reps, sizeof *t, cmp_d);
-        best.ms = t[reps / 2];
-        best.fwd_ms = t[reps + reps / 2];
-        best.bwd_ms = t[2 * reps + reps / 2];
         best.vlocal = (double)len;
         rows = rank == 0 ? malloc((size_t)P * sizeof *rows) : NULL;
         MPI_Gather(&best, (int)(sizeof best / sizeof(double)), MPI_DOUBLE, rows,
                    (int)(sizeof best / sizeof(double)), MPI_DOUBLE, 0, MPI_COMM_WORLD);
     }
-    if (rc == CLI_EXIT_OK && rank == 0) {
-        const double n = (double)N;
-        for (int r = 0; r < P; r++) {
-            const vp_row *q = &rows[r];
-            if (json) {
-                cli_json j = cli_json_begin(stdout);
-                cli_json_str(&j, "bench", "vocab-parallel");
-                cli_json_str(&j, "op", linear ? "linear" : "logits");
-                cli_json_int(&j, "ranks", P);
-                cli_json_int(&j, "rank", r);
-                cli_json_int(&j, "seq", N);
-                cli_json_int(&j, "vocab", V);
-                cli_json_num(&j, "vocab_rank", "%.0f", q->vlocal);
-                cli_json_int(&j, "hidden", linear ? D : 0);
-                cli_json_num(&j, "median_ms", "%.3f", q->ms);
-                cli_json_num(&j, "fwd_ms", "%.3f", q->fwd_ms);
-                cli_json_num(&j, "bwd_ms", "%.3f", q->bwd_ms);
-                cli_json_num(&j, "peak_bytes", "%.0f", q->peak);
-                cli_json_num(&j, "saved_bytes", "%.0f", q->saved);
-                cli_json_num(&j, "collectives_per_step", "%.0f", q->collectives);
-                cli_json_num(&j, "bytes_sent_per_step", "%.0f", q->bytes);
-                cli_json_end(&j);
-            }
-        }
-        if (!json) {
-            printf("tapegrad bench vocab-parallel: %s, %d rank%s, seq %" PRId64 ", vocab %" PRId64
-                   "%s, f32, median of %" PRId64 " steps\n",
-                   linear ? "fused linear op" : "logits op", P, P == 1 ? "" : "s", N, V,
-                   linear ? " (hidden given)" : "", reps);
-            printf("  %4s %8s %10s %9s %9s %10s %10s %12s %14s\n", "rank", "V_r", "total ms",
-                   "fwd ms", "bwd ms", "peak MiB", "saved MiB", "collectives", "bytes sent");
-            for (int r = 0; r < P; r++)
-                printf("  %4d %8.0f %10.1f %9.1f %9.1f %10.1f %10.2f %12.0f %14.0f\n", r,
-                       rows[r].vlocal, rows[r].ms, rows[r].fwd_ms, rows[r].bwd_ms,
-                       rows[r].peak / MIB, rows[r].saved / MIB, rows[r].collectives,
-                       rows[r].bytes);
-            printf("Per step, for the same shape (f32, %d rank%s): tapegrad %.0f collective(s), "
-                   "%.0f bytes sent by a rank;\n  Megatron's vocab-parallel cross-entropy: 3 "
-                   "all-reduces (max, target logit, sum-exp), %.0f bytes, no entropy;\n  slime's "
-                   "log-prob + entropy: 5 all-reduces, %.0f bytes, each on its own clone of the "
-                   "logits (+%.0f MiB each).\n",
-                   P, P == 1 ? "" : "s", rows[0].collectives, rows[0].bytes, 3 * 4 * n, 5 * 4 * n,
-                   n * rows[0].vlocal * 4 / MIB);
-        }
-    }
+    if (rc == CLI_EXIT_OK && rank == 0)
+        print_ranks(&o, rows, P);
     free(rows);
-    free(t);
     tg_release(a);
     tg_release(w);
     tg_release(y);

@@ -409,6 +409,56 @@ out:
     return rc;
 }
 
+/* The microbatch loop: K steps, each followed by a leak scan (the last
+ * scan's report into *r) and its row. Returns CLI_EXIT_OK or
+ * CLI_EXIT_FAIL (reported). */
+static int run_loop(run_state *s, tg_leak_report **r) {
+    const int64_t K = s->o->microbatches;
+    for (int64_t k = 0; k < K; k++) {
+        double loss = 0.0;
+        char label[48];
+        if (s->progress)
+            cli_progress("microbatch %" PRId64 "/%" PRId64 " ...", k + 1, K);
+        if (microbatch(s, k, &loss) != TG_OK)
+            return fail(s, "microbatch", true);
+        snprintf(label, sizeof label, "microbatch %" PRId64, k);
+        tg_step_mark(label);
+        tg_leak_report_free(*r);
+        *r = tg_leak_scan();
+        tg_mem_stats m;
+        if (!*r || tg_mem_get(TG_CPU, &m) != TG_OK)
+            return fail(s, "leak scan", true);
+        s->kept[k] = tg_leak_report_kept_bytes(*r);
+        s->nodes[k] = tg_live().nodes;
+        print_row(s, k, loss, &m, tg_peak_rss_bytes());
+    }
+    return CLI_EXIT_OK;
+}
+
+/* The last scan's report: one JSON line, or printed with its heading. */
+static int show_report(run_state *s, tg_leak_report *r) {
+    const cli_leak_opts *o = s->o;
+    if (o->json) {
+        cli_json j = cli_json_begin(stdout);
+        cli_json_key(&j, "report");
+        tg_status st = tg_leak_report_json(stdout, r);
+        cli_json_end(&j);
+        return st == TG_OK ? CLI_EXIT_OK : fail(s, "write the report", true);
+    }
+    if (!o->brief)
+        cli_heading("Step 2: the leak checker's report (tg_leak_report_print)");
+    else
+        printf("\nThe leak checker's report:\n");
+    if (tg_leak_report_print(stdout, r) != TG_OK)
+        return fail(s, "print the report", true);
+    if (!o->brief)
+        cli_heading(o->detach && !o->entropy_with_grad ? "Step 3: why nothing grows"
+                                                       : "Step 3: the cause and the fix");
+    else
+        putchar('\n');
+    return CLI_EXIT_OK;
+}
+
 int cli_leak_run(cli_leak_opts *o) {
     const int64_t K = o->microbatches;
     /* on a terminal the rows show the progress themselves */
@@ -440,56 +490,14 @@ int cli_leak_run(cli_leak_opts *o) {
         printf("%10s  %8s  %15s  %10s  %12s  %12s\n", "microbatch", "loss", "kept (MiB)",
                "live nodes", "live (MiB)", "peak RSS MiB");
     }
-    for (int64_t k = 0; k < K; k++) {
-        double loss = 0.0;
-        char label[48];
-        if (s.progress)
-            cli_progress("microbatch %" PRId64 "/%" PRId64 " ...", k + 1, K);
-        if (microbatch(&s, k, &loss) != TG_OK) {
-            rc = fail(&s, "microbatch", true);
-            goto out;
-        }
-        snprintf(label, sizeof label, "microbatch %" PRId64, k);
-        tg_step_mark(label);
-        tg_leak_report_free(r);
-        r = tg_leak_scan();
-        tg_mem_stats m;
-        if (!r || tg_mem_get(TG_CPU, &m) != TG_OK) {
-            rc = fail(&s, "leak scan", true);
-            goto out;
-        }
-        s.kept[k] = tg_leak_report_kept_bytes(r);
-        s.nodes[k] = tg_live().nodes;
-        print_row(&s, k, loss, &m, tg_peak_rss_bytes());
-    }
+    if (run_loop(&s, &r) != CLI_EXIT_OK)
+        goto out;
     cli_progress_clear();
     if (write_dot(&s) != CLI_EXIT_OK)
         goto out;
 
-    if (o->json) {
-        cli_json j = cli_json_begin(stdout);
-        cli_json_key(&j, "report");
-        tg_status st = tg_leak_report_json(stdout, r);
-        cli_json_end(&j);
-        if (st != TG_OK) {
-            rc = fail(&s, "write the report", true);
-            goto out;
-        }
-    } else {
-        if (!o->brief)
-            cli_heading("Step 2: the leak checker's report (tg_leak_report_print)");
-        else
-            printf("\nThe leak checker's report:\n");
-        if (tg_leak_report_print(stdout, r) != TG_OK) {
-            rc = fail(&s, "print the report", true);
-            goto out;
-        }
-        if (!o->brief)
-            cli_heading(o->detach && !o->entropy_with_grad ? "Step 3: why nothing grows"
-                                                           : "Step 3: the cause and the fix");
-        else
-            putchar('\n');
-    }
+    if (show_report(&s, r) != CLI_EXIT_OK)
+        goto out;
     explain(&s);
     rc = check(&s, r);
 

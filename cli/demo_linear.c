@@ -162,11 +162,94 @@ static void trainer_sizes(void) {
            p.vocab_block, fused / GIB, (2.0 * logits + grads) / fused);
 }
 
+static const char *const TAGS[3] = {"a", "b", "c"};
+static const char *const WHAT[3] = {"materialized: matmul, then the fused logits op",
+                                    "fused linear op", "fused linear op, entropy_grad off"};
+
+/* The larger of the plan's forward and backward workspace. */
+static size_t plan_workspace(const tg_linear_logprob_plan *p) {
+    return p->forward_workspace > p->backward_workspace ? p->forward_workspace
+                                                        : p->backward_workspace;
+}
+
+static void print_intro(const cli_linear_opts *o, const tg_linear_logprob_plan *fused) {
+    printf("An LM or RL loss needs the log-probability of each target token, and often\n"
+           "the entropy, from the last hidden states h [%" PRId64 ", %" PRId64 "] and the "
+           "output\nlayer's weight W [%" PRId64 ", %" PRId64 "], f32, both requiring grad. "
+           "The logits h W^T would be\n[%" PRId64 ", %" PRId64 "]: %.1f MiB, and their "
+           "gradient as much again.\n\n",
+           o->seq, o->hidden, o->vocab, o->hidden, o->seq, o->vocab,
+           (double)o->seq * (double)o->vocab * 4.0 / MIB);
+    for (int k = 0; k < 3; k++) printf("  (%s) %s\n", TAGS[k], WHAT[k]);
+    printf("\nThe fused op takes %" PRId64 " rows x %" PRId64 " vocabulary entries at a time "
+           "(its %" PRId64 " MiB budget):\none GEMM into the workspace, the row statistics "
+           "merged across blocks; backward\nrecomputes each block and turns it into its "
+           "gradient in place.\n"
+           "peak: the library's exact peak above the inputs during forward + backward.\n\n",
+           fused->chunk_rows, fused->vocab_block, o->workspace_mib);
+    fflush(stdout);
+}
+
+static void print_json_rows(const cli_linear_opts *o, const cli_lin_config *cf,
+                            const lin_result *res, const tg_linear_logprob_plan *plan) {
+    for (int k = 0; k < 3; k++) {
+        cli_json j = cli_json_begin(stdout);
+        cli_json_str(&j, "demo", "linear");
+        cli_json_str(&j, "config", TAGS[k]);
+        cli_json_str(&j, "mode", cli_lin_mode_name(&cf[k]));
+        cli_json_int(&j, "seq", o->seq);
+        cli_json_int(&j, "hidden", o->hidden);
+        cli_json_int(&j, "vocab", o->vocab);
+        cli_json_uint(&j, "peak_bytes", res[k].m.peak_bytes);
+        cli_json_uint(&j, "saved_bytes", res[k].m.saved_bytes);
+        cli_json_uint(&j, "grad_bytes", res[k].m.grad_bytes);
+        cli_json_num(&j, "fwd_ms", "%.3f", res[k].m.fwd_ms);
+        cli_json_num(&j, "bwd_ms", "%.3f", res[k].m.bwd_ms);
+        cli_json_num(&j, "total_ms", "%.3f", res[k].total_ms);
+        cli_json_num(&j, "loss", "%.9g", res[k].m.loss);
+        if (k > 0) {
+            cli_json_int(&j, "chunk_rows", plan[k].chunk_rows);
+            cli_json_int(&j, "vocab_block", plan[k].vocab_block);
+            cli_json_uint(&j, "workspace_bytes", plan_workspace(&plan[k]));
+        }
+        cli_json_end(&j);
+    }
+}
+
+static void print_table(const lin_result *res, const tg_linear_logprob_plan *fused) {
+    printf("  %-52s %9s %9s %9s %8s %8s\n", "", "peak MiB", "saved MiB", "grads MiB",
+           "fwd ms", "bwd ms");
+    for (int k = 0; k < 3; k++)
+        printf("  (%s) %-48s %9.1f %9.1f %9.1f %8.1f %8.1f\n", TAGS[k], WHAT[k],
+               res[k].m.peak_bytes / MIB, res[k].m.saved_bytes / MIB,
+               res[k].m.grad_bytes / MIB, res[k].m.fwd_ms, res[k].m.bwd_ms);
+    printf("\n(b) needs %.1fx less memory than (a) and takes %.2fx its time: it computes\n"
+           "the logits twice (once more in backward), but holds at most %" PRId64 " x %" PRId64
+           " of them\nat a time, which become their own gradient in place. Losses: (a) "
+           "%.7f,\n(b) %.7f (the same step); (c) %.7f (-mean(logprob) alone: its entropy\n"
+           "is computed but not differentiated).\n",
+           (double)res[0].m.peak_bytes / (double)res[1].m.peak_bytes,
+           res[1].total_ms / res[0].total_ms, fused->chunk_rows, fused->vocab_block,
+           res[0].m.loss, res[1].m.loss, res[2].m.loss);
+    trainer_sizes();
+}
+
+/* The demo's claims; NULL when they hold, else which failed. */
+static const char *check(const cli_linear_opts *o, const lin_result *res,
+                         const tg_linear_logprob_plan *fused) {
+    const double l0 = res[0].m.loss;
+    if (fabs(res[1].m.loss - l0) > 1e-4 * fabs(l0))
+        return "the fused loss differs from the materialized one by more than 1e-4";
+    if (res[1].m.peak_bytes >= res[0].m.peak_bytes)
+        return "the fused peak is not below the materialized one";
+    if ((double)res[1].m.peak_bytes >
+        (double)res[1].m.grad_bytes + (double)plan_workspace(fused) + 64.0 * (double)o->seq)
+        return "the fused peak is above gradients + workspace + 64 bytes per row";
+    return NULL;
+}
+
 int cli_linear_run(cli_linear_opts *o) {
     FILE *note = o->json ? stderr : stdout;
-    const char *tags[3] = {"a", "b", "c"};
-    const char *what[3] = {"materialized: matmul, then the fused logits op",
-                           "fused linear op", "fused linear op, entropy_grad off"};
     cli_lin_config cf[3] = {
         {CLI_LIN_MATERIALIZED, true, 0, 0, TG_CPU},
         {CLI_LIN_FUSED, true, 0, (size_t)o->workspace_mib << 20, TG_CPU},
@@ -189,23 +272,7 @@ int cli_linear_run(cli_linear_opts *o) {
             goto out;
         }
     }
-    if (!o->json) {
-        printf("An LM or RL loss needs the log-probability of each target token, and often\n"
-               "the entropy, from the last hidden states h [%" PRId64 ", %" PRId64 "] and the "
-               "output\nlayer's weight W [%" PRId64 ", %" PRId64 "], f32, both requiring grad. "
-               "The logits h W^T would be\n[%" PRId64 ", %" PRId64 "]: %.1f MiB, and their "
-               "gradient as much again.\n\n",
-               o->seq, o->hidden, o->vocab, o->hidden, o->seq, o->vocab,
-               (double)o->seq * (double)o->vocab * 4.0 / MIB);
-        for (int k = 0; k < 3; k++) printf("  (%s) %s\n", tags[k], what[k]);
-        printf("\nThe fused op takes %" PRId64 " rows x %" PRId64 " vocabulary entries at a time "
-               "(its %" PRId64 " MiB budget):\none GEMM into the workspace, the row statistics "
-               "merged across blocks; backward\nrecomputes each block and turns it into its "
-               "gradient in place.\n"
-               "peak: the library's exact peak above the inputs during forward + backward.\n\n",
-               plan[1].chunk_rows, plan[1].vocab_block, o->workspace_mib);
-        fflush(stdout);
-    }
+    if (!o->json) print_intro(o, &plan[1]);
     cli_progress("making the inputs");
     if (cli_lin_inputs("demo linear", o->seq, o->hidden, o->vocab, TG_F32, TG_CPU, o->seed, &h,
                        &w, &y) != CLI_EXIT_OK)
@@ -213,66 +280,14 @@ int cli_linear_run(cli_linear_opts *o) {
     for (int k = 0; k < 3; k++) {
         if (run_conf(o, &cf[k], h, w, y, &du, &res[k]) != CLI_EXIT_OK) goto out;
         char label[8];
-        snprintf(label, sizeof label, "(%s)", tags[k]);
+        snprintf(label, sizeof label, "(%s)", TAGS[k]);
         cli_outputs_mark(&o->out, label);
     }
     cli_progress_clear();
-    if (o->json) {
-        for (int k = 0; k < 3; k++) {
-            cli_json j = cli_json_begin(stdout);
-            cli_json_str(&j, "demo", "linear");
-            cli_json_str(&j, "config", tags[k]);
-            cli_json_str(&j, "mode", cli_lin_mode_name(&cf[k]));
-            cli_json_int(&j, "seq", o->seq);
-            cli_json_int(&j, "hidden", o->hidden);
-            cli_json_int(&j, "vocab", o->vocab);
-            cli_json_uint(&j, "peak_bytes", res[k].m.peak_bytes);
-            cli_json_uint(&j, "saved_bytes", res[k].m.saved_bytes);
-            cli_json_uint(&j, "grad_bytes", res[k].m.grad_bytes);
-            cli_json_num(&j, "fwd_ms", "%.3f", res[k].m.fwd_ms);
-            cli_json_num(&j, "bwd_ms", "%.3f", res[k].m.bwd_ms);
-            cli_json_num(&j, "total_ms", "%.3f", res[k].total_ms);
-            cli_json_num(&j, "loss", "%.9g", res[k].m.loss);
-            if (k > 0) {
-                cli_json_int(&j, "chunk_rows", plan[k].chunk_rows);
-                cli_json_int(&j, "vocab_block", plan[k].vocab_block);
-                cli_json_uint(&j, "workspace_bytes",
-                              plan[k].forward_workspace > plan[k].backward_workspace
-                                  ? plan[k].forward_workspace
-                                  : plan[k].backward_workspace);
-            }
-            cli_json_end(&j);
-        }
-    } else {
-        printf("  %-52s %9s %9s %9s %8s %8s\n", "", "peak MiB", "saved MiB", "grads MiB",
-               "fwd ms", "bwd ms");
-        for (int k = 0; k < 3; k++)
-            printf("  (%s) %-48s %9.1f %9.1f %9.1f %8.1f %8.1f\n", tags[k], what[k],
-                   res[k].m.peak_bytes / MIB, res[k].m.saved_bytes / MIB,
-                   res[k].m.grad_bytes / MIB, res[k].m.fwd_ms, res[k].m.bwd_ms);
-        printf("\n(b) needs %.1fx less memory than (a) and takes %.2fx its time: it computes\n"
-               "the logits twice (once more in backward), but holds at most %" PRId64 " x %" PRId64
-               " of them\nat a time, which become their own gradient in place. Losses: (a) "
-               "%.7f,\n(b) %.7f (the same step); (c) %.7f (-mean(logprob) alone: its entropy\n"
-               "is computed but not differentiated).\n",
-               (double)res[0].m.peak_bytes / (double)res[1].m.peak_bytes,
-               res[1].total_ms / res[0].total_ms, plan[1].chunk_rows, plan[1].vocab_block,
-               res[0].m.loss, res[1].m.loss, res[2].m.loss);
-        trainer_sizes();
-    }
+    if (o->json) print_json_rows(o, cf, res, plan);
+    else print_table(res, &plan[1]);
     fflush(stdout);
-    const double l0 = res[0].m.loss;
-    const size_t ws = plan[1].forward_workspace > plan[1].backward_workspace
-                          ? plan[1].forward_workspace
-                          : plan[1].backward_workspace;
-    const char *bad = NULL;
-    if (fabs(res[1].m.loss - l0) > 1e-4 * fabs(l0))
-        bad = "the fused loss differs from the materialized one by more than 1e-4";
-    else if (res[1].m.peak_bytes >= res[0].m.peak_bytes)
-        bad = "the fused peak is not below the materialized one";
-    else if ((double)res[1].m.peak_bytes >
-             (double)res[1].m.grad_bytes + (double)ws + 64.0 * (double)o->seq)
-        bad = "the fused peak is above gradients + workspace + 64 bytes per row";
+    const char *bad = check(o, res, &plan[1]);
     if (bad) {
         cli_fail("demo linear", "FAILED: %s", bad);
         goto out;
