@@ -195,6 +195,10 @@ static int parse(int argc, char **argv, lb_opts *o) {
                  cli_option_given(&cli_bench_linear_command, given, "--hidden") ||
                  cli_option_given(&cli_bench_linear_command, given, "--vocab");
     shape_list *sl = &o->shapes;
+    const int64_t n_shapes = (int64_t)o->n_seq * o->n_hidden * o->n_vocab;
+    if (n_shapes > CLI_CAPACITY(shape_list, v))
+        return cli_usage_error("bench linear-logprob: --seq x --hidden x --vocab make %" PRId64
+                               " shapes, at most %d", n_shapes, CLI_CAPACITY(shape_list, v));
     if (o->device == TG_CUDA && !lists) {
         sl->v[sl->n++] = (shape3){8192, 4096, 128256};   /* an 8B-class output layer */
         sl->v[sl->n++] = (shape3){262144, 4096, 62080}; /* one rank's vocabulary rows */

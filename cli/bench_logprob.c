@@ -530,13 +530,13 @@ static void print_json(const lp_opts *o, const lp_result *r, double machine_gbps
         cli_json_num(&j, "roofline_fraction", "%.5f", r->roofline);
         cli_json_num(&j, "machine_gbps", "%.4f", machine_gbps);
     }
-    if (o->device == TG_CUDA) { /* where it ran, or why it did not */
+    if (o->device == TG_CUDA) { /* where it ran */
         cli_json_str(&j, "device", "cuda");
         cli_json_str(&j, "device_name", g_props.name);
-        cli_json_bool(&j, "skipped", r->skipped);
-        if (r->skipped)
-            cli_json_str(&j, "reason", r->reason);
     }
+    cli_json_bool(&j, "skipped", r->skipped); /* too big for the device, or the RAM */
+    if (r->skipped)
+        cli_json_str(&j, "reason", r->reason);
     cli_json_end(&j);
 }
 

@@ -180,10 +180,9 @@ static int rank_inputs(const vp_opts *o, int rank, int64_t start, int64_t len, t
 /* R steps on this rank into *best: median times, the largest peak, the
  * last step's saved bytes and counters. */
 static int time_steps(const vp_opts *o, tg_tensor *a, tg_tensor *w, tg_tensor *y, tg_comm *comm,
-                      int64_t start, vp_row *best) {
-    const int64_t reps = o->reps;
-    double *t = calloc((size_t)reps * 3, sizeof *t); /* (3, reps): total, forward, backward */
-    int rc = t ? CLI_EXIT_OK : cli_fail("bench vocab-parallel", "out of memory");
+                      int64_t start, double *t, vp_row *best) {
+    const int64_t reps = o->reps; /* t: (3, reps): total, forward, backward */
+    int rc = CLI_EXIT_OK;
     memset(best, 0, sizeof *best);
     for (int64_t k = 0; rc == CLI_EXIT_OK && k < reps; k++) {
         vp_row r;
@@ -204,8 +203,17 @@ static int time_steps(const vp_opts *o, tg_tensor *a, tg_tensor *w, tg_tensor *y
         best->fwd_ms = t[reps + reps / 2];
         best->bwd_ms = t[2 * reps + reps / 2];
     }
-    free(t);
     return rc;
+}
+
+/* The worst rc of all ranks, on every rank: a rank that failed before the
+ * steps must not leave the others waiting in the op's collectives. */
+static int agree_rc(int rc) {
+    int worst = rc;
+    MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (worst != CLI_EXIT_OK && rc == CLI_EXIT_OK)
+        cli_fail("bench vocab-parallel", "another rank failed before the steps");
+    return worst;
 }
 
 /* Rank 0: one JSON line per rank, or the table and the comparison. */
@@ -285,8 +293,12 @@ int cli_bench_vp(int argc, char **argv) {
     rc = tg_comm_from_mpi(&world, &comm) != TG_OK ? lib_fail("tg_comm_from_mpi")
                                                    : rank_inputs(&o, rank, start, len, &a, &w, &y);
     vp_row best, *rows = NULL;
+    double *t = calloc((size_t)o.reps * 3, sizeof *t);
+    if (rc == CLI_EXIT_OK && !t)
+        rc = cli_fail("bench vocab-parallel", "out of memory");
+    rc = agree_rc(rc);
     if (rc == CLI_EXIT_OK)
-        rc = time_steps(&o, a, w, y, comm, start, &best);
+        rc = time_steps(&o, a, w, y, comm, start, t, &best);
     /* a failure on one rank fails them all (the op saw to it): every rank is here */
     if (rc == CLI_EXIT_OK) {
         best.vlocal = (double)len;
@@ -297,6 +309,7 @@ int cli_bench_vp(int argc, char **argv) {
     if (rc == CLI_EXIT_OK && rank == 0)
         print_ranks(&o, rows, P);
     free(rows);
+    free(t);
     tg_release(a);
     tg_release(w);
     tg_release(y);

@@ -153,13 +153,14 @@ static int take(const cli_command *cmd, int argc, char **argv, int *i, void *opt
         if (val)
             return cli_usage_error("option %s takes no value", row->name);
     } else {
+        const char *what = row->kind == CLI_OPT_TEXT ? "a file name" : "a value";
         if (!val) {
             if (*i + 1 >= argc)
-                return cli_usage_error("option %s needs a value", row->name);
+                return cli_usage_error("option %s needs %s", row->name, what);
             val = argv[++*i];
         }
         if (!*val)
-            return cli_usage_error("option %s needs a value, not an empty string", row->name);
+            return cli_usage_error("option %s needs %s, not an empty string", row->name, what);
     }
     if (!store(row, val, opts))
         return CLI_EXIT_USAGE;

@@ -189,7 +189,7 @@ static const cli_opt TOUR_OPTS[] = {
     {.name = "--quick", CLI_FLAG(tour_opts, quick),
      .help = "tiny sizes (for tests and sanitizer builds; the figures are then too small to "
              "mean much)"},
-    {.name = "--list", CLI_FLAG(tour_opts, list), .help = "list the sections"},
+    {.name = "--list", CLI_FLAG(tour_opts, list), .help = "list the sections (no SECTION then)"},
 };
 
 const cli_command cli_tour_command = {
@@ -198,6 +198,7 @@ const cli_command cli_tour_command = {
     .n_opts = CLI_N(TOUR_OPTS),
     .args = "[SECTION]",
     .arg = take_section,
+    .usage_more = "       tapegrad tour --list\n",
     .about = "Walks through the demos, one section per way a training loss wastes or\n"
              "breaks memory, each running real code and explaining what it shows.\n"
              "SECTION runs only that section (see --list).\n",

@@ -137,6 +137,16 @@ run "bf16 logits" 0 "${tiny[@]}" --dtype bf16 --impl fused --entropy-grad on --j
 usage_error "json with value" bench logprob --json=1
 usage_error "too big for RAM" bench logprob --seq 1000000 --vocab 1000000
 has "too big for RAM" err "RAM"
+# the default seq list with a vocabulary no RAM holds: every configuration skipped, and each
+# JSON line says so and why (they said "device":"cuda" or, later, nothing at all)
+if run "skipped for RAM, json" 0 bench logprob --vocab 2000000000 --impl fused \
+    --entropy-grad on --reps 1 --bandwidth-mib 1 --json; then
+    if [[ "$(grep -c '"skipped":true,"reason":"needs ~' "$tmp/out")" == 3 ]] &&
+        ! grep -q '"device"' "$tmp/out"; then ok; else
+        bad "skipped for RAM, json: expected 3 lines with skipped and a reason, no device"
+        head -3 "$tmp/out"
+    fi
+fi
 usage_error "bad device" bench logprob --device gpu
 usage_error "two devices" bench logprob --device cpu,cuda
 usage_error "two dtypes" bench logprob --dtype f32,f64
@@ -190,6 +200,9 @@ run "linear table" 0 "${lin[@]}" --mode fused --dtype bf16 &&
     has "linear table" out "N 40, D 8, V 300, bf16" &&
     has "linear table" out "fused"
 usage_error "linear bad shapes" bench linear-logprob --shapes 4x4
+# 16 x 16 x 2 lists make 512 shapes, more than the list holds (it wrote past its end)
+usage_error "linear too many shapes" bench linear-logprob --seq 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16 \
+    --hidden 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16 --vocab 2,3
 usage_error "linear bad mode" bench linear-logprob --mode nope
 usage_error "linear bad dtype" bench linear-logprob --dtype bf17
 usage_error "linear zero reps" bench linear-logprob --reps 0

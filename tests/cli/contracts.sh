@@ -253,31 +253,16 @@ one_line_error "help tour --list" 2 help tour --list
 one_line_error "no command" 2
 one_line_error "help bench bogus" 2 help bench bogus
 one_line_error "help bench threads extra" 2 help bench threads extra
-# every command's help (made from its option table, cli/options.h): at most 79 columns, every
-# default readable, and every option its synopsis shows known to its parser (--opt= is a
-# missing value or a flag's value, never an unknown option)
+# every command's help (made from its option table, cli/options.h): at most 79 columns, and
+# every default readable
 for c in "tour" "logprob" "demo inplace" "demo entropy" "demo chunk" "demo leak" \
     "demo linear" "bench logprob" "bench threads" "bench linear-logprob" "bench vocab-parallel"; do
     read -ra C <<<"$c"
     run "help of $c" 0 "${C[@]}" --help || continue
-    cp "$tmp/out" "$tmp/cmd_help"
-    if awk 'length($0) > 79 { exit 1 }' "$tmp/cmd_help"; then ok; else
-        bad "help of $c: a line over 79 columns:"; awk 'length($0) > 79' "$tmp/cmd_help" | head -3
+    if awk 'length($0) > 79 { exit 1 }' "$tmp/out"; then ok; else
+        bad "help of $c: a line over 79 columns:"; awk 'length($0) > 79' "$tmp/out" | head -3
     fi
-    if grep -q 'default ?' "$tmp/cmd_help"; then bad "help of $c: a default with no word"; else ok; fi
-    opts=$(sed -n '/^Usage:/,/^$/p' "$tmp/cmd_help" | grep -o -- '--[a-z0-9-]*' | sort -u)
-    [[ -n "$opts" ]] || { bad "help of $c: no option in the synopsis"; continue; }
-    for o in $opts; do
-        "$bin" "${C[@]}" "$o=" >/dev/null 2>"$tmp/err" </dev/null
-        if grep -q 'unknown option' "$tmp/err"; then bad "$c: the help shows $o, the parser refuses it"
-        else ok; fi
-        grep -qF -- "  $o" "$tmp/cmd_help" && ok || bad "help of $c: $o in the synopsis, not explained"
-    done
-done
-for c in "--help --bogus" "demo nosuch --help" "demo chunk --bogus --help" \
-    "bench logprob --seq x -h" "tour --help --bogus" "logprob --help --bogus"; do
-    read -ra C <<<"$c"
-    run "help wins: $c" 0 "${C[@]}" && has "help wins: $c" out "Usage:" && no_stderr "help wins: $c"
+    if grep -q 'default ?' "$tmp/out"; then bad "help of $c: a default with no word"; else ok; fi
 done
 
 # ---- 5. progress only on a terminal ------------------------------------------------------------
