@@ -306,6 +306,10 @@ static void print_json(const lb_opts *o, const shape3 *s, tg_dtype dt, int mode,
     cli_json_int(&j, "chunk", chunk);
     cli_json_int(&j, "threads", o->threads);
     cli_json_bool(&j, "tf32", o->tf32);
+    if (o->device == TG_CPU) { /* which CPU kernels ran (tg_cpu_kernels) */
+        cli_json_str(&j, "cpu_kernels", tg_cpu_kernels());
+        cli_json_bool(&j, "stream_stores", tg_cpu_stream_stores());
+    }
     cli_json_num(&j, "logits_bytes", "%.0f", (double)s->n * (double)s->v * (double)es);
     if (mode != 0) {
         cli_json_int(&j, "chunk_rows", r->plan.chunk_rows);

@@ -533,6 +533,9 @@ static void print_json(const lp_opts *o, const lp_result *r, double machine_gbps
     if (o->device == TG_CUDA) { /* where it ran */
         cli_json_str(&j, "device", "cuda");
         cli_json_str(&j, "device_name", g_props.name);
+    } else { /* which CPU kernels ran (tg_cpu_kernels) */
+        cli_json_str(&j, "cpu_kernels", tg_cpu_kernels());
+        cli_json_bool(&j, "stream_stores", tg_cpu_stream_stores());
     }
     cli_json_bool(&j, "skipped", r->skipped); /* too big for the device, or the RAM */
     if (r->skipped)
@@ -559,8 +562,10 @@ static void print_table(const lp_opts *o, const lp_result *res, int n, double ma
                LP_TILE_ROWS, rss);
     } else {
         printf("tapegrad bench logprob: %s, %" PRId64 " threads, %" PRId64
-               " reps (medians), machine bandwidth %.2f GB/s\n",
-               tg_dtype_name(o->dtype), o->threads, o->reps, machine_gbps);
+               " reps (medians), machine bandwidth %.2f GB/s\n"
+               "CPU kernels: %s, non-temporal stores %s\n",
+               tg_dtype_name(o->dtype), o->threads, o->reps, machine_gbps, tg_cpu_kernels(),
+               tg_cpu_stream_stores() ? "on" : "off");
         printf("(bandwidth: b[i] = a[i] + 1 over %" PRId64 " MiB read+write, best of %d; "
                "rss growth: %s)\n\n",
                o->bw_mib, LP_BW_PASSES, rss);

@@ -120,6 +120,8 @@ static int cmd_version(int argc, char **argv) {
                                argv[0]);
     printf("tapegrad %s\n", tg_lib_version());
     printf("backends: %s\n", tg_build_backends());
+    printf("CPU kernels: %s, non-temporal stores %s\n", tg_cpu_kernels(),
+           tg_cpu_stream_stores() ? "on" : "off");
     int ndev = tg_cuda_device_count();
     tg_cuda_props props;
     if (ndev > 0 && tg_cuda_get_props(&props) == TG_OK)

@@ -453,6 +453,12 @@ typedef struct tg__backend {
      * softmax, gather, sort, matmul, the fused log-prob / entropy op). */
     TG__KERNELS(TG__KERNEL_FIELD)
 
+    /* The instruction set the fused log-prob kernels run ("avx512", "avx2",
+     * "base") and whether their backward streams long rows past the caches;
+     * NULL where there is no such choice (CUDA). */
+    const char *(*kernel_variant)(void);
+    bool (*stream_stores)(void);
+
     /* Whether matmul takes dtype TG_BF16: a and b bf16, c f32, every sum
      * in f32 (the GPU's tensor cores), with no f32 copy of an operand.
      * Backends without it (false) are never called with TG_BF16. */

@@ -9,3 +9,7 @@ const char *tg_lib_version(void) { return TG_VERSION_STRING; }
 const char *tg_build_backends(void) {
     return tg__cuda_backend.compiled_in ? "cpu+cuda" : "cpu";
 }
+
+const char *tg_cpu_kernels(void) { return tg__cpu_backend.kernel_variant(); }
+
+bool tg_cpu_stream_stores(void) { return tg__cpu_backend.stream_stores(); }

@@ -117,6 +117,79 @@ Test(logprob, fused_chunk_sizes_are_bitwise_identical_f64) {
     chunks_bitwise(TG_F64, 1100, 40);
 }
 
+/* ---- 3. instruction sets and store modes ----------------------------------------------- */
+
+/* The f32 row kernels of every instruction set this CPU runs, each with the
+ * backward's non-temporal stores on and off. The FMA ones (avx2, avx512)
+ * give bitwise identical logprob, entropy and gradient (the same lane-wise
+ * arithmetic whatever the width, fused multiply-adds in both); the store
+ * mode changes no bit; the baseline (SSE2: a multiply and an add, each
+ * rounded) stays within a few float ulps of them. Rows of 4099 entries: long
+ * enough for the streamed stores, not a multiple of 16, and every row but
+ * the first starting off a 64-byte boundary (the short first block). */
+static lpt_out run_variant(tg_tensor *data, tg_tensor *y, tg_tensor *glp, tg_tensor *gh) {
+    tg_tensor *z = tg_clone(data);
+    tg_set_requires_grad(z, true);
+    tg_logprob_opts o = tg_logprob_opts_default();
+    o.temperature = 0.7;
+    return lpt_run(z, z, y, &o, glp, gh);
+}
+
+static void assert_same_bits(const lpt_out *r, const lpt_out *ref, const char *what) {
+    char m[96];
+    snprintf(m, sizeof m, "%s: logprob", what);
+    lpt_assert_bitwise(r->lp, ref->lp, m);
+    snprintf(m, sizeof m, "%s: entropy", what);
+    lpt_assert_bitwise(r->h, ref->h, m);
+    snprintf(m, sizeof m, "%s: gradient", what);
+    lpt_assert_bitwise(r->grad, ref->grad, m);
+}
+
+Test(logprob, every_cpu_variant_and_store_mode_agrees) {
+    const char *was = tg_cpu_kernels();
+    const bool was_streaming = tg_cpu_stream_stores();
+    const int64_t N = 9, V = 4099;
+    int sc = tg_scope_begin();
+    tg_tensor *data = tg_randn(TG_F32, TG_SHAPE(N, V), 91, 0.0, 4.0);
+    tg_tensor *y = lpt_targets(TG_SHAPE(N), V, 92);
+    lpt_set(y, 4, -100);
+    tg_tensor *glp = tg_rand(TG_F32, TG_SHAPE(N), 93, -1.0, 1.0);
+    tg_tensor *gh = tg_rand(TG_F32, TG_SHAPE(N), 94, -1.0, 1.0);
+    const char *names[] = {"base", "avx2", "avx512"};
+    lpt_out ref[3][2];
+    bool ran[3] = {false, false, false};
+    for (int k = 0; k < 3; k++)
+        for (int stream = 0; stream <= 1; stream++) {
+            if (!tg__cpu_lpe_select(names[k], stream)) {
+                cr_log_info("this CPU does not run %s", names[k]);
+                continue;
+            }
+            cr_assert_str_eq(tg_cpu_kernels(), names[k]);
+            cr_assert_eq(tg_cpu_stream_stores(), stream == 1);
+            ref[k][stream] = run_variant(data, y, glp, gh);
+            ran[k] = true;
+            char what[64];
+            snprintf(what, sizeof what, "%s, stream on vs off", names[k]);
+            if (stream == 1) assert_same_bits(&ref[k][1], &ref[k][0], what);
+        }
+    cr_assert(ran[0], "the baseline runs everywhere");
+    if (ran[1] && ran[2]) assert_same_bits(&ref[2][0], &ref[1][0], "avx512 vs avx2");
+    for (int k = 1; k < 3; k++) {
+        if (!ran[k]) continue;
+        const double d_lp = lpt_max_abs_diff(ref[k][0].lp, ref[0][0].lp);
+        const double d_h = lpt_max_abs_diff(ref[k][0].h, ref[0][0].h);
+        const double d_g = lpt_max_abs_diff(ref[k][0].grad, ref[0][0].grad);
+        cr_log_info("%s vs base: logprob %.3g, entropy %.3g, gradient %.3g", names[k], d_lp, d_h,
+                    d_g);
+        /* logprob ~ -10, entropy ~ 5, gradient entries < 1: a few ulps of f32 */
+        cr_assert(d_lp <= 8e-6 && d_h <= 4e-6 && d_g <= 5e-7, "%s vs base: %.3g %.3g %.3g",
+                  names[k], d_lp, d_h, d_g);
+    }
+    cr_assert(!tg__cpu_lpe_select("avx1024", 0), "an unknown variant is refused");
+    cr_assert(tg__cpu_lpe_select(was, was_streaming));
+    cr_assert_eq(tg_scope_end(sc), TG_OK);
+}
+
 /* Composite, chunk 0 (one graph) vs chunk 2 (checkpointed chunks), f64: equal
  * within 1e-12 (values and gradients), and both equal to the fused op within
  * 1e-12. Also with entropy_grad off (the entropy computed without grad). */

@@ -3,6 +3,8 @@
 #ifndef TAPEGRAD_VERSION_H
 #define TAPEGRAD_VERSION_H
 
+#include <stdbool.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -18,6 +20,23 @@ const char *tg_lib_version(void);
 
 /* "cpu" or "cpu+cuda": the backends this build of the library contains. */
 const char *tg_build_backends(void);
+
+/* The instruction set the CPU's fused log-prob kernels run on this machine:
+ * "avx512", "avx2" (with FMA) or "base" (x86-64's SSE2, or another
+ * architecture). The best the CPU has, unless the environment variable
+ * TAPEGRAD_CPU_KERNELS names a lower one (avx2 or base) when the library
+ * first runs them: for measuring one variant on a CPU that has several.
+ * avx512 and avx2 give bit-identical results; base (no fused multiply-add)
+ * can differ from them in the last bit of a gradient entry. Never NULL;
+ * static storage. */
+const char *tg_cpu_kernels(void);
+
+/* Whether the CPU's fused log-prob backward writes rows of 4096 entries or
+ * more with non-temporal stores (past the caches, without reading the lines
+ * first): the default of the variant (on with avx512, off otherwise), or
+ * TAPEGRAD_CPU_STREAM_STORES=on|off read when the library first runs them.
+ * Results are the same either way; only the speed differs. */
+bool tg_cpu_stream_stores(void);
 
 #ifdef __cplusplus
 }

@@ -16,5 +16,7 @@ const tg__backend tg__cpu_backend = {
     .device_count = cpu_count,
     .unavailable_reason = cpu_reason,
     .synchronize = cpu_sync,
+    .kernel_variant = tg__cpu_lpe_variant,
+    .stream_stores = tg__cpu_lpe_streams,
     TG__KERNELS(CPU_KERNEL)
 };

@@ -60,6 +60,18 @@ tg_status tg__cpu_lpe_backward(const tg__arr *z, const int64_t *y, int64_t ignor
  * accuracy test). */
 float tg__cpu_exp_nonpos(float d);
 
+/* The fused log-prob kernels' instruction set on this CPU ("avx512", "avx2"
+ * or "base"), chosen once: the best the CPU runs, or a lower one named by
+ * TAPEGRAD_CPU_KERNELS. */
+const char *tg__cpu_lpe_variant(void);
+/* Whether their backward writes long rows with non-temporal stores: the
+ * variant's default, or TAPEGRAD_CPU_STREAM_STORES=on|off. */
+bool tg__cpu_lpe_streams(void);
+/* Runs the variant `name` from now on, with non-temporal stores on (1), off
+ * (0) or its default (-1); false (nothing changed) when this CPU cannot run
+ * it. For tests and measurements: not thread-safe against running kernels. */
+bool tg__cpu_lpe_select(const char *name, int stream);
+
 /* ---- shared helpers --------------------------------------------------------------- */
 
 /* An array seen as N rows of its last dim (a 0-d array: one row of length 1):

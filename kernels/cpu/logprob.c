@@ -20,6 +20,8 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define LPE_BLOCK 1024
@@ -39,7 +41,10 @@
  * The f32 row kernels are written on 16-float vectors so that they vectorise
  * on every target without relying on the auto-vectoriser (one zmm on
  * AVX-512, two ymm on AVX2, four xmm on SSE2), and give the same lane-wise
- * arithmetic, hence the same sums, whatever the width. */
+ * arithmetic, hence the same sums, whatever the width: AVX-512 and AVX2 agree
+ * to the bit. The SSE2 baseline has no fused multiply-add (each product is
+ * rounded before the sum), so its results can differ in the last bit
+ * (tests/test_logprob.c, every_cpu_variant_and_store_mode_agrees). */
 /* The vector helpers are always inlined: no vector crosses a call boundary. */
 #if defined(__clang__)
 #pragma clang diagnostic ignored "-Wpsabi"
@@ -179,12 +184,12 @@ static inline __attribute__((always_inline)) row_out fwd_row_f32_impl(const floa
 
 static inline __attribute__((always_inline)) void
 bwd_row_f32_impl(const float *x, int64_t xs, int64_t V, float it, float M, double ls, float H,
-                 float glp, float gH, float *out) {
+                 float glp, float gH, float *out, bool stream) {
     const float l_hi = (float)ls, l_lo = (float)(ls - (double)l_hi);
     const vf a = vsplat(-glp * it), b = vsplat(-gH * it), vM = vsplat(M), vit = vsplat(it);
     const vf vhi = vsplat(l_hi), vlo = vsplat(l_lo), vH = vsplat(H);
 #ifdef LPE_DISPATCH
-    const bool nt = V >= LPE_NT_MIN;
+    const bool nt = stream && V >= LPE_NT_MIN;
     /* entries before the first 64-byte boundary of out: a short first block, so
      * that the full blocks after it are whole cache lines (the lane-wise
      * arithmetic does not depend on where a block starts) */
@@ -192,6 +197,7 @@ bwd_row_f32_impl(const float *x, int64_t xs, int64_t V, float it, float M, doubl
 #else
     const bool nt = false;
     int64_t head = 0;
+    (void)stream;
 #endif
     for (int64_t j = 0; j < V;) {
         const int64_t left = head ? head : V - j;
@@ -222,16 +228,17 @@ bwd_row_f32_impl(const float *x, int64_t xs, int64_t V, float it, float M, doubl
 /* Each instruction set gets its own copy of the row kernels. */
 typedef row_out (*fwd_fn)(const float *x, int64_t xs, int64_t V, float it);
 typedef void (*bwd_fn)(const float *x, int64_t xs, int64_t V, float it, float M, double ls,
-                       float H, float glp, float gH, float *out);
+                       float H, float glp, float gH, float *out, bool stream);
 
 #define LPE_VARIANTS(SFX, ATTR)                                                               \
     ATTR static row_out fwd_##SFX(const float *x, int64_t xs, int64_t V, float it) {          \
         return xs == 1 ? fwd_row_f32_impl(x, 1, V, it) : fwd_row_f32_impl(x, xs, V, it);      \
     }                                                                                         \
     ATTR static void bwd_##SFX(const float *x, int64_t xs, int64_t V, float it, float M,      \
-                               double ls, float H, float glp, float gH, float *out) {         \
-        if (xs == 1) bwd_row_f32_impl(x, 1, V, it, M, ls, H, glp, gH, out);                   \
-        else bwd_row_f32_impl(x, xs, V, it, M, ls, H, glp, gH, out);                          \
+                               double ls, float H, float glp, float gH, float *out,          \
+                               bool stream) {                                                 \
+        if (xs == 1) bwd_row_f32_impl(x, 1, V, it, M, ls, H, glp, gH, out, stream);           \
+        else bwd_row_f32_impl(x, xs, V, it, M, ls, H, glp, gH, out, stream);                  \
     }
 
 LPE_VARIANTS(base, )
@@ -240,20 +247,92 @@ LPE_VARIANTS(avx2, LPE_T256)
 LPE_VARIANTS(avx512, LPE_T512)
 #endif
 
-static void pick(fwd_fn *f, bwd_fn *b) {
-    *f = fwd_base;
-    *b = bwd_base;
+/* The instruction sets, from the baseline up, and whether the backward
+ * streams its gradient past the caches by default (non-temporal stores, rows
+ * of LPE_NT_MIN entries or more): on with AVX-512, where it made the
+ * backward 1.6-1.8x faster (bench/README.md); off with AVX2, where a CPU
+ * without AVX-512 ran the backward 1.2x slower with them than without. */
+typedef struct lpe_variant {
+    const char *name;
+    fwd_fn fwd;
+    bwd_fn bwd;
+    bool stream;
+} lpe_variant;
+
+static const lpe_variant VARIANTS[] = {
+    {"base", fwd_base, bwd_base, false},
+#ifdef LPE_DISPATCH
+    {"avx2", fwd_avx2, bwd_avx2, false},
+    {"avx512", fwd_avx512, bwd_avx512, true},
+#endif
+};
+#define N_VARIANTS ((int)(sizeof VARIANTS / sizeof VARIANTS[0]))
+
+/* The best variant this CPU runs (an index of VARIANTS). */
+static int best_variant(void) {
 #ifdef LPE_DISPATCH
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
-        *f = fwd_avx512;
-        *b = bwd_avx512;
-    } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        *f = fwd_avx2;
-        *b = bwd_avx2;
-    }
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+        return 2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return 1;
 #endif
+    return 0;
+}
+
+/* What runs: the variant and the store mode, chosen once (the environment
+ * read then) unless tg__cpu_lpe_select changes them; -1 until then. */
+static _Atomic int g_variant = -1, g_stream = -1;
+
+static void choose_once(void) {
+    if (atomic_load(&g_variant) >= 0)
+        return;
+    int v = best_variant(), stream = VARIANTS[v].stream;
+    const char *want = getenv("TAPEGRAD_CPU_KERNELS");
+    for (int k = 0; want && k < v; k++) /* a lower instruction set only */
+        if (!strcmp(want, VARIANTS[k].name)) {
+            v = k;
+            stream = VARIANTS[k].stream;
+        }
+    const char *st = getenv("TAPEGRAD_CPU_STREAM_STORES");
+    if (st && (!strcmp(st, "on") || !strcmp(st, "off")))
+        stream = !strcmp(st, "on");
+    int unset = -1;
+    if (atomic_compare_exchange_strong(&g_stream, &unset, stream))
+        atomic_store(&g_variant, v); /* the variant last: it says both are set */
+    else
+        while (atomic_load(&g_variant) < 0) {} /* another thread is setting them */
+}
+
+static void pick(fwd_fn *f, bwd_fn *b, bool *stream) {
+    choose_once();
+    const lpe_variant *v = &VARIANTS[atomic_load(&g_variant)];
+    *f = v->fwd;
+    *b = v->bwd;
+    *stream = atomic_load(&g_stream) != 0;
+}
+
+const char *tg__cpu_lpe_variant(void) {
+    choose_once();
+    return VARIANTS[atomic_load(&g_variant)].name;
+}
+
+bool tg__cpu_lpe_streams(void) {
+    choose_once();
+    return atomic_load(&g_stream) != 0;
+}
+
+bool tg__cpu_lpe_select(const char *name, int stream) {
+    choose_once();
+    int best = best_variant(), v = -1;
+    for (int k = 0; k <= best && k < N_VARIANTS; k++)
+        if (!strcmp(name, VARIANTS[k].name)) v = k;
+    if (v < 0)
+        return false;
+    atomic_store(&g_stream, stream < 0 ? VARIANTS[v].stream : stream != 0);
+    atomic_store(&g_variant, v);
+    return true;
 }
 
 /* ---- f64 rows (libm exp) --------------------------------------------------- */
@@ -353,7 +432,8 @@ tg_status tg__cpu_lpe_forward(const tg__arr *z, const int64_t *y, int64_t ignore
     if (chunk <= 0 || chunk > N) chunk = N > 0 ? N : 1;
     fwd_fn fwd32;
     bwd_fn bwd32;
-    pick(&fwd32, &bwd32); /* the instruction set's row kernels, once per call */
+    bool stream;
+    pick(&fwd32, &bwd32, &stream); /* the instruction set's row kernels, once per call */
     int64_t first_bad = N;
     for (int64_t c0 = 0; c0 < N; c0 += chunk) {
         const int64_t c1 = c0 + chunk < N ? c0 + chunk : N;
@@ -436,7 +516,8 @@ tg_status tg__cpu_lpe_backward(const tg__arr *z, const int64_t *y, int64_t ignor
     if (chunk <= 0 || chunk > N) chunk = N > 0 ? N : 1;
     fwd_fn fwd32;
     bwd_fn bwd32;
-    pick(&fwd32, &bwd32);
+    bool stream;
+    pick(&fwd32, &bwd32, &stream);
     for (int64_t c0 = 0; c0 < N; c0 += chunk) {
         const int64_t c1 = c0 + chunk < N ? c0 + chunk : N;
         #pragma omp parallel for schedule(dynamic, 4) if (c1 - c0 > 1 && V >= 1024)
@@ -454,7 +535,7 @@ tg_status tg__cpu_lpe_backward(const tg__arr *z, const int64_t *y, int64_t ignor
             const char *p = row_ptr(z, i);
             if (f32) {
                 bwd32((const float *)p, xs, V, (float)inv_t, (float)M, ls, (float)H,
-                            (float)gp, (float)gH, (float *)o);
+                      (float)gp, (float)gH, (float *)o, stream);
                 if (y[i] >= 0 && y[i] < V) ((float *)o)[y[i]] += (float)(glp * inv_t);
             } else {
                 bwd_row_f64((const double *)p, xs, V, inv_t, M, ls, H, gp, gH, (double *)o);
