@@ -37,84 +37,19 @@
 
 
 
-/* ---- 16-lane vectors (GCC/Clang vector extensions) --------------------------
- * The f32 row kernels are written on 16-float vectors so that they vectorise
- * on every target without relying on the auto-vectoriser (one zmm on
- * AVX-512, two ymm on AVX2, four xmm on SSE2), and give the same lane-wise
- * arithmetic, hence the same sums, whatever the width: AVX-512 and AVX2 agree
- * to the bit. The SSE2 baseline has no fused multiply-add (each product is
+/* ---- the f32 row kernels, one copy per instruction set ------------------------
+ * kernels/cpu/logprob_rows.h computes on 16 lanes in registers of the
+ * hardware's width (one zmm on AVX-512, two ymm on AVX2, four xmm on SSE2),
+ * the same lane-wise arithmetic whatever the width: AVX-512 and AVX2 agree to
+ * the bit. The SSE2 baseline has no fused multiply-add (each product is
  * rounded before the sum), so its results can differ in the last bit
  * (tests/test_logprob.c, every_cpu_variant_and_store_mode_agrees). */
-/* The vector helpers are always inlined: no vector crosses a call boundary. */
 #if defined(__clang__)
 #pragma clang diagnostic ignored "-Wpsabi"
 #elif defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 #define VINLINE static inline __attribute__((always_inline))
-typedef float vf __attribute__((vector_size(64)));
-typedef int32_t vi __attribute__((vector_size(64)));
-#define VL 16
-
-VINLINE vf vsplat(float c) { return (vf){c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c}; }
-VINLINE vi visplat(int32_t c) {
-    return (vi){c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c};
-}
-
-/* Loads 16 entries x[0], x[xs], ...; the first `n` (< 16 allowed) are real,
- * the rest are `pad`. */
-VINLINE vf vload(const float *x, int64_t xs, int n, float pad) {
-    vf v;
-    if (xs == 1 && n == VL) {
-        memcpy(&v, x, sizeof v);
-        return v;
-    }
-    v = vsplat(pad);
-    for (int l = 0; l < n; l++) v[l] = x[l * xs];
-    return v;
-}
-
-/* exp(d) for d <= 0 (or a tiny positive rounding residue). Lanes below -87
- * (including -inf, and the NaN that -inf produces inside) come out as exactly
- * 0 through the final mask, so no clamp is needed; *keep receives the mask.
- * No intermediate is ever denormal: 2^n is built with a zero mantissa. */
-VINLINE vf vexp_nonpos_k(vf d, vi *keep) {
-    /* d >= -87 as a mask, from the sign of d + 87 (exact for d near -87:
-     * Sterbenz), shifted across the lane: an integer shift, where a float
-     * comparison of 16-lane vectors is split lane by lane on targets without
-     * 64-byte registers (AVX2, SSE2: 5-7x slower rows) */
-    *keep = ~((vi)(d + vsplat(87.0f)) >> 31);
-    const vf t = d * vsplat(1.44269504088896341f) + vsplat(12582912.0f);
-    const vf n = t - vsplat(12582912.0f);
-    vf r = d - n * vsplat(0.693359375f);
-    r = r - n * vsplat(-2.12194440e-4f);
-    vf p = vsplat(1.9875691500e-4f);
-    p = p * r + vsplat(1.3981999507e-3f);
-    p = p * r + vsplat(8.3334519073e-3f);
-    p = p * r + vsplat(4.1665795894e-2f);
-    p = p * r + vsplat(1.6666665459e-1f);
-    p = p * r + vsplat(5.0000001201e-1f);
-    p = p * r * r + r + vsplat(1.0f);
-    const vf scale = (vf)((((vi)t) - visplat(0x4B400000 - 127)) << 23);
-    return (vf)((vi)(p * scale) & *keep);
-}
-
-/* The kernels' exponential, one value at a time, for tests (lane 0). */
-float tg__cpu_exp_nonpos(float d) {
-    vi keep;
-    return vexp_nonpos_k(vsplat(d), &keep)[0];
-}
-
-/* Pairwise sum of the lanes, in double. */
-VINLINE double vhsum(vf v) {
-    double a[VL];
-    for (int l = 0; l < VL; l++) a[l] = v[l];
-    for (int w = VL / 2; w >= 1; w /= 2)
-        for (int l = 0; l < w; l++) a[l] += a[l + w];
-    return a[0];
-}
-
-/* ---- one row, f32, forward ------------------------------------------------ */
 
 typedef struct {
     double M;    /* max of the raw row z (before scaling by 1/T) */
@@ -123,133 +58,48 @@ typedef struct {
     int bad;     /* 1: NaN or +inf present; 2: all -inf */
 } row_out;
 
-/* The entries are scaled after subtracting the max, d = (z - M) * it, so that
- * no rounding of z * it leaks into lse (and logprob stays <= 0). Each lane
- * sums 64 exponentials of a block in f32; blocks are added in f64. */
-static inline __attribute__((always_inline)) row_out fwd_row_f32_impl(const float *x, int64_t xs,
-                                                                      int64_t V, float it) {
-    row_out o = {-INFINITY, 0, 0, 0};
-    float M = -INFINITY;
-    double S = 0.0, A = 0.0;
-    for (int64_t b0 = 0; b0 < V; b0 += LPE_BLOCK) {
-        const int64_t n = V - b0 < LPE_BLOCK ? V - b0 : LPE_BLOCK;
-        const float *xb = x + b0 * xs;
-        float bm = -INFINITY;
-        int nbad = 0;
-        #pragma omp simd reduction(max : bm) reduction(| : nbad)
-        for (int64_t j = 0; j < n; j++) {
-            const float v = xb[j * xs];
-            bm = v > bm ? v : bm;
-            nbad |= !(v <= FLT_MAX); /* NaN or +inf */
-        }
-        if (nbad) {
-            o.bad = 1;
-            return o;
-        }
-        if (bm == -INFINITY) continue;
-        if (bm > M) {
-            if (S > 0.0) {
-                const double dm = ((double)M - (double)bm) * it, f = exp(dm);
-                A = (A + S * dm) * f;
-                S *= f;
-            }
-            M = bm;
-        }
-        const vf vM = vsplat(M), vit = vsplat(it), zero = vsplat(0.0f);
-        vf bs = zero, bt = zero;
-        for (int64_t j = 0; j < n; j += VL) {
-            const int m = n - j < VL ? (int)(n - j) : VL;
-            const vf d = (vload(xb + j * xs, xs, m, -INFINITY) - vM) * vit;
-            vi keep;
-            const vf e = vexp_nonpos_k(d, &keep);
-            bs += e;
-            bt += (vf)((vi)(e * d) & keep); /* 0 * -inf would be NaN */
-        }
-        S += vhsum(bs);
-        A += vhsum(bt);
-    }
-    if (M == -INFINITY) {
-        o.bad = 2;
-        return o;
-    }
-    o.M = M;
-    o.ls = log(S);
-    o.H = o.ls - A / S;
-    return o;
-}
-
-/* ---- one row, f32, backward ----------------------------------------------- */
-
 /* Rows of at least this many entries are written with non-temporal stores
- * (x86-64): the gradient is not read again soon, so its cache lines are not
- * fetched before being overwritten (no read-for-ownership), and they do not
- * evict the logits the next rows read. Measured in bench/README.md. */
+ * (x86-64) when the variant streams: the gradient is not read again soon, so
+ * its cache lines are not fetched before being overwritten (no
+ * read-for-ownership), and they do not evict the logits the next rows read.
+ * Measured in bench/README.md. */
 #define LPE_NT_MIN 4096
 
-static inline __attribute__((always_inline)) void
-bwd_row_f32_impl(const float *x, int64_t xs, int64_t V, float it, float M, double ls, float H,
-                 float glp, float gH, float *out, bool stream) {
-    const float l_hi = (float)ls, l_lo = (float)(ls - (double)l_hi);
-    const vf a = vsplat(-glp * it), b = vsplat(-gH * it), vM = vsplat(M), vit = vsplat(it);
-    const vf vhi = vsplat(l_hi), vlo = vsplat(l_lo), vH = vsplat(H);
+#define LPE_SFX base
+#define LPE_ATTR
+#define LPE_W 4
+#include "logprob_rows.h"
+#undef LPE_SFX
+#undef LPE_ATTR
+#undef LPE_W
+
 #ifdef LPE_DISPATCH
-    const bool nt = stream && V >= LPE_NT_MIN;
-    /* entries before the first 64-byte boundary of out: a short first block, so
-     * that the full blocks after it are whole cache lines (the lane-wise
-     * arithmetic does not depend on where a block starts) */
-    int64_t head = nt ? (int64_t)((64 - ((uintptr_t)out & 63)) & 63) / 4 : 0;
-#else
-    const bool nt = false;
-    int64_t head = 0;
-    (void)stream;
+#define LPE_SFX avx2
+#define LPE_ATTR LPE_T256
+#define LPE_W 8
+#include "logprob_rows.h"
+#undef LPE_SFX
+#undef LPE_ATTR
+#undef LPE_W
+
+#define LPE_SFX avx512
+#define LPE_ATTR LPE_T512
+#define LPE_W 16
+#include "logprob_rows.h"
+#undef LPE_SFX
+#undef LPE_ATTR
+#undef LPE_W
 #endif
-    for (int64_t j = 0; j < V;) {
-        const int64_t left = head ? head : V - j;
-        const int m = left < VL ? (int)left : VL;
-        head = 0;
-        const vf d = ((vload(x + j * xs, xs, m, -INFINITY) - vM) * vit - vhi) - vlo; /* x - lse */
-        vi keep;
-        const vf p = vexp_nonpos_k(d, &keep);
-        const vf g = p * (a + b * ((vf)((vi)d & keep) + vH));
-        if (m == VL && nt) {
-#ifdef LPE_DISPATCH
-            __m128 q[4];
-            memcpy(q, &g, sizeof q);
-            for (int k = 0; k < 4; k++) _mm_stream_ps(out + j + 4 * k, q[k]);
-#endif
-        } else if (m == VL) {
-            memcpy(out + j, &g, sizeof g);
-        } else {
-            for (int l = 0; l < m; l++) out[j + l] = g[l];
-        }
-        j += m;
-    }
-#ifdef LPE_DISPATCH
-    if (nt) _mm_sfence(); /* the row's streamed stores are visible before anyone reads them */
-#endif
+
+/* The kernels' exponential (the baseline's), one value at a time, for tests. */
+float tg__cpu_exp_nonpos(float d) {
+    lpe_hi_base keep;
+    return lpe_hexp_base((lpe_hv_base){0} + d, &keep)[0];
 }
 
-/* Each instruction set gets its own copy of the row kernels. */
 typedef row_out (*fwd_fn)(const float *x, int64_t xs, int64_t V, float it);
 typedef void (*bwd_fn)(const float *x, int64_t xs, int64_t V, float it, float M, double ls,
                        float H, float glp, float gH, float *out, bool stream);
-
-#define LPE_VARIANTS(SFX, ATTR)                                                               \
-    ATTR static row_out fwd_##SFX(const float *x, int64_t xs, int64_t V, float it) {          \
-        return xs == 1 ? fwd_row_f32_impl(x, 1, V, it) : fwd_row_f32_impl(x, xs, V, it);      \
-    }                                                                                         \
-    ATTR static void bwd_##SFX(const float *x, int64_t xs, int64_t V, float it, float M,      \
-                               double ls, float H, float glp, float gH, float *out,          \
-                               bool stream) {                                                 \
-        if (xs == 1) bwd_row_f32_impl(x, 1, V, it, M, ls, H, glp, gH, out, stream);           \
-        else bwd_row_f32_impl(x, xs, V, it, M, ls, H, glp, gH, out, stream);                  \
-    }
-
-LPE_VARIANTS(base, )
-#ifdef LPE_DISPATCH
-LPE_VARIANTS(avx2, LPE_T256)
-LPE_VARIANTS(avx512, LPE_T512)
-#endif
 
 /* The instruction sets, from the baseline up, and whether the backward
  * streams its gradient past the caches by default (non-temporal stores, rows
@@ -264,10 +114,10 @@ typedef struct lpe_variant {
 } lpe_variant;
 
 static const lpe_variant VARIANTS[] = {
-    {"base", fwd_base, bwd_base, false},
+    {"base", lpe_fwd_base, lpe_bwd_base, false},
 #ifdef LPE_DISPATCH
-    {"avx2", fwd_avx2, bwd_avx2, false},
-    {"avx512", fwd_avx512, bwd_avx512, true},
+    {"avx2", lpe_fwd_avx2, lpe_bwd_avx2, false},
+    {"avx512", lpe_fwd_avx512, lpe_bwd_avx512, true},
 #endif
 };
 #define N_VARIANTS ((int)(sizeof VARIANTS / sizeof VARIANTS[0]))
