@@ -12,7 +12,9 @@ for h in --help -h help; do
     run "help $h" 0 "$h" && has "help $h" out "Usage:"
 done
 run version 0 version && has version out "tapegrad 0." && has version out "backends: cpu" &&
-    has version out "CUDA devices: "
+    has version out "CUDA devices: " && has version out "CPU kernels: "
+TAPEGRAD_CPU_KERNELS=base TAPEGRAD_CPU_STREAM_STORES=on run "version, base" 0 version &&
+    has "version, base" out "CPU kernels: base, non-temporal stores on"
 usage_error "no arguments"
 
 usage_error "unknown command" frobnicate
