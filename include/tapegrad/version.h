@@ -24,18 +24,20 @@ const char *tg_build_backends(void);
 /* The instruction set the CPU's fused log-prob kernels run on this machine:
  * "avx512", "avx2" (with FMA) or "base" (x86-64's SSE2, or another
  * architecture). The best the CPU has, unless the environment variable
- * TAPEGRAD_CPU_KERNELS names a lower one (avx2 or base) when the library
- * first runs them: for measuring one variant on a CPU that has several.
- * avx512 and avx2 give bit-identical results; base (no fused multiply-add)
- * can differ from them in the last bit of a gradient entry. Never NULL;
- * static storage. */
+ * TAPEGRAD_CPU_KERNELS names a lower one (avx2 or base); it is read once,
+ * when the kernels first run or this function or tg_cpu_stream_stores is
+ * first called: for measuring one variant on a CPU that has several. avx512
+ * and avx2 give bit-identical results; x86-64's base (no fused
+ * multiply-add) can differ from them by a few float ulps. f64 logits use
+ * the same code on every CPU. Never NULL; static storage. */
 const char *tg_cpu_kernels(void);
 
-/* Whether the CPU's fused log-prob backward writes rows of 4096 entries or
- * more with non-temporal stores (past the caches, without reading the lines
- * first): the default of the variant (on with avx512, off otherwise), or
- * TAPEGRAD_CPU_STREAM_STORES=on|off read when the library first runs them.
- * Results are the same either way; only the speed differs. */
+/* Whether the CPU's fused log-prob backward writes f32 rows of 4096
+ * entries or more with non-temporal stores (past the caches, without
+ * reading the lines first): the variant's default (on with avx512, off
+ * otherwise), or TAPEGRAD_CPU_STREAM_STORES=on|off, read once as above.
+ * Always false off x86-64, which has no such stores here. Results are the
+ * same either way; only the speed differs. */
 bool tg_cpu_stream_stores(void);
 
 #ifdef __cplusplus

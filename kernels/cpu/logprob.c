@@ -94,7 +94,7 @@ typedef struct {
 /* The kernels' exponential (the baseline's), one value at a time, for tests. */
 float tg__cpu_exp_nonpos(float d) {
     lpe_hi_base keep;
-    return lpe_hexp_base((lpe_hv_base){0} + d, &keep)[0];
+    return lpe_hexp_base(d - (lpe_hv_base){0}, &keep)[0]; /* d in every lane, -0 kept */
 }
 
 typedef row_out (*fwd_fn)(const float *x, int64_t xs, int64_t V, float it);
@@ -104,8 +104,9 @@ typedef void (*bwd_fn)(const float *x, int64_t xs, int64_t V, float it, float M,
 /* The instruction sets, from the baseline up, and whether the backward
  * streams its gradient past the caches by default (non-temporal stores, rows
  * of LPE_NT_MIN entries or more): on with AVX-512, where it made the
- * backward 1.6-1.8x faster (bench/README.md); off with AVX2, where a CPU
- * without AVX-512 ran the backward 1.2x slower with them than without. */
+ * backward 1.6-1.8x faster (bench/README.md); off with AVX2 and the
+ * baseline: an AVX2-only CPU ran the old rows' backward 1.2x slower with
+ * them, and the current rows are not measured on one yet. */
 typedef struct lpe_variant {
     const char *name;
     fwd_fn fwd;
@@ -152,6 +153,9 @@ static void choose_once(void) {
     const char *st = getenv("TAPEGRAD_CPU_STREAM_STORES");
     if (st && (!strcmp(st, "on") || !strcmp(st, "off")))
         stream = !strcmp(st, "on");
+#ifndef LPE_DISPATCH
+    stream = 0; /* no non-temporal stores here */
+#endif
     int unset = -1;
     if (atomic_compare_exchange_strong(&g_stream, &unset, stream))
         atomic_store(&g_variant, v); /* the variant last: it says both are set */
@@ -184,7 +188,11 @@ bool tg__cpu_lpe_select(const char *name, int stream) {
         if (!strcmp(name, VARIANTS[k].name)) v = k;
     if (v < 0)
         return false;
+#ifdef LPE_DISPATCH
     atomic_store(&g_stream, stream < 0 ? VARIANTS[v].stream : stream != 0);
+#else
+    (void)stream; /* no non-temporal stores here */
+#endif
     atomic_store(&g_variant, v);
     return true;
 }

@@ -43,7 +43,8 @@ typedef int32_t hi __attribute__((vector_size(LPE_W * 4)));
 #define fwd_row LPE_NAME(lpe_fwd_row)
 #define bwd_row LPE_NAME(lpe_bwd_row)
 
-LPE_INLINE hv hsplat(float c) { return (hv){0} + c; }
+/* c in every lane (c - +0 keeps c's sign when c is -0; c + 0 would not). */
+LPE_INLINE hv hsplat(float c) { return c - (hv){0}; }
 
 /* Loads LPE_W entries x[0], x[xs], ...; the first `n` are real (n <= 0: none,
  * x not read), the rest are `pad`. */
@@ -61,10 +62,10 @@ LPE_INLINE hv hload(const float *x, int64_t xs, int n, float pad) {
 /* exp(d) for d <= 0 (or a tiny positive rounding residue). Lanes below -87
  * (including -inf, and the NaN that -inf produces inside) come out as exactly
  * 0 through the final mask, so no clamp is needed; *keep receives the mask
- * (d >= -87, from the sign of d + 87: exact near -87 by Sterbenz). No
- * intermediate is ever denormal: 2^n is built with a zero mantissa. */
+ * (d >= -87: false for NaN). No intermediate is ever denormal: 2^n is built
+ * with a zero mantissa. */
 LPE_INLINE hv hexp(hv d, hi *keep) {
-    *keep = ~((hi)(d + 87.0f) >> 31);
+    *keep = d >= -87.0f; /* one compare per register of the hardware's width */
     const hv t = d * 1.44269504088896341f + 12582912.0f;
     const hv n = t - 12582912.0f;
     hv r = d - n * 0.693359375f;
