@@ -2,6 +2,7 @@
  * version counter shared by every tensor on them and a short history of the
  * in-place ops that bumped it. The op that allocated it is remembered (as a
  * memory-timeline tag) so that its free is named too. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,12 +26,26 @@ static tg__storage *storage_open(tg__storage *st, tg_site s, tg_device dev, void
     return st;
 }
 
+/* An allocation for `who`, called at s, failed: its message gains the op and
+ * the call site ("tg_matmul (called at train.c:42): out of memory: ..."), so
+ * that a failure deep in a loss names the line that asked for the bytes. */
+static void name_the_call(tg_site s, const char *who) {
+    char msg[512];
+    if (tg_last_status() != TG_ERR_NOMEM || !who) return;
+    snprintf(msg, sizeof msg, "%s", tg_last_error());
+    if (s.file)
+        tg__fail(TG_ERR_NOMEM, "%s (called at %s:%d): %s", who, s.file, s.line, msg);
+    else
+        tg__fail(TG_ERR_NOMEM, "%s: %s", who, msg);
+}
+
 tg__storage *tg__storage_new(tg_site s, tg_device dev, size_t nbytes, tg_mem_category cat,
                              const char *who) {
     tg__storage *st = tg__xcalloc(1, sizeof *st);
     void *data = st ? tg__alloc_op(dev, nbytes, cat, who, &st->tl_tag) : NULL;
     if (!data) {
         free(st);
+        name_the_call(s, who);
         return NULL;
     }
     return storage_open(st, s, dev, data, nbytes, cat);

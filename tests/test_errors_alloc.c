@@ -300,3 +300,18 @@ Test(alloc_failure, custom_function_and_scope_fail_cleanly) {
     cr_assert_gt(once, 5);
     cr_assert_gt(pers, 5);
 }
+
+/* An output that cannot be allocated: the message names the op and the line
+ * that called it, so a failure deep in a loss points at the user's code. */
+Test(alloc_failure, out_of_memory_names_the_op_and_its_call_site) {
+    tg_tensor *x = tg_ones(TG_F32, TG_SHAPE(4, 4));
+    cr_assert_not_null(x);
+    char where[64];
+    tg_fault_inject(1, false);
+    snprintf(where, sizeof where, "(called at %s:%d)", __FILE__, __LINE__ + 1);
+    tg_tensor *y = tg_matmul(x, x);
+    tg_fault_inject(0, false);
+    cr_assert_null(y);
+    tgt_assert_error(TG_ERR_NOMEM, "tg_matmul ", where, "out of memory", "injected", NULL);
+    TGO_RELEASE(x);
+}
