@@ -78,9 +78,6 @@ static bool parse_temperature_field(const char *name, const char *val, void *fie
     return parse_temperature(name, val, field);
 }
 
-static const cli_word IMPL_WORDS[] = {
-    {"fused", TG_LOGPROB_FUSED}, {"composite", TG_LOGPROB_COMPOSITE}, {NULL, 0}};
-
 static const cli_opt LOGPROB_OPTS[] = {
     {.name = "--logits", CLI_TEXT(lp_args, logits), .meta = "L.npy", .required = true,
      .help = "f32 or f64 logits, shape (..., V)",
@@ -98,7 +95,7 @@ static const cli_opt LOGPROB_OPTS[] = {
      .meta = "I", .help = "rows with this target give 0"},
     {.name = "--chunk", CLI_INT(lp_args, opts.chunk_size, 0, INT64_MAX), .meta = "C",
      .help = "rows per block, 0 = all at once"},
-    {.name = "--impl", CLI_WORD(lp_args, impl, IMPL_WORDS), .help = "implementation"},
+    {.name = "--impl", CLI_WORD(lp_args, impl, CLI_IMPL_WORDS), .help = "implementation"},
     {.name = "--out", CLI_TEXT(lp_args, out), .meta = "DIR", .required = true,
      .help = "output directory, created if missing"},
 };

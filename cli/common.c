@@ -253,17 +253,6 @@ int cli_demo_end(const char *who, cli_outputs *out, const char *title, int rc, F
     return rc;
 }
 
-int cli_outputs_check(const cli_outputs *o) {
-    const char *names[3] = {"--trace", "--plot", "--dot"};
-    const char *files[3] = {o->trace, o->plot, o->dot};
-    for (int a = 0; a < 3; a++)
-        for (int b = a + 1; b < 3; b++)
-            if (files[a] && files[b] && !strcmp(files[a], files[b]))
-                return cli_usage_error("%s and %s name the same file '%s'", names[a], names[b],
-                                       files[a]);
-    return CLI_EXIT_OK;
-}
-
 static int write_fail(const char *what, const char *path, const char *why) {
     cli_progress_clear();
     fprintf(stderr, "tapegrad: cannot write %s '%s': %s\n", what, path, why);

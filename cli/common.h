@@ -15,8 +15,8 @@
  *    not hold, a library error, a file that cannot be written): its message
  *    on stderr, exit 1.
  *  - The three output flags are rows of the command's table
- *    (CLI_OUTPUT_OPTS); one file named by two flags (cli_outputs_check) is a
- *    usage error.
+ *    (CLI_OUTPUT_OPTS); one file named by two flags is a usage error
+ *    (cli_options_parse: rows marked `writes`).
  *  - cli_outputs_begin(), before the work: checks that every named file can
  *    be written (a temporary file is made in its directory and removed; the
  *    file itself is not touched), then starts the memory timeline
@@ -136,9 +136,6 @@ typedef struct cli_outputs {
 /* The rule for options, for the commands' --help texts. */
 #define CLI_OPTIONS_RULE_HELP                                                              \
     "Options are --name value or --name=value; given twice, the last one counts.\n"
-
-/* After parsing: CLI_EXIT_OK, or CLI_EXIT_USAGE when two flags name one file. */
-int cli_outputs_check(const cli_outputs *o);
 
 /* Before the work (see the contract). Returns CLI_EXIT_OK or CLI_EXIT_FAIL. */
 int cli_outputs_begin(cli_outputs *o);

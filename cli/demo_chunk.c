@@ -151,7 +151,6 @@ int cli_chunk_parse(int argc, char **argv, cli_chunk_opts *o) {
                 o->chunk[n++] = o->chunk[k];
         o->n_chunk = n;
     }
-    rc = cli_outputs_check(&o->out);
     for (int k = 0; rc == CLI_EXIT_OK && k < o->n_seq; k++)
         rc = cli_lp_check_size(o->seq[k], o->vocab, true);
     return rc;

@@ -122,8 +122,6 @@ void cli_entropy_help(void) {
 
 int cli_entropy_parse(int argc, char **argv, cli_entropy_opts *o) {
     int rc = cli_options_parse(&cli_entropy_command, argc, argv, o, NULL);
-    if (rc == CLI_EXIT_OK)
-        rc = cli_outputs_check(&o->out);
     return rc != CLI_EXIT_OK ? rc : cli_lp_check_size(o->seq, o->vocab, true);
 }
 

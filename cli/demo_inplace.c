@@ -411,8 +411,7 @@ void cli_inplace_help(void) {
 }
 
 int cli_inplace_parse(int argc, char **argv, cli_inplace_opts *o) {
-    int rc = cli_options_parse(&cli_inplace_command, argc, argv, o, NULL);
-    return rc != CLI_EXIT_OK ? rc : cli_outputs_check(&o->out);
+    return cli_options_parse(&cli_inplace_command, argc, argv, o, NULL);
 }
 
 /* ---- the demo ------------------------------------------------------------------------ */

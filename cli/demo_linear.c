@@ -86,8 +86,6 @@ void cli_linear_help(void) {
 
 int cli_linear_parse(int argc, char **argv, cli_linear_opts *o) {
     int rc = cli_options_parse(&cli_linear_command, argc, argv, o, NULL);
-    if (rc == CLI_EXIT_OK)
-        rc = cli_outputs_check(&o->out);
     if (rc != CLI_EXIT_OK) return rc;
     /* the materialized way needs the logits and their gradient */
     if ((double)o->seq * (double)o->vocab * 8.0 > 8.0 * GIB)

@@ -15,6 +15,9 @@
 const cli_word CLI_DEVICE_WORDS[] = {{"cpu", TG_CPU}, {"cuda", TG_CUDA}, {NULL, 0}};
 const cli_word CLI_FLOAT_DTYPE_WORDS[] = {
     {"f32", TG_F32}, {"f64", TG_F64}, {"bf16", TG_BF16}, {NULL, 0}};
+const cli_word CLI_IMPL_WORDS[] = {
+    {"fused", TG_LOGPROB_FUSED}, {"composite", TG_LOGPROB_COMPOSITE}, {NULL, 0}};
+const cli_word CLI_ON_OFF_WORDS[] = {{"on", 1}, {"off", 0}, {NULL, 0}};
 
 #define HELP_WIDTH 79 /* columns of every help line */
 #define NAME_WIDTH 24 /* "--name META" up to this wide; a wider one puts its help below */
@@ -168,6 +171,23 @@ static int take(const cli_command *cmd, int argc, char **argv, int *i, void *opt
     return CLI_EXIT_OK;
 }
 
+/* Two rows that write files may not name the same one: the second write
+ * would replace the first. */
+static int check_written_files(const cli_command *cmd, const void *opts) {
+    for (int a = 0; a < cmd->n_opts; a++)
+        for (int b = a + 1; b < cmd->n_opts; b++) {
+            const cli_opt *ra = &cmd->opts[a], *rb = &cmd->opts[b];
+            if (!ra->writes || !rb->writes)
+                continue;
+            const char *fa = *(const char *const *)cfield_of(opts, ra->at);
+            const char *fb = *(const char *const *)cfield_of(opts, rb->at);
+            if (fa && fb && !strcmp(fa, fb))
+                return cli_usage_error("%s and %s name the same file '%s'", ra->name, rb->name,
+                                       fa);
+        }
+    return CLI_EXIT_OK;
+}
+
 int cli_options_parse(const cli_command *cmd, int argc, char **argv, void *opts,
                       uint64_t *given) {
     uint64_t seen = 0;
@@ -184,6 +204,9 @@ int cli_options_parse(const cli_command *cmd, int argc, char **argv, void *opts,
             return cli_usage_error("'%s' needs %s %s (try 'tapegrad %s --help')", cmd->name,
                                    row->name, row->meta ? row->meta : "VALUE", cmd->name);
     }
+    int rc = check_written_files(cmd, opts);
+    if (rc != CLI_EXIT_OK)
+        return rc;
     if (given)
         *given = seen;
     return CLI_EXIT_OK;

@@ -13,7 +13,8 @@
  *  - Misuse is one line "tapegrad: ..." on stderr and CLI_EXIT_USAGE: an
  *    unknown option, a missing or empty value, a value given to a flag, a
  *    positional argument the command does not take, a bad value (naming the
- *    option and what it expects), a required option not given.
+ *    option and what it expects), a required option not given, two options
+ *    that write files naming the same one (rows marked `writes`).
  *  - cli_options_parse writes only the fields of the options given (the
  *    caller fills the defaults first); a list option replaces the whole list.
  *  - cli_help prints the synopsis, the command's text, one line per option
@@ -66,6 +67,8 @@ typedef struct cli_opt {
                                  defaults struct; "": no default shown */
     const char *group;        /* when set, a heading printed before this row */
     bool required;            /* parsing fails when the option is not given */
+    bool writes;              /* CLI_OPT_TEXT naming a file the command writes: two such
+                                 rows may not name one file */
 } cli_opt;
 
 /* A command: its name, its table and the texts around the options. */
@@ -110,17 +113,21 @@ typedef struct cli_command {
 /* The three output flags of every demo (cli/common.h), for a cli_outputs
  * field F of struct T; DOT_WHAT says which graph --dot writes. */
 #define CLI_OUTPUT_OPTS(T, F, DOT_WHAT)                                                        \
-    {.name = "--trace", CLI_TEXT(T, F.trace), .meta = "FILE.json",                             \
+    {.name = "--trace", CLI_TEXT(T, F.trace), .meta = "FILE.json", .writes = true,             \
      .help = "memory timeline as Chrome trace JSON (Perfetto, chrome://tracing)"},             \
-    {.name = "--plot", CLI_TEXT(T, F.plot), .meta = "FILE.svg",                                \
+    {.name = "--plot", CLI_TEXT(T, F.plot), .meta = "FILE.svg", .writes = true,                \
      .help = "memory timeline as SVG: live MiB by category over time"},                  \
-    {.name = "--dot", CLI_TEXT(T, F.dot), .meta = "FILE",                                      \
+    {.name = "--dot", CLI_TEXT(T, F.dot), .meta = "FILE", .writes = true,                      \
      .help = "Graphviz DOT of " DOT_WHAT " (dot -Tsvg FILE > graph.svg)"}
 
 /* Word tables several commands share (cli/options.c): "cpu", "cuda" as
- * tg_device; "f32", "f64", "bf16" as tg_dtype. */
+ * tg_device; "f32", "f64", "bf16" as tg_dtype; "fused", "composite" as
+ * tg_logprob_impl; "on" 1, "off" 0 (for lists of both; one value is
+ * CLI_SWITCH). */
 extern const cli_word CLI_DEVICE_WORDS[];
 extern const cli_word CLI_FLOAT_DTYPE_WORDS[];
+extern const cli_word CLI_IMPL_WORDS[];
+extern const cli_word CLI_ON_OFF_WORDS[];
 
 /* ---- using a table --------------------------------------------------------------------- */
 

@@ -398,6 +398,13 @@ Test(cli_files, misuse_is_a_usage_error) {
     memcpy(longname, "--seq", 5); /* starts like a known option */
     longname[sizeof longname - 1] = '\0';
     cr_assert_eq(parse(&p, false, ARGV(longname)), CLI_EXIT_USAGE);
+    /* two options that write files may not name one file; other text options may */
+    cr_assert_eq(parse(&p, false, ARGV("--trace", "a", "--dot", "a")), CLI_EXIT_USAGE);
+    cr_assert_eq(parse(&p, false, ARGV("--plot=b", "--trace", "a", "--dot", "b")), CLI_EXIT_USAGE);
+    cr_assert_eq(parse(&p, false, ARGV("--trace", "a", "--dot", "a", "--dot", "c")), CLI_EXIT_OK,
+                 "the last --dot counts");
+    cr_assert_eq(parse(&p, false, ARGV("--file", "a", "--trace", "a")), CLI_EXIT_OK,
+                 "--file is read, not written");
     /* a required option missing */
     cli_command req = test_command(false, true);
     p = defaults();
