@@ -65,6 +65,29 @@ typedef struct {
  * Measured in bench/README.md. */
 #define LPE_NT_MIN 4096
 
+/* A block whose max bm is above the running max M: the running sums S =
+ * sum exp(d) and A = sum exp(d) d, d = (x - M) it, rescaled from M to bm
+ * (f32 and f64 rows alike, in f64). The caller then takes bm as its max. */
+VINLINE void rescale_sums(double M, double bm, double it, double *S, double *A) {
+    if (*S > 0.0) {
+        const double dm = (M - bm) * it, f = exp(dm);
+        *A = (*A + *S * dm) * f;
+        *S *= f;
+    }
+}
+
+/* The row's statistics from its max and sums; bad 2 when every entry is -inf. */
+VINLINE row_out row_finish(double M, double S, double A) {
+    row_out o = {-INFINITY, 0, 0, 2};
+    if (M == -INFINITY)
+        return o;
+    o.M = M;
+    o.ls = log(S);
+    o.H = o.ls - A / S;
+    o.bad = 0;
+    return o;
+}
+
 #define LPE_SFX base
 #define LPE_ATTR
 #define LPE_W 4
@@ -200,7 +223,6 @@ bool tg__cpu_lpe_select(const char *name, int stream) {
 /* ---- f64 rows (libm exp) --------------------------------------------------- */
 
 static row_out fwd_row_f64(const double *x, int64_t xs, int64_t V, double it) {
-    row_out o = {-INFINITY, 0, 0, 0};
     double M = -INFINITY, S = 0.0, T = 0.0;
     for (int64_t b0 = 0; b0 < V; b0 += LPE_BLOCK) {
         const int64_t n = V - b0 < LPE_BLOCK ? V - b0 : LPE_BLOCK;
@@ -208,19 +230,13 @@ static row_out fwd_row_f64(const double *x, int64_t xs, int64_t V, double it) {
         double bm = -INFINITY;
         for (int64_t j = 0; j < n; j++) {
             const double v = xb[j * xs];
-            if (!(v <= DBL_MAX)) {
-                o.bad = 1;
-                return o;
-            }
+            if (!(v <= DBL_MAX))
+                return (row_out){-INFINITY, 0, 0, 1};
             bm = v > bm ? v : bm;
         }
         if (bm == -INFINITY) continue;
         if (bm > M) {
-            if (S > 0.0) {
-                const double dm = (M - bm) * it, f = exp(dm);
-                T = (T + S * dm) * f;
-                S *= f;
-            }
+            rescale_sums(M, bm, it, &S, &T);
             M = bm;
         }
         double bs = 0.0, bt = 0.0;
@@ -233,14 +249,7 @@ static row_out fwd_row_f64(const double *x, int64_t xs, int64_t V, double it) {
         S += bs;
         T += bt;
     }
-    if (M == -INFINITY) {
-        o.bad = 2;
-        return o;
-    }
-    o.M = M;
-    o.ls = log(S);
-    o.H = o.ls - T / S;
-    return o;
+    return row_finish(M, S, T);
 }
 
 static void bwd_row_f64(const double *x, int64_t xs, int64_t V, double it, double M, double ls,

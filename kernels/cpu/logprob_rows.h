@@ -95,7 +95,6 @@ LPE_INLINE double hsum16(const hv *acc) {
  * no rounding of z * it leaks into lse (and logprob stays <= 0). Each lane
  * sums 64 exponentials of a block in f32; blocks are added in f64. */
 LPE_INLINE row_out fwd_row(const float *x, int64_t xs, int64_t V, float it) {
-    row_out o = {-INFINITY, 0, 0, 0};
     float M = -INFINITY;
     double S = 0.0, A = 0.0;
     for (int64_t b0 = 0; b0 < V; b0 += LPE_BLOCK) {
@@ -109,17 +108,11 @@ LPE_INLINE row_out fwd_row(const float *x, int64_t xs, int64_t V, float it) {
             bm = v > bm ? v : bm;
             nbad |= !(v <= FLT_MAX); /* NaN or +inf */
         }
-        if (nbad) {
-            o.bad = 1;
-            return o;
-        }
+        if (nbad)
+            return (row_out){-INFINITY, 0, 0, 1};
         if (bm == -INFINITY) continue;
         if (bm > M) {
-            if (S > 0.0) {
-                const double dm = ((double)M - (double)bm) * it, f = exp(dm);
-                A = (A + S * dm) * f;
-                S *= f;
-            }
+            rescale_sums(M, bm, it, &S, &A);
             M = bm;
         }
         hv bs[LPE_PARTS], bt[LPE_PARTS];
@@ -141,14 +134,7 @@ LPE_INLINE row_out fwd_row(const float *x, int64_t xs, int64_t V, float it) {
         S += hsum16(bs);
         A += hsum16(bt);
     }
-    if (M == -INFINITY) {
-        o.bad = 2;
-        return o;
-    }
-    o.M = M;
-    o.ls = log(S);
-    o.H = o.ls - A / S;
-    return o;
+    return row_finish(M, S, A);
 }
 
 /* Stores a register of the gradient at p (64-byte aligned for AVX-512, 32
