@@ -38,10 +38,11 @@ def strip_line_comments(src: str) -> str:
     return re.sub(r"//[^\n]*", "", src)
 
 
-def enums(src: str) -> dict:
-    """typedef enum NAME { A = 0, B = 1 } NAME; -> {NAME: {"a": 0, "b": 1}}: the
-    names lower-cased, without the longest prefix they share."""
-    out = {}
+def enums(src: str) -> tuple:
+    """typedef enum NAME { A = 0, B = 1 } NAME; -> ({NAME: {"a": 0, "b": 1}},
+    {NAME: "prefix_"}): the names lower-cased, without the longest prefix they
+    share, and that prefix (lower-cased) to take a C name."""
+    out, prefixes = {}, {}
     for body, name in re.findall(r"typedef enum \w*\s*\{([^}]*)\}\s*(\w+);", src):
         items = [(k, int(v)) for k, v in re.findall(r"(\w+)\s*=\s*(-?\d+)", body)]
         keys = [k for k, _ in items]
@@ -49,7 +50,8 @@ def enums(src: str) -> dict:
         while prefix and not all(k.startswith(prefix) for k in keys):
             prefix = prefix[:prefix[:-1].rfind("_") + 1]
         out[name] = {k[len(prefix):].lower(): v for k, v in items}
-    return out
+        prefixes[name] = prefix.lower()
+    return out, prefixes
 
 
 def params(arglist: str, known_enums: dict):
@@ -81,14 +83,17 @@ def params(arglist: str, known_enums: dict):
 def doc_of(comment: str) -> str:
     lines = [re.sub(r"^\s*\*? ?", "", ln) for ln in comment.strip("/*").splitlines()]
     text = "\n".join(ln.rstrip() for ln in lines).strip()
-    return re.sub(r"^-{2,}\s*|\s*-{2,}$", "", text)  # a section header's rules
+    first, nl, rest = text.partition("\n")  # a section header's rules, on its first line
+    return (re.sub(r"^-{2,}\s*|\s*-{2,}$", "", first) + nl + rest).strip()
 
 
 def table() -> tuple:
-    ops, all_enums = {}, {}
+    ops, all_enums, all_prefixes = {}, {}, {}
     for h in HEADERS:
         src = strip_line_comments((ROOT / h).read_text())
-        all_enums.update(enums(src))
+        values, prefixes = enums(src)
+        all_enums.update(values)
+        all_prefixes.update(prefixes)
     for h in HEADERS:
         src = strip_line_comments((ROOT / h).read_text())
         last_comment = ""
@@ -111,15 +116,18 @@ def table() -> tuple:
                              "doc": doc_of(last_comment)}
     used = {k.split(":", 1)[1] for op in ops.values() for _, k in op["params"]
             if k.startswith("enum:")}
-    return ops, {k: v for k, v in all_enums.items() if k in used}
+    return (ops, {k: v for k, v in all_enums.items() if k in used},
+            {k: v for k, v in all_prefixes.items() if k in used})
 
 
 def render() -> str:
-    ops, used_enums = table()
+    ops, used_enums, prefixes = table()
     return ('"""The library\'s ops as data, written by scripts/gen_python_ops.py from\n'
             'include/tapegrad/tensor.h and ops.h: do not edit by hand (regenerate;\n'
             'python/tests/test_ops.py fails when this is stale)."""\n\n'
             f"ENUMS = {pprint.pformat(used_enums, width=96, sort_dicts=True)}\n\n"
+            "# the prefix of each enum's C names (lower-cased), for names given that way\n"
+            f"ENUM_PREFIXES = {pprint.pformat(prefixes, width=96, sort_dicts=True)}\n\n"
             f"OPS = {pprint.pformat(ops, width=96, sort_dicts=True)}\n")
 
 

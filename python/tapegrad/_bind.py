@@ -18,7 +18,7 @@ import ctypes
 from typing import Any, Callable, Dict
 
 from ._lib import Site, check, check_status, lib, site
-from ._ops import ENUMS, OPS
+from ._ops import ENUM_PREFIXES, ENUMS, OPS
 
 _CTYPES = {"tensor": ctypes.c_void_p, "double": ctypes.c_double, "int": ctypes.c_int,
            "int64": ctypes.c_int64, "uint64": ctypes.c_uint64, "bool": ctypes.c_bool,
@@ -40,10 +40,10 @@ def _argtypes(params) -> list:
 
 def _enum_value(op: str, pname: str, enum: str, v: Any) -> int:
     if isinstance(v, str):
-        table = ENUMS[enum]
+        table, prefix = ENUMS[enum], ENUM_PREFIXES[enum]
         key = v.lower()
-        if key not in table:  # the C name, e.g. "TG_REDUCTION_MEAN"
-            key = max((k for k in table if key.endswith("_" + k)), key=len, default=key)
+        if key.startswith(prefix):  # the C name, e.g. "TG_REDUCTION_MEAN"
+            key = key[len(prefix):]
         if key not in table:
             raise ValueError(f"tapegrad.{op}: {pname}={v!r} is not a {enum} "
                              f"(one of {', '.join(sorted(table))})")

@@ -8,6 +8,13 @@ ENUMS = {'tg_agg_mode': {'seq_mean_token_mean': 2, 'seq_mean_token_sum': 1, 'tok
  'tg_gelu_approx': {'none': 0, 'tanh': 1},
  'tg_reduction': {'batchmean': 3, 'mean': 1, 'none': 0, 'sum': 2}}
 
+# the prefix of each enum's C names (lower-cased), for names given that way
+ENUM_PREFIXES = {'tg_agg_mode': 'tg_agg_',
+ 'tg_device': 'tg_',
+ 'tg_dtype': 'tg_',
+ 'tg_gelu_approx': 'tg_gelu_',
+ 'tg_reduction': 'tg_reduction_'}
+
 OPS = {'abs': {'doc': '|t|. Gradient g * sign(t): 0 at 0.',
          'header': 'ops.h',
          'params': [('t', 'tensor')],
@@ -16,7 +23,7 @@ OPS = {'abs': {'doc': '|t|. Gradient g * sign(t): 0 at 0.',
          'header': 'ops.h',
          'params': [('a', 'tensor'), ('b', 'tensor')],
          'returns': 'tensor'},
- 'add_': {'doc': 'in-place (bump the version counter, record op name and call site) ----\n'
+ 'add_': {'doc': 'in-place (bump the version counter, record op name and call site)\n'
                  't may be a view (the write goes to the shared storage). other is broadcast\n'
                  "to t's shape. With grad mode on and t or other requiring grad, the op is\n"
                  "recorded as in PyTorch: t's grad_fn becomes the op's node, or for a view\n"
@@ -211,7 +218,7 @@ OPS = {'abs': {'doc': '|t|. Gradient g * sign(t): 0 at 0.',
                 'header': 'tensor.h',
                 'params': [('t', 'tensor')],
                 'returns': 'tensor'},
- 'copy_': {'doc': 'in-place (bump the version counter, record op name and call site) ----\n'
+ 'copy_': {'doc': 'in-place (bump the version counter, record op name and call site)\n'
                   't may be a view (the write goes to the shared storage). other is broadcast\n'
                   "to t's shape. With grad mode on and t or other requiring grad, the op is\n"
                   "recorded as in PyTorch: t's grad_fn becomes the op's node, or for a view\n"
@@ -355,7 +362,7 @@ OPS = {'abs': {'doc': '|t|. Gradient g * sign(t): 0 at 0.',
            'header': 'ops.h',
            'params': [('t', 'tensor')],
            'returns': 'tensor'},
- 'fill_': {'doc': 'in-place (bump the version counter, record op name and call site) ----\n'
+ 'fill_': {'doc': 'in-place (bump the version counter, record op name and call site)\n'
                   't may be a view (the write goes to the shared storage). other is broadcast\n'
                   "to t's shape. With grad mode on and t or other requiring grad, the op is\n"
                   "recorded as in PyTorch: t's grad_fn becomes the op's node, or for a view\n"
@@ -764,7 +771,7 @@ OPS = {'abs': {'doc': '|t|. Gradient g * sign(t): 0 at 0.',
          'header': 'ops.h',
          'params': [('a', 'tensor'), ('b', 'tensor')],
          'returns': 'tensor'},
- 'mul_': {'doc': 'in-place (bump the version counter, record op name and call site) ----\n'
+ 'mul_': {'doc': 'in-place (bump the version counter, record op name and call site)\n'
                  't may be a view (the write goes to the shared storage). other is broadcast\n'
                  "to t's shape. With grad mode on and t or other requiring grad, the op is\n"
                  "recorded as in PyTorch: t's grad_fn becomes the op's node, or for a view\n"
@@ -1025,7 +1032,7 @@ OPS = {'abs': {'doc': '|t|. Gradient g * sign(t): 0 at 0.',
            'header': 'ops.h',
            'params': [('t', 'tensor'), ('k', 'double')],
            'returns': 'tensor'},
- 'scale_': {'doc': 'in-place (bump the version counter, record op name and call site) ----\n'
+ 'scale_': {'doc': 'in-place (bump the version counter, record op name and call site)\n'
                    't may be a view (the write goes to the shared storage). other is '
                    'broadcast\n'
                    "to t's shape. With grad mode on and t or other requiring grad, the op is\n"
@@ -1194,7 +1201,7 @@ OPS = {'abs': {'doc': '|t|. Gradient g * sign(t): 0 at 0.',
          'header': 'ops.h',
          'params': [('a', 'tensor'), ('b', 'tensor')],
          'returns': 'tensor'},
- 'sub_': {'doc': 'in-place (bump the version counter, record op name and call site) ----\n'
+ 'sub_': {'doc': 'in-place (bump the version counter, record op name and call site)\n'
                  't may be a view (the write goes to the shared storage). other is broadcast\n'
                  "to t's shape. With grad mode on and t or other requiring grad, the op is\n"
                  "recorded as in PyTorch: t's grad_fn becomes the op's node, or for a view\n"

@@ -98,7 +98,14 @@ def test_enums_by_short_or_c_name_and_docs_kept_whole():
     x = tg.tensor([1.0, 2.0])
     y = tg.tensor([2.0, 4.0])
     assert tg.mse_loss(x, y, "mean").item() == tg.mse_loss(x, y, "TG_REDUCTION_MEAN").item() == 2.5
+    # another enum's C name, or a name that only ends like one, is refused
+    for wrong in ("TG_GELU_NONE", "bogus_sum", "TG_REDUCTION_"):
+        with pytest.raises(ValueError, match="is not a tg_reduction"):
+            tg.mse_loss(x, y, wrong)
     assert "-1, 0 or 1" in tg.sign.__doc__
+    # a section header's rule is not part of an op's doc
+    assert "record op name and call site)\nt may be a view" in tg.add_.__doc__
+    assert "----" not in tg.add_.__doc__
 
 
 def test_no_method_where_pytorch_reads_the_arguments_otherwise():
