@@ -14,7 +14,7 @@ import ctypes
 import itertools
 import threading
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional, Sequence, Tuple, Union
+from typing import Any, Iterator, Optional, Tuple, Union
 
 from ._lib import (CATEGORIES, DLManagedTensor, MemStats, RELEASE_FN, TapegradError, check,
                    check_status, lib, site)
@@ -171,10 +171,12 @@ class Tensor:
     # ---- values ----------------------------------------------------------------------
     def item(self) -> Union[float, int, bool]:
         """``torch.Tensor.item``: a float, an int for i64, a bool for bool."""
+        if self.dtype in ("i64", "bool"):  # exact: i64 values need not fit a double
+            if self.numel() != 1:
+                check_status(lib.tg_item(self._h, ctypes.byref(ctypes.c_double())))  # its error
+            return self.reshape([]).tolist() if self.ndim else self.tolist()
         v = ctypes.c_double()
         check_status(lib.tg_item(self._h, ctypes.byref(v)))  # one element, or its error
-        if self.dtype in ("i64", "bool"):  # exact: i64 values need not fit a double
-            return self.reshape([]).tolist() if self.ndim else self.tolist()
         return v.value
 
     def tolist(self) -> Any:
@@ -407,12 +409,18 @@ def no_grad() -> Iterator[None]:
         lib.tg_set_grad_enabled(prev)
 
 
+def _device(op: str, device: str) -> int:
+    """The tg_device of "cpu" or "cuda"; ValueError naming op otherwise."""
+    from ._bind import _enum_value
+    return _enum_value(op, "device", "tg_device", device)
+
+
 def mem_stats(device: str = "cpu") -> dict:
     """The library's exact byte counts for a device (``tg_mem_get``): live and
     peak by category, totals, saved bytes. PyTorch equivalent:
     ``torch.cuda.memory_stats`` (for the library's own memory only)."""
     m = MemStats()
-    check_status(lib.tg_mem_get(1 if device == "cuda" else 0, ctypes.byref(m)))
+    check_status(lib.tg_mem_get(_device("mem_stats", device), ctypes.byref(m)))
     return {"live": dict(zip(CATEGORIES, m.live)), "peak": dict(zip(CATEGORIES, m.peak)),
             "live_total": m.live_total, "peak_total": m.peak_total, "saved": m.saved,
             "saved_peak": m.saved_peak}
@@ -421,13 +429,13 @@ def mem_stats(device: str = "cpu") -> dict:
 def reset_peak(device: str = "cpu") -> None:
     """Sets the peaks of ``mem_stats`` to the live figures (tg_mem_reset_peak):
     ``torch.cuda.reset_peak_memory_stats``."""
-    check_status(lib.tg_mem_reset_peak(1 if device == "cuda" else 0))
+    check_status(lib.tg_mem_reset_peak(_device("reset_peak", device)))
 
 
 def empty_cache(device: str = "cpu") -> None:
     """Gives the blocks the library keeps for reuse back to the system (or to
     CUDA): tg_mem_empty_cache. PyTorch equivalent: ``torch.cuda.empty_cache``."""
-    check_status(lib.tg_mem_empty_cache(1 if device == "cuda" else 0))
+    check_status(lib.tg_mem_empty_cache(_device("empty_cache", device)))
 
 
 def live_counts() -> dict:

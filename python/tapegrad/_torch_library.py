@@ -33,7 +33,7 @@ def _zeros_for_none(grads, like: Tensor) -> list:
     return [g if g is not None else like.new_zeros(lead, dtype=_stat_dtype(like)) for g in grads]
 
 
-def register(graph_of_logprob, graph_of_linear, leaf_grads) -> None:
+def register(graph_of_logprob, graph_of_linear, leaf_grads, to_torch) -> None:
     """Defines the four ops from the eager path's pieces (tapegrad.torch)."""
 
     @torch.library.custom_op("tapegrad::logprob_entropy", mutates_args=())
@@ -41,7 +41,7 @@ def register(graph_of_logprob, graph_of_linear, leaf_grads) -> None:
                         entropy_grad: bool) -> _Out3:
         with no_grad():
             _, outs = graph_of_logprob(logits, targets, temperature, ignore_index, entropy_grad)
-        return tuple(_to(t) for t in outs)
+        return tuple(to_torch(t) for t in outs)
 
     @logprob_entropy.register_fake
     def _(logits, targets, temperature, ignore_index, entropy_grad):
@@ -80,7 +80,7 @@ def register(graph_of_logprob, graph_of_linear, leaf_grads) -> None:
             _, outs = graph_of_linear(hidden, weight, bias, targets, (False, False, False),
                                       temperature, ignore_index, entropy_grad, chunk_rows,
                                       vocab_block)
-        return tuple(_to(t) for t in outs)
+        return tuple(to_torch(t) for t in outs)
 
     @linear_logprob_entropy.register_fake
     def _(hidden, weight, bias, targets, temperature, ignore_index, entropy_grad, chunk_rows,
@@ -120,8 +120,3 @@ def register(graph_of_logprob, graph_of_linear, leaf_grads) -> None:
                 (db if need[2] else None), None, None, None, None, None, None)
 
     linear_logprob_entropy.register_autograd(linear_grads, setup_context=linear_setup)
-
-
-def _to(t) -> Tensor:
-    """A tapegrad output as a PyTorch tensor (no copy)."""
-    return torch.utils.dlpack.from_dlpack(t.__dlpack__())

@@ -8,7 +8,7 @@ for PyTorch tensors.
 from __future__ import annotations
 
 import ctypes
-from typing import Optional, Tuple
+from typing import Tuple
 
 from ._lib import Site, check_status, lib, site
 
@@ -54,29 +54,30 @@ def _impl(impl: str, op: str) -> int:
     return _IMPLS[impl]
 
 
-def run3(fn, *args):
+def _run3(fn, *args) -> Tuple:
     """Calls a fused op's C entry with its three output slots (logprob,
-    entropy, lse) after args; raises its error; returns the three handles."""
+    entropy, lse) after args; raises its error; returns the three Tensors."""
+    from . import Tensor
     out = [ctypes.c_void_p() for _ in range(3)]
     check_status(fn(site(), *args, *[ctypes.byref(o) for o in out]))
-    return [o.value for o in out]
+    return tuple(Tensor(o.value) for o in out)
 
 
-def logprob_opts(temperature: float, ignore_index: int, entropy_grad: bool,
-                 chunk_size: int = 0, impl: str = "fused") -> LogprobOpts:
-    o = lib.tg_logprob_opts_default()
-    o.temperature, o.ignore_index, o.entropy_grad = temperature, ignore_index, entropy_grad
-    o.chunk_size, o.impl = chunk_size, _impl(impl, "logprob_entropy")
-    return o
+def _input(x, op: str, what: str):
+    """x as a tapegrad Tensor: a Tensor as it is, a list or NumPy array
+    converted (tapegrad.tensor), as the generated ops take them."""
+    from . import Tensor, tensor
+    if isinstance(x, Tensor):
+        return x
+    try:
+        return tensor(x)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"tapegrad.{op}: {what} is not a tensor ({e})") from None
 
 
-def linear_opts(temperature: float, ignore_index: int, entropy_grad: bool, chunk_rows: int,
-                vocab_block: int, impl: str = "fused", workspace_bytes: int = 0) -> LinearOpts:
-    o = lib.tg_linear_logprob_opts_default()
-    o.temperature, o.ignore_index, o.entropy_grad = temperature, ignore_index, entropy_grad
-    o.chunk_rows, o.vocab_block = chunk_rows, vocab_block
-    o.impl, o.workspace_bytes = _impl(impl, "linear_logprob_entropy"), workspace_bytes
-    return o
+# the libraries' defaults, read once: each call copies them
+_LOGPROB_DEFAULTS = lib.tg_logprob_opts_default()
+_LINEAR_DEFAULTS = lib.tg_linear_logprob_opts_default()
 
 
 def logprob_entropy(logits, targets, *, temperature: float = 1.0, ignore_index: int = -100,
@@ -94,10 +95,12 @@ def logprob_entropy(logits, targets, *, temperature: float = 1.0, ignore_index: 
     ``entropy_grad=False``: the entropy is logged only, nothing is saved for
     it. Returns (lp, H), or (lp, H, lse) with ``want_lse``.
     """
-    from . import Tensor
-    o = logprob_opts(temperature, ignore_index, entropy_grad, chunk_size, impl)
-    lp, h, lse = run3(lib.tg_logprob_entropy_lse_at, logits._h, targets._h, ctypes.byref(o))
-    out = (Tensor(lp), Tensor(h), Tensor(lse))
+    o = LogprobOpts.from_buffer_copy(_LOGPROB_DEFAULTS)
+    o.temperature, o.ignore_index, o.entropy_grad = temperature, ignore_index, entropy_grad
+    o.chunk_size, o.impl = chunk_size, _impl(impl, "logprob_entropy")
+    z = _input(logits, "logprob_entropy", "logits")
+    y = _input(targets, "logprob_entropy", "targets")
+    out = _run3(lib.tg_logprob_entropy_lse_at, z._h, y._h, ctypes.byref(o))
     return out if want_lse else out[:2]
 
 
@@ -112,10 +115,13 @@ def linear_logprob_entropy(hidden, weight, targets, bias=None, *, temperature: f
     baseline); chunk_rows / vocab_block / workspace_bytes 0 take the defaults.
     Returns (lp, H), or (lp, H, lse) with ``want_lse``.
     """
-    from . import Tensor
-    o = linear_opts(temperature, ignore_index, entropy_grad, chunk_rows, vocab_block, impl,
-                    workspace_bytes)
-    lp, h, lse = run3(lib.tg_linear_logprob_entropy_at, hidden._h, weight._h,
-                      bias._h if bias is not None else None, targets._h, ctypes.byref(o))
-    out = (Tensor(lp), Tensor(h), Tensor(lse))
+    op = "linear_logprob_entropy"
+    o = LinearOpts.from_buffer_copy(_LINEAR_DEFAULTS)
+    o.temperature, o.ignore_index, o.entropy_grad = temperature, ignore_index, entropy_grad
+    o.chunk_rows, o.vocab_block = chunk_rows, vocab_block
+    o.impl, o.workspace_bytes = _impl(impl, op), workspace_bytes
+    h, w, y = (_input(x, op, what) for x, what in
+               ((hidden, "hidden"), (weight, "weight"), (targets, "targets")))
+    b = _input(bias, op, "bias")._h if bias is not None else None
+    out = _run3(lib.tg_linear_logprob_entropy_at, h._h, w._h, b, y._h, ctypes.byref(o))
     return out if want_lse else out[:2]

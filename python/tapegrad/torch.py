@@ -23,7 +23,7 @@ import torch as _torch
 
 from . import Tensor, from_dlpack
 from ._lib import TapegradError, check_status, lib
-from .fused import linear_opts, logprob_opts, run3
+from . import fused
 
 
 lib.tg_cuda_set_stream.restype = ctypes.c_int
@@ -98,15 +98,16 @@ def _on_torch_stream(*xs: Optional[_torch.Tensor]) -> None:
     x = next((x for x in xs if x is not None and x.device.type == "cuda"), None)
     if x is None:
         return
-    with _allocator_lock:  # no other thread allocates through the library meanwhile
-        if not _allocator_tried:
-            if os.environ.get("TAPEGRAD_TORCH_ALLOCATOR", "1") != "0":
-                try:
-                    use_torch_allocator()
-                except TapegradError as e:
-                    warnings.warn(f"tapegrad.torch: keeping the library's own device cache "
-                                  f"({e})")
-            _allocator_tried = True
+    if not _allocator_tried:
+        with _allocator_lock:  # no other thread allocates through the library meanwhile
+            if not _allocator_tried:
+                if os.environ.get("TAPEGRAD_TORCH_ALLOCATOR", "1") != "0":
+                    try:
+                        use_torch_allocator()
+                    except TapegradError as e:
+                        warnings.warn(f"tapegrad.torch: keeping the library's own device "
+                                      f"cache ({e})")
+                _allocator_tried = True
     stream = _torch.cuda.current_stream(x.device).cuda_stream
     if (lib.tg_cuda_get_stream() or 0) != stream:
         check_status(lib.tg_cuda_set_stream(stream or None))
@@ -118,11 +119,6 @@ def _to_torch(t: Tensor) -> _torch.Tensor:
 
 def _from_torch(x: _torch.Tensor) -> Tensor:
     return from_dlpack(_torch.utils.dlpack.to_dlpack(x.detach()))
-
-
-def _run3(fn, *args) -> Tuple[Tensor, Tensor, Tensor]:
-    """A fused op's three outputs (logprob, entropy, lse) as Tensors."""
-    return tuple(Tensor(h) for h in run3(fn, *args))
 
 
 def _outputs_to_torch(ctx, leaves, outs, entropy_grad: bool):
@@ -158,7 +154,7 @@ def _leaf_grads(leaves, outs, entropy_grad: bool, grads) -> list:
             term = (out * _from_torch(g.contiguous())).sum()
             root = term if root is None else root + term
     root.backward(retain_graph=True)
-    return [_to_torch(t.grad) if any(t is w for w in wanted) else None for t in leaves]
+    return [_to_torch(t.grad) if t is not None and t.requires_grad else None for t in leaves]
 
 
 def _logprob_graph(logits, targets, temperature, ignore_index, entropy_grad):
@@ -166,8 +162,8 @@ def _logprob_graph(logits, targets, temperature, ignore_index, entropy_grad):
     _on_torch_stream(logits)
     z = _from_torch(logits).requires_grad_(True)  # a leaf of tapegrad's graph
     y = _from_torch(targets.contiguous())
-    o = logprob_opts(temperature, ignore_index, entropy_grad)
-    return (z,), _run3(lib.tg_logprob_entropy_lse_at, z._h, y._h, ctypes.byref(o))
+    return (z,), fused.logprob_entropy(z, y, temperature=temperature, ignore_index=ignore_index,
+                                       entropy_grad=entropy_grad, want_lse=True)
 
 
 def _linear_graph(hidden, weight, bias, targets, need, temperature, ignore_index, entropy_grad,
@@ -179,10 +175,10 @@ def _linear_graph(hidden, weight, bias, targets, need, temperature, ignore_index
     w = _from_torch(weight).requires_grad_(need[1])
     b = _from_torch(bias).requires_grad_(need[2]) if bias is not None else None
     y = _from_torch(targets.contiguous())
-    o = linear_opts(temperature, ignore_index, entropy_grad, chunk_rows, vocab_block)
-    outs = _run3(lib.tg_linear_logprob_entropy_at, h._h, w._h, b._h if b is not None else None,
-                 y._h, ctypes.byref(o))
-    return (h, w, b), outs
+    return (h, w, b), fused.linear_logprob_entropy(
+        h, w, y, b, temperature=temperature, ignore_index=ignore_index,
+        entropy_grad=entropy_grad, chunk_rows=chunk_rows, vocab_block=vocab_block,
+        want_lse=True)
 
 
 class _LogprobEntropy(_torch.autograd.Function):
@@ -216,14 +212,16 @@ also ``torch.ops.tapegrad.logprob_entropy`` and ``.linear_logprob_entropy``."""
 if HAS_CUSTOM_OPS:
     from ._torch_library import register as _register
 
-    _register(_logprob_graph, _linear_graph, _leaf_grads)
+    _register(_logprob_graph, _linear_graph, _leaf_grads, _to_torch)
+
+
+_is_compiling = getattr(getattr(_torch, "compiler", None), "is_compiling", None)
 
 
 def _compiling() -> bool:
     """True while torch.compile traces (the custom ops then stand in for the
     eager Functions, which dynamo cannot trace through ctypes)."""
-    is_compiling = getattr(getattr(_torch, "compiler", None), "is_compiling", None)
-    return HAS_CUSTOM_OPS and is_compiling is not None and is_compiling()
+    return HAS_CUSTOM_OPS and _is_compiling is not None and _is_compiling()
 
 
 def linear_logprob_entropy(hidden: _torch.Tensor, weight: _torch.Tensor, targets: _torch.Tensor,

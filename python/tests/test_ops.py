@@ -123,3 +123,17 @@ def test_fused_ops_refuse_an_unknown_impl():
         tg.logprob_entropy(z, y, impl="chunked")
     with pytest.raises(ValueError, match="impl"):
         tg.linear_logprob_entropy(z, tg.tensor([[1.0, 0.0, 0.0]]), y, impl="naive")
+
+
+def test_fused_ops_take_lists_as_the_generated_ops_do():
+    z, y = [[0.5, 1.0, -1.0], [2.0, 0.0, 1.0]], [2, 0]
+    lp, h = tg.logprob_entropy(z, y)
+    lp2, h2 = tg.logprob_entropy(tg.tensor(z), tg.tensor(y))
+    assert lp.tolist() == lp2.tolist() and h.tolist() == h2.tolist()
+    lpl, hl = tg.linear_logprob_entropy([[1.0, 0.0], [0.0, 1.0]], [[0.5, 2.0], [1.0, 0.0],
+                                                                   [-1.0, 1.0]], y)
+    assert lpl.shape == (2,) and hl.shape == (2,)
+    with pytest.raises(TypeError, match="tapegrad.logprob_entropy: logits is not a tensor"):
+        tg.logprob_entropy(object(), y)
+    with pytest.raises(TypeError, match="linear_logprob_entropy: bias is not a tensor"):
+        tg.linear_logprob_entropy([[1.0, 0.0]], [[0.5, 2.0]], [0], bias=object())

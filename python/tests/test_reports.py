@@ -1,7 +1,6 @@
 """The leak checker, the graph as DOT and the memory timeline from Python."""
 import gc
 
-import pytest
 
 import tapegrad as tg
 

@@ -133,3 +133,15 @@ def test_reset_peak_and_empty_cache():
     assert m["peak_total"] == m["live_total"]
     tg.empty_cache()
     tg.empty_cache("cuda")  # without a device: nothing to give back, not an error
+    # a device name that is neither: refused, not taken for the CPU
+    for bad in ("gpu", "cuda:0", "CPU0"):
+        for f in (tg.mem_stats, tg.reset_peak, tg.empty_cache):
+            with pytest.raises(ValueError, match="is not a tg_device"):
+                f(bad)
+
+
+def test_item_of_integers_is_exact_and_needs_one_element():
+    assert tg.tensor([2**62 + 1], dtype="i64").item() == 2**62 + 1
+    assert tg.tensor(True, dtype="bool").item() is True
+    with pytest.raises(tg.TapegradError):
+        tg.tensor([1, 2], dtype="i64").item()
