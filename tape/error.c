@@ -56,6 +56,12 @@ const char *tg__caller_enter(const char *who) {
 
 void tg__caller_leave(const char *prev) { tl_caller = prev; }
 
+const char *tg__caller_suspend(void) {
+    const char *prev = tl_caller;
+    tl_caller = NULL;
+    return prev;
+}
+
 /* Length of the "tg_name: " prefix msg starts with (the op that set it), or 0. */
 static size_t op_prefix(const char *msg) {
     if (strncmp(msg, "tg_", 3) != 0) return 0;

@@ -24,6 +24,9 @@ tg_status tg__set_errorv(tg_status st, const char *fmt, va_list ap);
  * called. Nested composites keep the outermost name. */
 const char *tg__caller_enter(const char *who);
 void tg__caller_leave(const char *prev);
+/* No caller until tg__caller_leave(the value returned): errors set meanwhile
+ * are the inner op's own, for a caller that rewrites them (tg__storage_new). */
+const char *tg__caller_suspend(void);
 /* Same, returning NULL: `return tg__fail(TG_ERR_SHAPE, "tg_add: ...");` */
 void *tg__fail(tg_status st, const char *fmt, ...) TG__PRINTF(2, 3);
 /* NULL propagation: if p is NULL, records TG_ERR_NULL "fn: argument 'arg' is

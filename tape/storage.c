@@ -2,7 +2,6 @@
  * version counter shared by every tensor on them and a short history of the
  * in-place ops that bumped it. The op that allocated it is remembered (as a
  * memory-timeline tag) so that its free is named too. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,23 +25,28 @@ static tg__storage *storage_open(tg__storage *st, tg_site s, tg_device dev, void
     return st;
 }
 
-/* An allocation for `who`, called at s, failed: its message gains the op and
- * the call site ("tg_matmul (called at train.c:42): out of memory: ..."), so
- * that a failure deep in a loss names the line that asked for the bytes. */
+/* An allocation for `who`, called at s, ran out of memory: the message
+ * (the allocator's own, set with no caller) gains the op when it is a public
+ * one and the call site, "tg_matmul: out of memory: ... (called at
+ * train.c:42)", so that a failure deep in a loss names the line that asked
+ * for the bytes; inside a composite op the caller's name then leads, as for
+ * every error ("tg_mse_loss: ... (in tg_sub)"). */
 static void name_the_call(tg_site s, const char *who) {
-    char msg[512];
-    if (tg_last_status() != TG_ERR_NOMEM || !who) return;
-    snprintf(msg, sizeof msg, "%s", tg_last_error());
+    if (tg_last_status() != TG_ERR_NOMEM) return;
+    const bool public_op = who && strncmp(who, "tg_", 3) == 0;
     if (s.file)
-        tg__fail(TG_ERR_NOMEM, "%s (called at %s:%d): %s", who, s.file, s.line, msg);
-    else
-        tg__fail(TG_ERR_NOMEM, "%s: %s", who, msg);
+        tg__set_error(TG_ERR_NOMEM, "%s%s%s (called at %s:%d)", public_op ? who : "",
+                      public_op ? ": " : "", tg_last_error(), s.file, s.line);
+    else if (public_op)
+        tg__set_error(TG_ERR_NOMEM, "%s: %s", who, tg_last_error());
 }
 
 tg__storage *tg__storage_new(tg_site s, tg_device dev, size_t nbytes, tg_mem_category cat,
                              const char *who) {
+    const char *caller = tg__caller_suspend(); /* name_the_call composes the message */
     tg__storage *st = tg__xcalloc(1, sizeof *st);
     void *data = st ? tg__alloc_op(dev, nbytes, cat, who, &st->tl_tag) : NULL;
+    tg__caller_leave(caller);
     if (!data) {
         free(st);
         name_the_call(s, who);
