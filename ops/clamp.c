@@ -128,7 +128,7 @@ static tg_tensor *mask_also(tg__node *n, tg_tensor *m, tg__testop comb, tg__test
                             tg_tensor *a, tg_tensor *b) {
     tg_tensor *m2 = m ? mask(n, m, op, a, b) : NULL;
     if (!m2) {
-        if (m) tg__tensor_release(m);
+        tg__tensor_release(m);
         return NULL;
     }
     tg_status st = tg__k_test(comb, m, m, m2);
@@ -163,18 +163,18 @@ static tg_status clamp_backward(tg__node *n, tg_tensor *const *gout, tg_tensor *
                                              g->ndim, g->shape)
                          : NULL;
         if (r) r = tg__k_ok(tg__k_where(r, m, g, NULL), r);
-        if (m) tg__tensor_release(m);
+        tg__tensor_release(m);
         gin[i] = r ? tg__sum_to(n->site, r, &n->in_meta[i]) : NULL;
-        if (r) tg__tensor_release(r);
+        tg__tensor_release(r);
         if (!gin[i]) goto fail;
     }
     for (int k = 0; k < 3; k++)
-        if (x[k]) tg__tensor_release(x[k]);
+        tg__tensor_release(x[k]);
     return TG_OK;
 fail:
     for (int k = 0; k < 3; k++) {
-        if (x[k]) tg__tensor_release(x[k]);
-        if (gin[k]) tg__tensor_release(gin[k]);
+        tg__tensor_release(x[k]);
+        tg__tensor_release(gin[k]);
         gin[k] = NULL;
     }
     return tg_last_status();
@@ -204,7 +204,7 @@ static tg_status replace(tg_site s, tg_tensor *out, const tg_tensor *src, tg_ten
     if (st == TG_OK) st = tg__k_where(out, m, vt, src);
     tg_tensor *temps[3] = {m, ut, vt};
     for (int k = 0; k < 3; k++)
-        if (temps[k]) tg__tensor_release(temps[k]);
+        tg__tensor_release(temps[k]);
     return st;
 }
 
@@ -245,7 +245,7 @@ static tg_status nan_to_num_backward(tg__node *n, tg_tensor *const *gout, tg_ten
     tg_tensor *t = tg__node_saved(n, 0);
     tg_tensor *m = t ? mask(n, t, TG__TEST_ISFINITE, t, t) : NULL;
     gin[0] = m ? tg__mul(n->site, gout[0], m) : NULL;
-    if (t) tg__tensor_release(t);
-    if (m) tg__tensor_release(m);
+    tg__tensor_release(t);
+    tg__tensor_release(m);
     return gin[0] ? TG_OK : tg_last_status();
 }

@@ -109,7 +109,7 @@ tg_tensor *tg__test_scalar(tg_site s, const char *who, tg__testop op, tg_tensor 
     }
     tg_tensor *sc = lhs ? tg__scalar_like(s, lhs, v) : NULL;
     if (sc) out = test_same(s, who, op, lhs, sc);
-    if (sc) tg__tensor_release(sc);
+    tg__tensor_release(sc);
     if (lhs && lhs != tt) tg__tensor_release(lhs);
     tg__tensor_release(tt);
     return out;

@@ -267,8 +267,8 @@ static tg_status remainder_backward(tg__node *n, tg_tensor *const *gout, tg_tens
     tg__tensor_release(b);
     return TG_OK;
 fail:
-    if (a) tg__tensor_release(a);
-    if (b) tg__tensor_release(b);
+    tg__tensor_release(a);
+    tg__tensor_release(b);
     return bw_fail(gin, 2);
 }
 

@@ -167,7 +167,7 @@ static tg_tensor *gather_dim(tg_site s, const char *who, tg_tensor *t, int dim, 
     tg_tensor *out = r ? from_last(s, r, d) : NULL;
     tg_tensor *temps[3] = {tt, it, r};
     for (int i = 0; i < 3; i++)
-        if (temps[i]) tg__tensor_release(temps[i]);
+        tg__tensor_release(temps[i]);
     return out;
 }
 
@@ -186,9 +186,9 @@ static tg_status scatter_add_backward(tg__node *n, tg_tensor *const *gout, tg_te
     if (n->edge[2].kind != TG__EDGE_NONE) {
         tg_tensor *index = tg__node_saved(n, 0);
         gin[2] = index ? gather_dim(n->site, n->name, gout[0], (int)n->iparam[0], index) : NULL;
-        if (index) tg__tensor_release(index);
+        tg__tensor_release(index);
         if (!gin[2]) {
-            if (gin[0]) tg__tensor_release(gin[0]);
+            tg__tensor_release(gin[0]);
             gin[0] = NULL;
             return tg_last_status();
         }
@@ -237,7 +237,7 @@ static tg_tensor *scatter_add(tg_site s, tg_tensor *t, int dim, tg_tensor *index
     tg_set_grad_enabled(prev);
     tg_tensor *temps[4] = {tt, ot, it, st};
     for (int i = 0; i < 4; i++)
-        if (temps[i]) tg__tensor_release(temps[i]);
+        tg__tensor_release(temps[i]);
     if (!res) return NULL;
     tg_tensor *in[3] = {t, index, src};
     if (tg__needs_grad(3, in)) {
@@ -284,8 +284,8 @@ static tg_tensor *index_select(tg_site s, const char *who, tg_tensor *t, int dim
     tg_tensor *iv = tg__reshape(s, index, t->ndim, vshape);
     tg_tensor *ie = iv ? tg__expand(s, iv, t->ndim, eshape) : NULL;
     tg_tensor *out = ie ? gather_dim(s, who, t, d, ie) : NULL;
-    if (iv) tg__tensor_release(iv);
-    if (ie) tg__tensor_release(ie);
+    tg__tensor_release(iv);
+    tg__tensor_release(ie);
     return out;
 }
 
@@ -350,8 +350,8 @@ static tg_tensor *flip_mask(tg_site s, tg_tensor *t, int64_t mask) {
         tg_tensor *dix = ix && t->storage->device != TG_CPU ? tg__to_device(s, ix, t->storage->device)
                                                             : (ix ? tg_retain(ix) : NULL);
         tg_tensor *next = dix ? index_select(s, who, cur, d, dix) : NULL;
-        if (ix) tg__tensor_release(ix);
-        if (dix) tg__tensor_release(dix);
+        tg__tensor_release(ix);
+        tg__tensor_release(dix);
         tg__tensor_release(cur);
         cur = next;
     }

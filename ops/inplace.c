@@ -169,7 +169,7 @@ static tg_status apply_recorded(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *o
     if (partial && !own) return tg_last_status();
     if (own) other = own;
     tg_tensor *r = out_of_place(k, s, t, other, v);
-    if (own) tg__tensor_release(own);
+    tg__tensor_release(own);
     if (!r) return tg_last_status();
     if (r->dtype != t->dtype) { /* promoted: back to t's dtype, recorded */
         tg_tensor *c = castable(ip_who[k], r->dtype, t->dtype) == TG_OK

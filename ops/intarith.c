@@ -45,7 +45,7 @@ static int64_t find_zero(tg_site s, const char *who, tg_tensor *b) {
     if (at == -1 && found && !(idx && tg_copy_out(idx, TG_I64, &at, sizeof at) == TG_OK)) at = -2;
     tg_tensor *temps[5] = {zero, mask, flat, any, idx};
     for (int i = 0; i < 5; i++)
-        if (temps[i]) tg__tensor_release(temps[i]);
+        tg__tensor_release(temps[i]);
     return at;
 }
 

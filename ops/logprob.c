@@ -170,10 +170,10 @@ tg_status tg__lpe_put_rows(tg_site s, const char *who, tg_tensor *stage, int64_t
                                                  dst->offset + col)
                               : NULL;
         rc = src ? tg__k_copy(rows, src) : tg_last_status();
-        if (src) tg__tensor_release(src);
-        if (rows) tg__tensor_release(rows);
+        tg__tensor_release(src);
+        tg__tensor_release(rows);
     }
-    if (dst) tg__tensor_release(dst);
+    tg__tensor_release(dst);
     return rc;
 }
 
@@ -215,7 +215,7 @@ static tg_tensor *rows_of(tg_site s, tg_tensor *z, int64_t N, int64_t V) {
     if (r) return r;
     tg_tensor *c = tg__contiguous(s, z);
     r = c ? rows_view(s, c, N, V) : NULL;
-    if (c) tg__tensor_release(c);
+    tg__tensor_release(c);
     return r;
 }
 
@@ -243,7 +243,7 @@ tg_tensor *tg__lpe_flat(tg_site s, tg_tensor *t, int64_t N, bool *ok) {
     tg_tensor *f = src ? tg__tensor_alias(s, src->storage, src->dtype, 1, &N,
                                           (int64_t[]){merge ? st : 1}, src->offset)
                        : NULL;
-    if (src) tg__tensor_release(src);
+    tg__tensor_release(src);
     if (!f) *ok = false;
     return f;
 }
@@ -256,7 +256,7 @@ static tg_tensor *bf16_rows_f32(tg_site s, tg_tensor *buf, const tg_tensor *z2, 
                                      (int64_t[]){V, 1}, 0);
     tg_tensor *src = zc ? rows_at(s, z2, r0, c) : NULL;
     tg_status st = src ? tg__k_copy(zc, src) : tg_last_status();
-    if (src) tg__tensor_release(src);
+    tg__tensor_release(src);
     return tg__k_ok(st, zc);
 }
 
@@ -287,12 +287,12 @@ static tg_status bf16_forward(tg_site s, const char *who, tg_tensor *z, tg_tenso
             bad->row += r0;
         }
         for (int k = 0; k < 4; k++)
-            if (v[k]) tg__tensor_release(v[k]);
-        if (zc) tg__tensor_release(zc);
+            tg__tensor_release(v[k]);
+        tg__tensor_release(zc);
         if (bad->row >= 0) break;
     }
-    if (buf) tg__tensor_release(buf);
-    if (z2) tg__tensor_release(z2);
+    tg__tensor_release(buf);
+    tg__tensor_release(z2);
     return st;
 }
 
@@ -326,12 +326,12 @@ static tg_status bf16_backward(tg_site s, tg_tensor *z, tg_tensor *yc, int64_t i
             st = tg__k_lpe_backward(zc, v[0], ignore, inv_t, 0, v[1], nstat, v[2], v[3], v[4], zc);
         if (st == TG_OK) st = tg__k_copy(v[5], zc); /* to bf16 */
         for (int k = 0; k < 6; k++)
-            if (v[k]) tg__tensor_release(v[k]);
-        if (zc) tg__tensor_release(zc);
+            tg__tensor_release(v[k]);
+        tg__tensor_release(zc);
     }
     tg_tensor *temps[6] = {buf, d2, z2, g[0], g[1], g[2]};
     for (int k = 0; k < 6; k++)
-        if (temps[k]) tg__tensor_release(temps[k]);
+        tg__tensor_release(temps[k]);
     return st;
 }
 
@@ -543,7 +543,7 @@ tg_status tg__logprob_entropy_lse(tg_site s, const char *who, tg_tensor *logits,
     tg_tensor *keep = zero ? tg__where(s, ignored, zero, l) : NULL;
     tg_tensor *temps[4] = {x, l, ignored, zero};
     for (int i = 0; i < 4; i++)
-        if (temps[i]) tg__tensor_release(temps[i]);
+        tg__tensor_release(temps[i]);
     if (!keep) {
         tg__tensor_release(*lp);
         tg__tensor_release(*h);

@@ -16,12 +16,6 @@
 
 static tg_status matmul_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin);
 
-/* tg__tensor_release tolerating NULL. */
-static void release_if_set(tg_tensor *t) {
-    if (t)
-        tg__tensor_release(t);
-}
-
 static const tg__op_def matmul_def = {"MmBackward", matmul_backward, false, NULL};
 static const tg__op_def bmm_def = {"BmmBackward", matmul_backward, false, NULL};
 
@@ -106,8 +100,8 @@ static tg_tensor *matmul_bf16(tg_site s, tg_tensor *a, tg_tensor *b) {
     tg_tensor *a32 = tg__to_dtype(s, a, TG_F32);
     tg_tensor *b32 = a32 ? tg__to_dtype(s, b, TG_F32) : NULL;
     tg_tensor *r = b32 ? tg__matmul(s, a32, b32) : NULL;
-    release_if_set(a32);
-    release_if_set(b32);
+    tg__tensor_release(a32);
+    tg__tensor_release(b32);
     return r;
 }
 
@@ -152,7 +146,7 @@ tg_tensor *tg__matmul(tg_site s, tg_tensor *a, tg_tensor *b) {
                     (need_b &&
                      (n->iparam[SLOT_A] = tg__node_save(n, as, false, as != a ? -1 : 0)) < 0) ||
                     (need_a && (n->iparam[SLOT_B] = tg__node_save(n, b, false, 1)) < 0);
-        if (as) tg__tensor_release(as);
+        tg__tensor_release(as);
         if (fail) {
             tg__tensor_release(out);
             return NULL;
@@ -205,8 +199,8 @@ static tg_status matmul_backward(tg__node *n, tg_tensor *const *gout, tg_tensor 
             TG_OK)
             goto fail;
     }
-    release_if_set(a);
-    release_if_set(b);
+    tg__tensor_release(a);
+    tg__tensor_release(b);
     gin[0] = da;
     gin[1] = db;
     return TG_OK;
@@ -215,9 +209,9 @@ fail:
     st = tg_last_status();
     if (st == TG_OK)
         st = TG_ERR_INTERNAL;
-    release_if_set(a);
-    release_if_set(b);
-    release_if_set(da);
-    release_if_set(db);
+    tg__tensor_release(a);
+    tg__tensor_release(b);
+    tg__tensor_release(da);
+    tg__tensor_release(db);
     return st;
 }

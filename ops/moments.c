@@ -85,7 +85,7 @@ static tg_tensor *centered(tg_site s, const char *who, tg_tensor *x, const bool 
     if (mean) mean = tg__k_ok(tg__k_sum_reduce(mean, x, red, n > 0 ? 1.0 / (double)n : NAN), mean);
     tg_tensor *dev = mean ? new_w(s, who, x) : NULL;
     if (dev) dev = tg__k_ok(tg__k_binary(TG__BIN_SUB, dev, x, mean, 0, 0), dev);
-    if (mean) tg__tensor_release(mean);
+    tg__tensor_release(mean);
     return dev;
 }
 
@@ -130,13 +130,13 @@ static tg_status moment_backward(tg__node *n, tg_tensor *const *gout, tg_tensor 
                   : NULL;
         if (zero) zero = tg__k_ok(tg__k_test(TG__TEST_EQ, zero, b.rk, z0), zero);
         if (zero) q = tg__k_ok(tg__k_where(q, zero, NULL, q), q);
-        if (z0) tg__tensor_release(z0);
+        tg__tensor_release(z0);
         tg__tensor_release(out);
         out = zero ? q : NULL; /* q is NULL when where failed */
         if (!zero && q) tg__tensor_release(q);
     }
-    if (dev) tg__tensor_release(dev);
-    if (zero) tg__tensor_release(zero);
+    tg__tensor_release(dev);
+    tg__tensor_release(zero);
     tg__line_grad_close(&b);
     gin[0] = out;
     return out ? TG_OK : tg_last_status();
@@ -264,11 +264,11 @@ static tg_status norm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **
             tg__tensor_release(out);
             out = NULL;
         }
-        if (ax) tg__tensor_release(ax);
-        if (cnt) tg__tensor_release(cnt);
+        tg__tensor_release(ax);
+        tg__tensor_release(cnt);
     }
-    if (mask) tg__tensor_release(mask);
-    if (z0) tg__tensor_release(z0);
+    tg__tensor_release(mask);
+    tg__tensor_release(z0);
     tg__line_grad_close(&b);
     gin[0] = out;
     return out ? TG_OK : tg_last_status();
@@ -285,7 +285,7 @@ static const tg__op_def NORM_DEF = {"NormBackward", norm_backward, false, NULL};
 static tg_tensor *finish(tg_site s, geo *g, tg_tensor *k, const tg__op_def *def, bool save_out,
                          double corr, double p) {
     tg_tensor *out = k ? tg__reshape_own(s, k, g->ond, g->oshape) : NULL;
-    if (k) tg__tensor_release(k);
+    tg__tensor_release(k);
     if (out && tg__needs_grad(1, &g->w)) {
         tg__node *n = tg__record(s, def, 1, &g->w, out);
         int sx = n ? tg__node_save(n, g->w, false, 0) : -1;
@@ -321,7 +321,7 @@ static tg_tensor *moment(tg_site s, const char *who, tg_tensor *t, int dim, doub
     tg_tensor *k = dev ? new_k(s, who, &g) : NULL;
     if (k) k = tg__k_ok(tg__k_sum_reduce(k, dev, g.red, 1.0 / den), k);
     if (k && std) k = tg__k_ok(tg__k_unary(TG__UN_SQRT, k, k, NULL, 0, 0), k);
-    if (dev) tg__tensor_release(dev);
+    tg__tensor_release(dev);
     if (!k) {
         tg__tensor_release(g.w);
         return NULL;
@@ -366,7 +366,7 @@ static tg_tensor *norm(tg_site s, const char *who, tg_tensor *t, double p, int d
         if (k && p == 2.0) k = tg__k_ok(tg__k_unary(TG__UN_SQRT, k, k, NULL, 0, 0), k);
         else if (k && p != 0 && p != 1.0) k = tg__k_ok(tg__k_unary(TG__UN_POW, k, k, NULL, 1 / p, 0), k);
     }
-    if (a) tg__tensor_release(a);
+    tg__tensor_release(a);
     if (!k) {
         tg__tensor_release(g.w);
         return NULL;
@@ -396,7 +396,7 @@ static tg_tensor *moment_dims(tg_site s, const char *who, tg_tensor *t, int ndim
     int ond = tg__reduced_shape(t->ndim, t->shape, red, keepdim, oshape, &cnt);
     tg_tensor *w = tg__merge_reduced(s, t, red);
     tg_tensor *r = w ? moment(s, who, w, -1, correction, false, false, std) : NULL;
-    if (w) tg__tensor_release(w);
+    tg__tensor_release(w);
     if (!r || !keepdim || t->ndim == 0) return r;
     tg_tensor *k = tg__reshape(s, r, ond, oshape);
     tg__tensor_release(r);

@@ -205,7 +205,7 @@ tg_tensor *tg__merge_reduced(tg_site s, tg_tensor *t, const bool *red) {
     shape[nkept] = one;
     tg_tensor *p = identity ? tg_retain(t) : tg__permute(s, t, t->ndim, perm);
     tg_tensor *w = p ? tg__reshape(s, p, nkept + 1, shape) : NULL;
-    if (p) tg__tensor_release(p);
+    tg__tensor_release(p);
     return w;
 }
 
@@ -263,8 +263,8 @@ static tg_tensor *count_nonzero(tg_site s, tg_tensor *t, int ndims, const int *d
     if (nz) nz = tg__k_ok(tg__k_test(TG__TEST_NE, nz, t, zero), nz);
     tg_tensor *out = nz ? tg__new_output_on(s, who, dev, TG_I64, ond, oshape) : NULL;
     if (out) out = tg__k_ok(tg__k_sum_reduce(out, nz, red, 1.0), out);
-    if (zero) tg__tensor_release(zero);
-    if (nz) tg__tensor_release(nz);
+    tg__tensor_release(zero);
+    tg__tensor_release(nz);
     return out;
 }
 tg_tensor *tg_count_nonzero_at(tg_site s, tg_tensor *t, int ndims, const int *dims) {

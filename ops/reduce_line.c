@@ -83,7 +83,7 @@ static void drop(tg_tensor *a, tg_tensor *b, tg_tensor *c, tg_tensor *d, tg_tens
                  tg_tensor *f) {
     tg_tensor *ts[6] = {a, b, c, d, e, f};
     for (int i = 0; i < 6; i++)
-        if (ts[i]) tg__tensor_release(ts[i]);
+        tg__tensor_release(ts[i]);
 }
 
 /* The i64 positions 0..n-1 along dim d of an ndim-dim tensor on dev, shaped
@@ -301,7 +301,7 @@ static tg_tensor *line_reduce_dims(tg_site s, const char *who, tg__redop op,
     }
     tg_tensor *w = tg__merge_reduced(s, t, red);
     tg_tensor *r = w ? line_reduce(s, who, op, def, w, -1, 0, NULL) : NULL;
-    if (w) tg__tensor_release(w);
+    tg__tensor_release(w);
     if (!r || !keepdim || t->ndim == 0) return r;
     tg_tensor *k = tg__reshape(s, r, ond, oshape);
     tg__tensor_release(r);

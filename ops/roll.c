@@ -48,8 +48,8 @@ static tg_status copy_block(tg_site s, tg_tensor *dst, const tg_tensor *src, con
                                         doff)
                      : NULL;
     tg_status st = b ? tg__k_copy(b, a) : tg_last_status();
-    if (a) tg__tensor_release(a);
-    if (b) tg__tensor_release(b);
+    tg__tensor_release(a);
+    tg__tensor_release(b);
     return st;
 }
 
@@ -75,7 +75,7 @@ static tg_tensor *roll_copy(tg_site s, const char *who, tg_tensor *t, const roll
         if (!b) st = tg_last_status();
         tg_tensor *temps[3] = {c, a, b};
         for (int i = 0; i < 3; i++)
-            if (temps[i]) tg__tensor_release(temps[i]);
+            tg__tensor_release(temps[i]);
     } else {
         int dims[TG_MAX_DIMS], k = 0;
         int64_t sh[TG_MAX_DIMS];
@@ -190,7 +190,7 @@ static tg_tensor *repeat_dim(tg_site s, tg_tensor *cur, int i, int64_t r) {
     tg_tensor *out = c ? tg__reshape_own(s, c, nd, out_shape) : NULL;
     tg_tensor *temps[3] = {v, e, c};
     for (int k = 0; k < 3; k++)
-        if (temps[k]) tg__tensor_release(temps[k]);
+        tg__tensor_release(temps[k]);
     return out;
 }
 

@@ -32,7 +32,7 @@ bool tg__promote_scalars_to(tg_site s, tg_device dev, int n, tg_tensor **ts, tg_
 
 void tg__release_promoted(int n, tg_tensor **owned) {
     for (int i = 0; i < n; i++) {
-        if (owned[i]) tg__tensor_release(owned[i]);
+        tg__tensor_release(owned[i]);
         owned[i] = NULL;
     }
 }

@@ -39,7 +39,7 @@ static tg_status cumprod_backward(tg__node *n, tg_tensor *const *gout, tg_tensor
                        : NULL;
     if (out) out = tg__k_ok(tg__k_scan(TG__SCAN_CUMPROD_GRAD, out, x, gout[0],
                                        (int)n->iparam[P_DIM], 0.0), out);
-    if (x) tg__tensor_release(x);
+    tg__tensor_release(x);
     gin[0] = out;
     return out ? TG_OK : tg_last_status();
 }
@@ -100,7 +100,7 @@ static tg_tensor *scan(tg_site s, const char *who, tg__scanop op, const tg__op_d
     return out;
 fail:
     tg__tensor_release(w);
-    if (out) tg__tensor_release(out);
+    tg__tensor_release(out);
     return NULL;
 }
 

@@ -42,7 +42,7 @@ static tg_status select_backward(tg__node *n, tg_tensor *const *gout, tg_tensor 
     tg_tensor *win = tg__tensor_alias(n->site, z->storage, z->dtype, gout[0]->ndim,
                                       gout[0]->shape, st, n->iparam[P_INDEX] * z->strides[d]);
     tg_status cst = win ? tg__k_copy(win, gout[0]) : tg_last_status();
-    if (win) tg__tensor_release(win);
+    tg__tensor_release(win);
     if (cst != TG_OK) {
         tg__tensor_release(z);
         return cst;
@@ -145,7 +145,7 @@ static tg_tensor *wrap_index(tg_site s, const char *who, tg_tensor *index, int d
         w = NULL;
     }
     if (w) w = tg__k_ok(tg__k_int_op(TG__INT_REMAINDER, w, w, v, 0, 0), w); /* V > 0 here */
-    if (v) tg__tensor_release(v);
+    tg__tensor_release(v);
     return w;
 }
 
@@ -229,11 +229,11 @@ static tg_tensor *take_along(tg_site s, const char *who, tg_tensor *t, int d, tg
     if (st_k == TG_OK && g.post != 1) {
         tg_tensor *dst = tg__tensor_alias(s, r->storage, r->dtype, g.nd, g.kr, st, r->offset);
         st_k = dst ? tg__k_copy(dst, o) : tg_last_status();
-        if (dst) tg__tensor_release(dst);
+        tg__tensor_release(dst);
     }
     tg_tensor *temps[3] = {tt, ix, o};
     for (int i = 0; i < 3; i++)
-        if (temps[i]) tg__tensor_release(temps[i]);
+        tg__tensor_release(temps[i]);
     return tg__k_ok(st_k, r);
 }
 
@@ -262,7 +262,7 @@ static tg_tensor *put_along(tg_site s, const tg__meta *m, int d, tg_tensor *g, t
         st = ix ? tg__k_gather_backward(gv, ix, z) : tg_last_status();
         tg_tensor *temps[3] = {gc, gv, ix};
         for (int i = 0; i < 3; i++)
-            if (temps[i]) tg__tensor_release(temps[i]);
+            tg__tensor_release(temps[i]);
     }
     if (st != TG_OK) {
         tg__tensor_release(z);
@@ -291,7 +291,7 @@ static tg_status index_backward(tg__node *n, tg_tensor *const *gout, tg_tensor *
     tg__tensor_release(index);
     if (failed) return tg_last_status();
     gin[0] = put_along(n->site, m, d, gout[0], w, ind);
-    if (w) tg__tensor_release(w);
+    tg__tensor_release(w);
     return gin[0] ? TG_OK : tg_last_status();
 }
 static const tg__op_def index_def = {"IndexBackward", index_backward, false, NULL};
@@ -325,7 +325,7 @@ static tg_tensor *index_op(tg_site s, tg_tensor *t, int dim, tg_tensor *index) {
     tg_tensor *w = J > 0 ? wrap_index(s, who, index, d, t->shape[d], true) : NULL;
     if (J > 0 && !w) return NULL;
     tg_tensor *out = take_along(s, who, t, d, w, index->ndim, rnd, rshape);
-    if (w) tg__tensor_release(w);
+    tg__tensor_release(w);
     if (!out || !tg__needs_grad(1, &t)) return out;
     tg__node *n = tg__record(s, &index_def, 1, &t, out);
     if (!n || tg__node_save(n, index, false, 1) < 0) {
@@ -413,7 +413,7 @@ static tg_status masked_select_backward(tg__node *n, tg_tensor *const *gout, tg_
     if (st == TG_OK &&
         !(gin[0] = tg__tensor_alias(n->site, z->storage, z->dtype, m->ndim, m->shape, cst, 0)))
         st = tg_last_status();
-    if (z) tg__tensor_release(z);
+    tg__tensor_release(z);
     return st;
 }
 static const tg__op_def masked_select_def = {"MaskedSelectBackward", masked_select_backward,
@@ -447,8 +447,8 @@ static tg_tensor *masked_select_op(tg_site s, tg_tensor *t, tg_tensor *mask) {
                                                 (int64_t[]){1}, tc->offset)
                              : NULL;
         out = tg__k_ok(flat ? tg__k_gather_forward(flat, pos, out) : tg_last_status(), out);
-        if (tc) tg__tensor_release(tc);
-        if (flat) tg__tensor_release(flat);
+        tg__tensor_release(tc);
+        tg__tensor_release(flat);
     }
     if (out && tg__needs_grad(1, &t)) {
         tg__node *n = tg__record(s, &masked_select_def, 1, &t, out);

@@ -53,7 +53,7 @@ static tg_tensor *first_k(tg_site s, tg_tensor *r, int d, int64_t k) {
     if (!r || r->ndim == 0 || k == r->shape[d]) return r;
     tg_tensor *v = tg__narrow(s, r, d, 0, k);
     tg_tensor *c = v ? tg__clone(s, v) : NULL;
-    if (v) tg__tensor_release(v);
+    tg__tensor_release(v);
     tg__tensor_release(r);
     return c;
 }
@@ -78,8 +78,8 @@ static tg_tensor *sorted(tg_site s, const char *who, tg_tensor *t, int dim, bool
     val = floating ? NULL : first_k(s, val, d, k);
     if (idx && floating) val = tg__gather_dim(s, who, t, d, idx);
     if (!idx || !val) {
-        if (idx) tg__tensor_release(idx);
-        if (val) tg__tensor_release(val);
+        tg__tensor_release(idx);
+        tg__tensor_release(val);
         return NULL;
     }
     if (indices) *indices = idx;

@@ -373,7 +373,7 @@ static tg_status vp_local_stats(tg_site s, const char *who, tg_tensor *z, const 
     free(own2);
     tg_tensor *temps[6] = {hy, hi, idx, lpb, stb, zy};
     for (int k = 0; k < 6; k++)
-        if (temps[k]) tg__tensor_release(temps[k]);
+        tg__tensor_release(temps[k]);
     return st;
 }
 
@@ -460,8 +460,8 @@ static tg_status fill_on_device(tg_site s, const char *who, tg_tensor *z, tg_ten
     tg_status rc = flp && (!out->h || fh)
                        ? tg__lpe_put_rows(s, who, out->stage, 0, flp, fh, out->st, nstat)
                        : tg_last_status();
-    if (flp) tg__tensor_release(flp);
-    if (fh) tg__tensor_release(fh);
+    tg__tensor_release(flp);
+    tg__tensor_release(fh);
     if (rc != TG_OK) return rc;
     if (want_lse && !(out->lse = tg__lpe_lse_of(s, who, z, out->st, nstat, 1.0 / o->temperature)))
         return tg_last_status();
@@ -543,7 +543,7 @@ tg_status tg__vp_logprob(tg_site s, const char *who, tg_status pre, tg_tensor *z
 out:;
     tg_tensor *held[7] = {yc, yl, out.lp, out.h, out.st, out.lse, out.stage};
     for (int k = 0; k < 7; k++)
-        if (held[k]) tg__tensor_release(held[k]);
+        tg__tensor_release(held[k]);
     free(yown);
     tg__vp_buf_free(&xb);
     tg__vp_free(&vp);

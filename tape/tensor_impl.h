@@ -109,7 +109,7 @@ tg_tensor *tg__new_output_on(tg_site s, const char *who, tg_device dev, tg_dtype
                              const int64_t *shape);
 /* A zero-filled tensor on dev (category tg__op_category()). */
 tg_tensor *tg__zeros_on(tg_site s, tg_device dev, tg_dtype dt, int ndim, const int64_t *shape);
-void tg__tensor_release(tg_tensor *t); /* ignores scope ownership */
+void tg__tensor_release(tg_tensor *t); /* ignores scope ownership; NULL: nothing */
 /* Replaces leaf's .grad with g (taking over the caller's reference to g; NULL
  * to drop it), keeping lib_refs in step. */
 void tg__set_grad(tg_tensor *leaf, tg_tensor *g);
