@@ -33,13 +33,14 @@
 #include <string.h>
 
 #include "tapegrad/dtype.h"
+#include "tapegrad/cuda.h" /* tg_cuda_alloc_fn, tg_cuda_free_fn: plain function types */
 #include "tapegrad/status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define TG__K_MAX_DIMS 8 /* = TG_MAX_DIMS */
+#define TG__K_MAX_DIMS TG_MAX_DIMS
 
 /* ---- the elementwise formulas (one definition for both backends) ---------
  *
@@ -302,10 +303,6 @@ enum { TG__UNARY_OPS(TG__UN_SAVES) TG__UN_SAVES_NOP_ };
 
 /* ---- descriptors ---------------------------------------------------------- */
 
-/* A device allocator handed to a backend (tg_cuda_set_allocator): a block of
- * at least `bytes` usable on `stream`, or NULL; and its release. */
-typedef void *(*tg__device_alloc_fn)(size_t bytes, void *stream, void *ctx);
-typedef void (*tg__device_free_fn)(void *ptr, size_t bytes, void *stream, void *ctx);
 
 typedef struct tg__arr {
     void *data;                       /* element (0, ..., 0); NULL: see the entry */
@@ -476,7 +473,7 @@ typedef struct tg__backend {
      * with the block's bytes, the stream and ctx) or, both NULL, the
      * backend's own allocator; only called while the backend has no live
      * block. NULL where memory is the host's (the CPU). */
-    tg_status (*set_allocator)(tg__device_alloc_fn alloc, tg__device_free_fn free_fn, void *ctx);
+    tg_status (*set_allocator)(tg_cuda_alloc_fn alloc, tg_cuda_free_fn free_fn, void *ctx);
 
     /* Whether the three lpe entries take bf16 z: read as it is, every sum
      * and lp / H / the upstream gradients in f32, dz in bf16; and, for f32

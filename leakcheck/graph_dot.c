@@ -287,7 +287,7 @@ static void bytes_desc(FILE *f, size_t view, size_t storage) {
 }
 
 static size_t meta_bytes(tg_dtype dt, int ndim, const int64_t *shape) {
-    return (size_t)tg__numel(ndim, shape) * tg_dtype_size(dt);
+    return (size_t)tg__k_numel(ndim, shape) * tg_dtype_size(dt);
 }
 
 /* "f32 [4, 8] 128 B" for a tensor. */

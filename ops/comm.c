@@ -106,7 +106,7 @@ tg_status tg__comm_allgather_host(tg_comm *c, const char *who, const void *send,
 }
 
 tg_status tg__comm_allreduce_sum(tg_comm *c, const char *who, tg_tensor *t) {
-    const size_t n = (size_t)tg__numel(t->ndim, t->shape);
+    const size_t n = (size_t)tg__k_numel(t->ndim, t->shape);
     c->collectives++;
     c->bytes_sent += n * tg_dtype_size(t->dtype);
     if (t->storage->device != (tg_device)c->impl->device)

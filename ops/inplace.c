@@ -27,7 +27,7 @@ _Static_assert(sizeof ip_name / sizeof *ip_name == IP_COUNT &&
                "a name, a public name and an alternative for every in-place op");
 
 static bool overlapping(const tg_tensor *t) {
-    if (tg__numel(t->ndim, t->shape) == 0) return false;
+    if (tg__k_numel(t->ndim, t->shape) == 0) return false;
     for (int d = 0; d < t->ndim; d++)
         if (t->strides[d] == 0 && t->shape[d] > 1) return true;
     return false;

@@ -23,7 +23,7 @@ static bool integral(double v) {
  * On b's device: mask = (b == 0), any(mask), and only when there is one its
  * argmax; two one-element reads come to the host, never the divisor. */
 static int64_t find_zero(tg_site s, const char *who, tg_tensor *b) {
-    int64_t n = tg__numel(b->ndim, b->shape);
+    int64_t n = tg__k_numel(b->ndim, b->shape);
     if (n == 0) return -1;
     tg_device dev = b->storage->device;
     tg_tensor *zero = tg__scalar_like(s, b, 0.0);
@@ -61,7 +61,7 @@ tg_tensor *tg__int_binary(tg_site s, const char *who, tg__intop op, tg_tensor *a
     if (tg__broadcast_shapes(who, a->ndim, a->shape, b->ndim, b->shape, &nd, shape) != TG_OK)
         return NULL;
     /* a zero divisor is refused where a division happens: not for an empty result */
-    if ((op == TG__INT_REMAINDER || op == TG__INT_FLOOR_DIVIDE) && tg__numel(nd, shape) > 0) {
+    if ((op == TG__INT_REMAINDER || op == TG__INT_FLOOR_DIVIDE) && tg__k_numel(nd, shape) > 0) {
         int64_t z = find_zero(s, who, b);
         if (z == -2) return NULL;
         if (z >= 0)

@@ -150,7 +150,7 @@ static tg_status lin_from_node(tg__node *n, lin *loop) {
     tg_tensor *h = tg__node_saved(n, S_H);
     if (!h) return tg_last_status();
     loop->in.d = h->shape[h->ndim - 1];
-    loop->in.N = tg__numel(h->ndim - 1, h->shape);
+    loop->in.N = tg__k_numel(h->ndim - 1, h->shape);
     loop->in.h = tg__lin_alias_rows(loop, h, 0, loop->in.N, loop->in.d, loop->in.d);
     tg__tensor_release(h);
     if (!loop->in.h || !(loop->in.w = tg__node_saved(n, S_W)) ||

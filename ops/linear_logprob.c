@@ -132,7 +132,7 @@ static tg_status prepare(lin *loop, tg_tensor *hidden, tg_tensor *w, tg_tensor *
     tg__lin_gemm_layout(loop);
     loop->in.d = hidden->shape[hidden->ndim - 1];
     loop->in.V = w->shape[0];
-    loop->in.N = tg__numel(hidden->ndim - 1, hidden->shape);
+    loop->in.N = tg__k_numel(hidden->ndim - 1, hidden->shape);
     loop->in.ignore = o->ignore_index;
     loop->in.inv_t = 1.0 / o->temperature;
     tg_linear_logprob_opts on_dev = *o; /* the plan of the inputs' device */

@@ -56,7 +56,7 @@ tg_tensor *tg__lpe_targets(tg_site s, const char *who, tg_tensor *y, int64_t V, 
         tg__tensor_release(yc);
         return NULL;
     }
-    int64_t N = tg__numel(yc->ndim, yc->shape);
+    int64_t N = tg__k_numel(yc->ndim, yc->shape);
     for (int64_t i = 0; i < N; i++) {
         if (t[i] != ignore && (t[i] < 0 || t[i] >= V)) {
             const long long bad = (long long)t[i]; /* t may be the host copy freed below */
@@ -264,7 +264,7 @@ static tg_tensor *bf16_rows_f32(tg_site s, tg_tensor *buf, const tg_tensor *z2, 
 static tg_status bf16_forward(tg_site s, const char *who, tg_tensor *z, tg_tensor *yc,
                               int64_t ignore, double inv_t, tg_tensor *lp, tg_tensor *H,
                               tg_tensor *stats, int nstat, tg__lpe_bad *bad) {
-    const int64_t V = z->shape[z->ndim - 1], N = tg__numel(z->ndim - 1, z->shape);
+    const int64_t V = z->shape[z->ndim - 1], N = tg__k_numel(z->ndim - 1, z->shape);
     const int64_t cc = bf16_chunk(V);
     bad->row = -1;
     if (N == 0) return TG_OK;
@@ -301,7 +301,7 @@ static tg_status bf16_forward(tg_site s, const char *who, tg_tensor *z, tg_tenso
 static tg_status bf16_backward(tg_site s, tg_tensor *z, tg_tensor *yc, int64_t ignore,
                                double inv_t, tg_tensor *stats, int nstat, tg_tensor *g_lp,
                                tg_tensor *g_H, tg_tensor *g_lse, tg_tensor *dz) {
-    const int64_t V = z->shape[z->ndim - 1], N = tg__numel(z->ndim - 1, z->shape);
+    const int64_t V = z->shape[z->ndim - 1], N = tg__k_numel(z->ndim - 1, z->shape);
     const int64_t cc = bf16_chunk(V);
     if (N == 0) return TG_OK;
     bool ok[3];
@@ -451,7 +451,7 @@ static tg_status fused(tg_site s, const char *who, tg_tensor *z, tg_tensor *y,
     const bool record = tg__needs_grad(1, &z);
     const bool grad_h = record && o->want_entropy && o->entropy_grad;
     const int nstat = grad_h ? 3 : 2;
-    const int64_t N = tg__numel(lead, z->shape);
+    const int64_t N = tg__k_numel(lead, z->shape);
     const tg_device dev = z->storage->device;
     const tg_dtype odt = tg__lpe_out_dtype(z);
     tg_tensor *lp = tg__new_output_on(s, who, dev, odt, lead, z->shape); // (N)

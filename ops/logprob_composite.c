@@ -207,7 +207,7 @@ tg_status tg__lpe_composite(tg_site s, const char *who, tg_tensor *z, tg_tensor 
                             const tg_logprob_opts *o, tg_tensor **lp_out, tg_tensor **h_out) {
     const int64_t V = z->shape[z->ndim - 1];
     const int lead = z->ndim - 1;
-    const int64_t N = tg__numel(lead, z->shape);
+    const int64_t N = tg__k_numel(lead, z->shape);
     tg_tensor *yc = tg__lpe_targets(s, who, y, V, o->ignore_index);
     if (!yc) return tg_last_status();
     /* idx and mask are built on the host, then moved to z's device */

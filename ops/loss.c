@@ -243,7 +243,7 @@ static bool host_targets(tg_site s, const char *who, tg_tensor *y, tg_tensor *li
                          int64_t ignore_index, int64_t C, tg_tensor *weight, bool want_idx,
                          class_rows *c) {
     *c = (class_rows){0};
-    int64_t n = tg__numel(y->ndim, y->shape), shape1[TG_MAX_DIMS];
+    int64_t n = tg__k_numel(y->ndim, y->shape), shape1[TG_MAX_DIMS];
     for (int d = 0; d < y->ndim; d++) shape1[d] = y->shape[d];
     shape1[y->ndim] = 1;
     const tg_dtype dt = like->dtype == TG_F64 ? TG_F64 : TG_F32;
@@ -453,7 +453,7 @@ static tg_tensor *one_hot_op(tg_site s, tg_tensor *target, int64_t num_classes) 
                         tg_dtype_name(target->dtype));
     if (target->ndim == TG_MAX_DIMS)
         return tg__fail(TG_ERR_DIM, "%s: target already has %d dims", who, TG_MAX_DIMS);
-    int64_t n = tg__numel(target->ndim, target->shape);
+    int64_t n = tg__k_numel(target->ndim, target->shape);
     int64_t *y = tg__xmalloc((size_t)(n ? n : 1) * sizeof *y);
     if (!y) return NULL;
     tg_tensor *out = NULL;

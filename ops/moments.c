@@ -50,7 +50,7 @@ static bool setup(tg_site s, const char *who, tg_tensor *t, int dim, bool keepdi
     int d = 0;
     if (all || t->ndim == 0) {
         if (!all && tg__wrap_dim(who, dim, 0) < 0) return false;
-        int64_t n = tg__numel(t->ndim, t->shape);
+        int64_t n = tg__k_numel(t->ndim, t->shape);
         if (!(g->w = tg__reshape(s, t, 1, &n))) return false;
         g->ond = 0;
     } else {

@@ -128,7 +128,7 @@ static tg_tensor *reduce_all(tg_site s, tg_tensor *t, bool mean) {
     if (tg__null_arg(t, who, "t") || !check_sum_input(who, t, mean, &odt)) return NULL;
     bool red[TG_MAX_DIMS];
     for (int d = 0; d < t->ndim; d++) red[d] = true;
-    int64_t cnt = tg__numel(t->ndim, t->shape);
+    int64_t cnt = tg__k_numel(t->ndim, t->shape);
     double scale = !mean ? 1.0 : cnt > 0 ? 1.0 / (double)cnt : NAN;
     return reduce(s, who, mean ? &MEAN_DEF : &SUM_DEF, t, red, 0, NULL, odt, scale, -1);
 }

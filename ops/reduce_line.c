@@ -47,7 +47,7 @@ static bool setup(tg_site s, const char *who, tg_tensor *t, int dim, bool keepdi
                   tg_tensor **work, int *d, int *ond, int64_t *oshape) {
     *work = NULL;
     if (all || t->ndim == 0) {
-        int64_t n = tg__numel(t->ndim, t->shape);
+        int64_t n = tg__k_numel(t->ndim, t->shape);
         if (!(*work = tg__reshape(s, t, 1, &n))) return false;
         *d = 0;
         *ond = 0;

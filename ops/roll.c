@@ -41,7 +41,7 @@ static tg_status copy_block(tg_site s, tg_tensor *dst, const tg_tensor *src, con
         so += (wrapped ? n - m : 0) * src->strides[d];
         doff += (wrapped ? 0 : m) * dst->strides[d];
     }
-    if (tg__numel(src->ndim, shape) == 0) return TG_OK;
+    if (tg__k_numel(src->ndim, shape) == 0) return TG_OK;
     tg_tensor *a = tg__tensor_alias(s, src->storage, src->dtype, src->ndim, shape, src->strides,
                                     so);
     tg_tensor *b = a ? tg__tensor_alias(s, dst->storage, dst->dtype, dst->ndim, shape, dst->strides,
@@ -58,7 +58,7 @@ static tg_status copy_block(tg_site s, tg_tensor *dst, const tg_tensor *src, con
  * dim (at most 2^8 copies); over the flattened elements, two. */
 static tg_tensor *roll_copy(tg_site s, const char *who, tg_tensor *t, const roll_shifts *r) {
     tg_tensor *out = tg__new_output_on(s, who, t->storage->device, t->dtype, t->ndim, t->shape);
-    const int64_t numel = tg__numel(t->ndim, t->shape);
+    const int64_t numel = tg__k_numel(t->ndim, t->shape);
     if (!out || numel == 0) return out;
     tg_status st = TG_OK;
     if (r->flat) { /* a contiguous t seen as one dim */
@@ -96,7 +96,7 @@ static tg_status roll_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **
     const roll_shifts *r = n->state;
     roll_shifts back = *r;
     if (r->flat) {
-        if (r->shift[0]) back.shift[0] = tg__numel(m->ndim, m->shape) - r->shift[0];
+        if (r->shift[0]) back.shift[0] = tg__k_numel(m->ndim, m->shape) - r->shift[0];
     } else {
         for (int d = 0; d < m->ndim; d++)
             if (r->shift[d]) back.shift[d] = m->shape[d] - r->shift[d];
@@ -127,7 +127,7 @@ static tg_tensor *roll_op(tg_site s, tg_tensor *t, int nshifts, const int64_t *s
     roll_shifts r;
     memset(&r, 0, sizeof r);
     if (ndims == 0) {
-        const int64_t n = tg__numel(t->ndim, t->shape);
+        const int64_t n = tg__k_numel(t->ndim, t->shape);
         r.flat = true;
         r.shift[0] = n ? pmod(shifts[0], n) : 0;
     }
@@ -175,10 +175,10 @@ static tg_tensor *repeat_dim(tg_site s, tg_tensor *cur, int i, int64_t r) {
         end = nd + 1;
         if (v) memcpy(es, v->shape, sizeof es);
     } else {
-        vs[0] = tg__numel(i, cur->shape);
+        vs[0] = tg__k_numel(i, cur->shape);
         vs[1] = 1;
         vs[2] = cur->shape[i];
-        vs[3] = tg__numel(nd - i - 1, cur->shape + i + 1);
+        vs[3] = tg__k_numel(nd - i - 1, cur->shape + i + 1);
         v = tg__reshape(s, cur, 4, vs);
         end = 4;
         memcpy(es, vs, sizeof vs);

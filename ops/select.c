@@ -212,9 +212,9 @@ static tg_tensor *index_rows(tg_site s, const along *g, tg_tensor *w) {
 static tg_tensor *take_along(tg_site s, const char *who, tg_tensor *t, int d, tg_tensor *w,
                              int ind, int rnd, const int64_t *rshape) {
     tg_tensor *r = tg__new_output_on(s, who, t->storage->device, t->dtype, rnd, rshape);
-    if (!r || tg__numel(rnd, rshape) == 0) return r; /* w is NULL only then */
+    if (!r || tg__k_numel(rnd, rshape) == 0) return r; /* w is NULL only then */
     along g;
-    along_of(&g, t->ndim, t->shape, d, tg__numel(w->ndim, w->shape));
+    along_of(&g, t->ndim, t->shape, d, tg__k_numel(w->ndim, w->shape));
     int64_t st[TG_MAX_DIMS]; /* r's strides over (pre, post, J) */
     for (int i = 0; i < g.nd - 1; i++) st[i] = r->strides[i < d ? i : i + ind];
     st[g.nd - 1] = ind ? r->strides[d + ind - 1] : 1;
@@ -241,13 +241,13 @@ static tg_tensor *take_along(tg_site s, const char *who, tg_tensor *t, int d, tg
  * adding repeated picks (the gradient of take_along). */
 static tg_tensor *put_along(tg_site s, const tg__meta *m, int d, tg_tensor *g, tg_tensor *w,
                             int ind) {
-    const int64_t J = w ? tg__numel(w->ndim, w->shape) : 0;
+    const int64_t J = w ? tg__k_numel(w->ndim, w->shape) : 0;
     along a;
     along_of(&a, m->ndim, m->shape, d, J);
     tg_tensor *z = tg__zeros_on(s, g->storage->device, m->dtype, a.nd, a.kt); // (pre, post, V)
     if (!z) return NULL;
     tg_status st = TG_OK;
-    if (J > 0 && tg__numel(g->ndim, g->shape) > 0) {
+    if (J > 0 && tg__k_numel(g->ndim, g->shape) > 0) {
         int64_t js;
         tg_tensor *gc = run_stride(g->shape, g->strides, d, ind, &js) ? tg_retain(g)
                                                                        : tg__contiguous(s, g);
@@ -283,10 +283,10 @@ static tg_status index_backward(tg__node *n, tg_tensor *const *gout, tg_tensor *
     const int d = (int)n->iparam[P_DIM];
     tg_tensor *index = tg__node_saved(n, 0);
     if (!index) return tg_last_status();
-    tg_tensor *w = tg__numel(index->ndim, index->shape) > 0
+    tg_tensor *w = tg__k_numel(index->ndim, index->shape) > 0
                        ? wrap_index(n->site, n->name, index, d, m->shape[d], false)
                        : NULL;
-    const bool failed = !w && tg__numel(index->ndim, index->shape) > 0;
+    const bool failed = !w && tg__k_numel(index->ndim, index->shape) > 0;
     const int ind = index->ndim;
     tg__tensor_release(index);
     if (failed) return tg_last_status();
@@ -321,7 +321,7 @@ static tg_tensor *index_op(tg_site s, tg_tensor *t, int dim, tg_tensor *index) {
     for (int i = 0; i < index->ndim; i++) rshape[d + i] = index->shape[i];
     for (int i = d + 1; i < t->ndim; i++) rshape[i - 1 + index->ndim] = t->shape[i];
     if (tg__shape_check(who, rnd, rshape) < 0) return NULL;
-    const int64_t J = tg__numel(index->ndim, index->shape);
+    const int64_t J = tg__k_numel(index->ndim, index->shape);
     tg_tensor *w = J > 0 ? wrap_index(s, who, index, d, t->shape[d], true) : NULL;
     if (J > 0 && !w) return NULL;
     tg_tensor *out = take_along(s, who, t, d, w, index->ndim, rnd, rshape);
@@ -364,7 +364,7 @@ static tg_tensor *mask_positions(tg_site s, const char *who, const tg_tensor *t,
         const int it = t->ndim - nd + i;
         tst[i] = it < 0 || t->shape[it] != bshape[i] ? 0 : tc[it];
     }
-    const int64_t N = tg__numel(nd, bshape);
+    const int64_t N = tg__k_numel(nd, bshape);
     int64_t J = 0, *out = NULL;
     tg_tensor *pos = NULL;
     for (int pass = 0; pass < 2; pass++) {
@@ -400,10 +400,10 @@ static tg_status masked_select_backward(tg__node *n, tg_tensor *const *gout, tg_
     const tg__meta *m = &n->in_meta[0];
     tg_tensor *pos = tg__node_saved(n, 0);
     if (!pos) return tg_last_status();
-    const int64_t nt = tg__numel(m->ndim, m->shape);
+    const int64_t nt = tg__k_numel(m->ndim, m->shape);
     tg_tensor *z = tg__zeros_on(n->site, gout[0]->storage->device, m->dtype, 1, &nt);
     tg_status st = z ? TG_OK : tg_last_status();
-    if (z && tg__numel(pos->ndim, pos->shape) > 0) st = tg__k_gather_backward(gout[0], pos, z);
+    if (z && tg__k_numel(pos->ndim, pos->shape) > 0) st = tg__k_gather_backward(gout[0], pos, z);
     tg__tensor_release(pos);
     int64_t cst[TG_MAX_DIMS], acc = 1; /* t's shape, contiguous */
     for (int i = m->ndim - 1; i >= 0; i--) {
@@ -439,7 +439,7 @@ static tg_tensor *masked_select_op(tg_site s, tg_tensor *t, tg_tensor *mask) {
         tg__tensor_release(pos);
         if (!(pos = dp)) return NULL;
     }
-    const int64_t J = pos->shape[0], nt = tg__numel(t->ndim, t->shape);
+    const int64_t J = pos->shape[0], nt = tg__k_numel(t->ndim, t->shape);
     tg_tensor *out = tg__new_output_on(s, who, t->storage->device, t->dtype, 1, &J);
     if (out && J > 0) { /* t's elements in C order, one row */
         tg_tensor *tc = tg__device_copy(s, who, t, t->storage->device);

@@ -16,7 +16,7 @@ static const tg__op_def TRIL_DEF = {"TrilBackward", triangle_backward, false, NU
 /* where(mask, t, 0) with the (rows, cols) mask of the triangle, nothing recorded. */
 static tg_tensor *masked(tg_site s, const char *who, tg_tensor *t, int64_t k, bool upper) {
     int64_t R = t->shape[t->ndim - 2], C = t->shape[t->ndim - 1];
-    if (tg__numel(t->ndim, t->shape) == 0) /* no mask to make: (2^40, 0) has no elements */
+    if (tg__k_numel(t->ndim, t->shape) == 0) /* no mask to make: (2^40, 0) has no elements */
         return tg__new_output_on(s, who, t->storage->device, t->dtype, t->ndim, t->shape);
     tg_tensor *m = tg__tensor_new(s, who, TG_I64, 2, (int64_t[]){R, C}, TG_MEM_WORKSPACE);
     if (!m) return NULL;

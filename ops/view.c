@@ -84,7 +84,7 @@ tg_tensor *tg__slice(tg_site s, tg_tensor *t, int dim, int64_t start, int64_t en
     if (__builtin_mul_overflow(t->strides[d], step, &strides[d])) strides[d] = t->strides[d];
     /* An empty result keeps t's offset: start * stride may lie far outside the
      * storage (or overflow) when nothing is ever read there. */
-    bool empty = tg__numel(t->ndim, shape) == 0;
+    bool empty = tg__k_numel(t->ndim, shape) == 0;
     tg_tensor *v = make_view(s, t, t->ndim, shape, strides,
                              empty ? t->offset : t->offset + start * t->strides[d]);
     int64_t ip[3] = {d, start, step};
@@ -144,7 +144,7 @@ static int resolve_shape(const char *who, const tg_tensor *t, int ndim, const in
     /* sizes >= 0 and products bounded (checked arithmetic), -1 counted as 1 */
     int64_t known = tg__shape_check(who, ndim, out);
     if (known < 0) return -1;
-    int64_t numel = tg__numel(t->ndim, t->shape);
+    int64_t numel = tg__k_numel(t->ndim, t->shape);
     char a[160], b[160];
     if (infer >= 0) {
         if (known == 0 || numel % known != 0)
@@ -168,7 +168,7 @@ static int resolve_shape(const char *who, const tg_tensor *t, int ndim, const in
  * of dimensions that is contiguous in memory may be split or merged). False
  * when impossible. */
 static bool view_strides(const tg_tensor *t, int nd, const int64_t *ns, int64_t *out) {
-    if (tg__numel(t->ndim, t->shape) == 0 || tg__is_contiguous(t)) {
+    if (tg__k_numel(t->ndim, t->shape) == 0 || tg__is_contiguous(t)) {
         int64_t acc = 1;
         for (int d = nd - 1; d >= 0; d--) {
             out[d] = acc;
@@ -217,7 +217,7 @@ tg_tensor *tg__view(tg_site s, tg_tensor *t, int ndim, const int64_t *shape) {
 
 tg_tensor *tg__reshape_own(tg_site s, tg_tensor *t, int ndim, const int64_t *shape) {
     int64_t st[TG_MAX_DIMS];
-    if (tg__numel(t->ndim, t->shape) != tg__numel(ndim, shape) || !tg__is_contiguous(t) ||
+    if (tg__k_numel(t->ndim, t->shape) != tg__k_numel(ndim, shape) || !tg__is_contiguous(t) ||
         !view_strides(t, ndim, shape, st))
         return tg__fail(TG_ERR_INTERNAL, "tg__reshape_own: not a contiguous reshape");
     tg_tensor *v = tg__tensor_alias(s, t->storage, t->dtype, ndim, shape, st, t->offset);

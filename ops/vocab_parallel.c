@@ -298,7 +298,7 @@ static tg_status vp_local_stats(tg_site s, const char *who, tg_tensor *z, const 
                                 const int64_t *yh, const tg_logprob_opts *o, tg_tensor **yl,
                                 tg__lpe_acc *mine) {
     const int lead = z->ndim - 1;
-    const int64_t N = tg__numel(lead, z->shape);
+    const int64_t N = tg__k_numel(lead, z->shape);
     const double it = 1.0 / o->temperature;
     const tg_device dev = z->storage->device;
     int64_t ishape[TG_MAX_DIMS];
@@ -487,7 +487,7 @@ tg_status tg__vp_logprob(tg_site s, const char *who, tg_status pre, tg_tensor *z
     memset(&vp, 0, sizeof vp);
     int64_t N = 0;
     if (local == TG_OK) {
-        N = tg__numel(z->ndim - 1, z->shape);
+        N = tg__k_numel(z->ndim - 1, z->shape);
         yc = tg__contiguous(s, y);
         yh = yc ? tg__lpe_targets_host(who, yc, &yown) : NULL;
         if (!yh) local = tg_last_status();

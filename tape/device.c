@@ -120,7 +120,7 @@ const void *tg__host_elems(const char *who, const tg_tensor *t, void **owned, in
     if (tg__check_device_usable(who, t->storage->device) != TG_OK) return NULL;
     size_t es = tg_dtype_size(t->dtype);
     int64_t hi;
-    if (tg__numel(t->ndim, t->shape) == 0) return t->storage->data; /* nothing will be read */
+    if (tg__k_numel(t->ndim, t->shape) == 0) return t->storage->data; /* nothing will be read */
     span(t, lo, &hi);
     size_t nb = (size_t)(hi - *lo + 1) * es;
     void *buf = tg__xmalloc(nb);

@@ -197,7 +197,7 @@ static tg_status check_root(tg_tensor *root, tg_tensor *grad) {
                              "require grad?)",
                              TG__LABEL(root));
     if (!grad) {
-        if (tg__numel(root->ndim, root->shape) != 1)
+        if (tg__k_numel(root->ndim, root->shape) != 1)
             return tg__set_error(TG_ERR_AUTOGRAD,
                                  "tg_backward: a gradient can be created implicitly only for a "
                                  "one-element root; %s has shape %s: pass grad",

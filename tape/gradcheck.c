@@ -31,9 +31,9 @@ static tg_status eval(tg_gradcheck_fn fn, void *user, tg_tensor *const *in, doub
     tg_tensor *out = fn(in, user);
     if (!out) return tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_NULL;
     tg_status st = TG_OK;
-    if (tg__numel(out->ndim, out->shape) != m)
+    if (tg__k_numel(out->ndim, out->shape) != m)
         st = tg__set_error(TG_ERR_SHAPE, "tg_gradcheck: fn returned %lld elements, then %lld",
-                           (long long)m, (long long)tg__numel(out->ndim, out->shape));
+                           (long long)m, (long long)tg__k_numel(out->ndim, out->shape));
     else
         st = tg_copy_out(out, TG_F64, y, (size_t)m * sizeof(double));
     tg__tensor_release(out);
@@ -60,7 +60,7 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, void *user, int n_in, tg_tensor *cons
         if (tg__req_grad(t) && tg__has_grad_fn(t))
             return tg__set_error(TG_ERR_VALUE, "%s: input %d (%s) is not a leaf", who, i,
                                  TG__LABEL(t));
-        for (int d = 0; d < t->ndim && tg__numel(t->ndim, t->shape) > 0; d++)
+        for (int d = 0; d < t->ndim && tg__k_numel(t->ndim, t->shape) > 0; d++)
             if (t->strides[d] == 0 && t->shape[d] > 1)
                 return tg__set_error(TG_ERR_LAYOUT, "%s: input %d has overlapping elements "
                                      "(stride 0); expand inside fn instead", who, i);
@@ -87,10 +87,10 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, void *user, int n_in, tg_tensor *cons
                            tg_dtype_name(y->dtype));
         goto out;
     }
-    int64_t m = tg__numel(y->ndim, y->shape);
+    int64_t m = tg__k_numel(y->ndim, y->shape);
     int64_t total = 0;
     for (int i = 0; i < n_in; i++)
-        if (inputs[i]->requires_grad) total += tg__numel(inputs[i]->ndim, inputs[i]->shape);
+        if (inputs[i]->requires_grad) total += tg__k_numel(inputs[i]->ndim, inputs[i]->shape);
     int64_t cells;
     if (__builtin_mul_overflow(total, m, &cells) || cells > TG__MAX_NUMEL) {
         st = tg__set_error(TG_ERR_SHAPE, "%s: a Jacobian of %lld inputs x %lld outputs is too "
@@ -122,7 +122,7 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, void *user, int n_in, tg_tensor *cons
             for (int i = 0; i < n_in; i++) {
                 tg_tensor *t = inputs[i];
                 if (!t->requires_grad) continue;
-                int64_t ni = tg__numel(t->ndim, t->shape);
+                int64_t ni = tg__k_numel(t->ndim, t->shape);
                 if (t->grad) {
                     double *col = ja + base * m; /* (ni, m) */
                     for (int64_t e = 0; e < ni; e++)
@@ -143,7 +143,7 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, void *user, int n_in, tg_tensor *cons
     for (int i = 0; i < n_in && st == TG_OK; i++) {
         tg_tensor *t = inputs[i];
         if (!t->requires_grad) continue;
-        int64_t ni = tg__numel(t->ndim, t->shape);
+        int64_t ni = tg__k_numel(t->ndim, t->shape);
         for (int64_t e = 0; e < ni && st == TG_OK; e++) {
             int64_t off = t->offset + tg__k_offset_of(e, t->ndim, t->shape, t->strides);
             char raw[8];
@@ -169,7 +169,7 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, void *user, int n_in, tg_tensor *cons
     for (int i = 0; i < n_in && st == TG_OK; i++) {
         tg_tensor *t = inputs[i];
         if (!t->requires_grad) continue;
-        int64_t ni = tg__numel(t->ndim, t->shape);
+        int64_t ni = tg__k_numel(t->ndim, t->shape);
         for (int64_t e = 0; e < ni && st == TG_OK; e++)
             for (int64_t j = 0; j < m; j++) {
                 double a = ja[(base + e) * m + j], nu = jn[(base + e) * m + j];

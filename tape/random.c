@@ -81,7 +81,7 @@ static tg_tensor *random_tensor(tg_site s, const char *who, tg_dtype dt, int ndi
     if (!t) return NULL;
     rng r;
     rng_seed(&r, seed);
-    int64_t n = tg__numel(ndim, t->shape);
+    int64_t n = tg__k_numel(ndim, t->shape);
     for (int64_t i = 0; i < n;) {
         double v[2];
         int nv = 1;
@@ -138,7 +138,7 @@ tg_tensor *tg_randint_at(tg_site s, int ndim, const int64_t *shape, uint64_t see
     rng r;
     rng_seed(&r, seed);
     const uint64_t span = (uint64_t)high - (uint64_t)low; /* exact modulo 2^64 */
-    int64_t *y = t->storage->data, n = tg__numel(ndim, t->shape); // (n)
+    int64_t *y = t->storage->data, n = tg__k_numel(ndim, t->shape); // (n)
     for (int64_t i = 0; i < n; i++) y[i] = (int64_t)((uint64_t)low + rng_below(&r, span));
     return tg__ret(t);
 }

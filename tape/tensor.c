@@ -46,14 +46,8 @@ void *tg__dtype_unsupported_null(const char *who, tg_dtype dt) {
 uint16_t tg_bf16_from_f32(float f) { return tg__f32_to_bf16(f); }
 float tg_bf16_to_f32(uint16_t h) { return tg__bf16_to_f32(h); }
 
-int64_t tg__numel(int ndim, const int64_t *shape) {
-    int64_t n = 1;
-    for (int d = 0; d < ndim; d++) n *= shape[d];
-    return n;
-}
-
 bool tg__is_contiguous(const tg_tensor *t) {
-    if (tg__numel(t->ndim, t->shape) == 0) return true; /* as PyTorch: no element to misplace */
+    if (tg__k_numel(t->ndim, t->shape) == 0) return true; /* as PyTorch: no element to misplace */
     int64_t expect = 1;
     for (int d = t->ndim - 1; d >= 0; d--) {
         if (t->shape[d] != 1 && t->strides[d] != expect) return false;
@@ -203,7 +197,7 @@ const char *tg_name(const tg_tensor *t) { return t ? t->name : ""; }
 /* ---- creation ------------------------------------------------------------- */
 
 static void fill_value(tg_tensor *t, double v) {
-    int64_t n = tg__numel(t->ndim, t->shape);
+    int64_t n = tg__k_numel(t->ndim, t->shape);
     void *p = tg__ptr(t);
     if (t->dtype == TG_F32) {
         float *x = p; // (n)
@@ -338,7 +332,7 @@ int64_t tg_stride(const tg_tensor *t, int dim) {
 
 const int64_t *tg_shape(const tg_tensor *t) { return t ? t->shape : NULL; }
 const int64_t *tg_strides(const tg_tensor *t) { return t ? t->strides : NULL; }
-int64_t tg_numel(const tg_tensor *t) { return t ? tg__numel(t->ndim, t->shape) : -1; }
+int64_t tg_numel(const tg_tensor *t) { return t ? tg__k_numel(t->ndim, t->shape) : -1; }
 tg_dtype tg_get_dtype(const tg_tensor *t) { return t ? t->dtype : TG_F32; }
 tg_device tg_get_device(const tg_tensor *t) { return t ? t->storage->device : TG_CPU; }
 bool tg_is_contiguous(const tg_tensor *t) { return t && tg__is_contiguous(t); }
@@ -366,7 +360,7 @@ tg_status tg_copy_out(const tg_tensor *t, tg_dtype dst_dt, void *dst, size_t dst
     if (tg__null_arg(t, "tg_copy_out", "t")) return tg_last_status();
     if (tg_dtype_size(dst_dt) == 0)
         return tg__set_error(TG_ERR_DTYPE, "tg_copy_out: invalid dtype %d", (int)dst_dt);
-    int64_t n = tg__numel(t->ndim, t->shape);
+    int64_t n = tg__k_numel(t->ndim, t->shape);
     size_t need = (size_t)n * tg_dtype_size(dst_dt);
     if (n > 0 && tg__null_arg(dst, "tg_copy_out", "dst")) return tg_last_status();
     if (dst_bytes < need)
@@ -422,11 +416,11 @@ static tg_status read_one(const char *who, const tg_tensor *t, int64_t off, doub
 tg_status tg_item(const tg_tensor *t, double *out) {
     if (tg__null_arg(t, "tg_item", "t") || tg__null_arg(out, "tg_item", "out"))
         return tg_last_status();
-    if (tg__numel(t->ndim, t->shape) != 1) {
+    if (tg__k_numel(t->ndim, t->shape) != 1) {
         char buf[160];
         return tg__set_error(TG_ERR_SHAPE, "tg_item: tensor of shape %s has %lld elements, not 1",
                              tg__shape_str(buf, sizeof buf, t->ndim, t->shape),
-                             (long long)tg__numel(t->ndim, t->shape));
+                             (long long)tg__k_numel(t->ndim, t->shape));
     }
     return read_one("tg_item", t, t->offset, out);
 }
@@ -452,7 +446,7 @@ tg_status tg_print(FILE *f, const tg_tensor *t, int max_elems) {
      * writing anything when it cannot be made (a no-grad view modified in place) */
     tg__node *fn = NULL;
     if (tg__has_grad_fn(t) && !tg__grad_fn((tg_tensor *)t, &fn)) return tg_last_status();
-    int64_t n = tg__numel(t->ndim, t->shape);
+    int64_t n = tg__k_numel(t->ndim, t->shape);
     void *owned = NULL;
     int64_t lo = 0;
     const void *base = n > 0 && max_elems > 0 ? tg__host_elems("tg_print", t, &owned, &lo) : NULL;

@@ -132,7 +132,6 @@ void tg__scopes_resume(int prev);
  * callback's: tg_contiguous and the like return their input's own handle). */
 bool tg__scope_may_release(const tg_tensor *t);
 
-int64_t tg__numel(int ndim, const int64_t *shape);
 bool tg__is_contiguous(const tg_tensor *t);
 /* Pointer to the element at linear (C-order) position 0 = data + offset. */
 static inline void *tg__ptr(const tg_tensor *t) {

@@ -38,7 +38,7 @@
 
 /* Elements from t's first to its last element (0 when empty). */
 static int64_t span_of(const tg_tensor *t) {
-    if (tg__numel(t->ndim, t->shape) == 0) return 0;
+    if (tg__k_numel(t->ndim, t->shape) == 0) return 0;
     int64_t span = 1;
     for (int d = 0; d < t->ndim; d++) span += (t->shape[d] - 1) * t->strides[d];
     return span;
@@ -57,7 +57,7 @@ void tg__view_geom_of(tg__view_geom *g, const tg_tensor *v, const tg_tensor *bas
 }
 
 bool tg__overlaps(const tg_tensor *t) {
-    if (tg__numel(t->ndim, t->shape) <= 1) return false;
+    if (tg__k_numel(t->ndim, t->shape) <= 1) return false;
     for (int d = 0; d < t->ndim; d++)
         if (t->strides[d] == 0 && t->shape[d] > 1) return true;
     return false;

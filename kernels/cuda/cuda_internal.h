@@ -53,7 +53,7 @@ size_t tg__cuda_guard_violations(void);
  * (with the library's stream and ctx), or, both NULL, from the caching
  * allocator again; empties the cache first. The caller checked that no
  * block of the library is live. Errors: TG_ERR_CUDA (emptying the cache). */
-tg_status tg__cuda_set_allocator(tg__device_alloc_fn alloc, tg__device_free_fn free_fn,
+tg_status tg__cuda_set_allocator(tg_cuda_alloc_fn alloc, tg_cuda_free_fn free_fn,
                                  void *ctx);
 /* Bytes in the free lists now (allocated from CUDA, not in use). */
 size_t tg__cuda_cached_bytes(void);

@@ -288,14 +288,14 @@ extern "C" void tg__cuda_free(void *p, size_t nbytes) {
  * the per-block path reads it with one atomic load and no lock. */
 #define TG__DEVICE_ALIGN 256
 struct ext_hook {
-    tg__device_alloc_fn alloc;
-    tg__device_free_fn free_fn;
+    tg_cuda_alloc_fn alloc;
+    tg_cuda_free_fn free_fn;
     void *ctx;
 };
 static ext_hook g_ext_slot;                     /* written under g_lock */
 static std::atomic<const ext_hook *> g_ext{nullptr}; /* &g_ext_slot while set */
 
-extern "C" tg_status tg__cuda_set_allocator(tg__device_alloc_fn alloc, tg__device_free_fn free_fn,
+extern "C" tg_status tg__cuda_set_allocator(tg_cuda_alloc_fn alloc, tg_cuda_free_fn free_fn,
                                             void *ctx) {
     tg_status st = tg__cuda_empty_cache(); /* the cached blocks came from cudaMalloc */
     if (st != TG_OK) return st;
