@@ -8,6 +8,8 @@
 
 #include "linear_internal.h"
 
+#define LIN_NAME "LinearLogprobEntropyBackward" /* the node, its messages and GEMMs */
+
 
 typedef struct bwd_ctx {
     tg_tensor *st;               /* (N, nstat) saved statistics */
@@ -20,8 +22,7 @@ typedef struct bwd_ctx {
 /* c += a @ b, the operands of dtype dt (bf16: into f32 c). */
 static tg_status gemm_acc(const lin *loop, tg_dtype dt, const tg__mat *a, const tg__mat *b,
                           const tg__mat *c) {
-    return tg__k_matmul(loop->in.dev, "LinearLogprobEntropyBackward", dt, 0, NULL, a, b, c,
-                        false, true);
+    return tg__k_matmul(loop->in.dev, LIN_NAME, dt, 0, NULL, a, b, c, false, true);
 }
 
 /* tc: the bf16 buffer of dZ as a (c, vb) tensor. */
@@ -175,7 +176,6 @@ static tg_status lin_from_node(tg__node *n, lin *loop) {
     return loop->in.N > 0 ? tg__lin_conv_buffers(loop) : TG_OK;
 }
 
-static const char *const lin_name = "LinearLogprobEntropyBackward";
 
 /* The backward's agreement, then (every rank ran its part) the all-reduce of
  * d hidden. skipped: no gradient reached the node on this rank (dh NULL). */
@@ -185,26 +185,26 @@ static tg_status vp_reduce_dh(lin *loop, tg_status rc, bool want_h, bool skipped
     tg__agree mine;
     const tg__agree *all = NULL;
     memset(&mine, 0, sizeof mine);
-    if (rc != TG_OK) tg__agree_fail(&mine, lin_name, rc);
+    if (rc != TG_OK) tg__agree_fail(&mine, LIN_NAME, rc);
     mine.sig[0] = want_h;
     mine.sig[1] = skipped;
-    tg_status st = tg__comm_agree(loop->par.comm, lin_name, &mine, &all);
+    tg_status st = tg__comm_agree(loop->par.comm, LIN_NAME, &mine, &all);
     for (int r = 1; st == TG_OK && r < P; r++) {
         if (all[r].sig[1] != all[0].sig[1])
             st = tg__set_error(TG_ERR_COMM,
                                "%s: rank %d's backward %s a gradient to this node, "
                                "rank 0's %s (the same graph on every rank)",
-                               lin_name, r, all[r].sig[1] ? "brought no" : "brought",
+                               LIN_NAME, r, all[r].sig[1] ? "brought no" : "brought",
                                all[0].sig[1] ? "did not" : "did");
         else if (all[r].sig[0] != all[0].sig[0])
             st = tg__set_error(TG_ERR_COMM,
                                "%s: rank %d %s d hidden, rank 0 %s (the same graph "
                                "on every rank)",
-                               lin_name, r, all[r].sig[0] ? "wants" : "does not want",
+                               LIN_NAME, r, all[r].sig[0] ? "wants" : "does not want",
                                all[0].sig[0] ? "does" : "does not");
     }
     if (st == TG_OK && want_h && !skipped)
-        st = tg__comm_allreduce_sum(loop->par.comm, lin_name, dh);
+        st = tg__comm_allreduce_sum(loop->par.comm, LIN_NAME, dh);
     return st;
 }
 
@@ -264,7 +264,7 @@ static tg_status lin_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
      * for in f32 */
     for (int k = 0; k < 3 && rc == TG_OK; k++) {
         if (!keep[k] || loop.in.in_dt != TG_BF16 || n->dparam[P_GRAD_F32] != 0) continue;
-        tg_tensor *g16 = tg__new_output_on(n->site, lin_name, loop.in.dev, TG_BF16,
+        tg_tensor *g16 = tg__new_output_on(n->site, LIN_NAME, loop.in.dev, TG_BF16,
                                            keep[k]->ndim, keep[k]->shape);
         if (g16) g16 = tg__k_ok(tg__k_copy(g16, keep[k]), g16);
         tg__tensor_release(keep[k]);
@@ -279,7 +279,6 @@ static tg_status lin_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
     tg__tensor_release(B.glp);
     tg__tensor_release(B.gH);
     tg__tensor_release(B.glse);
-    tg__tensor_release(B.ones);
     tg__lin_done(&loop);
     return rc;
 }
@@ -295,5 +294,4 @@ static tg_status lin_not_run(tg__node *n, tg_status st) {
     return vp_reduce_dh(&loop, st, n->edge[0].kind != TG__EDGE_NONE, true, NULL);
 }
 
-const tg__op_def tg__lin_def = {"LinearLogprobEntropyBackward", lin_backward, false,
-                                   lin_not_run};
+const tg__op_def tg__lin_def = {LIN_NAME, lin_backward, false, lin_not_run};

@@ -320,12 +320,7 @@ static tg_status fused(tg_site s, tg_status pre, tg_tensor *hidden, tg_tensor *w
     if (rc == TG_OK && loop.in.N > 0) rc = tg__lin_for_chunks(&loop, tg__lin_fwd_chunk, &F);
     if (loop.par.comm) rc = tg__lin_vp_finish(&loop, rc, &F); /* every rank, whatever rc is */
     if (rc != TG_OK) goto fail;
-    if (loop.in.N > 0) {
-        tg_tensor *ws[5] = {loop.buf.zbuf, loop.buf.hbuf, loop.buf.wbuf, loop.buf.bbuf,
-                            loop.cur.bcur};
-        for (int k = 0; k < 5; k++) tg__tensor_release(ws[k]);
-        loop.buf.zbuf = loop.buf.hbuf = loop.buf.wbuf = loop.buf.bbuf = loop.cur.bcur = NULL;
-    }
+    tg__lin_free_workspace(&loop); /* before the outputs are handed out */
     if (early) {
         if (lse) tg__vp_lse_host(lse, F.st, F.nstat, loop.in.inv_t);
     } else if ((rc = hand_outputs(&loop, hidden, hc, b, o, record, grad_h, lse_out != NULL,

@@ -20,16 +20,11 @@ void tg__lin_free_workspace(lin *loop) {
 }
 
 void tg__lin_done(lin *loop) {
+    tg__lin_free_workspace(loop);
     tg__tensor_release(loop->in.h);
     tg__tensor_release(loop->in.w);
     tg__tensor_release(loop->in.b);
     tg__tensor_release(loop->in.y);
-    tg__tensor_release(loop->buf.zbuf);
-    tg__tensor_release(loop->buf.hbuf);
-    tg__tensor_release(loop->buf.wbuf);
-    tg__tensor_release(loop->buf.bbuf);
-    tg__tensor_release(loop->buf.dz16);
-    tg__tensor_release(loop->cur.bcur);
     free(loop->in.y_owned);
     tg__vp_buf_free(&loop->par.xb);
     tg__tensor_release(loop->par.stage);
