@@ -228,17 +228,6 @@ static tg_status hand_outputs(lin *loop, tg_tensor *hidden, tg_tensor *hc, tg_te
     return TG_OK;
 }
 
-/* The options every rank must share (the agreement's flags entry; their
- * order is vocab_parallel.c's names of them). */
-enum {
-    AGREE_WANT_ENTROPY = 1 << 0,
-    AGREE_ENTROPY_GRAD = 1 << 1,
-    AGREE_LSE = 1 << 2,
-    AGREE_BIAS = 1 << 3,
-    AGREE_HIDDEN_GRAD = 1 << 4,
-    AGREE_RECORD = 1 << 5
-};
-
 /* Vocab-parallel: the exchange's buffers (before the agreement: a failure is
  * told in it), then the agreement with this rank's status rc; on success the
  * loop takes what it established (every rank the same chunks). */
@@ -280,11 +269,11 @@ static tg_status fused(tg_site s, tg_status pre, tg_tensor *hidden, tg_tensor *w
     const bool record = rc == TG_OK && tg__needs_grad(b ? 3 : 2, ins);
     const bool grad_h = record && o->want_entropy && o->entropy_grad;
     if (loop.par.comm) {
-        unsigned flags = (o->want_entropy ? AGREE_WANT_ENTROPY : 0) |
-                         (o->entropy_grad ? AGREE_ENTROPY_GRAD : 0) |
-                         (lse_out ? AGREE_LSE : 0) | (b ? AGREE_BIAS : 0) |
-                         (record && tg__needs_grad(1, &hc) ? AGREE_HIDDEN_GRAD : 0) |
-                         (record ? AGREE_RECORD : 0);
+        unsigned flags = (o->want_entropy ? TG__AGREE_WANT_ENTROPY : 0) |
+                         (o->entropy_grad ? TG__AGREE_ENTROPY_GRAD : 0) |
+                         (lse_out ? TG__AGREE_LSE : 0) | (b ? TG__AGREE_BIAS : 0) |
+                         (record && tg__needs_grad(1, &hc) ? TG__AGREE_HIDDEN_GRAD : 0) |
+                         (record ? TG__AGREE_RECORD : 0);
         if ((rc = agree_parallel(&loop, rc, o, flags, &vp)) != TG_OK) goto fail;
     } else if (rc != TG_OK) {
         goto fail;

@@ -68,15 +68,25 @@ tg_status tg__lpe_put_rows(tg_site s, const char *who, tg_tensor *stage, int64_t
 
 /* ---- vocab-parallel (ops/vocab_parallel.c) ------------------------------------ */
 
+/* The options every rank must share: the bits of tg__vp_sig.flags (the
+ * agreement's message names them, vocab_parallel.c, in this order). */
+enum {
+    TG__AGREE_WANT_ENTROPY = 1 << 0,
+    TG__AGREE_ENTROPY_GRAD = 1 << 1,
+    TG__AGREE_LSE = 1 << 2,
+    TG__AGREE_BIAS = 1 << 3,
+    TG__AGREE_HIDDEN_GRAD = 1 << 4,
+    TG__AGREE_RECORD = 1 << 5,
+    TG__AGREE_NFLAGS = 6
+};
+
 /* What every rank brings to the agreement step. */
 typedef struct tg__vp_sig {
     int64_t N, V, start;  /* rows, this rank's vocabulary rows and first row */
     int64_t dtype;
     double temperature;
     int64_t ignore;
-    int64_t flags;        /* options that must agree: bits want_entropy, entropy_grad,
-                           * lse wanted, bias given, hidden requires grad, an
-                           * input requires grad (a node is recorded) */
+    int64_t flags;        /* options that must agree: TG__AGREE_* bits */
     const int64_t *y;     /* (N) targets on the host (checksummed) */
     int64_t chunk;        /* the fused linear op's rows per chunk (0 otherwise) */
     int64_t d;            /* hidden size (0 for the logits op) */

@@ -104,7 +104,9 @@ static tg_status check_same_call(const tg__agree *all, int P, const char *who) {
             static const char *const bit[] = {"want_entropy", "entropy_grad", "lse wanted",
                                               "bias given", "hidden requires grad",
                                               "an input requires grad"};
-            const int nbits = (int)(sizeof bit / sizeof bit[0]);
+            _Static_assert(sizeof bit / sizeof bit[0] == TG__AGREE_NFLAGS,
+                           "a name for every TG__AGREE_ bit");
+            const int nbits = TG__AGREE_NFLAGS;
             int b = 0;
             while (b < nbits - 1 && !((mine_k ^ first) >> b & 1)) b++;
             return tg__set_error(TG_ERR_VALUE, "%s: rank %d's options differ from rank 0's: "
@@ -496,8 +498,9 @@ tg_status tg__vp_logprob(tg_site s, const char *who, tg_status pre, tg_tensor *z
     if (local == TG_OK) local = tg__vp_buf_new(c, who, N, &xb);
     tg__vp_sig sig = {N, local == TG_OK ? z->shape[z->ndim - 1] : 0, o->vocab_start,
                       local == TG_OK ? z->dtype : 0, o->temperature, o->ignore_index,
-                      (int64_t)o->want_entropy | (int64_t)o->entropy_grad << 1 |
-                          (int64_t)(lse_out != NULL) << 2,
+                      (o->want_entropy ? TG__AGREE_WANT_ENTROPY : 0) |
+                          (o->entropy_grad ? TG__AGREE_ENTROPY_GRAD : 0) |
+                          (lse_out ? TG__AGREE_LSE : 0),
                       yh, 0, 0};
     tg_status rc = tg__vp_agree(c, who, local, &sig, &vp);
     if (rc != TG_OK) goto out;
