@@ -105,7 +105,8 @@ typedef void (*tg_cuda_free_fn)(void *ptr, size_t bytes, void *stream, void *ctx
  * the op that asked. Errors: TG_ERR_VALUE (one of alloc and free_fn NULL),
  * TG_ERR_DEVICE (no device or no CUDA backend), TG_ERR_STATE (the library
  * holds device memory now: the message gives the bytes), TG_ERR_CUDA
- * (giving the cache back failed); nothing changes on error. */
+ * (giving the cache back failed: part of it may be given back already);
+ * nothing else changes on error. */
 tg_status tg_cuda_set_allocator(tg_cuda_alloc_fn alloc, tg_cuda_free_fn free_fn, void *ctx);
 /* The stream tg_cuda_set_stream set (NULL: the legacy default stream; also
  * without a device). */
