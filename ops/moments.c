@@ -148,11 +148,6 @@ static tg_status std_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
     return moment_backward(n, gout, gin, true);
 }
 
-static tg_tensor *zeros_like(tg__node *n, const tg_tensor *x) {
-    tg_tensor *z = new_w(n->site, n->name, x);
-    return z ? tg__k_ok(tg__k_fill(z, 0.0), z) : NULL;
-}
-
 /* releases a and b (either may be NULL) and returns r */
 static tg_tensor *drop2(tg_tensor *r, tg_tensor *a, tg_tensor *b) {
     tg__tensor_release(a);
@@ -207,10 +202,14 @@ static tg_tensor *general_p_grad(tg__node *n, tg_tensor *x, tg_tensor *gk, tg_te
 }
 
 /* norm: p = 1 g sign(x); p = 2 g x / norm (0 where norm == 0); p = +-inf
- * g sign(x) mask / count with mask = (|x| == norm); p = 0 zeros; any other
+ * g sign(x) mask / count with mask = (|x| == norm); p = 0 none; any other
  * p as general_p_grad. */
 static tg_status norm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
     double p = n->dparam[P_P];
+    if (p == 0) { /* the count is flat: no gradient, as PyTorch (its leaf's .grad stays unset) */
+        gin[0] = NULL;
+        return TG_OK;
+    }
     tg__line_grad b;
     if (!tg__line_grad_open(n, gout[0], false, true, &b)) return tg_last_status();
     tg_tensor *x = b.x, *rk = b.rk, *gk = b.gk;
@@ -237,9 +236,9 @@ static tg_status norm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **
         }
     } else if (out && isnan(p)) {
         out = tg__k_ok(tg__k_fill(out, NAN), out);
-    } else if (out && (p == 0 || isfinite(p))) { /* PyTorch's norm_backward for the other p */
+    } else if (out && isfinite(p)) { /* PyTorch's norm_backward for the other p */
         tg__tensor_release(out);
-        out = p == 0 ? zeros_like(n, x) : general_p_grad(n, x, gk, rk, p);
+        out = general_p_grad(n, x, gk, rk, p);
     } else if (out) { /* inf and -inf */
         tg_tensor *ax = new_w(n->site, n->name, x);
         if (ax) ax = tg__k_ok(tg__k_unary(TG__UN_ABS, ax, x, NULL, 0, 0), ax);

@@ -119,6 +119,20 @@ Test(reductions, var_std_norm_as_pytorch) {
     tgt_assert_error(TG_ERR_VALUE, "tg_var", "correction", NULL);
 }
 
+/* p = 0 counts the non-zero elements: flat, so no gradient reaches the input
+ * from it, as PyTorch (a leaf reached only that way keeps no .grad; with
+ * another path, only that path's). */
+Test(reductions, norm_p0_gives_no_gradient) {
+    tg_tensor *x = LEAF(TG_SHAPE(3), 1, 0, 2);
+    tg_tensor *c = tg_norm(x, 0);
+    TGO_ASSERT_VALUES(c, 0, 2);
+    cr_assert_eq(tg_backward(c, NULL, false), TG_OK, "%s", tg_last_error());
+    cr_assert_null(tg_grad(x), "a .grad from a flat function");
+    tg_tensor *y = tg_add(tg_scale(tg_norm(x, 0), 3), tg_sum(x));
+    cr_assert_eq(tg_backward(y, NULL, false), TG_OK, "%s", tg_last_error());
+    TGO_ASSERT_VALUES(tg_grad(x), 0, 1, 1, 1);
+}
+
 Test(reductions, any_all_give_bool) {
     tg_tensor *a = TGO_MAKE(TG_F64, TG_SHAPE(2, 2), 0, NAN, 0, 0);
     tg_tensor *r = tg_any_dim(a, 1, false);
