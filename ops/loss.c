@@ -336,6 +336,18 @@ static tg_tensor *times(tg_site s, tg_tensor *t, tg_tensor *w) {
     return drop2(tg__mul(s, t, w), t, NULL);
 }
 
+/* PyTorch's nll_loss saves the class weights for its backward, so an in-place
+ * edit of them after the forward fails the backward. The gradient here is
+ * made of the weights read at forward; saving them on the loss's node checks
+ * their version too (TG_ERR_INPLACE naming the edit). NULL (loss released)
+ * on NOMEM. */
+static tg_tensor *weight_checked_in_backward(tg_tensor *loss, tg_tensor *weight) {
+    if (!loss || !weight || !loss->grad_fn || tg__node_save(loss->grad_fn, weight, false, -1) >= 0)
+        return loss;
+    tg__tensor_release(loss);
+    return NULL;
+}
+
 static tg_tensor *cross_entropy_op(tg_site s, tg_tensor *input, tg_tensor *target,
                                    tg_tensor *weight, int64_t ignore_index,
                                    double label_smoothing, tg_reduction r) {
@@ -364,7 +376,8 @@ static tg_tensor *cross_entropy_op(tg_site s, tg_tensor *input, tg_tensor *targe
     loss = times(s, loss, c.w); /* w[y] (-log p(target)), per row: no (N, C) tensor */
     if (loss && label_smoothing > 0)
         loss = smoothed(s, rows, weight, c.keep, loss, label_smoothing);
-    loss = reduce_rows(s, loss, r, c.total, input->ndim == 1);
+    loss = weight_checked_in_backward(reduce_rows(s, loss, r, c.total, input->ndim == 1),
+                                      weight);
 out:
     drop2(NULL, rows, y);
     drop2(NULL, lp, h);
@@ -434,7 +447,9 @@ static tg_tensor *nll_loss_op(tg_site s, tg_tensor *input, tg_tensor *target, tg
     tg__tensor_release(gi);
     tg_tensor *z = g ? tg__scalar_like(s, rows, 0) : NULL;
     tg_tensor *ng = times(s, z ? tg__neg(s, g) : NULL, c.w);
-    loss = reduce_rows(s, ng ? tg__where(s, c.keep, ng, z) : NULL, r, c.total, input->ndim == 1);
+    loss = weight_checked_in_backward(
+        reduce_rows(s, ng ? tg__where(s, c.keep, ng, z) : NULL, r, c.total, input->ndim == 1),
+        weight);
     drop2(NULL, z, ng);
 out:
     drop2(NULL, rows, y);

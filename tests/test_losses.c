@@ -519,6 +519,31 @@ Test(losses, nll_loss_class_weights_as_pytorch) {
     }
 }
 
+/* The class weights are saved for backward, as PyTorch's nll_loss does: an
+ * in-place edit of them (or of their base) after the forward fails the
+ * backward and names the edit; without one the backward runs. Both losses
+ * that take weights, and a weight that is a view. */
+Test(losses, class_weights_edited_after_forward_fail_the_backward) {
+    for (int ce = 0; ce <= 1; ce++)
+        for (int edit = 0; edit <= 1; edit++) {
+            tg_tensor *x = TGT_F64(TG_SHAPE(2, 3), 0.5, -1.5, 2.0, 0.1, 3.0, -0.25);
+            cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+            tg_tensor *y = tg_from_data(TG_I64, TG_SHAPE(2), (int64_t[]){2, 0});
+            tg_tensor *base = TGT_F64(TG_SHAPE(6), 0.5, 9, 2.0, 9, 1.5, 9);
+            tg_tensor *w = tg_slice(base, 0, 0, 6, 2); /* 0.5, 2.0, 1.5: a view */
+            tg_tensor *l = ce ? tg_cross_entropy(x, y, w, -100, 0.0, TG_REDUCTION_MEAN)
+                              : tg_nll_loss(x, y, w, -100, TG_REDUCTION_MEAN);
+            cr_assert_not_null(l, "%s", tg_last_error());
+            if (edit) cr_assert_eq(tg_scale_(base, 2.0), TG_OK, "%s", tg_last_error());
+            tg_status st = tg_backward(l, NULL, false);
+            if (edit)
+                tgt_assert_error(TG_ERR_INPLACE, "tg_scale_", NULL);
+            else
+                cr_assert_eq(st, TG_OK, "%s", tg_last_error());
+            TGO_RELEASE(x, y, base, w, l);
+        }
+}
+
 Test(losses, one_hot_as_pytorch) {
     tg_tensor *y = tg_from_data(TG_I64, TG_SHAPE(2, 2), (int64_t[]){2, 0, 1, 3});
     tg_tensor *o = tg_one_hot(y, -1), *o5 = tg_one_hot(y, 5);
