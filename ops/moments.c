@@ -255,6 +255,15 @@ static tg_status norm_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **
                                                         x->dtype, kd, kshape)
                                     : NULL;
         if (cnt) cnt = tg__k_ok(tg__k_sum_reduce(cnt, ax, red, 1.0), cnt);
+        /* a line whose norm is NaN has no element equal to it: its gradient is
+         * sign(t) 0, as PyTorch, not 0 / 0 (count at least 1) */
+        tg_tensor *one = cnt ? tg__scalar_like(n->site, cnt, 1.0) : NULL;
+        if (one) cnt = tg__k_ok(tg__k_binary(TG__BIN_MAX, cnt, cnt, one, 0, 0), cnt);
+        else if (cnt) {
+            tg__tensor_release(cnt);
+            cnt = NULL;
+        }
+        tg__tensor_release(one);
         if (cnt) cnt = tg__k_ok(tg__k_binary(TG__BIN_DIV, cnt, gk, cnt, 0, 0), cnt);
         if (cnt) out = tg__k_ok(tg__k_unary(TG__UN_SIGN, out, x, NULL, 0, 0), out);
         if (cnt && out) out = tg__k_ok(tg__k_binary(TG__BIN_MUL, out, out, ax, 0, 0), out);

@@ -133,6 +133,19 @@ Test(reductions, norm_p0_gives_no_gradient) {
     TGO_ASSERT_VALUES(tg_grad(x), 0, 1, 1, 1);
 }
 
+/* An inf norm that is NaN (a NaN in the line): no element equals it, so its
+ * gradient is sign(t) 0 there (sign(NaN) 0), as PyTorch, not 0 / 0; the
+ * other lines are unchanged. */
+Test(reductions, inf_norm_of_a_nan_line_has_zero_gradient) {
+    tg_tensor *x = LEAF(TG_SHAPE(2, 2), -1.2, 3.0, NAN, 1.0);
+    tg_tensor *s = tg_sum(tg_norm_dim(x, INFINITY, 1, false));
+    cr_assert_eq(tg_backward(s, NULL, false), TG_OK, "%s", tg_last_error());
+    TGO_ASSERT_VALUES(tg_grad(x), 0, 0, 1, 0, 0);
+    tg_tensor *y = LEAF(TG_SHAPE(3), -1.0, NAN, 2.0);
+    cr_assert_eq(tg_backward(tg_norm(y, -INFINITY), NULL, false), TG_OK, "%s", tg_last_error());
+    TGO_ASSERT_VALUES(tg_grad(y), 0, 0, 0, 0);
+}
+
 Test(reductions, any_all_give_bool) {
     tg_tensor *a = TGO_MAKE(TG_F64, TG_SHAPE(2, 2), 0, NAN, 0, 0);
     tg_tensor *r = tg_any_dim(a, 1, false);
