@@ -3,7 +3,7 @@
 #   make tour      install missing packages (or print the apt-get line), build,
 #                  run `tapegrad tour`
 #   make test      build and run every test (ctest), the Python package's tests
-#                  (scripts/test-python.sh: pip-installed into build/python), then again under
+#                  (scripts/test-python.sh: `pip install .` into build/pip-venv), then again under
 #                  AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/), then
 #                  the two libFuzzer harnesses: every input of their committed
 #                  corpora, then FUZZ_TEST_SECONDS of exploring each from seed
@@ -31,6 +31,8 @@ CMAKE_ARGS ?=
 
 # Evaluated when a recipe runs, i.e. after `setup` may have installed ninja.
 GENERATOR = $(if $(shell command -v ninja 2>/dev/null),-G Ninja,)
+# The Python the module tapegrad._C is built for (and tested with): scripts/python.sh
+PYTHON_ARG = $(if $(shell bash scripts/python.sh 2>/dev/null),-DPython3_EXECUTABLE=$(shell bash scripts/python.sh),)
 
 # protect_shadow_gap=0: the CUDA driver maps memory where ASan's shadow gap is.
 SAN_ENV = ASAN_OPTIONS=detect_leaks=1:protect_shadow_gap=0 \
@@ -45,11 +47,11 @@ setup:
 
 # configure (only once; later builds re-run CMake by themselves when needed)
 $(BUILD_DIR)/CMakeCache.txt: | setup
-	cmake -S . -B $(BUILD_DIR) $(GENERATOR) $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD_DIR) $(GENERATOR) $(PYTHON_ARG) $(CMAKE_ARGS)
 
 $(ASAN_DIR)/CMakeCache.txt: | setup
 	cmake -S . -B $(ASAN_DIR) $(GENERATOR) -DCMAKE_BUILD_TYPE=Debug \
-	      -DTG_SANITIZE=address,undefined $(CMAKE_ARGS)
+	      -DTG_SANITIZE=address,undefined $(PYTHON_ARG) $(CMAKE_ARGS)
 
 build: setup $(BUILD_DIR)/CMakeCache.txt
 	cmake --build $(BUILD_DIR) -j $(JOBS)

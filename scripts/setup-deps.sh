@@ -10,9 +10,10 @@
 #     CLI test compares `tapegrad logprob` with bench/reference_logprob.py,
 #     and skips that comparison without it), PyTorch for python3
 #     (python3-torch: the differential test tests/diff, skipped without it),
-#     pytest, pip and setuptools for python3 (python3-pytest, python3-pip,
-#     python3-setuptools: the Python package is built and tested, skipped
-#     without them),
+#     pytest, pip, venv, hypothesis and Python's headers for python3
+#     (python3-pytest, python3-pip, python3-venv, python3-hypothesis,
+#     python3-dev: the Python package is built and tested, skipped without
+#     them; its `pip install .` test fetches scikit-build-core from PyPI),
 #     clang with libFuzzer and OpenMP (clang, libclang-rt-dev, libomp-dev:
 #     the fuzzers of tests/fuzz, skipped without them), and OpenBLAS's OpenMP
 #     build (libopenblas-openmp-dev: its GEMMs then share the kernels' OpenMP
@@ -68,12 +69,16 @@ have_numpy() {
     return 1
 }
 
-# pytest, pip and setuptools importable by python3 on PATH or by /usr/bin/python3
-# (scripts/test-python.sh builds and tests the Python package with the first that has them).
-have_pytest() {
+# The Python package's build and tests, for /usr/bin/python3 or python3 on PATH
+# (scripts/python.sh picks the same one): pytest, pip, venv and hypothesis
+# importable, and Python's headers (the extension module tapegrad._C).
+have_python_tools() {
     local py
     for py in /usr/bin/python3 python3; do
-        have_cmd "$py" && "$py" -c 'import setuptools, pytest, pip' >/dev/null 2>&1 && return 0
+        have_cmd "$py" && "$py" -c 'import os, sys, sysconfig
+import pytest, pip, venv, ensurepip, hypothesis
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+            >/dev/null 2>&1 && return 0
     done
     return 1
 }
@@ -107,7 +112,8 @@ check_all() {
     have_cmd ninja || optional+=(ninja-build)
     have_numpy || optional+=(python3-numpy)
     have_torch || optional+=(python3-torch)
-    have_pytest || optional+=(python3-pytest python3-pip python3-setuptools)
+    have_python_tools ||
+        optional+=(python3-pytest python3-pip python3-venv python3-dev python3-hypothesis)
     have_libfuzzer || optional+=(clang libclang-rt-dev libomp-dev)
     { have_cmd mpicc && have_cmd mpirun; } || optional+=(libopenmpi-dev openmpi-bin)
     # OpenBLAS's OpenMP build: its GEMMs share the kernels' OpenMP threads
@@ -153,7 +159,7 @@ fi
 if ((${#missing[@]} == 0)); then
     echo "setup-deps: optional: 'sudo apt-get install -y ${optional[*]}' (ninja: faster" \
         "builds; numpy: the reference comparison of the logprob CLI test; torch: the" \
-        "differential test against PyTorch; pytest: the Python package's tests;" \
+        "differential test against PyTorch; pytest, python3-dev: the Python package;" \
         "clang: the fuzzers; Open MPI: the" \
         "vocab-parallel ops and their tests)" >&2
     exit 0

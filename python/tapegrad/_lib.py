@@ -1,74 +1,23 @@
-"""The C library through ctypes: where it is found, and the signatures used.
+"""The extension module tapegrad._C (the C library's binding, python/src/)
+and the package's exceptions.
 
-The library is searched in this order: the file named by the environment
-variable TAPEGRAD_LIB; a libtapegrad.so shipped inside the package; the
-build tree of the checkout this package sits in (build/lib). Every function
-taking a tg_site gets the caller's Python file and line (see ``site``), so
-the library's messages (an in-place edit that broke a saved tensor, say)
-name the Python line, not this module.
+The module is imported from the package's directory (an installed wheel);
+in a checkout, where the package's Python files sit in python/tapegrad and
+the module is built into <build>/python/tapegrad, it is loaded from there:
+the file named by TAPEGRAD_EXT, else the checkout's build/ (the first of
+build/python/tapegrad/_C*.so). Every call names the caller's Python file and
+line as its call site, so the library's messages (an in-place edit that
+broke a saved tensor, say) point at the user's line, not at this package.
 """
 from __future__ import annotations
 
 import ctypes
-import itertools
+import importlib.machinery
+import importlib.util
 import os
 import sys
 from pathlib import Path
-
-
-
-class TapegradError(RuntimeError):
-    """A failed library call: ``status`` (an int, ``status_name`` its C name)
-    and the library's whole message."""
-
-    def __init__(self, status: int, message: str) -> None:
-        self.status = status
-        self.status_name = lib.tg_status_name(status).decode()  # the C enum's name
-        super().__init__(f"{self.status_name}: {message}")
-
-
-class Site(ctypes.Structure):
-    """tg_site: the caller's file and line, passed by value."""
-    _fields_ = [("file", ctypes.c_char_p), ("line", ctypes.c_int)]
-
-
-class LiveCounts(ctypes.Structure):
-    _fields_ = [("tensors", ctypes.c_int64), ("storages", ctypes.c_int64),
-                ("nodes", ctypes.c_int64)]
-
-
-class DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
-
-
-class DLManagedTensor(ctypes.Structure):
-    pass
-
-
-DL_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor))
-DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
-                            ("deleter", DL_DELETER)]
-
-RELEASE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-
-
-def _candidates() -> list:
-    env = os.environ.get("TAPEGRAD_LIB")
-    here = Path(__file__).resolve().parent
-    out = [Path(env)] if env else []
-    out += sorted(here.glob("libtapegrad.so*"))
-    out.append(here.parent.parent / "build" / "lib" / "libtapegrad.so")
-    return out
+from types import ModuleType
 
 
 def _preload_system_blas() -> None:
@@ -89,116 +38,83 @@ def _preload_system_blas() -> None:
         pass  # none installed system-wide: the library brings its own
 
 
-def _load() -> ctypes.CDLL:
+def _candidates() -> list:
+    here = Path(__file__).resolve().parent
+    env = os.environ.get("TAPEGRAD_EXT")
+    out = [Path(env)] if env else []
+    for build in sorted(here.parent.parent.glob("build*/python/tapegrad")):
+        out += sorted(build.glob("_C.*.so"))
+    return out
+
+
+def _load() -> ModuleType:
     _preload_system_blas()
+    if not os.environ.get("TAPEGRAD_EXT"):
+        try:
+            from . import _C  # an installed package: the module is beside this file
+            return _C
+        except ImportError:
+            pass
     tried = []
-    for p in _candidates():
-        if p.is_file():
-            return ctypes.CDLL(str(p))
-        tried.append(str(p))
-    raise ImportError("tapegrad: libtapegrad.so not found (tried: " + ", ".join(tried) +
-                      "); build the checkout (make) or set TAPEGRAD_LIB")
+    for path in _candidates():
+        if not path.is_file():
+            tried.append(str(path))
+            continue
+        loader = importlib.machinery.ExtensionFileLoader("tapegrad._C", str(path))
+        spec = importlib.util.spec_from_file_location("tapegrad._C", str(path), loader=loader)
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+        sys.modules["tapegrad._C"] = module
+        return module
+    raise ImportError("tapegrad: the extension module tapegrad._C was not found (tried the "
+                      "package's directory" + "".join(", " + t for t in tried) +
+                      "); install the package (pip install .), build the checkout (make), "
+                      "or set TAPEGRAD_EXT to the module's file")
 
 
-lib = _load()
-_vp, _i64p, _int, _dbl, _bool = (ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64), ctypes.c_int,
-                                 ctypes.c_double, ctypes.c_bool)
+_C = _load()
 
 
-def _sig(name: str, restype, *argtypes) -> None:
-    f = getattr(lib, name)
-    f.restype = restype
-    f.argtypes = list(argtypes)
+class TapegradError(RuntimeError):
+    """A failed library call: ``status`` (an int, ``status_name`` its C name)
+    and the library's whole message. PyTorch raises RuntimeError for most of
+    these; the subclasses below are also the matching built-in exception."""
+
+    def __init__(self, status: int, message: str) -> None:
+        self.status = status
+        self.status_name = _C.status_name(status)  # the C enum's name
+        super().__init__(f"{self.status_name}: {message}")
 
 
-_sig("tg_last_error", ctypes.c_char_p)
-_sig("tg_last_status", _int)
-_sig("tg_clear_error", None)
-_sig("tg_release", _int, _vp)
-_sig("tg_retain", _vp, _vp)
-_sig("tg_ndim", _int, _vp)
-_sig("tg_shape", _i64p, _vp)
-_sig("tg_strides", _i64p, _vp)
-_sig("tg_numel", ctypes.c_int64, _vp)
-_sig("tg_get_dtype", _int, _vp)
-_sig("tg_get_device", _int, _vp)
-_sig("tg_data", _vp, _vp)
-_sig("tg_version", ctypes.c_uint64, _vp)
-_sig("tg_item", _int, _vp, ctypes.POINTER(_dbl))
-_sig("tg_copy_out", _int, _vp, _int, _vp, ctypes.c_size_t)
-_sig("tg_from_data_at", _vp, Site, _int, _int, _i64p, _vp)
-_sig("tg_from_blob_at", _vp, Site, _int, _int, _int, _i64p, _i64p, _vp, RELEASE_FN, _vp)
-_sig("tg_to_dlpack", ctypes.POINTER(DLManagedTensor), _vp)
-_sig("tg_from_dlpack_at", _vp, Site, _vp)
-_sig("tg_set_requires_grad", _int, _vp, _bool)
-_sig("tg_requires_grad", _bool, _vp)
-_sig("tg_grad", _vp, _vp)
-_sig("tg_zero_grad", _int, _vp)
-_sig("tg_detach_at", _vp, Site, _vp)
-_sig("tg_backward", _int, _vp, _vp, _bool)
-_sig("tg_set_grad_enabled", _bool, _bool)
-_sig("tg_grad_fn_name", ctypes.c_char_p, _vp)
-_sig("tg_set_name", _vp, _vp, ctypes.c_char_p)
-_sig("tg_name", ctypes.c_char_p, _vp)
-_sig("tg_live", LiveCounts)
-_sig("tg_status_name", ctypes.c_char_p, _int)
-_sig("tg_cuda_device_count", _int)
-_sig("tg_mem_category_name", ctypes.c_char_p, _int)
-# the memory categories, named by the library ("?" past the last): tg_mem_stats' arrays
-CATEGORIES = tuple(itertools.takewhile(lambda n: n != "?", (
-    lib.tg_mem_category_name(c).decode() for c in itertools.count())))
+class DtypeError(TapegradError, TypeError):
+    """TG_ERR_DTYPE: a dtype the op does not take (also a TypeError)."""
 
 
-class MemStats(ctypes.Structure):
-    """tg_mem_stats: per-category arrays as long as the library's categories."""
-    _fields_ = [("live", ctypes.c_size_t * len(CATEGORIES)),
-                ("peak", ctypes.c_size_t * len(CATEGORIES)),
-                ("live_total", ctypes.c_size_t), ("peak_total", ctypes.c_size_t),
-                ("saved", ctypes.c_size_t), ("saved_peak", ctypes.c_size_t),
-                ("cached", ctypes.c_size_t), ("n_alloc", ctypes.c_uint64),
-                ("n_free", ctypes.c_uint64)]
+class DimError(TapegradError, IndexError):
+    """TG_ERR_DIM: a dim out of range (also an IndexError, as PyTorch's)."""
 
 
-_sig("tg_mem_get", _int, _int, ctypes.POINTER(MemStats))
-_sig("tg_mem_reset_peak", _int, _int)
-_sig("tg_mem_empty_cache", _int, _int)
-_sig("tg_mark_modified_at", _int, Site, _vp, ctypes.c_char_p)
-for _n in ("add", "sub", "mul", "div", "matmul"):
-    _sig(f"tg_{_n}_at", _vp, Site, _vp, _vp)
-for _n in ("neg", "exp", "log", "sqrt", "tanh", "relu", "sum", "mean"):
-    _sig(f"tg_{_n}_at", _vp, Site, _vp)
-for _n in ("scale", "add_scalar", "pow_scalar"):
-    _sig(f"tg_{_n}_at", _vp, Site, _vp, _dbl)
-for _n in ("add_", "sub_", "mul_"):
-    _sig(f"tg_{_n}_at", _int, Site, _vp, _vp)
-_sig("tg_scale__at", _int, Site, _vp, _dbl)
-
-_files: dict = {}  # interned file names: the library keeps the pointers in its graphs
+class InvalidValueError(TapegradError, ValueError):
+    """TG_ERR_VALUE: an argument's value is invalid (also a ValueError)."""
 
 
-def site(depth: int = 2) -> Site:
-    """The first caller outside this package, as a tg_site."""
-    f = sys._getframe(depth)
-    pkg = os.path.dirname(__file__)
-    while f is not None and os.path.dirname(f.f_code.co_filename) == pkg:
-        f = f.f_back
-    name = f.f_code.co_filename if f is not None else "<python>"
-    b = _files.setdefault(name, name.encode())
-    return Site(b, f.f_lineno if f is not None else 0)
+class OutOfMemoryError(TapegradError, MemoryError):
+    """TG_ERR_NOMEM: an allocation failed (also a MemoryError)."""
 
 
-def check(handle):
-    """The handle, or TapegradError with the library's status and message for NULL."""
-    if not handle:
-        status = lib.tg_last_status()
-        msg = (lib.tg_last_error() or b"").decode(errors="replace")
-        lib.tg_clear_error()
-        raise TapegradError(status, msg)
-    return handle
+class ReadOnlyError(TapegradError, ValueError):
+    """TG_ERR_READONLY: a write to read-only memory (also a ValueError, as
+    NumPy's "assignment destination is read-only")."""
 
 
-def check_status(st: int) -> None:
-    if st != 0:
-        msg = (lib.tg_last_error() or b"").decode(errors="replace")
-        lib.tg_clear_error()
-        raise TapegradError(st, msg)
+def _status_value(name: str) -> int:
+    for value in range(64):
+        if _C.status_name(value) == name:
+            return value
+    return -1
+
+
+_BY_STATUS = {_status_value(name): cls for name, cls in (
+    ("TG_ERR_DTYPE", DtypeError), ("TG_ERR_DIM", DimError), ("TG_ERR_VALUE", InvalidValueError),
+    ("TG_ERR_NOMEM", OutOfMemoryError), ("TG_ERR_READONLY", ReadOnlyError))}
+_BY_STATUS.pop(-1, None)  # a status this library does not have

@@ -22,21 +22,15 @@ from typing import Optional, Tuple
 import torch as _torch
 
 from . import Tensor, from_dlpack
-from ._lib import TapegradError, check_status, lib
+from ._lib import TapegradError, _C
 from . import fused
 
 
-lib.tg_cuda_set_stream.restype = ctypes.c_int
-lib.tg_cuda_set_stream.argtypes = [ctypes.c_void_p]
-lib.tg_cuda_get_stream.restype = ctypes.c_void_p
-lib.tg_cuda_get_stream.argtypes = []
-
-
+# tg_cuda_alloc_fn / tg_cuda_free_fn (tapegrad/cuda.h): PyTorch's caching allocator
+# behind the library's device allocations
 _ALLOC_FN = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p)
 _FREE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
                             ctypes.c_void_p)
-lib.tg_cuda_set_allocator.restype = ctypes.c_int
-lib.tg_cuda_set_allocator.argtypes = [_ALLOC_FN, _FREE_FN, ctypes.c_void_p]
 
 
 _block_streams: dict = {}  # block -> the stream PyTorch's allocator gave it for
@@ -80,9 +74,10 @@ def use_torch_allocator(enable: bool = True) -> None:
     Raises TapegradError: TG_ERR_DEVICE without a device, TG_ERR_STATE while
     the library holds device memory (set it before making CUDA tensors)."""
     if enable:
-        check_status(lib.tg_cuda_set_allocator(_alloc_cb, _free_cb, None))
+        _C.cuda_set_allocator(ctypes.cast(_alloc_cb, ctypes.c_void_p).value,
+                              ctypes.cast(_free_cb, ctypes.c_void_p).value)
     else:
-        check_status(lib.tg_cuda_set_allocator(_ALLOC_FN(), _FREE_FN(), None))
+        _C.cuda_set_allocator(None, None)
 
 
 def _on_torch_stream(*xs: Optional[_torch.Tensor]) -> None:
@@ -109,8 +104,8 @@ def _on_torch_stream(*xs: Optional[_torch.Tensor]) -> None:
                                       f"cache ({e})")
                 _allocator_tried = True
     stream = _torch.cuda.current_stream(x.device).cuda_stream
-    if (lib.tg_cuda_get_stream() or 0) != stream:
-        check_status(lib.tg_cuda_set_stream(stream or None))
+    if _C.cuda_get_stream() != stream:
+        _C.cuda_set_stream(stream or None)
 
 
 def _to_torch(t: Tensor) -> _torch.Tensor:

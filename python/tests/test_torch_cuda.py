@@ -11,9 +11,9 @@ import tapegrad as tg
 
 torch = pytest.importorskip("torch")
 tt = pytest.importorskip("tapegrad.torch")
-from tapegrad._lib import lib  # noqa: E402
+from tapegrad._lib import _C  # noqa: E402
 
-HAVE_GPU = torch.cuda.is_available() and lib.tg_cuda_device_count() > 0
+HAVE_GPU = torch.cuda.is_available() and _C.cuda_device_count() > 0
 gpu = pytest.mark.skipif(not HAVE_GPU, reason="needs a GPU seen by both PyTorch and tapegrad")
 
 
