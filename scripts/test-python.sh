@@ -22,6 +22,8 @@
 #     lifetimes of memory shared with NumPy and PyTorch included, runs under
 #     the sanitizers.
 #   - TG_PY_TESTS="-k expr ..." passes extra arguments to pytest.
+#   - BUILD_DIR/tests/tg_registry (the op registry's tool) is given to the
+#     registry walk (TAPEGRAD_REGISTRY); without it that test skips.
 #   - Exit status: pytest's (0 all passed), or pip's on a failed install.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,6 +41,8 @@ if [[ -z "$ext" ]]; then
 fi
 # shellcheck disable=SC2206
 extra=(${TG_PY_TESTS:-})
+# the op registry's tool, for python/tests/test_registry_walk.py
+[[ -x "$build/tests/tg_registry" ]] && export TAPEGRAD_REGISTRY="$build/tests/tg_registry"
 
 if [[ "${TG_PY_SANITIZE:-0}" == 1 ]]; then
     cc="$(sed -n 's/^CMAKE_C_COMPILER:FILEPATH=//p' "$build/CMakeCache.txt")"

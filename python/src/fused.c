@@ -33,9 +33,9 @@ static PyObject *f_logprob_entropy(PyObject *mod, PyObject *const *args, Py_ssiz
                                    PyObject *kwnames) {
     (void)mod;
     static const char *const names[] = {"logits", "targets", "temperature", "ignore_index",
-                                        "entropy_grad", "chunk_size", "impl"};
-    PyObject *a[7];
-    if (tgpy_parse("logprob_entropy", names, 7, 2, NULL, args, nargs, kwnames, a) < 0)
+                                        "entropy_grad", "chunk_size", "impl", "want_entropy"};
+    PyObject *a[8];
+    if (tgpy_parse("logprob_entropy", names, 8, 2, NULL, args, nargs, kwnames, a) < 0)
         return NULL;
     tgpy_call c;
     tgpy_call_init(&c, "logprob_entropy");
@@ -50,7 +50,8 @@ static PyObject *f_logprob_entropy(PyObject *mod, PyObject *const *args, Py_ssiz
         (a[4] && tgpy_bool_arg(&c, a[4], "entropy_grad", &o.entropy_grad) < 0) ||
         (a[5] && tgpy_int64_arg(&c, a[5], "chunk_size", &o.chunk_size) < 0) ||
         (a[6] && tgpy_enum_arg(&c, a[6], "impl", NULL, "", IMPL_NAMES, IMPL_VALUES, 2, &impl) <
-                     0))
+                     0) ||
+        (a[7] && tgpy_bool_arg(&c, a[7], "want_entropy", &o.want_entropy) < 0))
         goto done;
     o.impl = (tg_logprob_impl)impl;
     tg_tensor *lp = NULL, *h = NULL, *lse = NULL;
@@ -68,9 +69,9 @@ static PyObject *f_linear_logprob_entropy(PyObject *mod, PyObject *const *args,
     (void)mod;
     static const char *const names[] = {"hidden", "weight", "targets", "bias", "temperature",
                                         "ignore_index", "entropy_grad", "chunk_rows",
-                                        "vocab_block", "impl", "workspace_bytes"};
-    PyObject *a[11];
-    if (tgpy_parse("linear_logprob_entropy", names, 11, 3, NULL, args, nargs, kwnames, a) < 0)
+                                        "vocab_block", "impl", "workspace_bytes", "want_entropy"};
+    PyObject *a[12];
+    if (tgpy_parse("linear_logprob_entropy", names, 12, 3, NULL, args, nargs, kwnames, a) < 0)
         return NULL;
     tgpy_call c;
     tgpy_call_init(&c, "linear_logprob_entropy");
@@ -90,7 +91,8 @@ static PyObject *f_linear_logprob_entropy(PyObject *mod, PyObject *const *args,
         (a[8] && tgpy_int64_arg(&c, a[8], "vocab_block", &o.vocab_block) < 0) ||
         (a[9] && tgpy_enum_arg(&c, a[9], "impl", NULL, "", IMPL_NAMES, IMPL_VALUES, 2, &impl) <
                      0) ||
-        (a[10] && tgpy_int64_arg(&c, a[10], "workspace_bytes", &ws) < 0))
+        (a[10] && tgpy_int64_arg(&c, a[10], "workspace_bytes", &ws) < 0) ||
+        (a[11] && tgpy_bool_arg(&c, a[11], "want_entropy", &o.want_entropy) < 0))
         goto done;
     if (ws < 0) {
         PyErr_SetString(PyExc_ValueError,
@@ -113,10 +115,12 @@ PyMethodDef tgpy_fused_functions[] = {
     {"logprob_entropy", (PyCFunction)(void (*)(void))f_logprob_entropy,
      METH_FASTCALL | METH_KEYWORDS,
      "logprob_entropy(logits, targets, temperature=1.0, ignore_index=-100, entropy_grad=True, "
-     "chunk_size=0, impl='fused') -> (logprob, entropy, lse): tg_logprob_entropy_lse."},
+     "chunk_size=0, impl='fused', want_entropy=True) -> (logprob, entropy, lse): "
+     "tg_logprob_entropy_lse (entropy None without want_entropy)."},
     {"linear_logprob_entropy", (PyCFunction)(void (*)(void))f_linear_logprob_entropy,
      METH_FASTCALL | METH_KEYWORDS,
      "linear_logprob_entropy(hidden, weight, targets, bias=None, temperature=1.0, "
      "ignore_index=-100, entropy_grad=True, chunk_rows=0, vocab_block=0, impl='fused', "
-     "workspace_bytes=0) -> (logprob, entropy, lse): tg_linear_logprob_entropy."},
+     "workspace_bytes=0, want_entropy=True) -> (logprob, entropy, lse): "
+     "tg_linear_logprob_entropy (entropy None without want_entropy)."},
     {NULL, NULL, 0, NULL}};
