@@ -491,13 +491,20 @@ static PyObject *inplace(PyObject *self, PyObject *other, inplace_fn fn, const c
     return self;
 }
 
-/* self op= other for ops without an in-place form in the library: the
- * out-of-place result copied into self (copy_, recorded: gradients flow). */
+/* self op= other for ops without an in-place form in the library: computed
+ * out of place from a copy of self (recorded: the copy, not self, is what the
+ * op saves for backward), then written into self with copy_ (recorded:
+ * gradients flow to self's old history through the copy). */
 static PyObject *inplace_by_copy(PyObject *self, PyObject *other, binary_fn fn, const char *op) {
     if (!tgpy_is_tensor(self) || !operand(other)) Py_RETURN_NOTIMPLEMENTED;
-    PyObject *r = binary(self, other, fn, op);
-    if (!r || r == Py_NotImplemented) return r;
     tg_site s = tgpy_site();
+    tg_tensor *copy;
+    TGPY_NOGIL(copy = tg_clone_at(s, H(self)));
+    PyObject *c = tgpy_wrap(copy);
+    if (!c) return NULL;
+    PyObject *r = binary(c, other, fn, op);
+    Py_DECREF(c);
+    if (!r || r == Py_NotImplemented) return r;
     tg_status st;
     TGPY_NOGIL(st = tg_copy__at(s, H(self), H(r)));
     Py_DECREF(r);
