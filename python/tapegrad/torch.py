@@ -139,16 +139,30 @@ def _from_torch(x: _torch.Tensor) -> Tensor:
 #   second differentiation, as PyTorch's @once_differentiable.
 
 
+_PACKAGE_DIRS = tuple(os.path.dirname(os.path.abspath(f)) + os.sep
+                      for f in (__file__, _torch.__file__))
+
+
+def _first_frame_outside():
+    """The innermost frame of code outside tapegrad and PyTorch: the caller's."""
+    f = sys._getframe(1)
+    while f.f_back is not None and os.path.abspath(f.f_code.co_filename).startswith(
+            _PACKAGE_DIRS):
+        f = f.f_back
+    return f
+
+
 class _Call:
     """What a forward keeps of its call for the messages of its backward: the
-    op's public name, the caller's file:line, whether grad mode was on at the
-    call (inside Function.forward it is always off), and the saved inputs'
-    names, shapes and versions."""
+    op's public name, the caller's file:line (``frame``: default the caller of
+    the function making it), whether grad mode was on at the call (inside
+    Function.forward it is always off), and the saved inputs' names, shapes
+    and versions."""
 
     __slots__ = ("op", "site", "grad_enabled", "saved")
 
-    def __init__(self, op: str, depth: int = 2) -> None:
-        f = sys._getframe(depth)
+    def __init__(self, op: str, frame=None) -> None:
+        f = frame or sys._getframe(2)
         self.op = op
         self.site = f"{f.f_code.co_filename}:{f.f_lineno}"
         self.grad_enabled = _torch.is_grad_enabled()
@@ -179,7 +193,7 @@ def _saved_inputs(ctx) -> Tuple[Optional[_torch.Tensor], ...]:
 
 
 def _explain(msg: str, call: _Call) -> str:
-    op = f"tapegrad.torch.{call.op}"
+    op = call.op
     m = _VERSION_ERR.search(msg)
     if m:
         shape = tuple(int(s) for s in m.group(1).split(",") if s.strip())
@@ -205,7 +219,7 @@ class _Once(_torch.autograd.Function):
     def backward(ctx, *grads):
         raise RuntimeError(
             f"trying to differentiate twice a function that was marked with "
-            f"@once_differentiable: tapegrad.torch.{ctx.call.op} (called at {ctx.call.site}) "
+            f"@once_differentiable: {ctx.call.op} (called at {ctx.call.site}) "
             f"has a first-order backward only, run by tapegrad")
 
 
@@ -337,7 +351,8 @@ also ``torch.ops.tapegrad.logprob_entropy`` and ``.linear_logprob_entropy``."""
 if HAS_CUSTOM_OPS:
     from ._torch_library import register as _register
 
-    _register(_logprob_graph, _linear_graph, _leaf_grads, _to_torch)
+    _register(_logprob_graph, _linear_graph, _leaf_grads, _to_torch, _saved_inputs,
+              lambda op: _Call(op, _first_frame_outside()))
 
 
 _is_compiling = getattr(getattr(_torch, "compiler", None), "is_compiling", None)
@@ -377,7 +392,8 @@ def linear_logprob_entropy(hidden: _torch.Tensor, weight: _torch.Tensor, targets
     if _compiling():
         lp, h, lse = _torch.ops.tapegrad.linear_logprob_entropy(*args)
     else:
-        lp, h, lse = _LinearLogprobEntropy.apply(*args, _Call("linear_logprob_entropy"))
+        call = _Call("tapegrad.torch.linear_logprob_entropy")
+        lp, h, lse = _LinearLogprobEntropy.apply(*args, call)
     return (lp, h, lse) if want_lse else (lp, h)
 
 
@@ -409,5 +425,5 @@ def logprob_entropy(logits: _torch.Tensor, targets: _torch.Tensor, *, temperatur
     if _compiling():
         lp, h, lse = _torch.ops.tapegrad.logprob_entropy(*args)
     else:
-        lp, h, lse = _LogprobEntropy.apply(*args, _Call("logprob_entropy"))
+        lp, h, lse = _LogprobEntropy.apply(*args, _Call("tapegrad.torch.logprob_entropy"))
     return (lp, h, lse) if want_lse else (lp, h)

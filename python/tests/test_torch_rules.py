@@ -399,9 +399,50 @@ _EMPTY = [f"_empty_logits:{lead}" for lead in ((0,), (0, 3), (3, 0))] + \
     [f"_empty_no_grad:{way!r}" for way in ("adapter", "linear")]
 
 
+def _empty_custom_op(args):
+    """torch.ops.tapegrad.* (PyTorch >= 2.4) on 0 rows, against the composition."""
+    way, lead = args
+    g = torch.Generator().manual_seed(5)
+    y = torch.zeros(lead, dtype=torch.long)
+    if way == "logits":
+        xs = [torch.randn(*lead, 5, dtype=torch.float64, generator=g).requires_grad_()]
+        outs = torch.ops.tapegrad.logprob_entropy(xs[0], y, 1.0, -100, True)
+    else:
+        xs = [torch.randn(*lead, 4, dtype=torch.float64, generator=g).requires_grad_(),
+              torch.randn(6, 4, dtype=torch.float64, generator=g).requires_grad_()]
+        outs = torch.ops.tapegrad.linear_logprob_entropy(xs[0], xs[1], None, y, 1.0, -100, True,
+                                                         0, 0)
+    assert all(t.shape == lead for t in outs)
+    sum(t.sum() for t in outs).backward()
+    refs = [x.detach().clone().requires_grad_() for x in xs]
+    rlp, rent = _composition(refs[0] if way == "logits" else refs[0] @ refs[1].T, y)
+    (rlp.sum() + rent.sum()).backward()
+    for x, r in zip(xs, refs):
+        torch.testing.assert_close(x.grad, r.grad)
+
+
+if tt.HAS_CUSTOM_OPS:
+    _EMPTY += [f"_empty_custom_op:{args!r}" for args in (("logits", (0, 3)), ("linear", (3, 0)))]
+
+
 @pytest.mark.parametrize("case", _EMPTY)
 def test_empty_batch(case, empty_batches):
     """0 rows, however the leading dims say it (no_grad too): 0-row outputs,
     an empty gradient for the logits or hidden states, zeros for the weight
     and the bias, as PyTorch's composition gives them."""
     assert empty_batches[case] is None, empty_batches[case]
+
+
+def test_bfloat16_logits_hold_nothing_after_backward():
+    """bf16 logits (float32 outputs, a bf16 gradient, which the leaf keeps in
+    the library's memory): the exact bytes the library holds while the
+    gradient is kept, and after it is dropped."""
+    z = torch.randn(N, V, dtype=torch.bfloat16, requires_grad=True)
+    y = torch.randint(0, V, (N,))
+    lp, ent = tt.logprob_entropy(z, y)
+    assert lp.dtype == ent.dtype == torch.float32
+    (-lp.mean() - 0.01 * ent.mean()).backward()
+    assert z.grad.dtype == torch.bfloat16
+    assert _library_bytes() == (N * V * 2 + 2 * N * 4, 0, 0)
+    z.grad = None
+    assert _library_bytes() == (2 * N * 4, 0, 0)
