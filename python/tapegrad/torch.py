@@ -251,8 +251,8 @@ def _backward(ctx, grads, rebuild) -> list:
     """The gradients of the inputs as PyTorch tensors: through the tapegrad
     graph kept by forward, dropped here; on a further backward (retain_graph)
     through a graph rebuilt from the saved inputs by ``rebuild``."""
+    graph, ctx.tg = ctx.tg, None  # nothing outlives this backward, even a failed one
     saved = _saved_inputs(ctx)
-    graph, ctx.tg = ctx.tg, None  # nothing outlives this backward
     if graph is None:
         graph = rebuild(*saved)
     else:
