@@ -11,6 +11,13 @@ the saved inputs, then tapegrad's backward. That is one more pass over the
 logits (the logits op) or one more GEMM per block (the linear op) than the
 eager ``torch.autograd.Function`` path, which keeps the graph; ``tapegrad.
 torch``'s functions therefore use these ops only while torch.compile traces.
+
+The rules of the eager path hold here too: the forward records no tapegrad
+graph and its outputs hold their own memory only; the inputs are saved with
+ctx.save_for_backward (PyTorch checks their versions, naming the op and the
+input here, frees them after a backward without retain_graph and refuses a
+second one); the graph the backward op rebuilds is freed by it; the backward
+ops have no autograd formula, so a second-order gradient is refused.
 """
 from __future__ import annotations
 
@@ -33,14 +40,18 @@ def _zeros_for_none(grads, like: Tensor) -> list:
     return [g if g is not None else like.new_zeros(lead, dtype=_stat_dtype(like)) for g in grads]
 
 
-def register(graph_of_logprob, graph_of_linear, leaf_grads, to_torch) -> None:
-    """Defines the four ops from the eager path's pieces (tapegrad.torch)."""
+def register(graph_of_logprob, graph_of_linear, leaf_grads, to_torch, saved_inputs,
+             new_call) -> None:
+    """Defines the four ops from the eager path's pieces (tapegrad.torch):
+    ``saved_inputs(ctx)`` is ctx.saved_tensors with PyTorch's errors naming
+    ``ctx.call``, made by ``new_call(op)`` (the caller's site)."""
 
     @torch.library.custom_op("tapegrad::logprob_entropy", mutates_args=())
     def logprob_entropy(logits: Tensor, targets: Tensor, temperature: float, ignore_index: int,
                         entropy_grad: bool) -> _Out3:
         with no_grad():
-            _, outs = graph_of_logprob(logits, targets, temperature, ignore_index, entropy_grad)
+            _, outs = graph_of_logprob(logits, targets, temperature, ignore_index, entropy_grad,
+                                       record=False)
         return tuple(to_torch(t) for t in outs)
 
     @logprob_entropy.register_fake
@@ -61,11 +72,12 @@ def register(graph_of_logprob, graph_of_linear, leaf_grads, to_torch) -> None:
 
     def lpe_setup(ctx, inputs, output):
         logits, targets, *opts = inputs
-        ctx.save_for_backward(logits, targets)
+        ctx.call = new_call("torch.ops.tapegrad.logprob_entropy")
+        ctx.call.save(ctx, logits=logits, targets=targets)
         ctx.opts = opts
 
     def lpe_backward(ctx, g_lp, g_h, g_lse):
-        logits, targets = ctx.saved_tensors
+        logits, targets = saved_inputs(ctx)
         g = _zeros_for_none((g_lp, g_h, g_lse), logits)
         grad = torch.ops.tapegrad.logprob_entropy_backward(logits, targets, *g, *ctx.opts)
         return grad, None, None, None, None
@@ -106,11 +118,12 @@ def register(graph_of_logprob, graph_of_linear, leaf_grads, to_torch) -> None:
 
     def linear_setup(ctx, inputs, output):
         hidden, weight, bias, targets, *opts = inputs
-        ctx.save_for_backward(hidden, weight, bias, targets)
+        ctx.call = new_call("torch.ops.tapegrad.linear_logprob_entropy")
+        ctx.call.save(ctx, hidden=hidden, weight=weight, bias=bias, targets=targets)
         ctx.opts = opts
 
     def linear_grads(ctx, g_lp, g_h, g_lse):
-        hidden, weight, bias, targets = ctx.saved_tensors
+        hidden, weight, bias, targets = saved_inputs(ctx)
         need = [bool(n) and x is not None
                 for n, x in zip(ctx.needs_input_grad[:3], (hidden, weight, bias))]
         g = _zeros_for_none((g_lp, g_h, g_lse), hidden)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
+import sys
 import threading
 import warnings
 from typing import Optional, Tuple
@@ -116,28 +118,150 @@ def _from_torch(x: _torch.Tensor) -> Tensor:
     return from_dlpack(_torch.utils.dlpack.to_dlpack(x.detach()))
 
 
-def _outputs_to_torch(ctx, leaves, outs, entropy_grad: bool):
-    """Keeps tapegrad's side (its leaves and outputs) in ctx and returns the
-    outputs as PyTorch tensors; without the entropy's gradient H is marked
-    non-differentiable."""
-    ctx.tg = (leaves, outs, entropy_grad)
-    res = tuple(_to_torch(t) for t in outs)
+# ---- what an adapter keeps between forward and backward -----------------------------------
+#
+# An adapter obeys PyTorch's rules as a PyTorch op does:
+# - its inputs are saved with ctx.save_for_backward, so PyTorch checks their version counters
+#   at backward (an in-place edit in between is refused: tapegrad's backward reads them),
+#   frees them after a backward without retain_graph and refuses a second one;
+# - the outputs handed to PyTorch are detached tapegrad tensors, so a kept output holds its
+#   own bytes only, never tapegrad's graph;
+# - tapegrad's graph (built only where PyTorch would record one) is kept in ctx for the first
+#   backward and dropped by it, whether or not retain_graph is set (PyTorch does not tell a
+#   Function). A further backward, possible only with retain_graph=True, rebuilds it from the
+#   saved inputs: the fused forward runs again (the cost of retain_graph);
+# - its backward is not differentiable: under create_graph the gradients it returns refuse a
+#   second differentiation, as PyTorch's @once_differentiable.
+
+
+_PACKAGE_DIRS = tuple(os.path.dirname(os.path.abspath(f)) + os.sep
+                      for f in (__file__, _torch.__file__))
+
+
+def _first_frame_outside():
+    """The innermost frame of code outside tapegrad and PyTorch: the caller's."""
+    f = sys._getframe(1)
+    while f.f_back is not None and os.path.abspath(f.f_code.co_filename).startswith(
+            _PACKAGE_DIRS):
+        f = f.f_back
+    return f
+
+
+class _Call:
+    """What a forward keeps of its call for the messages of its backward: the
+    op's public name, the caller's file:line (``frame``: default the caller of
+    the function making it), whether grad mode was on at the call (inside
+    Function.forward it is always off), and the saved inputs' names, shapes
+    and versions."""
+
+    __slots__ = ("op", "site", "grad_enabled", "saved")
+
+    def __init__(self, op: str, frame=None) -> None:
+        f = frame or sys._getframe(2)
+        self.op = op
+        self.site = f"{f.f_code.co_filename}:{f.f_lineno}"
+        self.grad_enabled = _torch.is_grad_enabled()
+        self.saved: Tuple[Tuple[str, Tuple[int, ...], int], ...] = ()
+
+    def save(self, ctx, **inputs: Optional[_torch.Tensor]) -> None:
+        """ctx.save_for_backward of the inputs, remembering their names."""
+        ctx.save_for_backward(*inputs.values())
+        self.saved = tuple((name, tuple(x.shape), x._version)
+                           for name, x in inputs.items() if x is not None)
+
+
+# PyTorch's message for a saved tensor whose version moved: "... modified by an inplace
+# operation: [torch.FloatTensor [4, 6]], which is output 0 of XBackward, is at version 2;
+# expected version 1 instead. ..."
+_VERSION_ERR = re.compile(r"\[\S+ \[([0-9, ]*)\]\](?:, which is output \d+ of \S+,)? is at "
+                          r"version (\d+); expected version (\d+)")
+
+
+def _saved_inputs(ctx) -> Tuple[Optional[_torch.Tensor], ...]:
+    """ctx.saved_tensors: PyTorch's checks (a version moved by an in-place
+    edit; a second backward after the saved inputs were freed), its error
+    completed with the op, the input and the forward's call site."""
+    try:
+        return ctx.saved_tensors
+    except RuntimeError as e:
+        raise RuntimeError(_explain(str(e), ctx.call)) from None
+
+
+def _explain(msg: str, call: _Call) -> str:
+    op = call.op
+    m = _VERSION_ERR.search(msg)
+    if m:
+        shape = tuple(int(s) for s in m.group(1).split(",") if s.strip())
+        names = [f"'{n}'" for n, s, v in call.saved if s == shape and v == int(m.group(3))]
+        what = f"its input {' or '.join(names)}" if names else "one of its inputs"
+        return (f"{msg}\n{op} saved {what} for backward at {call.site}; it was modified in "
+                f"place since (tapegrad's backward reads it)")
+    return f"{msg}\n(in the backward of {op}, called at {call.site})"
+
+
+class _Once(_torch.autograd.Function):
+    """The gradients an adapter's backward returns under create_graph: the
+    same tensors, whose own backward raises. Their graph reaches the adapter's
+    inputs, so that a second-order gradient asked of those (``autograd.grad``
+    included, which runs only the nodes on the way to its inputs) meets it."""
+
+    @staticmethod
+    def forward(ctx, call, n, *tensors):
+        ctx.call = call
+        return tuple(t.detach() for t in tensors[:n])
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(
+            f"trying to differentiate twice a function that was marked with "
+            f"@once_differentiable: {ctx.call.op} (called at {ctx.call.site}) "
+            f"has a first-order backward only, run by tapegrad")
+
+
+def _refuse_double_backward(grads: list, inputs, call: _Call) -> list:
+    """The gradients as they are, or under create_graph (grad mode is on in
+    backward) aliases whose backward raises, as PyTorch's @once_differentiable
+    does; here also where no incoming gradient requires grad, since the
+    gradient depends on the inputs themselves."""
+    if not _torch.is_grad_enabled():
+        return grads
+    got = [g for g in grads if g is not None]
+    if not got:
+        return grads
+    tied = iter(_Once.apply(call, len(got), *got, *[x for x in inputs if x is not None]))
+    return [next(tied) if g is not None else None for g in grads]
+
+
+def _outputs_to_torch(ctx, outs, entropy_grad: bool) -> Tuple[_torch.Tensor, ...]:
+    """The outputs as PyTorch tensors over detached tapegrad tensors (they hold
+    their own memory only, never tapegrad's graph); without the entropy's
+    gradient H is marked non-differentiable."""
+    res = tuple(_to_torch(t.detach()) for t in outs)
     if not entropy_grad:
         ctx.mark_non_differentiable(res[1])
     return res
 
 
-def _backward(ctx, grads) -> list:
-    """The gradients of the leaves kept in ctx (``_leaf_grads``). tapegrad's
-    graph stays for another backward through PyTorch's (retain_graph,
-    gradcheck): it goes with ctx."""
-    return _leaf_grads(*ctx.tg, grads)
+def _backward(ctx, grads, rebuild) -> list:
+    """The gradients of the inputs as PyTorch tensors: through the tapegrad
+    graph kept by forward, dropped here; on a further backward (retain_graph)
+    through a graph rebuilt from the saved inputs by ``rebuild``."""
+    graph, ctx.tg = ctx.tg, None  # nothing outlives this backward, even a failed one
+    saved = _saved_inputs(ctx)
+    if graph is None:
+        graph = rebuild(*saved)
+    else:
+        _on_torch_stream(*saved)
+    leaves, outs = graph
+    del graph
+    grads = _leaf_grads(leaves, outs, ctx.entropy_grad, grads)
+    return _refuse_double_backward(grads, saved, ctx.call)
 
 
 def _leaf_grads(leaves, outs, entropy_grad: bool, grads) -> list:
     """tapegrad's backward from one root, sum(out * g) over the outputs that
     got a gradient; the gradients of the leaves as PyTorch tensors (None for a
-    leaf that is absent or wants none)."""
+    leaf that is absent or wants none). tapegrad's graph is freed by it."""
     if not entropy_grad:
         grads = (grads[0], None, grads[2])
     wanted = [t for t in leaves if t is not None and t.requires_grad]
@@ -148,14 +272,15 @@ def _leaf_grads(leaves, outs, entropy_grad: bool, grads) -> list:
         if g is not None:
             term = (out * _from_torch(g.contiguous())).sum()
             root = term if root is None else root + term
-    root.backward(retain_graph=True)
+    root.backward()
     return [_to_torch(t.grad) if t is not None and t.requires_grad else None for t in leaves]
 
 
-def _logprob_graph(logits, targets, temperature, ignore_index, entropy_grad):
-    """tapegrad's fused op on the tensors' memory: (leaves, outputs) of its graph."""
+def _logprob_graph(logits, targets, temperature, ignore_index, entropy_grad, record=True):
+    """tapegrad's fused op on the tensors' memory: (leaves, outputs) of its
+    graph, or outputs without a graph where ``record`` is false."""
     _on_torch_stream(logits)
-    z = _from_torch(logits).requires_grad_(True)  # a leaf of tapegrad's graph
+    z = _from_torch(logits).requires_grad_(record)  # a leaf of tapegrad's graph
     y = _from_torch(targets.contiguous())
     return (z,), fused.logprob_entropy(z, y, temperature=temperature, ignore_index=ignore_index,
                                        entropy_grad=entropy_grad, want_lse=True)
@@ -164,7 +289,8 @@ def _logprob_graph(logits, targets, temperature, ignore_index, entropy_grad):
 def _linear_graph(hidden, weight, bias, targets, need, temperature, ignore_index, entropy_grad,
                   chunk_rows, vocab_block):
     """tapegrad's fused linear op on the tensors' memory, the leaves requiring
-    grad as `need` says: (leaves, outputs) of its graph."""
+    grad as `need` says: (leaves, outputs) of its graph (none where no leaf
+    requires grad)."""
     _on_torch_stream(hidden, weight, bias)
     h = _from_torch(hidden).requires_grad_(need[0])
     w = _from_torch(weight).requires_grad_(need[1])
@@ -178,27 +304,40 @@ def _linear_graph(hidden, weight, bias, targets, need, temperature, ignore_index
 
 class _LogprobEntropy(_torch.autograd.Function):
     @staticmethod
-    def forward(ctx, logits, targets, temperature, ignore_index, entropy_grad):
-        leaves, outs = _logprob_graph(logits, targets, temperature, ignore_index, entropy_grad)
-        return _outputs_to_torch(ctx, leaves, outs, entropy_grad)
+    def forward(ctx, logits, targets, temperature, ignore_index, entropy_grad, call):
+        ctx.call, ctx.entropy_grad, ctx.tg = call, entropy_grad, None
+        ctx.opts = (temperature, ignore_index, entropy_grad)
+        record = call.grad_enabled and ctx.needs_input_grad[0]
+        leaves, outs = _logprob_graph(logits, targets, *ctx.opts, record=record)
+        if record:
+            call.save(ctx, logits=logits, targets=targets)
+            ctx.tg = (leaves, outs)
+        return _outputs_to_torch(ctx, outs, entropy_grad)
 
     @staticmethod
     def backward(ctx, *grads):
-        return (*_backward(ctx, grads), None, None, None, None)
+        (dz,) = _backward(ctx, grads, lambda z, y: _logprob_graph(z, y, *ctx.opts))
+        return dz, None, None, None, None, None
 
 
 class _LinearLogprobEntropy(_torch.autograd.Function):
     @staticmethod
     def forward(ctx, hidden, weight, bias, targets, temperature, ignore_index, entropy_grad,
-                chunk_rows, vocab_block):
-        leaves, outs = _linear_graph(hidden, weight, bias, targets, ctx.needs_input_grad[:3],
-                                     temperature, ignore_index, entropy_grad, chunk_rows,
-                                     vocab_block)
-        return _outputs_to_torch(ctx, leaves, outs, entropy_grad)
+                chunk_rows, vocab_block, call):
+        ctx.call, ctx.entropy_grad, ctx.tg = call, entropy_grad, None
+        ctx.opts = (temperature, ignore_index, entropy_grad, chunk_rows, vocab_block)
+        ctx.need = tuple(call.grad_enabled and n for n in ctx.needs_input_grad[:3])
+        leaves, outs = _linear_graph(hidden, weight, bias, targets, ctx.need, *ctx.opts)
+        if any(ctx.need):
+            call.save(ctx, hidden=hidden, weight=weight, bias=bias, targets=targets)
+            ctx.tg = (leaves, outs)
+        return _outputs_to_torch(ctx, outs, entropy_grad)
 
     @staticmethod
     def backward(ctx, *grads):
-        return (*_backward(ctx, grads), None, None, None, None, None, None)
+        grads = _backward(ctx, grads,
+                          lambda h, w, b, y: _linear_graph(h, w, b, y, ctx.need, *ctx.opts))
+        return (*grads, None, None, None, None, None, None, None)
 
 
 HAS_CUSTOM_OPS = hasattr(getattr(_torch, "library", None), "custom_op")
@@ -207,7 +346,8 @@ also ``torch.ops.tapegrad.logprob_entropy`` and ``.linear_logprob_entropy``."""
 if HAS_CUSTOM_OPS:
     from ._torch_library import register as _register
 
-    _register(_logprob_graph, _linear_graph, _leaf_grads, _to_torch)
+    _register(_logprob_graph, _linear_graph, _leaf_grads, _to_torch, _saved_inputs,
+              lambda op: _Call(op, _first_frame_outside()))
 
 
 _is_compiling = getattr(getattr(_torch, "compiler", None), "is_compiling", None)
@@ -235,13 +375,20 @@ def linear_logprob_entropy(hidden: _torch.Tensor, weight: _torch.Tensor, targets
     gradients go to whichever requires grad. chunk_rows and
     vocab_block: 0 derives them from the workspace budget. Returns (lp, H),
     or (lp, H, lse) with ``want_lse``.
+
+    As a PyTorch op: hidden, weight, bias and targets are saved for backward
+    (an in-place edit of one before backward is PyTorch's version error,
+    naming it and this call's line), freed by a backward without
+    ``retain_graph``, which refuses a second one; under ``torch.no_grad()``
+    nothing is recorded; a second-order gradient (``create_graph``) is refused.
     """
     args = (hidden, weight, bias, targets, float(temperature), int(ignore_index),
             bool(entropy_grad), int(chunk_rows), int(vocab_block))
     if _compiling():
         lp, h, lse = _torch.ops.tapegrad.linear_logprob_entropy(*args)
     else:
-        lp, h, lse = _LinearLogprobEntropy.apply(*args)
+        call = _Call("tapegrad.torch.linear_logprob_entropy")
+        lp, h, lse = _LinearLogprobEntropy.apply(*args, call)
     return (lp, h, lse) if want_lse else (lp, h)
 
 
@@ -262,10 +409,16 @@ def logprob_entropy(logits: _torch.Tensor, targets: _torch.Tensor, *, temperatur
     ``entropy_grad=False``: H does not require grad and backward has no
     entropy term. Returns (lp, H), or (lp, H, lse) with ``want_lse`` (the row
     log-sum-exp of logits / T, for a z-loss).
+
+    As a PyTorch op: logits and targets are saved for backward (an in-place
+    edit of one before backward is PyTorch's version error, naming it and this
+    call's line), freed by a backward without ``retain_graph``, which refuses
+    a second one; under ``torch.no_grad()`` nothing is recorded; a
+    second-order gradient (``create_graph``) is refused.
     """
     args = (logits, targets, float(temperature), int(ignore_index), bool(entropy_grad))
     if _compiling():
         lp, h, lse = _torch.ops.tapegrad.logprob_entropy(*args)
     else:
-        lp, h, lse = _LogprobEntropy.apply(*args)
+        lp, h, lse = _LogprobEntropy.apply(*args, _Call("tapegrad.torch.logprob_entropy"))
     return (lp, h, lse) if want_lse else (lp, h)
