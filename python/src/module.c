@@ -64,7 +64,7 @@ static PyObject *m_register(PyObject *mod, PyObject *args) {
         PyErr_SetString(PyExc_TypeError, "_register: not a subclass of TensorBase");
         return NULL;
     }
-    if (tgpy_site_set_package(dir) < 0) return NULL;
+    if (tgpy_site_skip(dir) < 0) return NULL;
     PyTypeObject *old = tgpy_tensor_type;
     Py_INCREF(type);
     tgpy_tensor_type = (PyTypeObject *)type;
@@ -238,6 +238,12 @@ static PyObject *m_cuda_set_allocator(PyObject *mod, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *m_skip_frames_under(PyObject *mod, PyObject *dir) {
+    (void)mod;
+    if (tgpy_site_skip(dir) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *m_drain(PyObject *mod, PyObject *unused) {
     (void)mod, (void)unused;
     tgpy_drain_owners();
@@ -262,6 +268,8 @@ PyMethodDef tgpy_module_functions[] = {
     {"cuda_set_allocator", m_cuda_set_allocator, METH_VARARGS,
      "tg_cuda_set_allocator(alloc, free): C function addresses, or None, None."},
     {"_drain", m_drain, METH_NOARGS, "Lets go of the owners of released lent memory."},
+    {"_skip_frames_under", m_skip_frames_under, METH_O,
+     "Call sites skip the frames of files under this directory from now on."},
     {NULL, NULL, 0, NULL}};
 
 /* ---- the module ---------------------------------------------------------------------- */

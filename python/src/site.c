@@ -1,6 +1,6 @@
 /* python/src/site.c - the caller's Python file and line for the library's
  * call sites (tg_site): messages, leak reports and in-place histories name
- * the user's line, never the package's own.
+ * the user's line, never the package's own (nor PyTorch's, for the adapters).
  *
  * The library keeps the file name's pointer for the life of its graphs, so
  * every name is encoded once (the file system's encoding with
@@ -12,7 +12,9 @@
 #include <string.h>
 
 static PyObject *g_names;        /* str -> bytes kept for the library */
-static PyObject *g_package_dir;  /* the package's directory + "/", a str */
+static PyObject *g_skip;         /* a list of directories + "/" whose frames are skipped: the
+                                    package's own, and those the package adds (PyTorch's, for
+                                    the adapters: torch.autograd.Function.apply calls them) */
 
 /* Code objects recently seen: whether their file is the package's, and the
  * kept name. A small direct-mapped cache by pointer; a code object freed and
@@ -26,14 +28,18 @@ typedef struct {
 #define CACHE_SIZE 64
 static code_entry g_cache[CACHE_SIZE];
 
-int tgpy_site_set_package(PyObject *dir) {
+int tgpy_site_skip(PyObject *dir) {
     if (!PyUnicode_Check(dir)) {
-        PyErr_SetString(PyExc_TypeError, "package dir must be a str");
+        PyErr_SetString(PyExc_TypeError, "a directory (str) whose frames calls sites skip");
         return -1;
     }
     PyObject *with_sep = PyUnicode_FromFormat("%U/", dir);
-    if (!with_sep) return -1;
-    Py_XSETREF(g_package_dir, with_sep);
+    if (!with_sep || (!g_skip && !(g_skip = PyList_New(0))) ||
+        PyList_Append(g_skip, with_sep) < 0) {
+        Py_XDECREF(with_sep);
+        return -1;
+    }
+    Py_DECREF(with_sep);
     for (int i = 0; i < CACHE_SIZE; i++) {
         g_cache[i].code = NULL;
         Py_CLEAR(g_cache[i].filename);
@@ -62,10 +68,13 @@ fail:
 }
 
 static bool in_package(PyObject *filename) {
-    if (!g_package_dir) return false;
-    int r = PyUnicode_Tailmatch(filename, g_package_dir, 0, PY_SSIZE_T_MAX, -1);
-    if (r < 0) PyErr_Clear();
-    return r > 0;
+    Py_ssize_t n = g_skip ? PyList_GET_SIZE(g_skip) : 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int r = PyUnicode_Tailmatch(filename, PyList_GET_ITEM(g_skip, i), 0, PY_SSIZE_T_MAX, -1);
+        if (r < 0) PyErr_Clear();
+        if (r > 0) return true;
+    }
+    return false;
 }
 
 /* The entry of code, filled on a miss. */

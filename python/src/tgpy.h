@@ -69,12 +69,14 @@ int tgpy_check(tg_status st);
 
 /* ---- call sites (site.c) --------------------------------------------------------- */
 
-/* The first Python frame outside the package (its file and line), as a
+/* The first Python frame outside the package and the directories given to
+ * tgpy_site_skip (its file and line), as a
  * tg_site. The file name is kept for the life of the process (the library
  * keeps the pointer in its graphs and reports). Never fails: "<python>", 0
  * when there is no frame or the name cannot be kept. */
 tg_site tgpy_site(void);
-int tgpy_site_set_package(PyObject *dir);
+/* Frames of files under dir (a str) are skipped from now on. */
+int tgpy_site_skip(PyObject *dir);
 
 /* ---- memory lent by Python objects (owners.c) ------------------------------------- */
 

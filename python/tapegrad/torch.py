@@ -27,6 +27,10 @@ from . import Tensor, from_dlpack
 from ._lib import TapegradError, _C
 from . import fused
 
+# what the adapters build is called from PyTorch's autograd.Function.apply: the call
+# sites in tapegrad's messages and reports skip PyTorch's frames for the user's line
+_C._skip_frames_under(os.path.dirname(os.path.abspath(_torch.__file__)))
+
 
 # tg_cuda_alloc_fn / tg_cuda_free_fn (tapegrad/cuda.h): PyTorch's caching allocator
 # behind the library's device allocations

@@ -6,6 +6,7 @@ import pytest
 import tapegrad as tg
 
 torch = pytest.importorskip("torch")
+tt = pytest.importorskip("tapegrad.torch")
 
 
 
@@ -60,3 +61,20 @@ def test_torch_imported_after_tapegrad_still_multiplies():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "400", out.stderr
+
+
+def test_the_library_records_the_users_line_not_pytorchs():
+    """What the adapters build is called from autograd.Function.apply: call
+    sites skip PyTorch's frames (a leak report names this file's line)."""
+    import sys
+    logits = torch.randn(4, 7, dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([0, 1, 2, 3])
+    tg.step_mark("forward")
+    lp, h = tt.logprob_entropy(logits, y); line = sys._getframe().f_lineno  # noqa: E702
+    tg.step_mark("after")
+    report = tg.leak_check()  # tapegrad's graph, kept until backward
+    assert report.roots >= 1
+    sites = {(e["file"].rsplit("/", 1)[-1], e["line"]) for e in report.entries}
+    assert ("test_torch.py", line) in sites, report.text()
+    (lp.sum() + h.sum()).backward()
+    assert not tg.leak_check()
