@@ -272,3 +272,16 @@ def test_the_call_site_is_the_users_line():
         s.backward()
     assert f"test_binding.py:{line}" in str(e.value)
     gc.collect()
+
+
+def test_importing_tapegrad_loads_no_nccl():
+    """The library looks NCCL up when a program hands it a communicator: loaded
+    at import, the toolkit's copy would take the soname a PyTorch wheel's newer
+    NCCL needs, and `import torch` after `import tapegrad` failed (undefined
+    symbol ncclCommResume, PyTorch 2.15)."""
+    out = run_python("""
+        import tapegrad
+        print(open("/proc/self/maps").read())
+    """)
+    assert out.returncode == 0, out.stderr
+    assert "libnccl" not in out.stdout
