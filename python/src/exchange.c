@@ -121,7 +121,7 @@ static int dl_dtype_ok(const tg_dl_dtype *t) {
             name = known[i].name;
         }
     if (name)
-        PyErr_Format(PyExc_TypeError, "tapegrad.from_dlpack: a %s tensor%s is not supported "
+        PyErr_Format(PyExc_TypeError, "tapegrad.from_dlpack: dtype %s%s is not supported "
                      "(tapegrad takes float32, float64, bfloat16, int64 and bool; convert it "
                      "first, e.g. x.float() or x.long())", name, t->lanes != 1 ? " with lanes" : "");
     else

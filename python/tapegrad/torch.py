@@ -363,6 +363,28 @@ def _compiling() -> bool:
     return HAS_CUSTOM_OPS and _is_compiling is not None and _is_compiling()
 
 
+_FLOATS = (_torch.float32, _torch.float64, _torch.bfloat16)
+
+
+def _check_args(op: str, floats: dict, targets: _torch.Tensor) -> None:
+    """TypeError naming the op, the argument and the dtypes it takes, before
+    anything runs: the tensors of `floats` (None allowed only for 'bias') are
+    float32, float64 or bfloat16, targets int64, as PyTorch's log_softmax and
+    cross_entropy take them."""
+    for name, x in (*floats.items(), ("targets", targets)):
+        if x is None and name == "bias":
+            continue
+        if not isinstance(x, _torch.Tensor):
+            raise TypeError(f"tapegrad.torch.{op}: argument '{name}' must be a torch.Tensor, "
+                            f"not {type(x).__name__}")
+        if name == "targets" and x.dtype != _torch.int64:
+            raise TypeError(f"tapegrad.torch.{op}: argument 'targets' must be int64 "
+                            f"(torch.long), not {x.dtype}")
+        if name != "targets" and x.dtype not in _FLOATS:
+            raise TypeError(f"tapegrad.torch.{op}: argument '{name}' must be float32, float64 "
+                            f"or bfloat16, not {x.dtype}")
+
+
 def linear_logprob_entropy(hidden: _torch.Tensor, weight: _torch.Tensor, targets: _torch.Tensor,
                            bias: Optional[_torch.Tensor] = None, *, temperature: float = 1.0,
                            ignore_index: int = -100, entropy_grad: bool = True,
@@ -386,6 +408,8 @@ def linear_logprob_entropy(hidden: _torch.Tensor, weight: _torch.Tensor, targets
     ``retain_graph``, which refuses a second one; under ``torch.no_grad()``
     nothing is recorded; a second-order gradient (``create_graph``) is refused.
     """
+    _check_args("linear_logprob_entropy", {"hidden": hidden, "weight": weight, "bias": bias},
+                targets)
     args = (hidden, weight, bias, targets, float(temperature), int(ignore_index),
             bool(entropy_grad), int(chunk_rows), int(vocab_block))
     if _compiling():
@@ -420,6 +444,7 @@ def logprob_entropy(logits: _torch.Tensor, targets: _torch.Tensor, *, temperatur
     a second one; under ``torch.no_grad()`` nothing is recorded; a
     second-order gradient (``create_graph``) is refused.
     """
+    _check_args("logprob_entropy", {"logits": logits}, targets)
     args = (logits, targets, float(temperature), int(ignore_index), bool(entropy_grad))
     if _compiling():
         lp, h, lse = _torch.ops.tapegrad.logprob_entropy(*args)

@@ -130,7 +130,7 @@ def test_dtypes_the_library_does_not_have_say_which_it_has():
     with pytest.raises(TypeError, match="float16 .*float32, float64, int64, bool"):
         tg.from_numpy(h)
     if hasattr(np, "from_dlpack"):
-        with pytest.raises(TypeError, match="int32 tensor is not supported .*float32, float64, "
+        with pytest.raises(TypeError, match="dtype int32 is not supported .*float32, float64, "
                                             "bfloat16, int64 and bool"):
             tg.from_dlpack(np.ones(3, dtype=np.int32))
     assert tg.tensor(h).dtype == "f32" and tg.tensor(h).tolist() == [1.0, 1.0, 1.0]

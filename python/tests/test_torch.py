@@ -78,3 +78,25 @@ def test_the_library_records_the_users_line_not_pytorchs():
     assert ("test_torch.py", line) in sites, report.text()
     (lp.sum() + h.sum()).backward()
     assert not tg.leak_check()
+
+
+def test_wrong_inputs_are_a_type_error_naming_the_op_argument_and_dtypes():
+    z, y = torch.zeros(2, 3), torch.zeros(2, dtype=torch.int64)
+    cases = [
+        (lambda: tt.logprob_entropy(z.long(), y), r"logprob_entropy: argument 'logits' must be "
+                                                  r"float32, float64 or bfloat16, not torch.int64"),
+        (lambda: tt.logprob_entropy(z.half(), y), r"'logits' must be float32.*not torch.float16"),
+        (lambda: tt.logprob_entropy(z, y.int()), r"'targets' must be int64 \(torch.long\), not "
+                                                 r"torch.int32"),
+        (lambda: tt.logprob_entropy(None, y), r"'logits' must be a torch.Tensor, not NoneType"),
+        (lambda: tt.logprob_entropy(z, None), r"'targets' must be a torch.Tensor, not NoneType"),
+        (lambda: tt.linear_logprob_entropy(z, torch.zeros(4, 3).int(), y),
+         r"linear_logprob_entropy: argument 'weight' must be float32"),
+        (lambda: tt.linear_logprob_entropy(z, torch.zeros(4, 3), y, bias=torch.zeros(4).int()),
+         r"argument 'bias' must be float32"),
+        (lambda: tt.linear_logprob_entropy(z, torch.zeros(4, 3, dtype=torch.float64), y),
+         r"hidden, weight and bias must be f32, f64 or bf16 of one dtype"),
+    ]
+    for call, message in cases:
+        with pytest.raises(TypeError, match=message):
+            call()
