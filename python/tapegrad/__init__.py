@@ -13,6 +13,7 @@ tensor first, a Tensor method (``tapegrad.softmax_dim(x, -1)``,
 """
 from __future__ import annotations
 
+import builtins
 import os
 from contextlib import contextmanager
 from typing import Any, Iterator, Optional, Tuple, Union
@@ -194,6 +195,12 @@ from ._ops import OPS as _OPS  # noqa: E402
 
 ops: dict = {name: getattr(_C, name) for name in _OPS}
 """Every op of the generated table by name (``tapegrad.ops["gelu"]``)."""
+
+# Attributes of the module (a plain lookup: the call costs what the op costs), but for the
+# ops named like a builtin (all, any, abs, sum, round, pow...), reached through __getattr__
+# so that the package's own code still sees Python's.
+globals().update({name: op for name, op in ops.items()
+                  if name not in dir(builtins) and name not in globals()})
 
 
 def __getattr__(name: str) -> Any:
