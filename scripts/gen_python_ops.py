@@ -38,7 +38,7 @@ NULLABLE = {("binary_cross_entropy_with_logits", "pos_weight"), ("clamp_tensor",
 # arguments otherwise (x.where(cond, y): x is the value, not the condition;
 # x.var(1): 1 is a dim, not a correction). The functions are there.
 NOT_METHODS = {"where", "var", "std"}
-MAX_PARAMS = 16  # python/src/ops_run.c's bound
+MAX_PARAMS, MAX_OUTS = 16, 4  # python/src/ops_run.c's bounds
 # bound by hand in the package, or not expressible as plain arguments
 SKIP = {"tg_from_blob", "tg_from_data", "tg_from_dlpack", "tg_function_apply",
         "tg_mark_modified"}
@@ -194,8 +194,9 @@ def render_c() -> str:
     funcs, methods = [], []
     for name, spec in sorted(ops.items()):
         params = spec["params"]
-        if len(params) > MAX_PARAMS:
-            raise SystemExit(f"gen_python_ops: {name} has more than {MAX_PARAMS} parameters")
+        if len(params) > MAX_PARAMS or sum(k == "out" for _, k in params) > MAX_OUTS:
+            raise SystemExit(f"gen_python_ops: {name} has more than {MAX_PARAMS} parameters "
+                             f"or {MAX_OUTS} extra outputs (python/src/ops_run.c's bounds)")
         for p, _ in params:
             if keyword.iskeyword(p) or not p.isidentifier():
                 raise SystemExit(f"gen_python_ops: {name}: parameter {p!r} is not a Python name")

@@ -212,7 +212,11 @@ tg_dtype tgpy_scalar_dtype(PyObject *num, int like) {
 
 /* ---- numbers -------------------------------------------------------------------------------- */
 
-int tgpy_int64_arg(tgpy_call *c, PyObject *o, const char *name, int64_t *out) {
+/* o's value through __index__ (not a bool): 0 with *v; 1 when it is outside
+ * int64, with *num the int (a new reference, for the message: o itself may be
+ * gone once __index__ ran); -1 with the error set. */
+static int index_of(tgpy_call *c, PyObject *o, const char *name, int64_t *v, PyObject **num) {
+    *num = NULL;
     if (PyBool_Check(o) || !PyIndex_Check(o)) {
         PyErr_Format(PyExc_TypeError, "tapegrad.%s: argument '%s' must be an int, not %.100s",
                      c->op, name, Py_TYPE(o)->tp_name);
@@ -221,35 +225,46 @@ int tgpy_int64_arg(tgpy_call *c, PyObject *o, const char *name, int64_t *out) {
     PyObject *i = PyNumber_Index(o);
     if (!i) return -1;
     int overflow;
-    long long v = PyLong_AsLongLongAndOverflow(i, &overflow);
+    long long x = PyLong_AsLongLongAndOverflow(i, &overflow);
     if (overflow) {
-        PyErr_Format(PyExc_OverflowError, "tapegrad.%s: argument '%s' = %S is outside int64",
-                     c->op, name, i);
-        Py_DECREF(i);
-        return -1;
+        *num = i;
+        return 1;
     }
     Py_DECREF(i);
-    if (v == -1 && PyErr_Occurred()) return -1;
-    *out = (int64_t)v;
+    if (x == -1 && PyErr_Occurred()) return -1;
+    *v = (int64_t)x;
     return 0;
+}
+
+int tgpy_int64_arg(tgpy_call *c, PyObject *o, const char *name, int64_t *out) {
+    PyObject *num;
+    int rc = index_of(c, o, name, out, &num);
+    if (rc == 1) {
+        PyErr_Format(PyExc_OverflowError, "tapegrad.%s: argument '%s' = %S is outside int64",
+                     c->op, name, num);
+        Py_DECREF(num);
+    }
+    return rc == 0 ? 0 : -1;
 }
 
 static bool names_a_dim(const char *name) { return strstr(name, "dim") != NULL; }
 
 int tgpy_int_arg(tgpy_call *c, PyObject *o, const char *name, int *out) {
-    int64_t v;
-    if (tgpy_int64_arg(c, o, name, &v) < 0) {
-        /* a dim beyond int64 is still a dim out of range, as PyTorch says */
-        if (names_a_dim(name) && PyErr_ExceptionMatches(PyExc_OverflowError)) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_IndexError, "tapegrad.%s: %s %S is out of range", c->op, name, o);
-        }
-        return -1;
-    }
-    if (v < INT_MIN || v > INT_MAX) {
-        PyErr_Format(names_a_dim(name) ? PyExc_IndexError : PyExc_OverflowError,
-                     "tapegrad.%s: %s %lld is out of range%s", c->op, name, (long long)v,
-                     names_a_dim(name) ? "" : " (a C int)");
+    int64_t v = 0;
+    PyObject *num;
+    int rc = index_of(c, o, name, &v, &num);
+    if (rc < 0) return -1;
+    bool dim = names_a_dim(name);
+    if (rc == 1 || v < INT_MIN || v > INT_MAX) {
+        /* a dim out of range, as PyTorch says (an IndexError), however large */
+        if (rc == 1)
+            PyErr_Format(dim ? PyExc_IndexError : PyExc_OverflowError,
+                         "tapegrad.%s: %s %S is out of range", c->op, name, num);
+        else
+            PyErr_Format(dim ? PyExc_IndexError : PyExc_OverflowError,
+                         "tapegrad.%s: %s %lld is out of range%s", c->op, name, (long long)v,
+                         dim ? "" : " (a C int)");
+        Py_XDECREF(num);
         return -1;
     }
     *out = (int)v;
@@ -268,7 +283,7 @@ int tgpy_uint64_arg(tgpy_call *c, PyObject *o, const char *name, uint64_t *out) 
     if (v == (unsigned long long)-1 && PyErr_Occurred()) {
         PyErr_Clear();
         PyErr_Format(PyExc_OverflowError, "tapegrad.%s: argument '%s' = %S is outside uint64",
-                     c->op, name, i);
+                     c->op, name, i);  /* i: the int, alive (o may be gone) */
         Py_DECREF(i);
         return -1;
     }
@@ -315,9 +330,11 @@ int tgpy_enum_arg(tgpy_call *c, PyObject *o, const char *name, const char *enum_
                   const char *prefix, const char *const *names, const int *values, int n,
                   int *out) {
     if (PyUnicode_Check(o)) {
-        const char *s = PyUnicode_AsUTF8(o);
+        Py_ssize_t len;
+        const char *s = PyUnicode_AsUTF8AndSize(o, &len);
         if (!s) return -1;
         size_t pl = strlen(prefix);
+        if ((size_t)len != strlen(s)) s = "";  /* an embedded NUL: no name matches */
         const char *key = strncasecmp(s, prefix, pl) == 0 ? s + pl : s;
         for (int i = 0; i < n; i++)
             if (strcasecmp(key, names[i]) == 0) return *out = values[i], 0;
@@ -343,8 +360,11 @@ int tgpy_enum_arg(tgpy_call *c, PyObject *o, const char *name, const char *enum_
 
 /* ---- arrays of ints ------------------------------------------------------------------------- */
 
-/* o as a sequence (a one-element one for an int; any iterable is read whole,
- * a generator too), a new reference kept by the call. */
+/* o's items as a tuple the call keeps (a one-element one for an int; any
+ * iterable is read whole, a generator too). A tuple, never the caller's list
+ * itself: converting an item can run Python code (__index__, __float__) or
+ * another thread can change the list, and the items and the tensor handles
+ * taken from them must stay alive until the call returns. */
 static PyObject *as_sequence(tgpy_call *c, PyObject *o, const char *name, const char *what) {
     PyObject *seq;
     if (PyIndex_Check(o) && !PyBool_Check(o) && !tgpy_is_tensor(o) && !PySequence_Check(o)) {
@@ -356,14 +376,14 @@ static PyObject *as_sequence(tgpy_call *c, PyObject *o, const char *name, const 
                      c->op, name, what, Py_TYPE(o)->tp_name);
         return NULL;
     } else {
-        seq = PySequence_Fast(o, "not iterable");
+        seq = PySequence_Tuple(o);
     }
     if (!seq) return NULL;
     if (list_push(&c->keep, seq) < 0) {
         Py_DECREF(seq);
         return NULL;
     }
-    if (PySequence_Fast_GET_SIZE(seq) > INT_MAX) {
+    if (PyTuple_GET_SIZE(seq) > INT_MAX) {
         PyErr_Format(PyExc_OverflowError, "tapegrad.%s: argument '%s' is too long", c->op, name);
         return NULL;
     }
@@ -373,11 +393,11 @@ static PyObject *as_sequence(tgpy_call *c, PyObject *o, const char *name, const 
 int tgpy_int64s_arg(tgpy_call *c, PyObject *o, const char *name, int *n, const int64_t **out) {
     PyObject *seq = as_sequence(c, o, name, "an int or a sequence of ints");
     if (!seq) return -1;
-    int len = (int)PySequence_Fast_GET_SIZE(seq);
+    int len = (int)PyTuple_GET_SIZE(seq);
     int64_t *v = call_alloc(c, (size_t)len * sizeof *v);
     if (!v) return -1;
     for (int i = 0; i < len; i++)
-        if (tgpy_int64_arg(c, PySequence_Fast_GET_ITEM(seq, i), name, &v[i]) < 0) return -1;
+        if (tgpy_int64_arg(c, PyTuple_GET_ITEM(seq, i), name, &v[i]) < 0) return -1;
     *n = len;
     *out = v;
     return 0;
@@ -386,11 +406,11 @@ int tgpy_int64s_arg(tgpy_call *c, PyObject *o, const char *name, int *n, const i
 int tgpy_ints_arg(tgpy_call *c, PyObject *o, const char *name, int *n, const int **out) {
     PyObject *seq = as_sequence(c, o, name, "an int or a sequence of ints");
     if (!seq) return -1;
-    int len = (int)PySequence_Fast_GET_SIZE(seq);
+    int len = (int)PyTuple_GET_SIZE(seq);
     int *v = call_alloc(c, (size_t)len * sizeof *v);
     if (!v) return -1;
     for (int i = 0; i < len; i++)
-        if (tgpy_int_arg(c, PySequence_Fast_GET_ITEM(seq, i), name, &v[i]) < 0) return -1;
+        if (tgpy_int_arg(c, PyTuple_GET_ITEM(seq, i), name, &v[i]) < 0) return -1;
     *n = len;
     *out = v;
     return 0;
@@ -408,10 +428,10 @@ int tgpy_tensor_arg(tgpy_call *c, PyObject *o, const char *name, bool nullable, 
     int kind = tgpy_number_kind(o);
     tg_tensor *h = NULL;
     if (kind >= 0) {
-        h = tgpy_tensor_from_data(c->op, o, (int)tgpy_kind_dtype(kind, like));
+        h = tgpy_tensor_from_data(c->op, o, (int)tgpy_kind_dtype(kind, like), -1);
     } else if (!PyUnicode_Check(o) && !PyBytes_Check(o) && !PyByteArray_Check(o) &&
                (PySequence_Check(o) || PyObject_CheckBuffer(o))) {
-        h = tgpy_tensor_from_data(c->op, o, tgpy_operand_dtype(c->op, o, like));
+        h = tgpy_tensor_from_data(c->op, o, -1, like);
     } else {
         PyErr_Format(PyExc_TypeError, "tapegrad.%s: argument '%s' must be a Tensor (or a number, "
                      "or a nested sequence of numbers), not %.100s", c->op, name,
@@ -428,17 +448,17 @@ int tgpy_tensors_arg(tgpy_call *c, PyObject *o, const char *name, int like, int 
                      tg_tensor *const **out) {
     PyObject *seq = as_sequence(c, o, name, "a sequence of tensors");
     if (!seq) return -1;
-    int len = (int)PySequence_Fast_GET_SIZE(seq);
+    int len = (int)PyTuple_GET_SIZE(seq);
     tg_tensor **v = call_alloc(c, (size_t)len * sizeof *v);
     if (!v) return -1;
     int item_like = like;
     for (int i = 0; i < len; i++) {
-        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *item = PyTuple_GET_ITEM(seq, i);
         if (tgpy_is_tensor(item))
             item_like = promote(item_like, (int)tg_get_dtype(tgpy_handle(item)));
     }
     for (int i = 0; i < len; i++)
-        if (tgpy_tensor_arg(c, PySequence_Fast_GET_ITEM(seq, i), name, false, item_like, &v[i]) <
+        if (tgpy_tensor_arg(c, PyTuple_GET_ITEM(seq, i), name, false, item_like, &v[i]) <
             0)
             return -1;
     *n = len;

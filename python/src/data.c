@@ -26,6 +26,7 @@ typedef struct {
     elem *v;
     int64_t n, cap;
     int kind;     /* the highest kind seen, -1 before the first */
+    bool wide;    /* a float64 came typed (a NumPy float64, an f64 Tensor): infer f64 */
 } flat;
 
 static int flat_push(flat *f, elem e) {
@@ -41,7 +42,28 @@ static int flat_push(flat *f, elem e) {
     return 0;
 }
 
+/* A one-element Tensor as an element (torch.tensor([t1, t2]) takes them). */
+static int read_tensor_elem(flat *f, PyObject *o) {
+    tg_tensor *h = tgpy_handle(o);
+    if (tg_numel(h) != 1) {
+        PyErr_Format(PyExc_ValueError, "tapegrad.%s: a Tensor of %lld elements as an element "
+                     "(only one-element tensors convert)", f->op, (long long)tg_numel(h));
+        return -1;
+    }
+    tg_dtype dt = tg_get_dtype(h);
+    elem e = {dt == TG_BOOL ? 0 : dt == TG_I64 ? 1 : 2, 0, 0.0};
+    tg_status st;
+    if (e.kind == 2) {
+        TGPY_NOGIL(st = tg_copy_out(h, TG_F64, &e.d, sizeof e.d));
+        f->wide = f->wide || dt == TG_F64;
+    } else {
+        TGPY_NOGIL(st = tg_copy_out(h, TG_I64, &e.i, sizeof e.i));
+    }
+    return tgpy_check(st) < 0 ? -1 : flat_push(f, e);
+}
+
 static int read_number(flat *f, PyObject *o) {
+    if (tgpy_is_tensor(o)) return read_tensor_elem(f, o);
     elem e = {0, 0, 0.0};
     int kind = tgpy_number_kind(o);
     if (kind < 0) {
@@ -51,6 +73,8 @@ static int read_number(flat *f, PyObject *o) {
     }
     e.kind = kind;
     if (kind == 2) {
+        /* NumPy's float64 is a float subclass carrying its precision */
+        if (!PyFloat_CheckExact(o) && PyFloat_Check(o)) f->wide = true;
         e.d = PyFloat_AsDouble(o);
         if (e.d == -1.0 && PyErr_Occurred()) return -1;
     } else {
@@ -58,12 +82,10 @@ static int read_number(flat *f, PyObject *o) {
         if (!i) return -1;
         int overflow;
         long long v = PyLong_AsLongLongAndOverflow(i, &overflow);
+        if (overflow) /* the int, not o: __index__ may have let go of o */
+            PyErr_Format(PyExc_OverflowError, "tapegrad.%s: %S is outside int64", f->op, i);
         Py_DECREF(i);
-        if (overflow) {
-            PyErr_Format(PyExc_OverflowError, "tapegrad.%s: %S is outside int64", f->op, o);
-            return -1;
-        }
-        if (v == -1 && PyErr_Occurred()) return -1;
+        if (overflow || (v == -1 && PyErr_Occurred())) return -1;
         e.i = (int64_t)v;
     }
     return flat_push(f, e);
@@ -90,9 +112,10 @@ static int read_nested(flat *f, PyObject *o, int dim) {
         PyErr_Format(PyExc_ValueError, "tapegrad.%s: more than %d nested dims", f->op, TG_MAX_DIMS);
         return -1;
     }
-    PyObject *items = PySequence_Fast(o, "not a sequence");
+    /* a tuple snapshot: reading an element may run Python code that changes o */
+    PyObject *items = PySequence_Tuple(o);
     if (!items) return -1;
-    Py_ssize_t len = PySequence_Fast_GET_SIZE(items);
+    Py_ssize_t len = PyTuple_GET_SIZE(items);
     int rc = 0;
     if (f->ndim >= 0 && dim >= f->ndim) {
         PyErr_Format(PyExc_ValueError, "tapegrad.%s: ragged nested sequence", f->op);
@@ -106,7 +129,7 @@ static int read_nested(flat *f, PyObject *o, int dim) {
         rc = -1;
     }
     for (Py_ssize_t i = 0; rc == 0 && i < len; i++)
-        rc = read_nested(f, PySequence_Fast_GET_ITEM(items, i), dim + 1);
+        rc = read_nested(f, PyTuple_GET_ITEM(items, i), dim + 1);  /* depth <= TG_MAX_DIMS */
     Py_DECREF(items);
     return rc;
 }
@@ -231,11 +254,21 @@ static int read_buffer(flat *f, const Py_buffer *b) {
     }
     f->ndim = b->ndim;
     int64_t n = 1;
-    for (int d = 0; d < b->ndim; d++) n *= (f->shape[d] = b->shape[d]);
+    for (int d = 0; d < b->ndim; d++) {
+        f->shape[d] = b->shape[d];
+        if (n && b->shape[d] > ((int64_t)1 << 60) / n) {  /* a broadcast view can claim that */
+            PyErr_Format(PyExc_ValueError, "tapegrad.%s: more than 2**60 elements", f->op);
+            return -1;
+        }
+        n *= b->shape[d];
+    }
     if (n == 0) {
         f->kind = fmt.kind;
         return 0;
     }
+    /* all of it at once: an array too large fails here, not after reading most of it */
+    if (!(f->v = PyMem_Malloc((size_t)n * sizeof *f->v))) return PyErr_NoMemory(), -1;
+    f->cap = n;
     int64_t idx[TG_MAX_DIMS] = {0};  /* PyBUF_RECORDS_RO: strides are given when ndim > 0 */
     for (int64_t k = 0; k < n; k++) {
         const uint8_t *p = b->buf;
@@ -313,28 +346,32 @@ static tg_tensor *copy_of_tensor(PyObject *t, int dt) {
     return r;
 }
 
-tg_tensor *tgpy_tensor_from_data(const char *op, PyObject *data, int dt) {
+tg_tensor *tgpy_tensor_from_data(const char *op, PyObject *data, int dt, int like) {
     if (tgpy_is_tensor(data)) return copy_of_tensor(data, dt);
-    flat f = {op, -1, {0}, NULL, 0, 0, -1};
+    flat f = {op, -1, {0}, NULL, 0, 0, -1, false};
     for (int d = 0; d < TG_MAX_DIMS; d++) f.shape[d] = -1;
     int rc;
-    if (PyObject_CheckBuffer(data) && !PyBytes_Check(data) && !PyByteArray_Check(data)) {
+    /* a number (a NumPy scalar too: its buffer may be a long double) is read as a number */
+    if (PyObject_CheckBuffer(data) && !PyBytes_Check(data) && !PyByteArray_Check(data) &&
+        tgpy_number_kind(data) < 0) {
         Py_buffer b;
         if (PyObject_GetBuffer(data, &b, PyBUF_RECORDS_RO) < 0) return NULL;
         rc = read_buffer(&f, &b);
-        buf_format fmt;
+        buf_format fmt;  /* an array keeps its own dtype, beside tensors too */
         if (rc == 0 && dt < 0 && parse_format(op, &b, &fmt) == 0)
             dt = buffer_dtype(&fmt, b.itemsize);
         PyBuffer_Release(&b);
     } else {
         rc = read_nested(&f, data, 0);
         if (f.ndim < 0) f.ndim = 0;
+        /* numbers beside tensors: PyTorch's wrapped numbers (tgpy_kind_dtype) */
+        if (rc == 0 && dt < 0 && like >= 0 && f.kind >= 0) dt = (int)tgpy_kind_dtype(f.kind, like);
     }
     if (rc < 0) {
         PyMem_Free(f.v);
         return NULL;
     }
-    if (dt < 0) dt = f.kind == 0 ? TG_BOOL : f.kind == 1 ? TG_I64 : TG_F32;
+    if (dt < 0) dt = f.kind == 0 ? TG_BOOL : f.kind == 1 ? TG_I64 : f.wide ? TG_F64 : TG_F32;
     for (int d = 0; d < f.ndim; d++)
         if (f.shape[d] < 0) f.shape[d] = 0;
     void *buf = pack(&f, dt);
@@ -347,24 +384,3 @@ tg_tensor *tgpy_tensor_from_data(const char *op, PyObject *data, int dt) {
     if (!h) tgpy_raise_last();
     return h;
 }
-
-int tgpy_operand_dtype(const char *op, PyObject *o, int like) {
-    if (like < 0) return -1;
-    int kind = -1;
-    if (PyObject_CheckBuffer(o)) {
-        Py_buffer b;
-        buf_format fmt;
-        if (PyObject_GetBuffer(o, &b, PyBUF_RECORDS_RO) < 0) return PyErr_Clear(), -1;
-        if (parse_format(op, &b, &fmt) == 0) kind = fmt.kind;
-        else PyErr_Clear();
-        PyBuffer_Release(&b);
-    } else {
-        flat f = {op, -1, {0}, NULL, 0, 0, -1};
-        for (int d = 0; d < TG_MAX_DIMS; d++) f.shape[d] = -1;
-        if (read_nested(&f, o, 0) < 0) return PyErr_Clear(), -1; /* the real call says why */
-        PyMem_Free(f.v);
-        kind = f.kind;
-    }
-    return kind < 0 ? -1 : (int)tgpy_kind_dtype(kind, like);
-}
-

@@ -62,7 +62,18 @@ static PyObject *f_from_buffer(PyObject *mod, PyObject *obj) {
     PyObject *mv = PyMemoryView_FromObject(obj);  /* holds the export while it lives */
     if (!mv) return NULL;
     const Py_buffer *b = PyMemoryView_GET_BUFFER(mv);
+    if (b->suboffsets) {  /* PIL-style indirect arrays: the data is not at buf + offset */
+        PyErr_Format(PyExc_ValueError, "tapegrad.%s: an indirect buffer (suboffsets) cannot be "
+                     "shared", op);
+        Py_DECREF(mv);
+        return NULL;
+    }
     int dt = shared_dtype(op, b);
+    if (dt >= 0 && (size_t)b->itemsize != tg_dtype_size((tg_dtype)dt)) {
+        PyErr_Format(PyExc_TypeError, "tapegrad.%s: items of %zd bytes for %s", op, b->itemsize,
+                     tgpy_dtype_str(dt));
+        dt = -1;
+    }
     if (dt < 0 || b->ndim > TG_MAX_DIMS) {
         if (dt >= 0)
             PyErr_Format(PyExc_ValueError, "tapegrad.%s: %d dims (at most %d)", op, b->ndim,
@@ -131,20 +142,74 @@ static int dl_dtype_ok(const tg_dl_dtype *t) {
     return -1;
 }
 
-static PyObject *f_from_dlpack(PyObject *mod, PyObject *obj) {
-    (void)mod;
-    PyObject *cap;
+/* ---- DLPack in: the producer's deleter runs with the GIL, outside the library ---------- *
+ * The library is handed a managed tensor of the binding's own (a shim over the
+ * producer's DLTensor) whose deleter only queues the owner; the owner is a
+ * capsule that calls the producer's deleter when the queue lets go of it,
+ * with the GIL held and no library call running (NumPy's deleter runs Python
+ * code). */
+
+static void producer_destructor(PyObject *cap) {
+    tg_dl_managed_tensor *m = PyCapsule_GetPointer(cap, "tapegrad.dlpack_producer");
+    if (m && m->deleter) m->deleter(m);
+}
+
+static void shim_deleter(tg_dl_managed_tensor *shim) {
+    void *owner = shim->manager_ctx;
+    PyMem_RawFree(shim);
+    tgpy_owner_release(owner);
+}
+
+/* The DLPack capsule of obj (obj itself, or obj.__dlpack__()), a new reference. */
+static PyObject *capsule_of(PyObject *obj) {
     if (PyCapsule_CheckExact(obj)) {
         Py_INCREF(obj);
-        cap = obj;
-    } else if (PyObject_HasAttrString(obj, "__dlpack__")) {
-        cap = PyObject_CallMethod(obj, "__dlpack__", NULL);
-        if (!cap) return NULL;
-    } else {
-        PyErr_Format(PyExc_TypeError, "tapegrad.from_dlpack: expected an object with __dlpack__ "
-                     "or a DLPack capsule, not %.100s", Py_TYPE(obj)->tp_name);
+        return obj;
+    }
+    PyObject *method = PyObject_GetAttrString(obj, "__dlpack__");
+    if (!method) {
+        if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "tapegrad.from_dlpack: expected an object with "
+                         "__dlpack__ or a DLPack capsule, not %.100s", Py_TYPE(obj)->tp_name);
+        }
         return NULL;
     }
+    PyObject *cap = PyObject_CallNoArgs(method);
+    Py_DECREF(method);
+    return cap;
+}
+
+/* A tensor over m's memory; on success the owner (of m) belongs to the library. */
+static tg_tensor *import_managed(tg_dl_managed_tensor *m) {
+    PyObject *producer = PyCapsule_New(m, "tapegrad.dlpack_producer", producer_destructor);
+    if (!producer) return NULL;
+    void *owner = tgpy_owner_new(producer);
+    tg_dl_managed_tensor *shim = owner ? PyMem_RawMalloc(sizeof *shim) : NULL;
+    tg_tensor *h = NULL;
+    if (shim) {
+        shim->dl_tensor = m->dl_tensor;  /* shape, strides: the producer's, alive with m */
+        shim->manager_ctx = owner;
+        shim->deleter = shim_deleter;
+        tg_site s = tgpy_site();
+        TGPY_NOGIL(h = tg_from_dlpack_at(s, shim));
+        if (!h) PyMem_RawFree(shim);  /* a failed import calls no deleter */
+    } else if (owner) {
+        PyErr_NoMemory();
+    }
+    if (!h) {
+        PyCapsule_SetDestructor(producer, NULL);  /* m stays the caller's */
+        tgpy_owner_discard(owner);
+        if (!PyErr_Occurred()) tgpy_raise_last();
+    }
+    Py_DECREF(producer);
+    return h;
+}
+
+static PyObject *f_from_dlpack(PyObject *mod, PyObject *obj) {
+    (void)mod;
+    PyObject *cap = capsule_of(obj);
+    if (!cap) return NULL;
     if (!PyCapsule_IsValid(cap, "dltensor")) {
         Py_DECREF(cap);
         PyErr_SetString(PyExc_TypeError, "tapegrad.from_dlpack: not a DLPack capsule (or one "
@@ -152,16 +217,11 @@ static PyObject *f_from_dlpack(PyObject *mod, PyObject *obj) {
         return NULL;
     }
     tg_dl_managed_tensor *m = PyCapsule_GetPointer(cap, "dltensor");
-    if (!m || dl_dtype_ok(&m->dl_tensor.dtype) < 0) {
-        Py_DECREF(cap);
-        return NULL;
-    }
-    tg_site s = tgpy_site();
-    tg_tensor *h;
-    TGPY_NOGIL(h = tg_from_dlpack_at(s, m));
-    if (h && PyCapsule_SetName(cap, "used_dltensor") < 0) PyErr_Clear(); /* tapegrad owns m */
-    Py_DECREF(cap);  /* unused on failure: its destructor gives m back to the producer */
-    return h ? tgpy_wrap(h) : tgpy_raise_last();
+    tg_tensor *h = m && dl_dtype_ok(&m->dl_tensor.dtype) == 0 ? import_managed(m) : NULL;
+    /* consumed: the capsule's destructor must not call the deleter (tapegrad owns m) */
+    if (h && PyCapsule_SetName(cap, "used_dltensor") < 0) PyErr_Clear();
+    Py_DECREF(cap);  /* not consumed on failure: its destructor gives m back */
+    return h ? tgpy_wrap(h) : NULL;
 }
 
 /* A capsule nobody consumed (still named "dltensor") gives its tensor back. C,
@@ -169,7 +229,13 @@ static PyObject *f_from_dlpack(PyObject *mod, PyObject *obj) {
 static void capsule_destructor(PyObject *cap) {
     if (!PyCapsule_IsValid(cap, "dltensor")) return;
     tg_dl_managed_tensor *m = PyCapsule_GetPointer(cap, "dltensor");
-    if (m && m->deleter) m->deleter(m);
+    if (!m || !m->deleter) return;
+    if (_Py_IsFinalizing()) {
+        m->deleter(m);  /* no other thread runs any more */
+        return;
+    }
+    TGPY_NOGIL(m->deleter(m));  /* the library's deleter: tg_release */
+    tgpy_drain_owners();
 }
 
 /* to_dlpack(tensor, stream): the capsule of tensor.__dlpack__. */
@@ -178,6 +244,11 @@ static PyObject *f_to_dlpack(PyObject *mod, PyObject *args) {
     PyObject *t, *stream = Py_None;
     if (!PyArg_ParseTuple(args, "O!|O", &tgpy_tensor_base, &t, &stream)) return NULL;
     tg_tensor *h = tgpy_handle(t);
+    if (tg_requires_grad(h)) {  /* as PyTorch: the consumer would write around autograd */
+        PyErr_SetString(PyExc_RuntimeError, "tapegrad: can't export a tensor that requires grad "
+                        "through DLPack; use tensor.detach()");
+        return NULL;
+    }
     if (tg_get_device(h) == TG_CUDA && stream != Py_None) {
         /* the consumer reads on its stream: the library's work must be done */
         tg_status st;
@@ -199,7 +270,7 @@ static PyObject *f_tensor(PyObject *mod, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O|O", &data, &dtype)) return NULL;
     int dt = -1;
     if (dtype != Py_None && (dt = tgpy_dtype_arg("tensor", dtype)) < 0) return NULL;
-    tg_tensor *h = tgpy_tensor_from_data("tensor", data, dt);
+    tg_tensor *h = tgpy_tensor_from_data("tensor", data, dt, -1);
     return h ? tgpy_wrap(h) : NULL;
 }
 

@@ -13,8 +13,9 @@ static const int IMPL_VALUES[] = {TG_LOGPROB_FUSED, TG_LOGPROB_COMPOSITE};
 static PyObject *triple(tg_status st, tg_tensor *lp, tg_tensor *h, tg_tensor *lse) {
     tg_tensor *hs[3] = {lp, h, lse};
     if (st != TG_OK) {
+        tgpy_raise_status(st);  /* first: releasing could run an owner's code */
         for (int i = 0; i < 3; i++) tgpy_release(hs[i]);
-        return tgpy_raise_status(st);
+        return NULL;
     }
     PyObject *t = PyTuple_New(3);
     for (int i = 0; i < 3; i++) {

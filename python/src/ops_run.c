@@ -9,6 +9,8 @@
 
 #include <string.h>
 
+enum { MAX_OUTS = 4 }; /* extra outputs (TGPY_OUT) of one op */
+
 /* The like dtype of the Tensors among the tensor arguments (a sequence of
  * tensors works out its own, tgpy_tensors_arg). */
 static int like_of(const tgpy_op_def *def, PyObject *const *a) {
@@ -53,27 +55,24 @@ static int convert(tgpy_call *c, const tgpy_param *p, PyObject *o, int like, tgp
  * none); takes every reference. */
 static PyObject *results(const tgpy_op_def *def, tg_tensor *res, tgpy_arg *a, int n_outs) {
     if (n_outs == 0) return tgpy_wrap(res);
-    PyObject *t = res ? PyTuple_New(1 + n_outs) : NULL;
-    PyObject *first = t ? tgpy_wrap(res) : NULL;
-    if (!res) tgpy_raise_last();
-    if (t && first) PyTuple_SET_ITEM(t, 0, first);
-    int k = 1;
-    for (int i = 0; i < def->n_params; i++) {
-        if (def->params[i].kind != TGPY_OUT) continue;
-        tg_tensor *o = a[i].t;
-        if (!t || !first) {
-            tgpy_release(o);
-            continue;
-        }
-        PyObject *w = o ? tgpy_wrap(o) : (Py_INCREF(Py_None), Py_None);
-        if (!w) {
-            Py_CLEAR(t);
-            first = NULL;
-            continue;
-        }
-        PyTuple_SET_ITEM(t, k++, w);
+    tg_tensor *hs[MAX_OUTS + 1] = {res};
+    int n = 1;
+    for (int i = 0; i < def->n_params; i++)
+        if (def->params[i].kind == TGPY_OUT && n <= MAX_OUTS) hs[n++] = a[i].t;
+    if (!res) {  /* the op failed: the outputs are NULL too, its error pending */
+        for (int k = 1; k < n; k++) tgpy_release(hs[k]);
+        return tgpy_raise_last();
     }
-    if (!first) Py_CLEAR(t);
+    PyObject *t = PyTuple_New(n);
+    for (int k = 0; k < n; k++) {
+        PyObject *w = !t ? NULL : hs[k] ? tgpy_wrap(hs[k]) : (Py_INCREF(Py_None), Py_None);
+        if (!w) {  /* every reference not yet wrapped is given back */
+            for (int j = t ? k + 1 : k; j < n; j++) tgpy_release(hs[j]);
+            Py_XDECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, k, w);
+    }
     return t;
 }
 

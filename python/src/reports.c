@@ -54,17 +54,14 @@ static PyObject *root_entry(const tg_leak_root *e) {
 static PyObject *f_leak_scan(PyObject *mod, PyObject *unused) {
     (void)mod, (void)unused;
     tgpy_drain_owners();
-    tg_leak_report *r;
+    tg_leak_report *r;  /* (freed below with the GIL released too) */
     TGPY_NOGIL(r = tg_leak_scan());
     if (!r) return tgpy_raise_last();
     PyObject *entries = PyList_New(0), *text = NULL, *json = NULL, *out = NULL;
     int64_t n = tg_leak_report_nroots(r);
     for (int64_t i = 0; entries && i < n; i++) {
         PyObject *e = root_entry(tg_leak_report_root(r, i));
-        if (!e || PyList_Append(entries, e) < 0) {
-            Py_XDECREF(e);
-            Py_CLEAR(entries);
-        }
+        if (!e || PyList_Append(entries, e) < 0) Py_CLEAR(entries);
         Py_XDECREF(e);
     }
     if (entries && (text = written(print_report, r)) && (json = written(json_report, r))) {
@@ -80,7 +77,7 @@ static PyObject *f_leak_scan(PyObject *mod, PyObject *unused) {
     Py_XDECREF(entries);
     Py_XDECREF(text);
     Py_XDECREF(json);
-    tg_leak_report_free(r);
+    TGPY_NOGIL(tg_leak_report_free(r));
     return out;
 }
 
@@ -100,17 +97,17 @@ static tg_status write_dot(FILE *f, const void *what) {
 /* The UTF-8 names (NULL for None) of names_o, a sequence as long as n, in a
  * PyMem array; the strs are borrowed from *seq (a new reference). */
 static const char **names_of(PyObject *names_o, Py_ssize_t n, PyObject **seq) {
-    *seq = PySequence_Fast(names_o, "tapegrad.graph: names must be a sequence");
+    *seq = PySequence_Tuple(names_o);  /* a snapshot: the strs stay alive with it */
     if (!*seq) return NULL;
-    if (PySequence_Fast_GET_SIZE(*seq) != n) {
+    if (PyTuple_GET_SIZE(*seq) != n) {
         PyErr_Format(PyExc_ValueError, "tapegrad.graph: %zd names for %zd tensors (one name per "
-                     "tensor, None for none)", PySequence_Fast_GET_SIZE(*seq), n);
+                     "tensor, None for none)", PyTuple_GET_SIZE(*seq), n);
         return NULL;
     }
     const char **names = PyMem_Calloc((size_t)n + 1, sizeof *names);
     if (!names) return (const char **)PyErr_NoMemory();
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *s = PySequence_Fast_GET_ITEM(*seq, i);
+        PyObject *s = PyTuple_GET_ITEM(*seq, i);
         Py_ssize_t len = 0;
         if (s == Py_None) continue;
         if (!PyUnicode_Check(s) || !(names[i] = PyUnicode_AsUTF8AndSize(s, &len)) ||
@@ -131,9 +128,9 @@ static PyObject *f_graph_dot(PyObject *mod, PyObject *args) {
     (void)mod;
     PyObject *roots_o, *names_o = Py_None, *names_seq = NULL, *r = NULL;
     if (!PyArg_ParseTuple(args, "O|O", &roots_o, &names_o)) return NULL;
-    PyObject *seq = PySequence_Fast(roots_o, "tapegrad.graph: roots must be a sequence");
+    PyObject *seq = PySequence_Tuple(roots_o);  /* a snapshot that keeps the Tensors alive */
     if (!seq) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t n = PyTuple_GET_SIZE(seq);
     tg_tensor **roots = PyMem_Calloc((size_t)n + 1, sizeof *roots);
     const char **names = NULL;
     if (!roots) {
@@ -145,7 +142,7 @@ static PyObject *f_graph_dot(PyObject *mod, PyObject *args) {
         goto done;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *item = PyTuple_GET_ITEM(seq, i);
         if (!tgpy_is_tensor(item)) {
             PyErr_Format(PyExc_TypeError, "tapegrad.graph: root %zd is a %.100s, not a Tensor",
                          i, Py_TYPE(item)->tp_name);
@@ -182,20 +179,25 @@ static PyObject *f_step_mark(PyObject *mod, PyObject *const *args, Py_ssize_t na
         }
     }
     tgpy_drain_owners();
-    return PyLong_FromUnsignedLongLong(tg_step_mark(label));
+    uint64_t step;
+    TGPY_NOGIL(step = tg_step_mark(label));
+    return PyLong_FromUnsignedLongLong(step);
 }
 
 static PyObject *f_timeline_start(PyObject *mod, PyObject *unused) {
     (void)mod, (void)unused;
-    tg_timeline_clear();
-    if (tgpy_check(tg_timeline_start()) < 0) return NULL;
+    tg_status st;
+    TGPY_NOGIL(tg_timeline_clear(); st = tg_timeline_start());
+    if (tgpy_check(st) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
 static PyObject *f_timeline_stop(PyObject *mod, PyObject *unused) {
     (void)mod, (void)unused;
     tgpy_drain_owners();
-    if (tgpy_check(tg_timeline_stop()) < 0) return NULL;
+    tg_status st;
+    TGPY_NOGIL(st = tg_timeline_stop());
+    if (tgpy_check(st) < 0) return NULL;
     Py_RETURN_NONE;
 }
 

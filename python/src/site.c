@@ -79,7 +79,11 @@ static bool in_package(PyObject *filename) {
 
 /* The entry of code, filled on a miss. */
 static code_entry *entry_of(PyCodeObject *code) {
+    static code_entry odd = {NULL, NULL, "<python>"};
     PyObject *filename = code->co_filename;
+    /* an exact str only: a subclass's __hash__ or __eq__ could run any code here,
+     * after the call's arguments were converted */
+    if (!PyUnicode_CheckExact(filename)) return &odd;
     code_entry *e = &g_cache[((uintptr_t)code >> 4) % CACHE_SIZE];
     if (e->code == code && e->filename == filename) return e;
     e->code = code;

@@ -95,7 +95,9 @@ static int set_requires_grad(PyObject *self, PyObject *v, void *u) {
         PyErr_SetString(PyExc_TypeError, "requires_grad must be a bool");
         return -1;
     }
-    return tgpy_check(tg_set_requires_grad(H(self), v == Py_True));
+    tg_status st;
+    TGPY_NOGIL(st = tg_set_requires_grad(H(self), v == Py_True));
+    return tgpy_check(st);
 }
 static PyObject *get_grad(PyObject *self, void *u) {
     (void)u;
@@ -121,8 +123,13 @@ static int set_grad(PyObject *self, PyObject *v, void *u) {
 }
 static PyObject *get_grad_fn(PyObject *self, void *u) {
     (void)u;
-    const char *n = tg_grad_fn_name(H(self));
-    if (!n) Py_RETURN_NONE;
+    const char *n;
+    tg_clear_error();  /* NULL is also "no grad_fn": only a status says it failed */
+    TGPY_NOGIL(n = tg_grad_fn_name(H(self)));  /* may make a stale view's node */
+    if (!n) {
+        if (tg_last_status() != TG_OK) return tgpy_raise_last();
+        Py_RETURN_NONE;
+    }
     return PyUnicode_FromString(n);
 }
 static PyObject *get_name(PyObject *self, void *u) {
@@ -220,7 +227,9 @@ static PyObject *m_requires_grad_(PyObject *self, PyObject *const *args, Py_ssiz
     tgpy_call_init(&c, "Tensor.requires_grad_");
     bool flag = true;
     if (a[1] && tgpy_bool_arg(&c, a[1], "requires_grad", &flag) < 0) return NULL;
-    if (tgpy_check(tg_set_requires_grad(H(self), flag)) < 0) return NULL;
+    tg_status st;
+    TGPY_NOGIL(st = tg_set_requires_grad(H(self), flag));
+    if (tgpy_check(st) < 0) return NULL;
     Py_INCREF(self);
     return self;
 }
@@ -293,7 +302,10 @@ static PyObject *m_mark_modified(PyObject *self, PyObject *const *args, Py_ssize
         }
         name = PyBytes_AS_STRING(b);
     }
-    if (tgpy_check(tg_mark_modified_at(tgpy_site(), H(self), name)) < 0) return NULL;
+    tg_site site = tgpy_site();
+    tg_status st;
+    TGPY_NOGIL(st = tg_mark_modified_at(site, H(self), name));
+    if (tgpy_check(st) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -505,6 +517,17 @@ static PyObject *inplace_by_copy(PyObject *self, PyObject *other, binary_fn fn, 
     PyObject *r = binary(c, other, fn, op);
     Py_DECREF(c);
     if (!r || r == Py_NotImplemented) return r;
+    /* PyTorch's can_cast: no float into an integer or bool tensor, no integer into bool */
+    tg_dtype from = tg_get_dtype(H(r)), to = tg_get_dtype(H(self));
+    bool from_float = from == TG_F32 || from == TG_F64 || from == TG_BF16;
+    bool to_float = to == TG_F32 || to == TG_F64 || to == TG_BF16;
+    if (!to_float && (from_float || (to == TG_BOOL && from != TG_BOOL))) {
+        PyErr_Format(PyExc_RuntimeError, "tapegrad.%s: result type %s can't be cast to the "
+                     "desired output type %s, the modified tensor's dtype (as PyTorch)", op,
+                     tgpy_dtype_str(from), tgpy_dtype_str(to));
+        Py_DECREF(r);
+        return NULL;
+    }
     tg_status st;
     TGPY_NOGIL(st = tg_copy__at(s, H(self), H(r)));
     Py_DECREF(r);
@@ -636,20 +659,62 @@ static PySequenceMethods tensor_as_sequence = {.sq_length = tensor_len};
  * and bf16 tensors, and for a tensor that requires grad (writes through the
  * view would bypass autograd: PyTorch's numpy() refuses it too). */
 
+static bool c_contiguous(const tg_tensor *h) {
+    int64_t want = 1;
+    for (int d = tg_ndim(h) - 1; d >= 0; d--) {
+        if (tg_shape(h)[d] != 1 && tg_strides(h)[d] != want) return false;
+        want *= tg_shape(h)[d];
+    }
+    return true;
+}
+
+static bool f_contiguous(const tg_tensor *h) {
+    int64_t want = 1;
+    for (int d = 0; d < tg_ndim(h); d++) {
+        if (tg_shape(h)[d] != 1 && tg_strides(h)[d] != want) return false;
+        want *= tg_shape(h)[d];
+    }
+    return true;
+}
+
+/* Why the request in flags cannot be met for h, or NULL. */
+static const char *buffer_refusal(const tg_tensor *h, int flags, bool readonly) {
+    if (tg_get_device(h) != TG_CPU || tg_get_dtype(h) == TG_BF16)
+        return "no buffer for a CUDA or bf16 tensor";
+    if (tg_requires_grad(h)) return "no buffer for a tensor that requires grad";
+    if ((flags & PyBUF_WRITABLE) && readonly) return "the tensor's memory is read-only";
+    bool c = c_contiguous(h), f = f_contiguous(h);
+    if ((flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS && !c)
+        return "the tensor is not C-contiguous";
+    if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && !f)
+        return "the tensor is not Fortran-contiguous";
+    if ((flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS && !c && !f)
+        return "the tensor is not contiguous";
+    if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !c)  /* SIMPLE or ND: read as C order */
+        return "the tensor is not C-contiguous (ask for strides)";
+    return NULL;
+}
+
 static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     static const char *const fmt[] = {[TG_F32] = "f", [TG_F64] = "d", [TG_I64] = "q",
                                       [TG_BOOL] = "?"};
     tg_tensor *h = H(self);
-    tg_dtype dt = tg_get_dtype(h);
-    if (tg_get_device(h) != TG_CPU || dt == TG_BF16 || tg_requires_grad(h)) {
-        PyErr_SetString(PyExc_BufferError, "tapegrad: no buffer for a CUDA or bf16 tensor, or one "
-                        "that requires grad");
+    const bool readonly = false;
+    const char *why = buffer_refusal(h, flags, readonly);
+    if (why) {
+        PyErr_Format(PyExc_BufferError, "tapegrad: %s", why);
         return -1;
     }
+    tg_dtype dt = tg_get_dtype(h);
     int nd = tg_ndim(h);
+    Py_ssize_t es = (Py_ssize_t)tg_dtype_size(dt);
+    int64_t numel = tg_numel(h);
+    if (numel > PY_SSIZE_T_MAX / es) {  /* an expand view can claim more than memory holds */
+        PyErr_SetString(PyExc_BufferError, "tapegrad: the tensor's elements overflow a buffer");
+        return -1;
+    }
     Py_ssize_t *dims = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(2 * nd + 1));
     if (!dims) return PyErr_NoMemory(), -1;
-    Py_ssize_t es = (Py_ssize_t)tg_dtype_size(dt);
     for (int d = 0; d < nd; d++) {
         dims[d] = (Py_ssize_t)tg_shape(h)[d];
         dims[nd + d] = (Py_ssize_t)tg_strides(h)[d] * es;
@@ -659,21 +724,15 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     view->buf = data ? data : &empty;
     view->obj = self;
     Py_INCREF(self);
-    view->len = (Py_ssize_t)tg_numel(h) * es;
-    view->readonly = 0;
+    view->len = (Py_ssize_t)numel * es;
+    view->readonly = readonly;
     view->itemsize = es;
     view->format = (flags & PyBUF_FORMAT) ? (char *)fmt[dt] : NULL;
     view->ndim = nd;
-    view->shape = dims;
-    view->strides = dims + nd;
+    view->shape = (flags & PyBUF_ND) == PyBUF_ND ? dims : NULL;
+    view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? dims + nd : NULL;
     view->suboffsets = NULL;
     view->internal = dims;
-    if ((flags & PyBUF_WRITABLE) && view->readonly) {
-        PyMem_Free(dims);
-        Py_CLEAR(view->obj);
-        PyErr_SetString(PyExc_BufferError, "tapegrad: the tensor's memory is read-only");
-        return -1;
-    }
     return 0;
 }
 
@@ -727,6 +786,7 @@ int tgpy_tensor_ready(PyObject *module) {
         return -1;
     }
     if (PyType_Ready(&tgpy_tensor_base) < 0) return -1;
+    Py_INCREF(&tgpy_tensor_base);  /* tgpy_tensor_type's reference (_register drops it) */
     Py_INCREF(&tgpy_tensor_base);
     if (PyModule_AddObject(module, "TensorBase", (PyObject *)&tgpy_tensor_base) < 0) {
         Py_DECREF(&tgpy_tensor_base);

@@ -172,20 +172,18 @@ int tgpy_number_kind(PyObject *o);
 /* The dtype numbers of kind `kind` become beside tensors of dtype like (-1:
  * none), as tgpy_scalar_dtype. */
 tg_dtype tgpy_kind_dtype(int kind, int like);
-/* The dtype a list or buffer operand becomes beside tensors of dtype like:
- * that of its numbers as wrapped numbers, so that an f64 tensor plus [0.1]
- * computes with 0.1 in f64; -1 when like is -1 (inferred then) or o is not
- * readable (the conversion itself will say why). Never raises. */
-int tgpy_operand_dtype(const char *op, PyObject *o, int like);
 /* The dtype a Python number becomes beside tensors of dtype like (-1: none),
  * as PyTorch's wrapped numbers: a bool is bool; an int is like's dtype when
  * like is a float or i64, else i64; a float is like's dtype when like is a
  * float dtype, else f32. */
 tg_dtype tgpy_scalar_dtype(PyObject *num, int like);
-/* A new tensor holding data (a number, a nested sequence, an object with the
- * buffer protocol, a Tensor: copied), of dtype dt (-1: inferred as
- * torch.tensor does). NULL with the exception set. op names the caller. */
-tg_tensor *tgpy_tensor_from_data(const char *op, PyObject *data, int dt);
+/* A new tensor holding data (a number, a nested sequence of numbers and
+ * one-element Tensors, an object with the buffer protocol, a Tensor:
+ * copied), of dtype dt; dt -1: an array's own dtype, and for numbers the one
+ * they take beside tensors of dtype like (tgpy_kind_dtype), or with like -1
+ * the one torch.tensor infers (f64 when a NumPy float64 is among them). NULL
+ * with the exception set. op names the caller. */
+tg_tensor *tgpy_tensor_from_data(const char *op, PyObject *data, int dt, int like);
 
 /* ---- dtype names (convert.c) -------------------------------------------------------- */
 

@@ -285,3 +285,140 @@ def test_importing_tapegrad_loads_no_nccl():
     """)
     assert out.returncode == 0, out.stderr
     assert "libnccl" not in out.stdout
+
+
+# ---- hostile arguments: Python code running while a call converts its arguments -------------
+
+def test_a_list_changed_while_its_items_convert():
+    lst = [2, None, 3]
+
+    class ClearsTheList:
+        def __index__(self):
+            lst.clear()  # once freed the array the binding was reading
+            return 3
+
+    lst[1] = ClearsTheList()
+    assert tg.zeros("f32", lst).shape == (2, 3, 3)  # the items as they were at the call
+    tensors = [tg.ones("f32", [1000]), None]
+
+    class DropsATensor:
+        def __float__(self):
+            tensors[0] = 0.0  # once dropped the only reference to a handle the call held
+            return 1.0
+
+    tensors[1] = [DropsATensor()]
+    r = tg.cat(tensors, 0)
+    assert r.shape == (1001,) and r.sum().item() == 1001.0
+    nested = [1.0, None, 3.0]
+
+    class ClearsNested:
+        def __float__(self):
+            nested.clear()
+            return 2.0
+
+    nested[1] = ClearsNested()
+    assert tg.tensor(nested).tolist() == [1.0, 2.0, 3.0]
+
+
+def test_an_index_that_lets_go_of_itself_then_overflows():
+    holder = []
+
+    class Gone:
+        def __index__(self):
+            holder.clear()  # the last reference to self
+            return 2**70
+
+    holder.append(Gone())
+    with pytest.raises(OverflowError, match="1180591620717411303424"):
+        tg.zeros("f32", holder)
+
+
+def test_a_code_filename_that_runs_code_while_the_site_is_taken():
+    victims = [tg.ones("f32", [4])]
+
+    class Name(str):
+        def __hash__(self):
+            victims.clear()  # ran inside the call site's lookup, after the conversion
+            return str.__hash__(self)
+
+        def __eq__(self, other):
+            return str.__eq__(self, other)
+
+    def f(lst):
+        return tg.cat(lst, 0)
+
+    f.__code__ = f.__code__.replace(co_filename=Name("/tmp/odd.py"))
+    assert f(victims).tolist() == [1.0] * 4
+
+
+# ---- the buffer protocol as asked ---------------------------------------------------------------
+
+def test_buffers_are_given_only_in_the_layout_asked_for():
+    expanded = tg.expand(tg.ones("f32", [1]), [64])
+    with pytest.raises(TypeError):
+        b"".join([expanded])  # contiguous bytes asked for: once read 256 bytes of 4
+    t = tg.tensor([[1.0, 2.0], [3.0, 4.0]]).transpose(0, 1)
+    with pytest.raises(TypeError):
+        b"".join([t])  # once gave the memory's order, [1, 2, 3, 4]
+    assert memoryview(t).tolist() == [[1.0, 3.0], [2.0, 4.0]]  # strides asked for: fine
+    assert np.asarray(t).tolist() == [[1.0, 3.0], [2.0, 4.0]]
+    huge = tg.expand(tg.zeros("f64", [1, 1]), [2**30, 2**30])
+    with pytest.raises(BufferError, match="overflow"):
+        memoryview(huge)
+
+
+def test_indirect_buffers_and_wrong_item_sizes_are_refused():
+    _testbuffer = pytest.importorskip("_testbuffer")
+    x = _testbuffer.ndarray([float(i) for i in range(12)], shape=[3, 4], format="d",
+                            flags=_testbuffer.ND_PIL | _testbuffer.ND_WRITABLE)
+    with pytest.raises(ValueError, match="indirect"):
+        tg._C.from_buffer(x)  # once shared the row pointers as floats
+    with pytest.raises(BufferError):
+        tg.tensor(x)
+
+
+def test_in_place_operators_refuse_what_pytorch_refuses_to_cast():
+    for make, op in ((lambda: tg.tensor([3, 4]), lambda t: t.__itruediv__(2)),
+                     (lambda: tg.tensor([3, 4]), lambda t: t.__ipow__(2.5)),
+                     (lambda: tg.tensor([3, 4]), lambda t: t.__imod__(2.5)),
+                     (lambda: tg.tensor([True, False]), lambda t: t.__ifloordiv__(2))):
+        t = make()
+        before = t.tolist()
+        with pytest.raises(RuntimeError, match="can't be cast"):
+            op(t)
+        assert t.tolist() == before  # nothing written
+    t = tg.tensor([7, 9])
+    t //= 2
+    assert t.tolist() == [3, 4] and t.dtype == "i64"
+
+
+def test_grad_fn_of_a_stale_no_grad_view_raises_as_pytorch():
+    base = tg.tensor([1.0, 2.0], requires_grad=True) * 1.0
+    with tg.no_grad():
+        v = base.narrow(0, 0, 1)
+    base.mul_(2.0)
+    with pytest.raises(tg.TapegradError):
+        v.grad_fn  # once None, with the error left pending
+
+
+def test_dlpack_export_of_a_tensor_that_requires_grad_is_refused():
+    t = tg.tensor([1.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="detach"):
+        t.__dlpack__()
+    assert t.detach().__dlpack__() is not None
+
+
+def test_numbers_and_arrays_keep_their_precision():
+    assert tg.tensor([np.float64(0.1)]).dtype == "f64"
+    assert tg.tensor([np.float64(0.1)]).tolist() == [0.1]
+    assert (tg.tensor([1.0]) + np.array([0.1])).dtype == "f64"  # an array keeps its dtype
+    assert (tg.tensor([1.0]) + np.longdouble(0.5)).tolist() == [1.5]
+    assert tg.tensor([tg.tensor(1.0), tg.tensor([2.0])]).tolist() == [1.0, 2.0]
+    with pytest.raises(ValueError, match="one-element"):
+        tg.tensor([tg.tensor([1.0, 2.0])])
+
+
+def test_enum_names_with_a_nul_are_not_names():
+    x = tg.tensor([1.0, 2.0])
+    with pytest.raises(ValueError, match="is not a tg_reduction"):
+        tg.mse_loss(x, x, "mean\0x")
