@@ -26,10 +26,17 @@ static void set_at(tg_tensor *t, int64_t off, double v) {
     else ((double *)b)[off] = v;
 }
 
+/* The status of a fn that returned NULL: its own error, or TG_ERR_NULL
+ * saying it set none. */
+static tg_status fn_failed(void) {
+    if (tg_last_status() != TG_OK) return tg_last_status();
+    return tg__set_error(TG_ERR_NULL, "tg_gradcheck: fn returned NULL without an error");
+}
+
 /* Evaluates fn and copies its output into y (m doubles). */
 static tg_status eval(tg_gradcheck_fn fn, void *user, tg_tensor *const *in, double *y, int64_t m) {
     tg_tensor *out = fn(in, user);
-    if (!out) return tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_NULL;
+    if (!out) return fn_failed();
     tg_status st = TG_OK;
     if (tg__k_numel(out->ndim, out->shape) != m)
         st = tg__set_error(TG_ERR_SHAPE, "tg_gradcheck: fn returned %lld elements, then %lld",
@@ -79,7 +86,7 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, void *user, int n_in, tg_tensor *cons
     double *ja = NULL, *jn = NULL, *yp = NULL, *ym = NULL;
     tg_tensor *y = fn(inputs, user), *seed = NULL;
     if (!y) {
-        st = tg_last_status() != TG_OK ? tg_last_status() : TG_ERR_NULL;
+        st = fn_failed();
         goto out;
     }
     if (!tg__is_float(y->dtype)) {
