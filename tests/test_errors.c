@@ -516,7 +516,7 @@ Test(errors_value, gradcheck_refuses_bad_inputs_and_leaves_them_alone) {
 /* What a bad fn does, by the int at user: 0 fails with its own error, 1
  * returns NULL and sets none, 2 returns an i64 tensor, 3 changes its element
  * count after the first call, 4 returns a view of 2^60 elements, 5 sums (a
- * good fn). */
+ * good fn), 6 returns a result outside the graph. */
 static tg_tensor *bad_gc_fn(tg_tensor *const *in, void *user) {
     int *kind = user;
     static int calls;
@@ -535,13 +535,19 @@ static tg_tensor *bad_gc_fn(tg_tensor *const *in, void *user) {
         tg_release(s);
         return v;
     }
+    case 6: { /* no graph: the analytical Jacobian is 0, the numerical one is not */
+        tg_tensor *s = tg_scale(in[0], 2.0), *d = tg_detach(s);
+        tg_release(s);
+        return d;
+    }
     default: return tg_sum(in[0]);
     }
 }
 
 /* Every refusal of a bad fn (its own error kept; a NULL without one; a
  * result that is not float, that changes its size, whose Jacobian is too
- * large) and of an input that requires grad but is not f32/f64: each leaves
+ * large, that is outside the graph) and of an input that requires grad but
+ * is not f32/f64: each leaves
  * the inputs' values and their .grad as they were, and so does a success. */
 Test(errors_value, gradcheck_refuses_bad_fns_and_keeps_the_grads) {
     tg_tensor *x = leaf_rg(TG_F64, TG_SHAPE(4), 1);
@@ -564,6 +570,9 @@ Test(errors_value, gradcheck_refuses_bad_fns_and_keeps_the_grads) {
     kind = 4;
     EXPECT_STATUS(tg_gradcheck(bad_gc_fn, &kind, 1, in, NULL), TG_ERR_SHAPE, "tg_gradcheck",
                   "too large");
+    kind = 6;
+    EXPECT_STATUS(tg_gradcheck(bad_gc_fn, &kind, 1, in, NULL), TG_ERR_GRADCHECK, "tg_gradcheck",
+                  "input 0", "analytical 0 ");
     kind = 5;
     tg_gradcheck_opts o = {1e-6, 1e-5, 1e-3};
     cr_assert_eq(tg_gradcheck(bad_gc_fn, &kind, 1, in, &o), TG_OK, "%s", tg_last_error());
