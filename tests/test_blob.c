@@ -221,13 +221,17 @@ static void assert_zero(const tg_tensor *t, const char *what) {
  * fused ops' targets, masked_select's mask) once took the NULL for a failed
  * read and returned TG_OK without outputs (masked_select then failed with
  * the message "TG_OK:", the linear op crashed saving its missing targets),
- * and copies passed the NULL to memcpy. */
+ * and fills and copies passed the NULL to memset and memcpy (UBSan). */
 static void empty_over_null_on(tg_device dev) {
     int sc = tg_scope_begin();
     tg_tensor *z = tg_from_blob(dev, TG_F32, TG_SHAPE(0, 7), NULL, NULL, NULL, NULL);
     tg_tensor *y = tg_from_blob(dev, TG_I64, TG_SHAPE(0), NULL, NULL, NULL, NULL);
     cr_assert(z && y, "%s", tg_last_error());
     cr_assert_null(tg_data(z), "the caller's NULL comes back");
+    /* in-place writes of no elements (memset(NULL) under UBSan) */
+    cr_assert_eq(tg_fill_(z, 0.0), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_fill_(y, 1.0), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_copy_(z, tg_zeros(TG_F32, TG_SHAPE(7))), TG_OK, "%s", tg_last_error());
     cr_assert_eq(tg_set_requires_grad(z, true), TG_OK);
     tg_tensor *lp = NULL, *h = NULL, *lse = NULL;
     cr_assert_eq(tg_logprob_entropy_lse(z, y, NULL, &lp, &h, &lse), TG_OK, "%s", tg_last_error());
