@@ -231,7 +231,8 @@ static void empty_over_null_on(tg_device dev) {
     /* in-place writes of no elements (memset(NULL) under UBSan) */
     cr_assert_eq(tg_fill_(z, 0.0), TG_OK, "%s", tg_last_error());
     cr_assert_eq(tg_fill_(y, 1.0), TG_OK, "%s", tg_last_error());
-    cr_assert_eq(tg_copy_(z, tg_zeros(TG_F32, TG_SHAPE(7))), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_copy_(z, tg_to_device(tg_zeros(TG_F32, TG_SHAPE(7)), dev)), TG_OK, "%s",
+                 tg_last_error());
     cr_assert_eq(tg_set_requires_grad(z, true), TG_OK);
     tg_tensor *lp = NULL, *h = NULL, *lse = NULL;
     cr_assert_eq(tg_logprob_entropy_lse(z, y, NULL, &lp, &h, &lse), TG_OK, "%s", tg_last_error());
