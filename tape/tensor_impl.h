@@ -25,7 +25,7 @@ struct tg__storage {
     tg_device device;
     tg_mem_category cat;
     size_t nbytes;
-    void *data;
+    void *data;                /* never NULL (tg__storage_adopt: an empty tensor's NULL) */
     uint64_t version;
     uint64_t n_events;         /* bumps recorded in total */
     tg__version_event hist[TG__VERSION_HISTORY]; /* ring: hist[(k) % N] = event k */
