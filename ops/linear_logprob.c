@@ -59,9 +59,9 @@ static tg_status check(const tg_tensor *h, const tg_tensor *w, const tg_tensor *
                              tg_dtype_name(y->dtype));
     const tg_tensor *all[4] = {h, w, y, b};
     if (!tg__same_device(WHO, b ? 4 : 3, all)) return tg_last_status();
-    if (h->ndim < 1 || h->shape[h->ndim - 1] < 1)
-        return tg__set_error(TG_ERR_SHAPE, "%s: hidden of shape %s: need (..., d) with d >= 1",
-                             WHO, tg__shape_str(s1, sizeof s1, h->ndim, h->shape));
+    if (h->ndim < 1)
+        return tg__set_error(TG_ERR_SHAPE, "%s: hidden of shape %s: need (..., d)", WHO,
+                             tg__shape_str(s1, sizeof s1, h->ndim, h->shape));
     const int64_t d = h->shape[h->ndim - 1];
     if (w->ndim != 2 || w->shape[1] != d || w->shape[0] < 1)
         return tg__set_error(TG_ERR_SHAPE,

@@ -93,8 +93,8 @@ tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype d
     if (dt != TG_F32 && dt != TG_F64 && dt != TG_BF16)
         return tg__set_error(TG_ERR_DTYPE, "%s: dtype must be f32, f64 or bf16, got %s", who,
                              tg_dtype_name(dt));
-    if (N < 0 || d < 1 || V < 1)
-        return tg__set_error(TG_ERR_VALUE, "%s: need N >= 0, d >= 1 and V >= 1, got N %lld, "
+    if (N < 0 || d < 0 || V < 1)
+        return tg__set_error(TG_ERR_VALUE, "%s: need N >= 0, d >= 0 and V >= 1, got N %lld, "
                              "d %lld, V %lld", who, (long long)N, (long long)d, (long long)V);
     if (o.chunk_rows < 0 || o.vocab_block < 0)
         return tg__set_error(TG_ERR_VALUE, "%s: chunk_rows and vocab_block must be >= 0, got "

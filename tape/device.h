@@ -11,8 +11,10 @@
 /* Host-readable elements of t: for a CPU tensor its storage data (*owned =
  * NULL, *lo = 0); for a CUDA tensor a host copy (*owned, give it to free())
  * of the storage elements [*lo, hi] that t can reach, so element offset o of
- * t (t->offset + strides...) is at index o - *lo of the result. NULL with
- * the error set (TG_ERR_NOMEM, TG_ERR_CUDA). `who` names the caller. */
+ * t (t->offset + strides...) is at index o - *lo of the result (a tensor
+ * without elements: its storage data, never NULL, not to be read). NULL
+ * only on failure, with the error set (TG_ERR_NOMEM, TG_ERR_CUDA). `who`
+ * names the caller. */
 const void *tg__host_elems(const char *who, const tg_tensor *t, void **owned, int64_t *lo);
 /* A contiguous copy of t on dev (category tg__op_category()), recording no
  * graph; t itself (new reference) if already on dev and contiguous. */

@@ -48,7 +48,7 @@ tg_dl_managed_tensor *tg_to_dlpack(tg_tensor *t) {
         e->strides[d] = t->strides[d];
     }
     tg_dl_tensor *x = &e->m.dl_tensor;
-    x->data = tg__ptr(t);
+    x->data = tg__user_ptr(t);
     x->device.device_type = t->storage->device == TG_CUDA ? TG_DL_CUDA : TG_DL_CPU;
     x->device.device_id = 0;
     x->ndim = t->ndim;

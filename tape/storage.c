@@ -2,6 +2,7 @@
  * version counter shared by every tensor on them and a short history of the
  * in-place ops that bumped it. The op that allocated it is remembered (as a
  * memory-timeline tag) so that its free is named too. */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,9 +13,19 @@
 #include "tensor_impl.h"
 #include "live_objects.h"
 
+/* Where a storage over the caller's NULL points: tg_from_blob and
+ * tg_from_dlpack take data NULL for a tensor without elements (what NumPy
+ * and DLPack give for an empty array). Every storage's data is a valid
+ * address, so that a zero-element tensor never brings a NULL base to a
+ * memcpy, a memset, a kernel or a host read (tg__host_elems returns NULL
+ * only on failure). nbytes is 0: never read or written. tg_data gives the
+ * caller's NULL back (tg__user_ptr). */
+static _Alignas(64) unsigned char no_bytes[64];
+
 /* A new registered storage of nbytes at data (counted by the caller). */
 static tg__storage *storage_open(tg__storage *st, tg_site s, tg_device dev, void *data,
                                  size_t nbytes, tg_mem_category cat) {
+    assert(data != NULL);
     st->data = data;
     st->refcount = 1;
     st->device = dev;
@@ -62,7 +73,11 @@ tg__storage *tg__storage_adopt(tg_site s, tg_device dev, void *data, size_t nbyt
     tg__external_adopt(dev, nbytes, who, &st->tl_tag);
     st->release = release;
     st->release_ctx = ctx;
-    return storage_open(st, s, dev, data, nbytes, TG_MEM_EXTERNAL);
+    return storage_open(st, s, dev, data ? data : no_bytes, nbytes, TG_MEM_EXTERNAL);
+}
+
+void *tg__user_ptr(const tg_tensor *t) {
+    return t->storage->data == no_bytes ? NULL : tg__ptr(t);
 }
 
 void tg__storage_retain(tg__storage *st) {

@@ -340,7 +340,7 @@ uint64_t tg_version(const tg_tensor *t) { return t ? t->storage->version : 0; }
 bool tg_same_storage(const tg_tensor *a, const tg_tensor *b) {
     return a && b && a->storage == b->storage;
 }
-void *tg_data(tg_tensor *t) { return t ? tg__ptr(t) : NULL; }
+void *tg_data(tg_tensor *t) { return t ? tg__user_ptr(t) : NULL; }
 
 /* ---- data out ------------------------------------------------------------- */
 

@@ -25,7 +25,7 @@ struct tg__storage {
     tg_device device;
     tg_mem_category cat;
     size_t nbytes;
-    void *data;
+    void *data;                /* never NULL (tg__storage_adopt: an empty tensor's NULL) */
     uint64_t version;
     uint64_t n_events;         /* bumps recorded in total */
     tg__version_event hist[TG__VERSION_HISTORY]; /* ring: hist[(k) % N] = event k */
@@ -45,8 +45,9 @@ tg__storage *tg__storage_new(tg_site s, tg_device dev, size_t nbytes, tg_mem_cat
                              const char *who);
 void tg__storage_retain(tg__storage *st);
 /* A storage over the caller's nbytes at data on dev (TG_MEM_EXTERNAL):
- * counted, never freed; release(ctx) when it dies. NULL (TG_ERR_NOMEM) on
- * failure, when release is not called. */
+ * counted, never freed; release(ctx) when it dies. data NULL (nbytes 0: an
+ * empty tensor's) is stored as a valid address of no bytes: a storage's data
+ * is never NULL. NULL (TG_ERR_NOMEM) on failure, when release is not called. */
 tg__storage *tg__storage_adopt(tg_site s, tg_device dev, void *data, size_t nbytes,
                                void (*release)(void *ctx), void *ctx, const char *who);
 void tg__storage_release(tg__storage *st);
@@ -137,6 +138,9 @@ bool tg__is_contiguous(const tg_tensor *t);
 static inline void *tg__ptr(const tg_tensor *t) {
     return (char *)t->storage->data + (size_t)t->offset * tg_dtype_size(t->dtype);
 }
+/* tg__ptr as the caller sees it (tg_data, DLPack export): NULL for a tensor
+ * over the NULL that tg_from_blob took for an empty tensor. */
+void *tg__user_ptr(const tg_tensor *t);
 /* Normalises a possibly negative dim against ndim; -1 (and TG_ERR_DIM set,
  * message naming `who`) if out of range. */
 int tg__wrap_dim(const char *who, int dim, int ndim);

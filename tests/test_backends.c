@@ -214,10 +214,15 @@ static bool is_float(const tg_tensor *t) {
 }
 
 /* Input k of a sample on dev: its values with its layout (a strided sample
- * input is made strided on the device the way the registry made it). A leaf
- * that requires grad when rg. */
+ * input is made strided on the device the way the registry made it; an
+ * empty one over no memory). A leaf that requires grad when rg. */
 static tg_tensor *input_on(const tg_tensor *t, tg_device dev, bool rg) {
     if (!t) return NULL;
+    if (tg_numel(t) == 0) { /* over no memory (a device pointer NULL), through DLPack */
+        tg_tensor *e = tgr_over_null(t, dev, true, rg);
+        cr_assert_not_null(e, "%s", tg_last_error());
+        return e;
+    }
     tg_tensor *d = tg_detach((tg_tensor *)t);
     tg_tensor *c = tg_contiguous(d);
     tg_tensor *m = dev == TG_CPU ? tg_clone(c) : tg_to_device(c, dev);

@@ -216,6 +216,81 @@ Test(bf16, logits_op_reads_bf16_computes_f32) {
     tgt_assert_error(TG_ERR_VALUE, "grad_into_logits", "bf16", NULL);
 }
 
+/* Every element of t is 0. */
+static void all_zero(const tg_tensor *t, const char *what) {
+    cr_assert_not_null(t, "%s: no gradient", what);
+    tg_tensor *t32 = tg_to_dtype((tg_tensor *)t, TG_F32);
+    for (int64_t i = 0; i < tg_numel(t32); i++)
+        cr_assert_eq(tgt_at(t32, i), 0.0, "%s: element %lld", what, (long long)i);
+}
+
+/* No rows in bf16 on dev, the inputs over NULL (as NumPy and DLPack give
+ * them), every input requiring grad: f32 outputs of no elements, bf16
+ * gradients of the inputs' shapes, zero for the weight and bias, both impls,
+ * a temperature, chunks and blocks; and the linear op's hidden states of
+ * size 0, whose logits are the bias. */
+static void empty_on(tg_device dev) {
+    const int64_t V = 9, d = 4;
+    tg_tensor *z = tg_from_blob(dev, TG_BF16, TG_SHAPE(2, 0, V), NULL, NULL, NULL, NULL);
+    tg_tensor *y = tg_from_blob(dev, TG_I64, TG_SHAPE(2, 0), NULL, NULL, NULL, NULL);
+    tg_tensor *h = tg_from_blob(dev, TG_BF16, TG_SHAPE(2, 0, d), NULL, NULL, NULL, NULL);
+    cr_assert(z && y && h, "%s", tg_last_error());
+    tg_tensor *w = tg_to_device(tg_to_dtype(tg_rand(TG_F32, TG_SHAPE(V, d), 3, -1, 1), TG_BF16), dev);
+    tg_tensor *b = tg_to_device(tg_to_dtype(tg_rand(TG_F32, TG_SHAPE(V), 4, -1, 1), TG_BF16), dev);
+    tg_tensor *leaves[4] = {z, h, w, b};
+    for (int k = 0; k < 4; k++) cr_assert_eq(tg_set_requires_grad(leaves[k], true), TG_OK);
+    for (int impl = 0; impl < 2; impl++) {
+        tg_logprob_opts o = tg_logprob_opts_default();
+        o.impl = impl ? TG_LOGPROB_COMPOSITE : TG_LOGPROB_FUSED;
+        o.temperature = 0.7;
+        o.chunk_size = 2;
+        tg_tensor *lp, *H, *L;
+        cr_assert_eq(tg_logprob_entropy_lse(z, y, &o, &lp, &H, &L), TG_OK, "%s", tg_last_error());
+        cr_assert(tg_get_dtype(lp) == TG_F32 && tg_ndim(lp) == 2 && tg_numel(lp) == 0);
+        cr_assert_eq(tg_backward(tg_add(tg_sum(lp), tg_sum(tg_add(H, L))), NULL, false), TG_OK,
+                     "%s", tg_last_error());
+        tg_tensor *gz = tg_grad(z);
+        cr_assert(gz && tg_get_dtype(gz) == TG_BF16 && tg_ndim(gz) == 3 && tg_numel(gz) == 0);
+        cr_assert_eq(tg_zero_grad(z), TG_OK);
+
+        tg_linear_logprob_opts lo = tg_linear_logprob_opts_default();
+        lo.impl = o.impl;
+        lo.temperature = 0.7;
+        lo.chunk_rows = 2;
+        lo.vocab_block = 4;
+        cr_assert_eq(tg_linear_logprob_entropy(h, w, b, y, &lo, &lp, &H, &L), TG_OK, "%s",
+                     tg_last_error());
+        cr_assert(tg_get_dtype(lp) == TG_F32 && tg_ndim(lp) == 2 && tg_numel(lp) == 0);
+        cr_assert_eq(tg_backward(tg_add(tg_sum(lp), tg_sum(tg_add(H, L))), NULL, false), TG_OK,
+                     "%s", tg_last_error());
+        cr_assert_eq(tg_get_dtype(tg_grad(w)), TG_BF16);
+        all_zero(tg_grad(w), "d weight");
+        all_zero(tg_grad(b), "d bias");
+        cr_assert(tg_numel(tg_grad(h)) == 0 && tg_ndim(tg_grad(h)) == 3);
+        for (int k = 1; k < 4; k++) cr_assert_eq(tg_zero_grad(leaves[k]), TG_OK);
+    }
+    /* hidden states of size 0: the logits are the bias, against f32 */
+    tg_tensor *h0 = tg_from_blob(dev, TG_BF16, TG_SHAPE(3, 0), NULL, NULL, NULL, NULL);
+    tg_tensor *w0 = tg_from_blob(dev, TG_BF16, TG_SHAPE(V, 0), NULL, NULL, NULL, NULL);
+    tg_tensor *y3 = tg_to_device(tg_from_data(TG_I64, TG_SHAPE(3), (int64_t[]){1, 8, 0}), dev);
+    tg_tensor *lp, *H, *lpf, *Hf;
+    cr_assert_eq(tg_linear_logprob_entropy(h0, w0, b, y3, NULL, &lp, &H, NULL), TG_OK, "%s",
+                 tg_last_error());
+    tg_tensor *bf = tg_to_dtype(b, TG_F32);
+    cr_assert_eq(tg_linear_logprob_entropy(tg_to_dtype(h0, TG_F32), tg_to_dtype(w0, TG_F32), bf,
+                                           y3, NULL, &lpf, &Hf, NULL), TG_OK, "%s",
+                 tg_last_error());
+    cr_assert(max_rel(lp, lpf) < 1e-6 && max_rel(H, Hf) < 1e-6, "%g %g", max_rel(lp, lpf),
+              max_rel(H, Hf));
+}
+
+Test(bf16, fused_ops_on_no_rows_over_null) { empty_on(TG_CPU); }
+
+Test(bf16, fused_ops_on_no_rows_over_a_null_device_pointer) {
+    TGT_NEED_CUDA();
+    empty_on(TG_CUDA);
+}
+
 /* ---- the fused linear op against float64 and PyTorch's autocast ------------------------ */
 
 static tg_tensor *fixture(const char *name) {

@@ -4,8 +4,10 @@
  * that saved the tensor refuse them), caller strides, the release callback
  * called exactly once when the last reference (views, saved tensors, .grad
  * targets) is gone and never on failure, the bytes counted as "external",
- * every bad input refused with nothing kept, allocation failures, and a
- * device pointer on the (emulated) CUDA device. */
+ * every bad input refused with nothing kept, allocation failures, a
+ * device pointer on the (emulated) CUDA device, and empty tensors over no
+ * memory at all (data NULL, what NumPy and DLPack give) through the ops that
+ * read memory on the host (the registry walks every op with them). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,4 +208,86 @@ Test(blob, device_pointer_on_the_cuda_device) {
     cr_assert_eq(o.released, 1);
     cr_assert_eq(external_live(TG_CUDA), ext0);
     tg_release(owner_t);
+}
+
+/* Every element of t is 0 (t may be NULL: an absent gradient). */
+static void assert_zero(const tg_tensor *t, const char *what) {
+    if (!t) return;
+    for (int64_t i = 0; i < tg_numel(t); i++)
+        cr_assert_eq(tgt_at(t, i), 0.0, "%s: element %lld", what, (long long)i);
+}
+
+/* Empty tensors over NULL on dev: the ops that read an input on the host (the
+ * fused ops' targets, masked_select's mask) once took the NULL for a failed
+ * read and returned TG_OK without outputs (masked_select then failed with
+ * the message "TG_OK:", the linear op crashed saving its missing targets),
+ * and fills and copies passed the NULL to memset and memcpy (UBSan). */
+static void empty_over_null_on(tg_device dev) {
+    int sc = tg_scope_begin();
+    tg_tensor *z = tg_from_blob(dev, TG_F32, TG_SHAPE(0, 7), NULL, NULL, NULL, NULL);
+    tg_tensor *y = tg_from_blob(dev, TG_I64, TG_SHAPE(0), NULL, NULL, NULL, NULL);
+    cr_assert(z && y, "%s", tg_last_error());
+    cr_assert_null(tg_data(z), "the caller's NULL comes back");
+    /* in-place writes of no elements (memset(NULL) under UBSan) */
+    cr_assert_eq(tg_fill_(z, 0.0), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_fill_(y, 1.0), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_copy_(z, tg_to_device(tg_zeros(TG_F32, TG_SHAPE(7)), dev)), TG_OK, "%s",
+                 tg_last_error());
+    cr_assert_eq(tg_set_requires_grad(z, true), TG_OK);
+    tg_tensor *lp = NULL, *h = NULL, *lse = NULL;
+    cr_assert_eq(tg_logprob_entropy_lse(z, y, NULL, &lp, &h, &lse), TG_OK, "%s", tg_last_error());
+    cr_assert(lp && h && lse, "outputs for no rows");
+    cr_assert(tg_ndim(lp) == 1 && tg_numel(lp) == 0 && tg_numel(h) == 0 && tg_numel(lse) == 0);
+    cr_assert_eq(tg_backward(tg_add(tg_sum(lp), tg_sum(h)), NULL, false), TG_OK, "%s",
+                 tg_last_error());
+    tg_tensor *gz = tg_grad(z);
+    cr_assert(gz && tg_ndim(gz) == 2 && tg_shape(gz)[0] == 0 && tg_shape(gz)[1] == 7);
+
+    tg_tensor *m = tg_from_blob(dev, TG_BOOL, TG_SHAPE(0, 7), NULL, NULL, NULL, NULL);
+    tg_tensor *sel = tg_masked_select(z, m);
+    cr_assert_not_null(sel, "%s", tg_last_error());
+    cr_assert_eq(tg_numel(sel), 0);
+
+    /* the linear op: 0 rows, (0, 4) hidden, a weight and bias that require grad */
+    tg_tensor *hid = tg_from_blob(dev, TG_F32, TG_SHAPE(2, 0, 4), NULL, NULL, NULL, NULL);
+    tg_tensor *yy = tg_from_blob(dev, TG_I64, TG_SHAPE(2, 0), NULL, NULL, NULL, NULL);
+    tg_tensor *w = tg_to_device(tg_rand(TG_F32, TG_SHAPE(9, 4), 3, -1, 1), dev);
+    tg_tensor *b = tg_to_device(tg_rand(TG_F32, TG_SHAPE(9), 4, -1, 1), dev);
+    cr_assert_eq(tg_set_requires_grad(hid, true), TG_OK);
+    cr_assert_eq(tg_set_requires_grad(w, true), TG_OK);
+    cr_assert_eq(tg_set_requires_grad(b, true), TG_OK);
+    tg_linear_logprob_opts lo = tg_linear_logprob_opts_default();
+    lo.temperature = 0.7;
+    for (int impl = 0; impl < 2; impl++) {
+        lo.impl = impl ? TG_LOGPROB_COMPOSITE : TG_LOGPROB_FUSED;
+        lp = h = lse = NULL;
+        cr_assert_eq(tg_linear_logprob_entropy(hid, w, b, yy, &lo, &lp, &h, &lse), TG_OK,
+                     "impl %d: %s", impl, tg_last_error());
+        cr_assert(lp && tg_ndim(lp) == 2 && tg_shape(lp)[0] == 2 && tg_shape(lp)[1] == 0);
+        cr_assert(h && lse && tg_numel(h) == 0 && tg_numel(lse) == 0);
+        cr_assert_eq(tg_backward(tg_add(tg_sum(lp), tg_sum(h)), NULL, false), TG_OK,
+                     "impl %d: %s", impl, tg_last_error());
+        tg_tensor *gw = tg_grad(w), *gb = tg_grad(b), *gh = tg_grad(hid);
+        cr_assert(gw && tg_numel(gw) == 36, "as PyTorch: a zero gradient of the weight");
+        assert_zero(gw, "dweight");
+        assert_zero(gb, "dbias");
+        cr_assert(gh && tg_ndim(gh) == 3 && tg_numel(gh) == 0);
+        cr_assert_eq(tg_zero_grad(w), TG_OK);
+    }
+
+    /* copies of empty views over NULL (memcpy(NULL) under UBSan) */
+    tg_tensor *c = tg_contiguous(tg_transpose(z, 0, 1));
+    cr_assert(c && tg_numel(c) == 0, "%s", tg_last_error());
+    cr_assert_not_null(tg_clone(z), "%s", tg_last_error());
+    cr_assert_not_null(tg_to_device(z, TG_CPU), "%s", tg_last_error());
+    cr_assert_eq(tg_copy_(tg_detach(c), tg_transpose(z, 0, 1)), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_copy_out(z, TG_F64, NULL, 0), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_scope_end(sc), TG_OK, "%s", tg_last_error());
+}
+
+Test(blob, empty_over_null_in_the_ops_that_read_on_the_host) { empty_over_null_on(TG_CPU); }
+
+Test(blob, empty_over_a_null_device_pointer) {
+    TGT_NEED_CUDA();
+    empty_over_null_on(TG_CUDA);
 }

@@ -175,3 +175,46 @@ Test(dlpack, device_round_trip) {
     tg_release(u);
     tg_release(h);
 }
+
+/* An empty tensor over no memory (data NULL, as NumPy and PyTorch export one)
+ * on dev: imported, computed with and differentiated, exported with data NULL
+ * again; the producer's deleter runs once. */
+static void empty_over_null_on(tg_device dev) {
+    producer p;
+    producer_init(&p, NULL, (tg_dl_dtype){TG_DL_FLOAT, 32, 1}, 2);
+    p.shape[0] = 0;
+    p.m.dl_tensor.device.device_type = dev == TG_CUDA ? TG_DL_CUDA : TG_DL_CPU;
+    p.m.dl_tensor.byte_offset = 64; /* ignored with no data */
+    tg_tensor *u = tg_from_dlpack(&p.m);
+    cr_assert_not_null(u, "%s", tg_last_error());
+    cr_assert(tg_get_device(u) == dev && tg_numel(u) == 0 && tg_shape(u)[1] == 3);
+    cr_assert_null(tg_data(u), "the producer's NULL comes back");
+    cr_assert_eq(tg_set_requires_grad(u, true), TG_OK);
+    tg_tensor *e = tg_exp(u), *s = tg_sum(e);
+    cr_assert_not_null(s, "%s", tg_last_error());
+    cr_assert_eq(tgt_at(s, 0), 0.0);
+    cr_assert_eq(tg_backward(s, NULL, false), TG_OK, "%s", tg_last_error());
+    tg_tensor *g = tg_grad(u);
+    cr_assert(g && tg_get_device(g) == dev && tg_numel(g) == 0 && tg_ndim(g) == 2);
+    tg_dl_managed_tensor *m = tg_to_dlpack(u);
+    cr_assert_not_null(m, "%s", tg_last_error());
+    cr_assert_null(m->dl_tensor.data, "exported as it came: no memory");
+    cr_assert(m->dl_tensor.shape[0] == 0 && m->dl_tensor.shape[1] == 3);
+    tg_tensor *v = tg_from_dlpack(m); /* and back: the export's own deleter */
+    cr_assert_not_null(v, "%s", tg_last_error());
+    cr_assert_null(tg_data(v));
+    tg_release(g);
+    tg_release(s);
+    tg_release(e);
+    tg_release(u);
+    cr_assert_eq(p.deleted, 0, "the round trip still holds the producer's tensor");
+    tg_release(v);
+    cr_assert_eq(p.deleted, 1);
+}
+
+Test(dlpack, empty_over_no_memory_both_ways) { empty_over_null_on(TG_CPU); }
+
+Test(dlpack, empty_over_a_null_device_pointer) {
+    TGT_NEED_CUDA();
+    empty_over_null_on(TG_CUDA);
+}

@@ -513,6 +513,80 @@ Test(errors_value, gradcheck_refuses_bad_inputs_and_leaves_them_alone) {
     TGO_RELEASE(x, e, d);
 }
 
+/* What a bad fn does, by the int at user: 0 fails with its own error, 1
+ * returns NULL and sets none, 2 returns an i64 tensor, 3 changes its element
+ * count after the first call, 4 returns a view of 2^60 elements, 5 sums (a
+ * good fn), 6 returns a result outside the graph. */
+static tg_tensor *bad_gc_fn(tg_tensor *const *in, void *user) {
+    int *kind = user;
+    static int calls;
+    switch (kind[0]) {
+    case 0: {
+        tg_tensor *z = tg_zeros(TG_F64, TG_SHAPE(5)), *r = tg_add(in[0], z);
+        tg_release(z);
+        return r;
+    }
+    case 1: return NULL;
+    case 2: return tg_to_dtype(in[0], TG_I64);
+    case 3: return calls++ ? tg_sum(in[0]) : tg_clone(in[0]);
+    case 4: {
+        tg_tensor *s = tg_sum(in[0]);
+        tg_tensor *v = tg_expand(s, TG_SHAPE((int64_t)1 << 30, (int64_t)1 << 30));
+        tg_release(s);
+        return v;
+    }
+    case 6: { /* no graph: the analytical Jacobian is 0, the numerical one is not */
+        tg_tensor *s = tg_scale(in[0], 2.0), *d = tg_detach(s);
+        tg_release(s);
+        return d;
+    }
+    default: return tg_sum(in[0]);
+    }
+}
+
+/* Every refusal of a bad fn (its own error kept; a NULL without one; a
+ * result that is not float, that changes its size, whose Jacobian is too
+ * large, that is outside the graph) and of an input that requires grad but
+ * is not f32/f64: each leaves
+ * the inputs' values and their .grad as they were, and so does a success. */
+Test(errors_value, gradcheck_refuses_bad_fns_and_keeps_the_grads) {
+    tg_tensor *x = leaf_rg(TG_F64, TG_SHAPE(4), 1);
+    tg_tensor *g0 = tg_full(TG_F64, TG_SHAPE(4), 7.0);
+    tg_tensor *m0 = tg_mul(x, g0), *s0 = tg_sum(m0); /* .grad = g0 */
+    cr_assert_eq(tg_backward(s0, NULL, false), TG_OK);
+    tgo_snap sx = tgo_snapshot(x);
+    tg_tensor *in[1] = {x};
+    int kind = 0;
+    EXPECT_STATUS(tg_gradcheck(bad_gc_fn, &kind, 1, in, NULL), TG_ERR_SHAPE, "tg_add");
+    kind = 1;
+    EXPECT_STATUS(tg_gradcheck(bad_gc_fn, &kind, 1, in, NULL), TG_ERR_NULL, "tg_gradcheck",
+                  "fn returned NULL without an error");
+    kind = 2;
+    EXPECT_STATUS(tg_gradcheck(bad_gc_fn, &kind, 1, in, NULL), TG_ERR_DTYPE, "tg_gradcheck",
+                  "fn returned a i64 tensor");
+    kind = 3;
+    EXPECT_STATUS(tg_gradcheck(bad_gc_fn, &kind, 1, in, NULL), TG_ERR_SHAPE, "tg_gradcheck",
+                  "fn returned 4 elements, then 1");
+    kind = 4;
+    EXPECT_STATUS(tg_gradcheck(bad_gc_fn, &kind, 1, in, NULL), TG_ERR_SHAPE, "tg_gradcheck",
+                  "too large");
+    kind = 6;
+    EXPECT_STATUS(tg_gradcheck(bad_gc_fn, &kind, 1, in, NULL), TG_ERR_GRADCHECK, "tg_gradcheck",
+                  "input 0", "analytical 0 ");
+    kind = 5;
+    tg_gradcheck_opts o = {1e-6, 1e-5, 1e-3};
+    cr_assert_eq(tg_gradcheck(bad_gc_fn, &kind, 1, in, &o), TG_OK, "%s", tg_last_error());
+    tgo_assert_unchanged(&sx);
+    tg_tensor *g = tg_grad(x);
+    cr_assert(g && tgt_at(g, 0) == 7.0 && tgt_at(g, 3) == 7.0, "the caller's .grad is kept");
+    tg_tensor *b = tg_to_dtype(x, TG_BF16), *bl = tg_detach(b);
+    cr_assert_eq(tg_set_requires_grad(bl, true), TG_OK);
+    tg_tensor *inb[1] = {bl};
+    EXPECT_STATUS(tg_gradcheck(bad_gc_fn, &kind, 1, inb, NULL), TG_ERR_DTYPE, "tg_gradcheck",
+                  "input 0 is bf16");
+    TGO_RELEASE(x, g0, m0, s0, g, b, bl);
+}
+
 /* ---- scopes ------------------------------------------------------------------------------- */
 
 Test(errors_state, release_of_a_scope_owned_tensor) {

@@ -421,7 +421,8 @@ Test(linear_logprob, bad_inputs) {
     tg_linear_logprob_plan p;
     tg_clear_error();
     cr_assert_eq(tg_linear_logprob_plan_for(4, 3, 5, TG_I64, false, NULL, &p), TG_ERR_DTYPE);
-    cr_assert_eq(tg_linear_logprob_plan_for(4, 0, 5, TG_F32, false, NULL, &p), TG_ERR_VALUE);
+    cr_assert_eq(tg_linear_logprob_plan_for(4, -1, 5, TG_F32, false, NULL, &p), TG_ERR_VALUE);
+    cr_assert_eq(tg_linear_logprob_plan_for(4, 3, 0, TG_F32, false, NULL, &p), TG_ERR_VALUE);
     tg_clear_error();
     cr_assert_eq(tg_linear_logprob_plan_for(4, 3, 5, TG_F32, false, NULL, NULL), TG_ERR_NULL);
     cr_assert_eq(tg_live().nodes, 0);

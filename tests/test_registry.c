@@ -16,7 +16,11 @@
  *    different gradient;
  *  - bad inputs and NULLs fail with the status the sample expects and a
  *    message naming the op called, inputs unchanged, nothing left alive;
- *  - every allocation failing in turn gives TG_ERR_NOMEM, no gradient, no leak.
+ *  - every allocation failing in turn gives TG_ERR_NOMEM, no gradient, no leak;
+ *  - every row has a sample without elements, its inputs over NULL (as
+ *    NumPy and DLPack hand them over): the walks above run it with every
+ *    differentiable input requiring grad (leaves over NULL too), the edits
+ *    after the forward and the allocation sweep included.
  * PyTorch's own values, gradients and errors are compared through the manifest
  * (tests/registry/torch_ops.py, CTest registry_torch). */
 #include <ctype.h>
@@ -84,8 +88,14 @@ static bool diff_input(const tgr_op *op, const tgr_sample *s, int k) {
 }
 
 /* A leaf of its own with t's values and layout (a strided t gives a strided
- * leaf, made as the registry makes one), requiring grad. */
+ * leaf, made as the registry makes one; an empty one has data NULL),
+ * requiring grad. */
 static tg_tensor *leaf_copy(const tg_tensor *t) {
+    if (tg_numel(t) == 0) { /* over no memory, through DLPack (the samples': tg_from_blob) */
+        tg_tensor *e = tgr_over_null(t, TG_CPU, true, true);
+        cr_assert_not_null(e, "%s", tg_last_error());
+        return e;
+    }
     tg_tensor *d = tg_detach((tg_tensor *)t);
     tg_tensor *c = tg_clone(d);
     tg_release(d);
@@ -205,6 +215,32 @@ Test(registry, rows_are_unique_and_complete) {
         for (int k = 0; k < op->nparams; k++)
             cr_assert(strchr("ibdrTSDV", op->p[k].kind), "%s: parameter kind %c", op->name,
                       op->p[k].kind);
+    }
+}
+
+/* Every row has a sample without elements (an empty input over NULL, as
+ * tgr_add makes it; an empty result for the rows that create), so that every
+ * walk meets one: forward, backward with every input requiring grad, the
+ * edits after the forward, the allocation sweep, the device, PyTorch. It is
+ * a bad sample only where PyTorch refuses no elements (the max of nothing). */
+Test(registry, every_row_has_an_empty_sample) {
+    tgr_init();
+    for (int i = 0; i < tgr_nops; i++) {
+        const tgr_op *op = tgr_ops[i];
+        tgr_samples ss;
+        tgr_samples_of(op, TG_F64, &ss);
+        int empty = 0;
+        for (int k = 0; k < ss.n; k++) {
+            const tgr_sample *s = &ss.s[k];
+            if (s->flags & TGR_S_EMPTY) empty++;
+            for (int j = 0; j < s->nin; j++)
+                if (s->in[j] && tg_numel(s->in[j]) == 0)
+                    cr_assert(tg_data(s->in[j]) == NULL && (s->flags & TGR_S_EMPTY),
+                              "%s (%s): input %d has no elements but is not over NULL", op->name,
+                              s->what, j);
+        }
+        cr_assert(empty > 0, "%s has no sample without elements", op->name);
+        tgr_samples_free(&ss);
     }
 }
 
@@ -514,7 +550,8 @@ static void check_gradcheck(const tgr_op *op, tg_dtype dt, const tgr_sample *s, 
 Test(registry, gradcheck_on_smooth_samples) { each_sample(check_gradcheck, false, false); }
 
 /* Backward on every sample with float inputs: gradients of the inputs' shapes
- * and dtypes, none for the inputs that are not differentiable. */
+ * and dtypes, none for the inputs that are not differentiable; zero where no
+ * output has an element. */
 static void check_backward(const tgr_op *op, tg_dtype dt, const tgr_sample *s, int index) {
     (void)index;
     if (!op->diff || (op->flags & TGR_CREATE)) return;
@@ -525,6 +562,8 @@ static void check_backward(const tgr_op *op, tg_dtype dt, const tgr_sample *s, i
         if (out[k] && tg_requires_grad(out[k]) && !tg_is_leaf(out[k]))
             cr_assert(strstr(tg_grad_fn_name(out[k]), "Backward"), "%s (%s): grad_fn %s",
                       op->name, s->what, tg_grad_fn_name(out[k]));
+    bool no_elements = true; /* every output is empty */
+    for (int k = 0; k < tgr_nout(op); k++) no_elements &= !out[k] || tg_numel(out[k]) == 0;
     tg_tensor *loss = loss_of(out, tgr_nout(op));
     if (loss) {
         cr_assert_eq(tg_backward(loss, NULL, false), TG_OK, WHAT(op, dt, s), tg_last_error());
@@ -538,6 +577,14 @@ static void check_backward(const tgr_op *op, tg_dtype dt, const tgr_sample *s, i
             for (int d = 0; d < tg_ndim(g); d++)
                 cr_assert_eq(tg_shape(g)[d], tg_shape(leaves[k])[d], "%s (%s): gradient %d shape",
                              op->name, s->what, k);
+            if (no_elements) { /* nothing came out: nothing flows back */
+                double *v = tgo_values(g);
+                for (int64_t e = 0; e < tg_numel(g); e++)
+                    cr_assert(v[e] == 0, "%s (%s, %s): outputs without elements, gradient %d "
+                              "element %lld is %g", op->name, tg_dtype_name(dt), s->what, k,
+                              (long long)e, v[e]);
+                free(v);
+            }
             tg_release(g);
         }
     }
@@ -550,7 +597,7 @@ Test(registry, backward_on_every_sample) { each_sample(check_backward, false, tr
 
 /* Under no-grad nothing is recorded: no output requires grad, no node is made. */
 static void check_no_grad(const tgr_op *op, tg_dtype dt, const tgr_sample *s, int index) {
-    if (index > 2 || !op->diff || (op->flags & TGR_CREATE)) return;
+    if ((index > 2 && !(s->flags & TGR_S_EMPTY)) || !op->diff || (op->flags & TGR_CREATE)) return;
     tg_tensor *leaves[TGR_MAX_IN], *out[TGR_MAX_OUT];
     make_leaves(op, s, leaves, true);
     int64_t nodes = tg_live().nodes;
@@ -620,10 +667,12 @@ Test(registry, gradient_at_the_kinks_as_pytorch) {
 /* For each input: forward, then an in-place edit of that input (scale_ by 2
  * of a float one, fill_ of another dtype), then backward. Either backward
  * fails with TG_ERR_INPLACE naming the edit, or the gradients are exactly
- * those of the run without the edit. */
+ * those of the run without the edit. The first smooth samples and every
+ * empty one (an edit of no elements moves the version all the same). */
 static void check_edit_after_forward(const tgr_op *op, tg_dtype dt, const tgr_sample *s,
                                      int index) {
-    if (dt != TG_F64 || index > 3 || !(s->flags & TGR_S_SMOOTH) || !op->diff ||
+    const bool empty = s->flags & TGR_S_EMPTY;
+    if (dt != TG_F64 || (!empty && (index > 3 || !(s->flags & TGR_S_SMOOTH))) || !op->diff ||
         (op->flags & TGR_CREATE))
         return;
     tg_tensor *ref[TGR_MAX_IN] = {NULL};
@@ -765,47 +814,56 @@ static bool has_grad(const tg_tensor *t) {
     return r;
 }
 
-/* The first sample of each row (and its backward): allocation n fails, for
- * n = 1, 2, ... until a run succeeds. */
+/* One sample of a row (and its backward): allocation n fails, for n = 1, 2,
+ * ... until a run succeeds. */
+static void sweep_allocations(const tgr_op *op, const tgr_sample *s) {
+    const bool grad = op->diff && !(op->flags & TGR_CREATE);
+    bool done = false;
+    for (uint64_t n = 1; !done && n < 2000; n++) {
+        tg_tensor *leaves[TGR_MAX_IN], *out[TGR_MAX_OUT];
+        make_leaves(op, s, leaves, grad);
+        tg_clear_error();
+        tg_fault_inject(n, false);
+        tg_status st = tgr_call_in(op, leaves, &s->a, out);
+        tg_tensor *loss = st == TG_OK && grad ? loss_of(out, tgr_nout(op)) : NULL;
+        if (st == TG_OK && grad && !loss && tg_last_status() == TG_ERR_NOMEM) st = TG_ERR_NOMEM;
+        if (loss) st = tg_backward(loss, NULL, false);
+        uint64_t fired = tg_fault_inject(0, false);
+        if (!fired) {
+            cr_assert_eq(st, TG_OK, "%s (%s): %s", op->name, s->what, tg_last_error());
+            done = true;
+        } else {
+            cr_assert_eq(st, TG_ERR_NOMEM, "%s (%s), allocation %llu failing: %s, %s", op->name,
+                         s->what, (unsigned long long)n, tg_status_name(st), tg_last_error());
+            for (int k = 0; k < s->nin; k++)
+                if (leaves[k] && tg_requires_grad(leaves[k]) && tg_is_leaf(leaves[k]))
+                    cr_assert(!has_grad(leaves[k]), "%s (%s): a failed run left a gradient",
+                              op->name, s->what);
+        }
+        tg_release(loss);
+        release_outs(out);
+        release_n(leaves, s->nin);
+        tg_live_counts lc = tg_live();
+        cr_assert(lc.nodes == 0, "%s (%s), allocation %llu: %lld nodes alive", op->name, s->what,
+                  (unsigned long long)n, (long long)lc.nodes);
+    }
+    cr_assert(done, "%s (%s) never succeeded", op->name, s->what);
+}
+
+/* The first good sample of each row and every empty one. */
 Test(registry, every_allocation_failure_is_clean) {
     tgr_init();
     for (int i = 0; i < tgr_nops; i++) {
         const tgr_op *op = tgr_ops[i];
         tgr_samples ss;
         tgr_samples_of(op, TG_F64, &ss);
-        const tgr_sample *s = &ss.s[0];
-        for (int k = 0; k < ss.n && (s->flags & TGR_S_BAD); k++) s = &ss.s[k];
-        bool grad = op->diff && !(op->flags & TGR_CREATE);
-        bool done = false;
-        for (uint64_t n = 1; !done && n < 2000; n++) {
-            tg_tensor *leaves[TGR_MAX_IN], *out[TGR_MAX_OUT];
-            make_leaves(op, s, leaves, grad);
-            tg_clear_error();
-            tg_fault_inject(n, false);
-            tg_status st = tgr_call_in(op, leaves, &s->a, out);
-            tg_tensor *loss = st == TG_OK && grad ? loss_of(out, tgr_nout(op)) : NULL;
-            if (st == TG_OK && grad && !loss && tg_last_status() == TG_ERR_NOMEM) st = TG_ERR_NOMEM;
-            if (loss) st = tg_backward(loss, NULL, false);
-            uint64_t fired = tg_fault_inject(0, false);
-            if (!fired) {
-                cr_assert_eq(st, TG_OK, "%s: %s", op->name, tg_last_error());
-                done = true;
-            } else {
-                cr_assert_eq(st, TG_ERR_NOMEM, "%s, allocation %llu failing: %s, %s", op->name,
-                             (unsigned long long)n, tg_status_name(st), tg_last_error());
-                for (int k = 0; k < s->nin; k++)
-                    if (leaves[k] && tg_requires_grad(leaves[k]) && tg_is_leaf(leaves[k]))
-                        cr_assert(!has_grad(leaves[k]), "%s: a failed run left a gradient",
-                                  op->name);
-            }
-            tg_release(loss);
-            release_outs(out);
-            release_n(leaves, s->nin);
-            tg_live_counts lc = tg_live();
-            cr_assert(lc.nodes == 0, "%s, allocation %llu: %lld nodes alive", op->name,
-                      (unsigned long long)n, (long long)lc.nodes);
+        bool first = true;
+        for (int k = 0; k < ss.n; k++) {
+            const tgr_sample *s = &ss.s[k];
+            if (s->flags & TGR_S_BAD) continue;
+            if (first || (s->flags & TGR_S_EMPTY)) sweep_allocations(op, s);
+            first = false;
         }
-        cr_assert(done, "%s never succeeded", op->name);
         tgr_samples_free(&ss);
         tg_clear_error();
     }

@@ -56,7 +56,8 @@ typedef struct tg_dl_managed_tensor { /* DLManagedTensor */
     void (*deleter)(struct tg_dl_managed_tensor *self); /* may be NULL */
 } tg_dl_managed_tensor;
 
-/* A DLPack view of t (no copy): data is tg_data(t) (byte_offset 0), shape
+/* A DLPack view of t (no copy): data is tg_data(t) (byte_offset 0; NULL for
+ * an empty tensor imported over NULL), shape
  * and strides are t's, the device kDLCPU or kDLCUDA (id 0), the dtype f32,
  * f64 (kDLFloat), i64 (kDLInt 64), bool (kDLBool 8) or bf16 (kDLBfloat 16).
  * The result holds a reference to t, dropped by its deleter, which the
@@ -68,7 +69,9 @@ tg_dl_managed_tensor *tg_to_dlpack(tg_tensor *t);
  * Accepted: kDLCPU, and kDLCUDA with device_id 0 when a device is present;
  * one lane of f32 / f64 (kDLFloat 32 / 64), i64 (kDLInt 64), bool (kDLBool
  * 8) or bf16 (kDLBfloat 16); strides >= 0 (NULL: C order); data + byte_offset
- * aligned to the element size. On success the tensor owns m: m's deleter is
+ * aligned to the element size; data may be NULL when the shape has no
+ * elements (byte_offset is then not read): an empty tensor like any other,
+ * as tg_from_blob's NULL. On success the tensor owns m: m's deleter is
  * called exactly once, when the last tensor on that memory is gone. On
  * failure the caller still owns m (its deleter is not called) and NULL is
  * returned: TG_ERR_NULL (m NULL, shape NULL with ndim > 0, data NULL with

@@ -75,7 +75,7 @@ tg_logprob_opts tg_logprob_opts_default(void);
 /* Computes logprob (and entropy) of logits at targets.
  * logits: f32, f64 or bf16 (read in chunks of rows converted to f32: the
  * outputs are then f32 and the gradient bf16), ndim >= 1, shape (..., V) with
- * V >= 1, any strides.
+ * V >= 1, any strides; no rows (a leading size 0) give empty outputs.
  * targets: i64 with shape (...) (logits' shape without its last dim).
  * opts: NULL for the defaults.
  * *logprob receives a new tensor of shape (...) and logits' dtype; *entropy
@@ -200,7 +200,7 @@ typedef struct tg_linear_logprob_plan {
 } tg_linear_logprob_plan;
 
 /* Fills *plan. Errors: TG_ERR_NULL (plan); TG_ERR_DTYPE (dt not f32/f64/bf16);
- * TG_ERR_VALUE (N < 0, d < 1, V < 1, chunk_rows or vocab_block < 0, a
+ * TG_ERR_VALUE (N < 0, d < 0, V < 1, chunk_rows or vocab_block < 0, a
  * budget too small for one row of one vocabulary row: the message gives the
  * smallest budget that works); TG_ERR_DEVICE (an unknown opts->device). */
 tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype dt, bool has_bias,
@@ -210,8 +210,10 @@ tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype d
 /* logprob, entropy and (when lse is not NULL) the row log-sum-exp of
  * z / T for z = hidden @ weight^T + bias, as tg_logprob_entropy_lse would
  * give for those logits.
- * hidden: f32, f64 or bf16, shape (..., d), d >= 1 (copied once when not
- * contiguous). weight: (V, d), V >= 1, hidden's dtype and device. bias: (V)
+ * hidden: f32, f64 or bf16, shape (..., d), d >= 0 (d = 0: the logits are
+ * the bias, or 0; copied once when not contiguous); no rows give empty
+ * outputs and zero gradients of weight and bias, as PyTorch. weight: (V, d),
+ * V >= 1, hidden's dtype and device. bias: (V)
  * or NULL. targets: i64, hidden's leading shape. opts: NULL for defaults.
  * Outputs: new tensors of hidden's leading shape and dtype (f32 for bf16
  * inputs: bf16 is read, every sum is f32); *entropy when

@@ -107,8 +107,10 @@ typedef void (*tg_release_fn)(void *ctx);
 /* A tensor over memory the caller owns, without a copy (a NumPy array's
  * buffer, a DLPack tensor's data): torch.from_blob with a deleter. dev:
  * TG_CPU for a host pointer, TG_CUDA for a device pointer of the current
- * device. data: the first element, aligned to the element size (NULL only
- * when the shape is empty). strides: in elements, each >= 0, ndim of them;
+ * device. data: the first element, aligned to the element size; NULL is
+ * accepted when the shape has no elements (what NumPy and DLPack give for an
+ * empty array): the tensor then reads and writes nothing, every op takes it
+ * as any empty tensor, and tg_data gives the NULL back. strides: in elements, each >= 0, ndim of them;
  * NULL for C-contiguous. release: called with ctx exactly once when the
  * storage dies, never on failure (NULL: the caller keeps the memory alive
  * longer than every tensor on it). The elements reachable through shape and
@@ -277,7 +279,9 @@ bool tg_same_storage(const tg_tensor *a, const tg_tensor *b);
 /* Pointer to t's first element (storage data + offset), for kernels written by
  * users (custom functions); a device pointer for a TG_CUDA tensor. Writing
  * through it does NOT bump the version counter: call tg_mark_modified()
- * afterwards, or use the in-place ops. NULL if t is NULL. */
+ * afterwards, or use the in-place ops. NULL if t is NULL, and for a tensor
+ * over the NULL that tg_from_blob or tg_from_dlpack took for an empty one;
+ * for another tensor without elements, an address that must not be read. */
 void *tg_data(tg_tensor *t);
 
 /* ---- data out -------------------------------------------------------------- */
@@ -286,8 +290,9 @@ void *tg_data(tg_tensor *t);
  * host first (then they may also fail with TG_ERR_NOMEM or TG_ERR_CUDA). */
 
 /* Copies t's elements in C order (any strides) to dst, converting to dtype
- * dst_dt. dst_bytes is the size of dst. Errors: TG_ERR_NULL, TG_ERR_VALUE
- * (dst_bytes too small), TG_ERR_DTYPE. */
+ * dst_dt. dst_bytes is the size of dst; dst may be NULL when t has no
+ * elements. Errors: TG_ERR_NULL, TG_ERR_VALUE (dst_bytes too small),
+ * TG_ERR_DTYPE. */
 tg_status tg_copy_out(const tg_tensor *t, tg_dtype dst_dt, void *dst, size_t dst_bytes);
 
 /* The single element of a one-element tensor as a double. Errors: TG_ERR_NULL,

@@ -11,7 +11,8 @@
  * run; the bad-input-on-one-rank cases (every rank fails with the same
  * status and a message naming the rank); the memory of a step (its
  * (N, V) part falls as 1/P, exactly); the allocation-failure sweeps (one
- * rank's every allocation failing in turn never leaves the others waiting).
+ * rank's every allocation failing in turn never leaves the others waiting);
+ * no rows and hidden states of size 0, the inputs over NULL.
  * TG_MPI_CASES sets the number of random cases (default 24). `test_mpi kill` is the killed-rank
  * case: rank 1 exits while the others are inside a collective (run.sh bounds
  * it with a timeout).
@@ -352,6 +353,90 @@ static void linear_case(tg_comm *comm, const lin_case *c) {
     if (b) {
         tg_tensor *gb = tg_narrow(tg_grad(b), 0, start, len);
         CHECK(rel_err(tg_grad(bl), gb) <= gtol, "d bias %g", rel_err(tg_grad(bl), gb));
+    }
+    tg_scope_end(sc);
+}
+
+/* The sum of every element of t, or 0 for a NULL t (no gradient). */
+static double total(const tg_tensor *t) {
+    if (!t) return 0;
+    double *v = values(t), s = 0;
+    for (int64_t i = 0; i < tg_numel(t); i++) s += fabs(v[i]);
+    free(v);
+    return s;
+}
+
+/* No rows (shape (2, 0, ...)), the inputs over NULL as NumPy and DLPack hand
+ * them over, every input requiring grad: both ops give empty outputs on
+ * every rank, backward runs (the linear op's all-reduce of an empty d
+ * hidden), the weight and bias slices get zero gradients. Then hidden
+ * states of size 0 (the logits are the bias) against the single process. */
+static void empty_case(tg_comm *comm) {
+    int sc = tg_scope_begin();
+    int64_t start, len;
+    const int64_t V = 11, d = 3;
+    slice_of(V, g_rank, g_size, &start, &len);
+    tg_tensor *z = tg_from_blob(TG_CPU, TG_F64, TG_SHAPE(2, 0, len), NULL, NULL, NULL, NULL);
+    tg_tensor *y = tg_from_blob(TG_CPU, TG_I64, TG_SHAPE(2, 0), NULL, NULL, NULL, NULL);
+    CHECK(z && y, "%s", tg_last_error());
+    tg_set_requires_grad(z, true);
+    tg_logprob_opts o = tg_logprob_opts_default();
+    o.comm = comm;
+    o.vocab_start = start;
+    o.temperature = 0.7;
+    tg_tensor *lp = NULL, *H = NULL, *L = NULL;
+    tg_status st = tg_logprob_entropy_lse(z, y, &o, &lp, &H, &L);
+    CHECK(st == TG_OK && lp && H && L, "logits op, no rows: %s", tg_last_error());
+    if (st == TG_OK) {
+        CHECK(tg_ndim(lp) == 2 && tg_numel(lp) == 0 && tg_numel(H) == 0, "shapes");
+        st = tg_backward(tg_add(tg_sum(lp), tg_sum(tg_add(H, L))), NULL, false);
+        CHECK(st == TG_OK, "logits op, no rows, backward: %s", tg_last_error());
+        CHECK(tg_grad(z) && tg_numel(tg_grad(z)) == 0, "a gradient of no elements");
+    }
+    tg_tensor *h = tg_from_blob(TG_CPU, TG_F64, TG_SHAPE(2, 0, d), NULL, NULL, NULL, NULL);
+    tg_tensor *wl = tg_randn(TG_F64, TG_SHAPE(len, d), 12, 0.0, 0.7);
+    tg_tensor *bl = tg_randn(TG_F64, TG_SHAPE(len), 13, 0.0, 1.0);
+    tg_set_requires_grad(h, true);
+    tg_set_requires_grad(wl, true);
+    tg_set_requires_grad(bl, true);
+    tg_linear_logprob_opts lo = tg_linear_logprob_opts_default();
+    lo.comm = comm;
+    lo.vocab_start = start;
+    lo.temperature = 0.7;
+    st = tg_linear_logprob_entropy(h, wl, bl, y, &lo, &lp, &H, &L);
+    CHECK(st == TG_OK && lp && H && L, "linear op, no rows: %s", tg_last_error());
+    if (st == TG_OK) {
+        CHECK(tg_ndim(lp) == 2 && tg_numel(lp) == 0 && tg_numel(L) == 0, "shapes");
+        st = tg_backward(tg_add(tg_sum(lp), tg_sum(tg_add(H, L))), NULL, false);
+        CHECK(st == TG_OK, "linear op, no rows, backward: %s", tg_last_error());
+        CHECK(tg_grad(wl) && tg_numel(tg_grad(wl)) == len * d && total(tg_grad(wl)) == 0,
+              "d weight: zeros of its slice");
+        CHECK(tg_grad(bl) && total(tg_grad(bl)) == 0, "d bias: zeros");
+        CHECK(tg_grad(h) && tg_numel(tg_grad(h)) == 0, "d hidden of no elements");
+    }
+    /* hidden states of size 0: the logits are the bias */
+    tg_tensor *h0 = tg_from_blob(TG_CPU, TG_F64, TG_SHAPE(4, 0), NULL, NULL, NULL, NULL);
+    tg_tensor *w0 = tg_from_blob(TG_CPU, TG_F64, TG_SHAPE(len, 0), NULL, NULL, NULL, NULL);
+    tg_tensor *w1 = tg_from_blob(TG_CPU, TG_F64, TG_SHAPE(V, 0), NULL, NULL, NULL, NULL);
+    tg_tensor *b1 = tg_randn(TG_F64, TG_SHAPE(V), 13, 0.0, 1.0);
+    tg_tensor *b0 = tg_contiguous(tg_narrow(b1, 0, start, len));
+    tg_tensor *y4 = tg_randint(TG_SHAPE(4), 14, 0, V);
+    tg_set_requires_grad(b0, true);
+    tg_set_requires_grad(b1, true);
+    tg_tensor *lp1, *H1, *L1;
+    lo.comm = NULL;
+    CHECK(tg_linear_logprob_entropy(h0, w1, b1, y4, &lo, &lp1, &H1, &L1) == TG_OK, "%s",
+          tg_last_error());
+    lo.comm = comm;
+    st = tg_linear_logprob_entropy(h0, w0, b0, y4, &lo, &lp, &H, &L);
+    CHECK(st == TG_OK, "linear op, hidden size 0: %s", tg_last_error());
+    if (st == TG_OK) {
+        CHECK(rel_err(lp, lp1) <= 1e-12 && rel_err(H, H1) <= 1e-12 && rel_err(L, L1) <= 1e-12,
+              "hidden size 0: logprob %g entropy %g", rel_err(lp, lp1), rel_err(H, H1));
+        CHECK(tg_backward(tg_sum(tg_add(lp, H)), NULL, false) == TG_OK, "%s", tg_last_error());
+        CHECK(tg_backward(tg_sum(tg_add(lp1, H1)), NULL, false) == TG_OK, "%s", tg_last_error());
+        tg_tensor *gb = tg_narrow(tg_grad(b1), 0, start, len);
+        CHECK(rel_err(tg_grad(b0), gb) <= 1e-12, "d bias %g", rel_err(tg_grad(b0), gb));
     }
     tg_scope_end(sc);
 }
@@ -749,6 +834,7 @@ int main(int argc, char **argv) {
         }
     }
     g_split_seed = 0;
+    empty_case(comm);
     linear_bad_case(comm, false, last);
     linear_bad_case(comm, true, last);
     linear_bad_grad_case(comm, last);

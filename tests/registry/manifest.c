@@ -158,7 +158,9 @@ static void run_one(FILE *f, const tgr_op *op, const tgr_sample *s) {
     for (int k = 0; k < s->nin; k++) {
         const tg_tensor *x = s->in[k];
         bool fl = x && (tg_get_dtype(x) == TG_F32 || tg_get_dtype(x) == TG_F64);
-        if (grad && fl && (op->diff >> k & 1)) {
+        if (grad && fl && (op->diff >> k & 1) && tg_numel(x) == 0) {
+            leaves[k] = tgr_over_null(x, TG_CPU, true, true); /* data NULL */
+        } else if (grad && fl && (op->diff >> k & 1)) {
             tg_tensor *d = tg_detach(s->in[k]);
             leaves[k] = tg_clone(d);
             tg_release(d);

@@ -125,6 +125,14 @@ tgr_sample *tgr_add(tgr_samples *out, const char *what, unsigned flags, const tg
         out->s = ns;
         out->cap = cap;
     }
+    for (int k = 0; k < nin; k++) { /* empty: over no memory, as NumPy and DLPack give it */
+        if (!in[k] || tg_numel(in[k]) != 0) continue;
+        tg_tensor *e = tgr_over_null(in[k], TG_CPU, false, false);
+        if (!e) abort(); /* the test program's own memory */
+        tg_release(in[k]);
+        in[k] = e;
+        flags |= TGR_S_EMPTY;
+    }
     tgr_sample *s = &out->s[out->n++];
     memset(s, 0, sizeof *s);
     snprintf(s->what, sizeof s->what, "%s", what);
@@ -239,6 +247,49 @@ tg_tensor *tgr_strided(tg_tensor *t) {
     tg_release(v);
     tg_release(t);
     return d;
+}
+
+/* A DLPack tensor of no memory and the shape and strides it points to. */
+typedef struct null_dl {
+    tg_dl_managed_tensor m; /* first: the deleter's pointer is the struct's */
+    int64_t shape[TG_MAX_DIMS], strides[TG_MAX_DIMS];
+} null_dl;
+
+static void null_dl_delete(tg_dl_managed_tensor *m) { free(m); }
+
+static tg_dl_dtype dl_dtype(tg_dtype dt) {
+    switch (dt) {
+    case TG_F64: return (tg_dl_dtype){TG_DL_FLOAT, 64, 1};
+    case TG_I64: return (tg_dl_dtype){TG_DL_INT, 64, 1};
+    case TG_BOOL: return (tg_dl_dtype){TG_DL_BOOL, 8, 1};
+    case TG_BF16: return (tg_dl_dtype){TG_DL_BFLOAT, 16, 1};
+    default: return (tg_dl_dtype){TG_DL_FLOAT, 32, 1};
+    }
+}
+
+tg_tensor *tgr_over_null(const tg_tensor *t, tg_device dev, bool dlpack, bool rg) {
+    if (!t || tg_numel(t) != 0) return NULL;
+    const tg_dtype dt = tg_get_dtype(t);
+    const int nd = tg_ndim(t);
+    tg_tensor *e;
+    if (dlpack) {
+        null_dl *x = calloc(1, sizeof *x);
+        if (!x) abort();
+        for (int d = 0; d < nd; d++) x->shape[d] = tg_shape(t)[d], x->strides[d] = tg_strides(t)[d];
+        x->m.dl_tensor = (tg_dl_tensor){NULL, {dev == TG_CUDA ? TG_DL_CUDA : TG_DL_CPU, 0}, nd,
+                                        dl_dtype(dt), x->shape, x->strides, 0};
+        x->m.deleter = null_dl_delete;
+        e = tg_from_dlpack(&x->m);
+        if (!e) free(x);
+    } else {
+        e = tg_from_blob(dev, dt, nd, tg_shape(t), tg_strides(t), NULL, NULL, NULL);
+    }
+    if (e && rg && (dt == TG_F32 || dt == TG_F64 || dt == TG_BF16) &&
+        tg_set_requires_grad(e, true) != TG_OK) {
+        tg_release(e);
+        e = NULL;
+    }
+    return e;
 }
 
 tg_tensor *tgr_ties(tg_dtype dt, int ndim, const int64_t *shape, uint64_t seed) {
@@ -441,6 +492,14 @@ void tgr_samples_compare(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
             tgr_rand(TG_I64, 2, SH(3, 4), seed_of(op, 11), -1, 3));
 }
 
+/* A reduction without an identity (the max, the min and their indices). */
+static bool extreme(const tgr_op *op) {
+    static const char *const names[] = {"amax", "amin", "max_dim", "min_dim", "argmax", "argmin"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strncmp(op->name, names[i], strlen(names[i]))) return true;
+    return false;
+}
+
 /* shapes reduced along every dim (and its negative form), keepdim both */
 void tgr_samples_reduce_dim(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     static const struct {
@@ -475,6 +534,14 @@ void tgr_samples_reduce_dim(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     tgr_add(out, "ties dim 1", 0, &a, 1, tgr_ties(dt, 2, SH(3, 4), seed_of(op, k++)))->batch = 1;
     tgr_add(out, "empty others dim 1", TGR_S_EMPTY, &a, 1,
             tgr_rand(dt, 2, SH(0, 4), seed_of(op, k++), lo, hi));
+    if (pd) { /* an empty line: the extremes have no identity there (PyTorch refuses) */
+        tgr_args e = args_of(op, dt);
+        e.iv[pd->slot] = 0;
+        const bool ext = extreme(op);
+        tgr_sample *s = tgr_add(out, "empty dim 0", ext ? TGR_S_BAD : TGR_S_EMPTY, &e, 1,
+                                tgr_rand(dt, 2, SH(0, 4), seed_of(op, k++), lo, hi));
+        if (s && ext) s->want = TG_ERR_SHAPE;
+    }
     tgr_add(out, "specials dim 1", TGR_S_SPECIAL, &a, 1, tgr_specials(dt, 2, SH(3, 3)));
     tgr_args z = args_of(op, dt);
     tgr_add(out, "0-d dim 0", TGR_S_SMOOTH, &z, 1, tgr_rand(dt, 0, NULL, seed_of(op, k++), lo, hi));
@@ -506,6 +573,10 @@ void tgr_samples_reduce_all(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     tgr_add(out, "transposed", TGR_S_SMOOTH | TGR_S_STRIDED, &a, 1,
             tgr_strided(tgr_rand(dt, 2, SH(4, 3), seed_of(op, k++), lo, hi)));
     tgr_add(out, "specials", TGR_S_SPECIAL, &a, 1, tgr_specials(dt, 2, SH(3, 3)));
+    const bool ext = extreme(op); /* no identity: PyTorch refuses no elements */
+    tgr_sample *e = tgr_add(out, "empty", ext ? TGR_S_BAD : TGR_S_EMPTY, &a, 1,
+                            tgr_rand(dt, 2, SH(0, 3), seed_of(op, k++), lo, hi));
+    if (e && ext) e->want = TG_ERR_SHAPE;
     if (op->dtypes & (1u << TG_I64))
         tgr_add(out, "i64", TGR_S_DTYPES, &a, 1,
                 tgr_rand(TG_I64, 2, SH(3, 4), seed_of(op, k++), -5, 6));

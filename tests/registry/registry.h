@@ -212,7 +212,9 @@ void tgr_run_json(FILE *f, const char *only);
 /* ---- sample building (for the rows) ---------------------------------------------- */
 
 /* Appends a sample (what, flags) with nin inputs (new references, consumed)
- * and arguments a (NULL: all zero, dtype f64). Returns it. */
+ * and arguments a (NULL: all zero, dtype f64). An input without elements is
+ * replaced by its tgr_over_null form (data NULL), and the sample is flagged
+ * TGR_S_EMPTY. Returns it. */
 tgr_sample *tgr_add(tgr_samples *out, const char *what, unsigned flags, const tgr_args *a,
                     int nin, ...);
 /* A tensor of dtype dt and shape (ndim, shape) of seeded values uniform in
@@ -224,6 +226,14 @@ tg_tensor *tgr_rand(tg_dtype dt, int ndim, const int64_t *shape, uint64_t seed, 
  * transpose of a copy of its last two dims transposed (1-D: every second
  * element of a longer tensor), detached. Consumes t. */
 tg_tensor *tgr_strided(tg_tensor *t);
+/* An empty tensor over no memory, as NumPy and DLPack hand one over: t's
+ * dtype, shape and strides on dev with data NULL, made by tg_from_blob, or
+ * by tg_from_dlpack when dlpack. A leaf, requiring grad when rg (and t is a
+ * float tensor). NULL when t is NULL or has elements. tgr_add gives every
+ * empty sample input this form, and the walks make their empty leaves with
+ * it, so that every suite meets a NULL data pointer where a caller can pass
+ * one. */
+tg_tensor *tgr_over_null(const tg_tensor *t, tg_device dev, bool dlpack, bool rg);
 /* Small integers in [-1, 2] (ties, zeros) of dtype dt. */
 tg_tensor *tgr_ties(tg_dtype dt, int ndim, const int64_t *shape, uint64_t seed);
 /* The values NaN, +inf, -inf, +0, -0, 1e-300, -1e300, 1, -2.5 repeated over
@@ -239,7 +249,9 @@ tgr_args tgr_args0(tg_dtype dt);
  *   empty, strided, and mixed dtypes (f32 with f64, with i64, with a bool);
  * compare: binary's pairs plus ties and i64/bool operands;
  * reduce_dim: every dim (and its negative) of shapes with 1-3 dims, keepdim
- *   both, ties, specials, strided; reduce_all: shapes with 0-3 dims. */
+ *   both, ties, specials, strided, empty others and an empty line;
+ *   reduce_all: shapes with 0-3 dims, empty (the max, min and their indices
+ *   refuse an empty line: no identity, as PyTorch). */
 void tgr_samples_unary(const tgr_op *op, tg_dtype dt, tgr_samples *out);
 void tgr_samples_binary(const tgr_op *op, tg_dtype dt, tgr_samples *out);
 void tgr_samples_compare(const tgr_op *op, tg_dtype dt, tgr_samples *out);

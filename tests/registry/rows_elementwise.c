@@ -198,6 +198,8 @@ static void s_masked_fill(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     a.fv[0] = -INFINITY;
     tgr_add(out, "-inf, strided", TGR_S_STRIDED, &a, 2, tgr_strided(tgr_rand(dt, 2, c34, 7, -2, 2)),
             tgr_strided(tgr_rand(TG_BOOL, 2, c34, 8, 0, 2)))->batch = 3;
+    tgr_add(out, "empty, mask broadcast", TGR_S_BCAST, &a, 2,
+            tgr_rand(dt, 2, (int64_t[]){0, 4}, 11, -2, 2), tgr_rand(TG_BOOL, 1, c4, 12, 0, 2));
     tgr_sample *s = tgr_add(out, "mask that widens the input", TGR_S_BAD, &a, 2,
                             tgr_rand(dt, 1, c4, 9, -2, 2), tgr_rand(TG_BOOL, 2, c34, 10, 0, 2));
     if (s) s->want = TG_ERR_SHAPE;
@@ -222,6 +224,7 @@ static void s_cmp_scalar(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     }
     tgr_args a = tgr_args0(dt);
     tgr_add(out, "specials vs 0", TGR_S_SPECIAL, &a, 1, tgr_specials(dt, 2, (int64_t[]){3, 3}));
+    tgr_add(out, "empty", 0, &a, 1, tgr_rand(dt, 2, (int64_t[]){2, 0}, 31, -2, 2));
 }
 
 /* i64 dividends and non-zero divisors, broadcast; a zero divisor is refused */

@@ -66,6 +66,10 @@ static void s_gather(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     tgr_add(out, "transposed", TGR_S_SMOOTH | TGR_S_STRIDED, &a, 2,
             tgr_strided(tgr_rand(dt, 2, SH(3, 4), 20, -2, 2)), tgr_rand(TG_I64, 2, SH(3, 6), 21, 0, 4))
         ->batch = 3;
+    tgr_add(out, "no rows", TGR_S_EMPTY, &a, 2, tgr_rand(dt, 2, SH(0, 5), 25, -2, 2),
+            tg_zeros(TG_I64, 2, SH(0, 3)));
+    tgr_add(out, "no indices", TGR_S_EMPTY, &a, 2, tgr_rand(dt, 2, SH(2, 5), 26, -2, 2),
+            tg_zeros(TG_I64, 2, SH(2, 0)));
     bad1(out, "index 5 of 5", &a, TG_ERR_VALUE, 2, tgr_rand(dt, 2, SH(2, 5), 22, -2, 2),
          tg_full(TG_I64, 2, SH(2, 1), 5), NULL);
     bad1(out, "f64 index", &a, TG_ERR_DTYPE, 2, tgr_rand(dt, 2, SH(2, 5), 23, -2, 2),
@@ -104,6 +108,26 @@ static void s_dim_index(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     if (!gather && !scatter)
         tgr_add(out, "empty index", TGR_S_EMPTY, &a, 2, tgr_rand(dt, 2, SH(3, 2), 20, -2, 2),
                 tg_zeros(TG_I64, 1, SH(0)));
+    else if (gather)
+        tgr_add(out, "empty index", TGR_S_EMPTY, &a, 2, tgr_rand(dt, 2, SH(3, 2), 20, -2, 2),
+                tg_zeros(TG_I64, 2, SH(0, 2)));
+    else
+        tgr_add(out, "empty index and source", TGR_S_EMPTY, &a, 3,
+                tgr_rand(dt, 2, SH(3, 2), 20, -2, 2), tg_zeros(TG_I64, 2, SH(0, 2)),
+                tgr_rand(dt, 2, SH(0, 2), 25, -2, 2));
+    tgr_args e = tgr_args0(dt);
+    e.iv[0] = 1;
+    if (gather || scatter) { /* no rows at all */
+        if (scatter)
+            tgr_add(out, "empty input", TGR_S_EMPTY, &e, 3, tgr_rand(dt, 2, SH(0, 2), 26, -2, 2),
+                    tg_zeros(TG_I64, 2, SH(0, 1)), tgr_rand(dt, 2, SH(0, 1), 27, -2, 2));
+        else
+            tgr_add(out, "empty input", TGR_S_EMPTY, &e, 2, tgr_rand(dt, 2, SH(0, 2), 26, -2, 2),
+                    tg_zeros(TG_I64, 2, SH(0, 1)));
+    } else {
+        tgr_add(out, "empty input", TGR_S_EMPTY, &e, 2, tgr_rand(dt, 2, SH(0, 2), 26, -2, 2),
+                tg_zeros(TG_I64, 1, SH(1)));
+    }
     tg_tensor *x = tgr_rand(dt, 2, SH(3, 2), 21, -2, 2);
     tg_tensor *ix = tg_full(TG_I64, scatter || gather ? 2 : 1, scatter || gather ? SH(1, 2) : SH(1), 3);
     bad1(out, "index out of range", &a, TG_ERR_VALUE, scatter ? 3 : 2, x, ix,
@@ -130,6 +154,8 @@ static void s_flip(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
                        : tgr_rand(dt, 3, SH(3, 4, 2), 2 + (uint64_t)i, -2, 2));
     }
     tgr_args a = tgr_args0(dt);
+    a.ndim = 2, a.shape[0] = 0, a.shape[1] = 1;
+    tgr_add(out, "empty, 0 1", TGR_S_EMPTY, &a, 1, tgr_rand(dt, 2, SH(3, 0), 10, -2, 2));
     a.ndim = 2, a.shape[0] = 1, a.shape[1] = 1;
     bad1(out, "repeated dim", &a, TG_ERR_DIM, 1, tgr_rand(dt, 2, SH(3, 4), 9, -2, 2), NULL, NULL);
 }
@@ -143,6 +169,11 @@ static void s_one_hot(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     tgr_add(out, "0-d", TGR_S_DTYPES, &a, 1, tg_full(TG_I64, 0, NULL, 2));
     a.iv[0] = -1;
     tgr_add(out, "num_classes -1", TGR_S_DTYPES, &a, 1, tg_from_data(TG_I64, 1, SH(6), y));
+    a.iv[0] = 5;
+    tgr_add(out, "(0, 2) of 5", TGR_S_DTYPES, &a, 1, tg_zeros(TG_I64, 2, SH(0, 2)));
+    a.iv[0] = -1; /* no targets to count the classes from: PyTorch refuses */
+    bad1(out, "empty, num_classes -1", &a, TG_ERR_VALUE, 1, tg_zeros(TG_I64, 1, SH(0)), NULL,
+         NULL);
     a.iv[0] = 3;
     bad1(out, "target 4 of 3", &a, TG_ERR_VALUE, 1, tg_from_data(TG_I64, 1, SH(6), y), NULL, NULL);
     bad1(out, "float targets", &a, TG_ERR_DTYPE, 1, tgr_rand(dt, 1, SH(3), 1, 0, 2), NULL, NULL);

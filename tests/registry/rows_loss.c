@@ -171,6 +171,19 @@ static void s_pair_loss(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
             tgr_sample *s = tgr_add(out, what, sl1 ? 0 : TGR_S_SMOOTH, &a, 2, x, t);
             if (s && r == 0 && shapes[i].nd >= 2) s->batch = 3;
         }
+    for (int r = 0; r < 3; r++) { /* no elements: the mean is 0 / 0 (NaN), as PyTorch */
+        tgr_args e = tgr_args0(dt);
+        e.iv[0] = r;
+        e.fv[0] = 1.0;
+        char what[48];
+        snprintf(what, sizeof what, "empty reduction %d", r);
+        if (bce && r == 2)
+            tgr_add(out, "empty, pos_weight", 0, &e, 3, tgr_rand(dt, 2, SH(0, 4), 103, -2, 2),
+                    tgr_rand(dt, 2, SH(0, 4), 104, 0, 1), tgr_rand(dt, 1, SH(4), 105, 0.5, 2));
+        else
+            tgr_add(out, what, 0, &e, 2, tgr_rand(dt, 2, SH(0, 4), 103 + (uint64_t)r, -2, 2),
+                    tgr_rand(dt, 2, SH(0, 4), 106 + (uint64_t)r, 0.05, 1));
+    }
     tgr_args a = tgr_args0(dt);
     a.iv[0] = 1;
     a.fv[0] = 1.0;
@@ -215,6 +228,15 @@ static void s_masked(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
                                     tgr_rand(dt, 2, SH(3, 4), 1 + (uint64_t)(3 * mode + mk), -2, 2), m);
             if (s && !agg && mode == 1) s->batch = 3;
         }
+    for (int mode = 0; mode < 3; mode++) { /* no elements: 0 / 0 is NaN, as PyTorch */
+        tgr_args e = tgr_args0(dt);
+        if (agg) e.iv[0] = mode;
+        else e.iv[0] = mode == 2 ? -1 : mode, e.iv[1] = mode == 2;
+        char what[48];
+        snprintf(what, sizeof what, "empty, %s %d", agg ? "mode" : "dim/all", mode);
+        tgr_add(out, what, 0, &e, 2, tgr_rand(dt, 2, SH(0, 4), 30 + (uint64_t)mode, -2, 2),
+                tgr_rand(TG_BOOL, 2, SH(0, 4), 33 + (uint64_t)mode, 0, 2));
+    }
     tgr_args a = tgr_args0(dt);
     a.iv[0] = agg ? 2 : -1;
     tg_tensor *row = tg_narrow(fm, 0, 0, 1);
@@ -395,6 +417,23 @@ static void s_logprob(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     a.iv[4] = 1;
     tgr_add(out, "empty rows", TGR_S_EMPTY, &a, 2, tgr_rand(dt, 2, SH(0, V), 82, -3, 3),
             tg_zeros(TG_I64, 1, SH(0)));
+    /* no rows with leading dims, each impl, a temperature, a chunk size, the
+     * entropy's gradient off, no entropy */
+    for (int k2 = 0; k2 < 4; k2++) {
+        tgr_args e = a;
+        e.iv[0] = k2 & 1;
+        e.fv[0] = k2 & 1 ? 0.7 : 1.0;
+        e.iv[2] = k2 >= 2 ? 2 : 0;
+        e.iv[3] = k2 != 3;
+        e.iv[4] = k2 != 2;
+        char what[48];
+        snprintf(what, sizeof what, "empty (2, 0, V) %s%s", k2 & 1 ? "composite" : "fused",
+                 k2 == 2 ? ", no entropy grad" : k2 == 3 ? ", no entropy, chunk 2" : "");
+        tgr_add(out, what, TGR_S_EMPTY, &e, 2, tgr_rand(dt, 3, SH(2, 0, V), 86 + (uint64_t)k2, -3, 3),
+                tg_zeros(TG_I64, 2, SH(2, 0)));
+    }
+    bad(out, "no vocabulary", &a, TG_ERR_SHAPE, 2, tgr_rand(dt, 2, SH(2, 0), 90, -3, 3),
+        tg_zeros(TG_I64, 1, SH(2)), NULL);
     bad(out, "target 7 of 7", &a, TG_ERR_VALUE, 2, tgr_rand(dt, 2, SH(2, V), 83, -3, 3),
         tg_full(TG_I64, 1, SH(2), V), NULL);
     bad(out, "targets of another shape", &a, TG_ERR_SHAPE, 2, tgr_rand(dt, 2, SH(2, V), 84, -3, 3),
@@ -455,6 +494,38 @@ static void s_linear(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
                             &a, 3, tgr_strided(tgr_rand(dt, 2, SH(3, d), 80, -1, 1)),
                             tgr_rand(dt, 2, SH(V, d), 81, -1, 1), targets(1, SH(3), V, 82));
     if (s) s->nin = 4, s->in[3] = NULL, s->batch = 5;
+    /* no rows: (0, d) and (2, 0, d), each impl, a temperature, a bias, chunks and
+     * vocabulary blocks, the entropy's gradient off; and hidden states of size 0
+     * (the logits are the bias) */
+    for (int k2 = 0; k2 < 4; k2++) {
+        tgr_args e = a;
+        e.iv[0] = k2 == 1;
+        e.fv[0] = k2 & 1 ? 0.8 : 1.0;
+        e.iv[2] = k2 == 2 ? 2 : 0;
+        e.iv[4] = k2 != 3;
+        e.iv[5] = k2 == 2 ? 4 : 0;
+        char what[48];
+        snprintf(what, sizeof what, "empty%s%s", k2 >= 2 ? " (2, 0, d)" : " (0, d)",
+                 k2 == 1 ? " composite T 0.8, bias" : k2 == 2 ? " chunks 2 blocks 4, bias"
+                 : k2 == 3 ? " T 0.8, entropy_grad off" : "");
+        tg_tensor *h = k2 >= 2 ? tgr_rand(dt, 3, SH(2, 0, d), 100 + (uint64_t)k2, -1, 1)
+                               : tgr_rand(dt, 2, SH(0, d), 100 + (uint64_t)k2, -1, 1);
+        tg_tensor *y = k2 >= 2 ? tg_zeros(TG_I64, 2, SH(2, 0)) : tg_zeros(TG_I64, 1, SH(0));
+        tg_tensor *w = tgr_rand(dt, 2, SH(V, d), 104 + (uint64_t)k2, -1, 1);
+        s = k2 == 1 || k2 == 2
+                ? tgr_add(out, what, TGR_S_EMPTY, &e, 4, h, w, y,
+                          tgr_rand(dt, 1, SH(V), 108 + (uint64_t)k2, -1, 1))
+                : tgr_add(out, what, TGR_S_EMPTY, &e, 3, h, w, y);
+        if (s && s->nin == 3) s->nin = 4, s->in[3] = NULL;
+    }
+    for (int impl = 0; impl < 2; impl++) {
+        tgr_args e = a;
+        e.iv[0] = impl;
+        e.iv[4] = 1;
+        s = tgr_add(out, impl ? "hidden size 0, composite" : "hidden size 0", TGR_S_EMPTY, &e, 4,
+                    tgr_rand(dt, 2, SH(3, 0), 112, -1, 1), tgr_rand(dt, 2, SH(V, 0), 113, -1, 1),
+                    targets(1, SH(3), V, 114), tgr_rand(dt, 1, SH(V), 115, -1, 1));
+    }
     s = tgr_add(out, "weight (V, d + 1)", TGR_S_BAD, &a, 3, tgr_rand(dt, 2, SH(3, d), 83, -1, 1),
                 tgr_rand(dt, 2, SH(V, d + 1), 84, -1, 1), targets(1, SH(3), V, 85));
     if (s) s->nin = 4, s->in[3] = NULL, s->want = TG_ERR_SHAPE;

@@ -135,7 +135,7 @@ static void s_arange(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
         a.fv[0] = r[i][0], a.fv[1] = r[i][1], a.fv[2] = r[i][2];
         char what[48];
         snprintf(what, sizeof what, "%g to %g by %g", r[i][0], r[i][1], r[i][2]);
-        tgr_add(out, what, 0, &a, 0);
+        tgr_add(out, what, r[i][0] == r[i][1] ? TGR_S_EMPTY : 0u, &a, 0);
     }
     tgr_args a = tgr_args0(dt);
     a.fv[0] = 0, a.fv[1] = 3, a.fv[2] = 0;
@@ -166,6 +166,12 @@ static void view_cases(const tgr_op *op, tg_dtype dt, tgr_samples *out, const vc
             if (s) s->want = cs[i].want;
         }
     }
+    /* the first case on no elements: dim 0 empty, dims 1 and 2 as above */
+    tgr_args a = with_shape(dt, cs[0].nd, cs[0].shape);
+    for (int k = 0; k < 4; k++) a.iv[k] = cs[0].iv[k];
+    char what[48];
+    snprintf(what, sizeof what, "%s, empty", cs[0].what);
+    tgr_add(out, what, TGR_S_EMPTY, &a, 1, tgr_rand(dt, 3, SH(0, 3, 4), 40, -2, 2));
     (void)op;
 }
 
@@ -235,6 +241,8 @@ static void s_view(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
             if (s) s->want = cs[i].want;
         }
     }
+    tgr_args e = with_shape(dt, 2, SH(-1, 4)); /* no elements: -1 is 0 */
+    tgr_add(out, "empty (-1, 4)", TGR_S_EMPTY, &e, 1, tgr_rand(dt, 3, SH(0, 3, 4), 31, -2, 2));
     if (is_view) {
         tgr_args a = with_shape(dt, 1, SH(-1));
         bad(out, "transposed input", &a, TG_ERR_LAYOUT, 1,
@@ -254,6 +262,11 @@ static void s_expand(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     tgr_add(out, "(4, 1) -1 kept", TGR_S_SMOOTH, &a, 1, tgr_rand(dt, 2, SH(4, 1), 2, -2, 2));
     a = with_shape(dt, 2, SH(3, 2));
     tgr_add(out, "0-d", TGR_S_SMOOTH, &a, 1, tgr_rand(dt, 0, NULL, 3, -2, 2));
+    a = with_shape(dt, 3, SH(2, -1, 5));
+    tgr_add(out, "empty (0, 1) to (2, 0, 5)", TGR_S_EMPTY, &a, 1,
+            tgr_rand(dt, 2, SH(0, 1), 5, -2, 2));
+    a = with_shape(dt, 2, SH(0, 3));
+    tgr_add(out, "(1, 3) to (0, 3)", TGR_S_EMPTY, &a, 1, tgr_rand(dt, 2, SH(1, 3), 6, -2, 2));
     a = with_shape(dt, 2, SH(3, 5));
     bad(out, "(3, 4) to (3, 5)", &a, TG_ERR_SHAPE, 1, tgr_rand(dt, 2, SH(3, 4), 4, -2, 2), NULL);
 }
@@ -326,6 +339,7 @@ static void s_triangle(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     tgr_add(out, "lead 1 transposed", TGR_S_SMOOTH | TGR_S_STRIDED, &a, 1,
             tgr_strided(tgr_rand(dt, 3, SH(2, 4, 3), 6, -2, 2)))->batch = 1;
     tgr_add(out, "specials", TGR_S_SPECIAL, &a, 1, tgr_specials(dt, 2, SH(3, 3)));
+    tgr_add(out, "empty (2, 0, 3)", TGR_S_EMPTY, &a, 1, tgr_rand(dt, 3, SH(2, 0, 3), 8, -2, 2));
     bad(out, "1-d", &a, TG_ERR_DIM, 1, tgr_rand(dt, 1, SH(4), 7, -2, 2), NULL);
 }
 
