@@ -11,12 +11,13 @@
 #include "alloc.h"
 #include "tensor_impl.h"
 #include "live_objects.h"
+#include "sync.h"
 
 /* A new registered storage of nbytes at data (counted by the caller). */
 static tg__storage *storage_open(tg__storage *st, tg_site s, tg_device dev, void *data,
                                  size_t nbytes, tg_mem_category cat) {
     st->data = data;
-    st->refcount = 1;
+    atomic_init(&st->refcount, 1);
     st->device = dev;
     st->cat = cat;
     st->nbytes = nbytes;
@@ -66,14 +67,16 @@ tg__storage *tg__storage_adopt(tg_site s, tg_device dev, void *data, size_t nbyt
 }
 
 void tg__storage_retain(tg__storage *st) {
-    if (st) st->refcount++;
+    if (st) atomic_fetch_add_explicit(&st->refcount, 1, memory_order_relaxed);
 }
 
 void tg__storage_release(tg__storage *st) {
-    if (!st || --st->refcount > 0) return;
+    if (!st || atomic_fetch_sub_explicit(&st->refcount, 1, memory_order_acq_rel) > 1) return;
     tg__reg_storage_del(st);
     if (st->cat == TG_MEM_EXTERNAL) {
         tg__external_drop(st->device, st->nbytes, st->tl_tag);
+        /* the callback may call the library: never under one of its locks */
+        if (st->release && tg__release_later(st)) return;
         if (st->release) st->release(st->release_ctx);
     } else {
         tg__free_op(st->device, st->data, st->nbytes, st->cat, st->tl_tag);
@@ -82,11 +85,22 @@ void tg__storage_release(tg__storage *st) {
 }
 
 void tg__storage_bump(tg__storage *st, const char *op, const char *alt, tg_site site) {
-    st->version++;
+    tg__history_lock();
+    const uint64_t v = atomic_fetch_add(&st->version, 1) + 1;
     tg__version_event *ev = &st->hist[st->n_events % TG__VERSION_HISTORY];
     ev->op = op;
     ev->alt = alt;
     ev->site = site;
-    ev->version = st->version;
+    ev->version = v;
     st->n_events++;
+    tg__history_unlock();
+}
+
+uint64_t tg__storage_history(const tg__storage *st, tg__version_event *hist, uint64_t *version) {
+    tg__history_lock();
+    memcpy(hist, st->hist, sizeof st->hist);
+    const uint64_t n = st->n_events;
+    *version = st->version;
+    tg__history_unlock();
+    return n;
 }

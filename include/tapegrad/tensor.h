@@ -50,7 +50,9 @@ float tg_bf16_to_f32(uint16_t h);
 
 /* ---- reference counting and names ------------------------------------- */
 
-/* Adds a reference to t and returns t (NULL passes through). */
+/* Adds a reference to t and returns t (NULL passes through). Reference
+ * counts are atomic: any thread may retain and release a shared tensor, and
+ * the last reference frees it on whichever thread gives it back. */
 tg_tensor *tg_retain(tg_tensor *t);
 
 /* Gives back one reference. NULL is a no-op returning TG_OK. Returns
