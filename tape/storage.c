@@ -77,7 +77,7 @@ void tg__storage_release(tg__storage *st) {
         tg__external_drop(st->device, st->nbytes, st->tl_tag);
         /* the callback may call the library: never under one of its locks */
         if (st->release && tg__release_later(st)) return;
-        if (st->release) st->release(st->release_ctx);
+        if (st->release) tg__call_release(st->release, st->release_ctx);
     } else {
         tg__free_op(st->device, st->data, st->nbytes, st->cat, st->tl_tag);
     }

@@ -23,22 +23,27 @@ static _Thread_local int tl_engine_depth;
  * first (linked through later_next). */
 static _Thread_local tg__storage *tl_later;
 
-/* Calls the put-off release callbacks, each once, newest first. A callback
- * may call the library (even tg_backward, which may put off more: they are
- * taken from the list one at a time). The thread's error is what it was. */
-static void run_later(void) {
-    if (!tl_later) return;
+void tg__call_release(void (*release)(void *ctx), void *ctx) {
     const tg_status st = tg_last_status();
     char msg[TG__MSG_LEN];
-    tg__appendf(msg, sizeof msg, 0, "%s", tg_last_error());
+    if (st != TG_OK) tg__appendf(msg, sizeof msg, 0, "%s", tg_last_error());
+    const int scopes = tg__scopes_suspend();
+    release(ctx);
+    tg__scopes_resume(scopes);
+    if (st == TG_OK) tg_clear_error();
+    else tg__set_error(st, "%s", msg);
+}
+
+/* Calls the put-off release callbacks, each once, newest first. A callback
+ * may call the library (even tg_backward, which may put off more: they are
+ * taken from the list one at a time). */
+static void run_later(void) {
     tg__storage *s;
     while ((s = tl_later)) {
         tl_later = s->later_next;
-        s->release(s->release_ctx);
+        tg__call_release(s->release, s->release_ctx);
         free(s);
     }
-    if (st == TG_OK) tg_clear_error();
-    else tg__set_error(st, "%s", msg);
 }
 
 void tg__engine_lock(void) {

@@ -32,7 +32,7 @@
 
 void tg__engine_lock(void);
 /* Unlocks; at the outermost level also runs the release callbacks put off
- * meanwhile (tg__release_later), with this thread's error kept. */
+ * meanwhile (tg__release_later). */
 void tg__engine_unlock(void);
 void tg__grad_lock(void);
 void tg__grad_unlock(void);
@@ -57,5 +57,9 @@ void tg__quiesce_end(void);
  * returns true; tg__engine_unlock calls st->release and frees st. False:
  * the caller does both now. */
 bool tg__release_later(tg__storage *st);
+/* Calls a release callback as every callback is called: the caller's scopes
+ * hidden (what the callback makes is its own to release), and the thread's
+ * error what it was before, afterwards. */
+void tg__call_release(void (*release)(void *ctx), void *ctx);
 
 #endif

@@ -103,7 +103,10 @@ tg_tensor *tg_from_data_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shap
 
 /* Called once, with the ctx given to tg_from_blob, when the last tensor on
  * the caller's memory is gone (its views, saved copies in a graph and .grad
- * references included). */
+ * references included), on the thread that let it go, with no lock of the
+ * library held (for a storage freed by tg_backward: just before it
+ * returns). It may call the library; the scopes open where it is called are
+ * hidden from it, and the thread's error is restored after it. */
 typedef void (*tg_release_fn)(void *ctx);
 
 /* A tensor over memory the caller owns, without a copy (a NumPy array's
