@@ -1,5 +1,6 @@
 /* tests/test_threads.c - tensors shared between threads (docs/api.md,
- * "Threads"): several threads at once use the same leaves in forward ops and
+ * "Threads"): several threads at once use the same leaves in forward ops
+ * (elementwise, and a GEMM each thread runs on its own BLAS threads) and
  * run backward into them (every .grad exactly the sum of all contributions),
  * retain, release, detach and view shared tensors and drop shared graphs,
  * build and free nodes on one fresh leaf (its shared leaf handle), use one
@@ -89,10 +90,13 @@ static tg_tensor *sum_mul(tg_tensor *a, tg_tensor *b) {
 
 #define A_ITERS 150
 
+#define A_MAT 64 /* a GEMM the size BLAS runs on its threads */
+
 typedef struct shared_a {
     tg_tensor *w;  /* leaf [4] */
     tg_tensor *h;  /* w * w: an interior node every thread's graph goes through */
     tg_tensor *v;  /* w[1:3], a view of the leaf */
+    tg_tensor *m;  /* leaf [A_MAT, A_MAT] of ones: a weight in matmuls */
 } shared_a;
 
 static void *leaves_worker(void *arg) {
@@ -100,12 +104,14 @@ static void *leaves_worker(void *arg) {
     shared_a *sh = me->shared;
     const float k = (float)(me->id + 1);
     tg_tensor *c = f32_vec(4, (float[]){k, k, k, k}), *c2 = f32_vec(2, (float[]){k, k});
-    CHECK(c && c2);
+    tg_tensor *x = tg_full(TG_F32, TG_SHAPE(A_MAT, A_MAT), k);
+    CHECK(c && c2 && x);
     for (int i = 0; i < A_ITERS; i++) {
-        if (i % 2) { /* a graph of its own: d/dw = c */
-            tg_tensor *y = sum_mul(sh->w, c);
+        if (i % 2) { /* a graph of its own: d/dw = c, d/dm = x^T 1 = A_MAT k */
+            tg_tensor *y1 = sum_mul(sh->w, c), *xm = tg_matmul(x, sh->m), *y2 = tg_sum(xm);
+            tg_tensor *y = tg_add(y1, y2);
             CHECK(y && tg_backward(y, NULL, false) == TG_OK);
-            tg_release(y);
+            tg_release(y), tg_release(y2), tg_release(xm), tg_release(y1);
             continue;
         }
         /* through the shared node (kept: retain_graph) and the shared view:
@@ -115,24 +121,43 @@ static void *leaves_worker(void *arg) {
         CHECK(loss && tg_backward(loss, NULL, true) == TG_OK);
         tg_release(y1), tg_release(y2), tg_release(y3), tg_release(s), tg_release(loss);
     }
-    tg_release(c), tg_release(c2);
+    tg_release(x), tg_release(c), tg_release(c2);
     return NULL;
+}
+
+static void shared_a_init(shared_a *sh, const float *w0) {
+    sh->w = leaf4(w0);
+    sh->h = tg_mul(sh->w, sh->w);
+    sh->v = tg_slice(sh->w, 0, 1, 3, 1);
+    sh->m = tg_ones(TG_F32, TG_SHAPE(A_MAT, A_MAT));
+    cr_assert(sh->h && sh->v && sh->m);
+    cr_assert_eq(tg_set_requires_grad(sh->m, true), TG_OK);
+}
+
+static void shared_a_release(shared_a *sh) {
+    tg_release(sh->m), tg_release(sh->v), tg_release(sh->h), tg_release(sh->w);
 }
 
 Test(threads, shared_leaves_forward_and_backward_give_exact_grads) {
     const float w0[4] = {1, 2, 3, 4};
-    shared_a sh = {.w = leaf4(w0)};
-    sh.h = tg_mul(sh.w, sh.w);
-    sh.v = tg_slice(sh.w, 0, 1, 3, 1);
-    cr_assert(sh.h && sh.v);
+    shared_a sh;
+    shared_a_init(&sh, w0);
     run_threads(leaves_worker, &sh);
-    double want[4] = {0};
+    double want[4] = {0}, want_m = 0;
     for (int t = 0; t < NT; t++)
-        for (int i = 0; i < A_ITERS; i++)
+        for (int i = 0; i < A_ITERS; i++) {
             for (int j = 0; j < 4; j++)
                 want[j] += (t + 1) * (i % 2 ? 1.0 : 1.0 + 2.0 * w0[j] + (j == 1 || j == 2));
+            want_m += i % 2 ? A_MAT * (t + 1) : 0;
+        }
     assert_grad(sh.w, want, 4);
-    tg_release(sh.v), tg_release(sh.h), tg_release(sh.w);
+    tg_tensor *gm = tg_grad(sh.m);
+    cr_assert_not_null(gm);
+    for (int64_t e = 0; e < A_MAT * A_MAT; e += 37)
+        cr_assert_eq(tgt_at(gm, e), want_m, "m.grad[%lld] = %.1f, expected %.1f",
+                     (long long)e, tgt_at(gm, e), want_m);
+    tg_release(gm);
+    shared_a_release(&sh);
 }
 
 /* ---- (b) retain, release, detach and views of shared tensors; graphs dropped by several
@@ -379,9 +404,8 @@ static void *scan_worker(void *arg) {
 }
 
 Test(threads, leak_scan_while_other_threads_work) {
-    shared_e sh = {.a = {.w = leaf4((float[]){1, 2, 3, 4})}};
-    sh.a.h = tg_mul(sh.a.w, sh.a.w);
-    sh.a.v = tg_slice(sh.a.w, 0, 1, 3, 1);
+    shared_e sh;
+    shared_a_init(&sh.a, (float[]){1, 2, 3, 4});
     atomic_store(&sh.done, false);
     atomic_store(&g_failures, 0);
     pthread_t th[NT];
@@ -394,7 +418,7 @@ Test(threads, leak_scan_while_other_threads_work) {
     atomic_store(&sh.done, true);
     pthread_join(th[0], NULL);
     cr_assert_eq(atomic_load(&g_failures), 0, "%s", g_first_failure);
-    tg_release(sh.a.v), tg_release(sh.a.h), tg_release(sh.a.w);
+    shared_a_release(&sh.a);
 }
 
 /* ---- per-thread state: grad mode, errors and scopes ------------------------------------- */
