@@ -147,9 +147,10 @@ int tg__scopes_suspend(void);
 void tg__scopes_resume(int prev);
 /* Whether tg_release may give back a reference to t: always when no open
  * scope owns it; never when a scope the caller sees owns it (the reference
- * could be that scope's); inside a callback, whose outer scopes are hidden,
- * when t has a reference beyond those scopes' and the library's own (the
- * callback's: tg_contiguous and the like return their input's own handle). */
+ * could be that scope's); when only scopes the caller does not see own it
+ * (outer scopes hidden in a callback, scopes of other threads), when t has
+ * a reference beyond those scopes' and the library's own (the caller's:
+ * tg_contiguous and the like return their input's own handle). */
 bool tg__scope_may_release(const tg_tensor *t);
 
 bool tg__is_contiguous(const tg_tensor *t);

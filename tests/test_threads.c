@@ -6,7 +6,9 @@
  * build and free nodes on one fresh leaf (its shared leaf handle), use one
  * stale view (its grad_fn made once), make tensors over their own memory
  * whose release callbacks release other tensors, and scan for leaks while
- * the others work. Values are small integers, so every sum is exact in f32.
+ * the others work, and release their own references to a tensor that
+ * another thread's scope owns. Values are small integers, so every sum is
+ * exact in f32.
  * Meant for the sanitizers too: a lost reference count shows as a
  * use-after-free or a leak, a lost update as a wrong .grad. */
 #include <pthread.h>
@@ -419,6 +421,37 @@ Test(threads, leak_scan_while_other_threads_work) {
     pthread_join(th[0], NULL);
     cr_assert_eq(atomic_load(&g_failures), 0, "%s", g_first_failure);
     shared_a_release(&sh.a);
+}
+
+/* ---- a scope of one thread does not stand in the way of another's release ------------- */
+
+static void *release_own_worker(void *arg) {
+    worker *me = arg;
+    tg_tensor *w = me->shared;
+    for (int i = 0; i < 100; i++) {
+        tg_tensor *g = tg_grad(w); /* the same .grad the main thread's scope owns */
+        CHECK(g && tg_release(g) == TG_OK);
+        int tok = tg_scope_begin(); /* a scope of this thread that does not own it */
+        tg_tensor *mine = tg_scope_keep(tg_grad(w)), *other = tg_ones(TG_F32, TG_SHAPE(2));
+        CHECK(mine && other && tg_release(mine) == TG_OK);
+        CHECK(tg_scope_end(tok) == TG_OK);
+    }
+    return NULL;
+}
+
+Test(threads, a_scope_of_one_thread_does_not_refuse_another_threads_release) {
+    tg_tensor *w = leaf4((float[]){1, 2, 3, 4});
+    tg_tensor *y = tg_sum(w);
+    cr_assert_eq(tg_backward(y, NULL, false), TG_OK);
+    tg_release(y);
+    int tok = tg_scope_begin();
+    tg_tensor *g = tg_grad(w); /* owned by this thread's scope */
+    cr_assert_not_null(g);
+    run_threads(release_own_worker, w);
+    cr_assert_eq(tg_release(g), TG_ERR_STATE, "this thread's scope owns it");
+    tg_clear_error();
+    cr_assert_eq(tg_scope_end(tok), TG_OK);
+    tg_release(w);
 }
 
 /* ---- per-thread state: grad mode, errors and scopes ------------------------------------- */

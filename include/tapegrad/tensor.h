@@ -56,13 +56,14 @@ float tg_bf16_to_f32(uint16_t h);
 tg_tensor *tg_retain(tg_tensor *t);
 
 /* Gives back one reference. NULL is a no-op returning TG_OK. Returns
- * TG_ERR_STATE (and does nothing) while an open scope owns t: which reference
- * is given back could not be told apart, and the scope releases its own at
- * tg_scope_end(); take t out first with tg_scope_keep(), or give back your
- * own references after the scope ends. Inside a callback the scopes opened
- * outside are hidden: a result the callback received is its own reference and
- * can be given back even when a hidden scope owns another reference to the
- * same tensor. */
+ * TG_ERR_STATE (and does nothing) while an open scope of this thread owns t:
+ * which reference is given back could not be told apart, and the scope
+ * releases its own at tg_scope_end(); take t out first with tg_scope_keep(),
+ * or give back your own references after the scope ends. Inside a callback
+ * the scopes opened outside are hidden: a result the callback received is its
+ * own reference and can be given back even when a hidden scope owns another
+ * reference to the same tensor. Scopes of other threads are never in the
+ * way. */
 tg_status tg_release(tg_tensor *t);
 
 /* Labels t for error messages and reports (copied, truncated to 47 bytes).
