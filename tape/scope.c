@@ -90,12 +90,15 @@ tg_status tg_scope_end(int token) {
     if (tl_depth <= tl_floor || token != tl_depth)
         return tg__set_error(TG_ERR_STATE, "tg_scope_end: token %d does not match the innermost "
                                            "open scope (depth %d)", token, tl_depth);
-    scope *sc = &tl_scopes[tl_depth - 1];
-    for (size_t i = sc->n; i-- > 0;) {
-        sc->t[i]->scope_refs--;
-        tg__tensor_release(sc->t[i]);
+    /* the array is read again after each release: a release callback may
+     * open scopes of its own, which can move it (it sees none of these) */
+    const int d = tl_depth - 1;
+    for (size_t i = tl_scopes[d].n; i-- > 0;) {
+        tg_tensor *t = tl_scopes[d].t[i];
+        t->scope_refs--;
+        tg__tensor_release(t);
     }
-    free(sc->t);
+    free(tl_scopes[d].t);
     tl_depth--;
     if (tl_depth == 0) {
         free(tl_scopes);

@@ -151,6 +151,29 @@ Test(blob, release_callback_hides_scopes_and_keeps_the_error) {
     cr_assert_eq(tg_scope_end(tok), TG_OK);
 }
 
+/* A release callback that opens a scope of its own. */
+static void in_a_scope(void *ctx) {
+    (void)ctx;
+    int tok = tg_scope_begin();
+    g_cb_ok += tg_ones(TG_F32, TG_SHAPE(2)) != NULL && tg_scope_end(tok) == TG_OK;
+}
+
+/* The callback runs inside tg_scope_end of the scope that held the last
+ * reference, as deep as the scopes' array is long: its tg_scope_begin grows
+ * (moves) the array the ending scope is read from. */
+Test(blob, release_callback_opens_a_scope_while_one_ends) {
+    float a[2] = {1, 2};
+    g_cb_ok = 0;
+    int outer = tg_scope_begin();
+    while (tg_scope_depth() < 8) tg_scope_begin(); /* the array's first size */
+    int tok = tg_scope_depth();
+    cr_assert_not_null(tg_from_blob(TG_CPU, TG_F32, TG_SHAPE(2), NULL, a, in_a_scope, NULL));
+    cr_assert_not_null(tg_ones(TG_F32, TG_SHAPE(3)), "released after the blob");
+    cr_assert_eq(tg_scope_end(tok), TG_OK);
+    cr_assert_eq(g_cb_ok, 1);
+    cr_assert_eq(tg_scope_unwind(outer - 1), TG_OK);
+}
+
 Test(blob, bad_inputs_keep_nothing_and_call_nothing) {
     float buf[4] = {0};
     owner o = {0};
