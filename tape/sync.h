@@ -22,9 +22,9 @@
  *   allocator  (tape/alloc.c), then the timeline (tape/timeline.c)
  * No release callback (tg_from_blob's, a DLPack deleter) runs while this
  * thread holds any of them: nothing is released under the locks after
- * `engine`, and under `engine` a storage's callback is put off until the
- * outermost tg__engine_unlock. A custom function's backward does run under
- * `engine`. */
+ * `engine` unless `engine` is held too (the commit, under `grad`), and
+ * under `engine` a storage's callback is put off until the outermost
+ * tg__engine_unlock. A custom function's backward does run under `engine`. */
 #ifndef TG_TAPE_SYNC_H
 #define TG_TAPE_SYNC_H
 

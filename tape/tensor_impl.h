@@ -77,7 +77,7 @@ struct tg_tensor {
     int64_t shape[TG_MAX_DIMS];
     int64_t strides[TG_MAX_DIMS]; /* in elements */
     int64_t offset;               /* in elements */
-    /* atomic: a view's grad_fn is made again when another thread may read them */
+    /* atomic: made again for a stale view while other threads read them */
     atomic_bool requires_grad; /* set on leaves by the user; true on every non-leaf. A view
                                   also requires grad when its base does (tg__req_grad) */
     _Atomic(tg__node *) grad_fn; /* owning, NULL for leaves; for a view see tg__grad_fn */
@@ -208,7 +208,8 @@ void tg__view_attach(tg_tensor *v, tg_tensor *src);
  * gradient into its window of the base. Returns false with the error set
  * (TG_ERR_NOMEM; TG_ERR_AUTOGRAD for a view made in no-grad mode or by a
  * custom function whose storage was modified in place since: PyTorch refuses
- * those too). */
+ * those too). Threads using one stale view at once find one new grad_fn:
+ * it is made under the view lock. */
 bool tg__grad_fn(tg_tensor *t, tg__node **fn);
 /* Whether tg__grad_fn(t) would return a node (never changes t). */
 bool tg__has_grad_fn(const tg_tensor *t);
