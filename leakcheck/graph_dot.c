@@ -300,7 +300,7 @@ static void tensor_desc(FILE *f, const tg_tensor *t) {
 static void write_root(FILE *f, const walk *w, int i, const tg_tensor *t, const char *name) {
     const gnode *g = NULL;
     if (t->grad_fn) g = &w->nodes[pmap_get(&w->nmap, t->grad_fn)];
-    uint64_t cur = tg_step_current();
+    uint64_t cur = tg__current_step_locked(); /* under tg__quiesce_begin */
     bool retained = g && g->minstep < cur;
     fprintf(f, "  r%d [shape=note, style=\"filled%s\", fillcolor=\"%s\", color=\"%s\", "
                "penwidth=%s, label=\"",
@@ -407,7 +407,7 @@ static void write_edges(FILE *f, const tg__node *n) {
 }
 
 static void write_dot(FILE *f, const walk *w, tg_tensor *const *roots, const char *const *names) {
-    uint64_t cur = tg_step_current();
+    uint64_t cur = tg__current_step_locked(); /* under tg__quiesce_begin */
     char b[32];
     fputs("digraph tapegrad {\n", f);
     fprintf(f, "  graph [rankdir=BT, fontname=\"Helvetica\", fontsize=11, labelloc=t, "
@@ -455,7 +455,9 @@ tg_status tg_graph_dot(FILE *f, tg_tensor *const *roots, int n, const char *cons
         return tg_last_status();
     }
     walk w = {0};
+    tg__quiesce_begin(); /* no backward frees what it reads, no leaf handle goes */
     if (!collect(&w, roots, n)) {
+        tg__quiesce_end();
         walk_free(&w);
         return tg__set_error(TG_ERR_NOMEM, "%s: out of memory", fn);
     }
@@ -464,6 +466,7 @@ tg_status tg_graph_dot(FILE *f, tg_tensor *const *roots, int n, const char *cons
     /* the nodes moved: point the map at their new places */
     for (size_t k = 0; k < w.nn; k++) pmap_set(&w.nmap, w.nodes[k].n, (int64_t)k);
     write_dot(f, &w, roots, names);
+    tg__quiesce_end();
     walk_free(&w);
     if (fflush(f) != 0 || ferror(f))
         return tg__set_error(TG_ERR_IO, "%s: write failed", fn);

@@ -470,7 +470,7 @@ tg_leak_report *tg_leak_scan(void) {
     tg_leak_report *r = tg__xcalloc(1, sizeof *r);
     if (!r) return NULL;
     scan sc = {0};
-    tg__reg_lock();
+    tg__quiesce_begin(); /* other threads may run: nothing is freed while it reads */
     r->step = tg__current_step_locked();
     bool ok = scan_init(&sc);
     if (ok) {
@@ -482,7 +482,7 @@ tg_leak_report *tg_leak_scan(void) {
         find_unreachable(&sc, r);
         find_growth(r);
     }
-    tg__reg_unlock();
+    tg__quiesce_end();
     scan_free(&sc);
     if (!ok) {
         tg_leak_report_free(r);

@@ -312,19 +312,23 @@ void *tg__xrealloc(void *old, size_t n) {
     return p;
 }
 
-void tg__saved_bytes_add(tg_device dev, size_t n) {
+void tg__saved_hold(tg__storage *s) {
     pthread_mutex_lock(&g_lock);
-    tg_mem_stats *st = &g_stats[dev];
-    st->saved += n;
-    if (st->saved > st->saved_peak) st->saved_peak = st->saved;
-    if (tg__timeline_on()) tg__tl_saved(dev, st);
+    if (atomic_fetch_add(&s->saved_refs, 1) == 0) {
+        tg_mem_stats *st = &g_stats[s->device];
+        st->saved += s->nbytes;
+        if (st->saved > st->saved_peak) st->saved_peak = st->saved;
+        if (tg__timeline_on()) tg__tl_saved(s->device, st);
+    }
     pthread_mutex_unlock(&g_lock);
 }
 
-void tg__saved_bytes_sub(tg_device dev, size_t n) {
+void tg__saved_drop(tg__storage *s) {
     pthread_mutex_lock(&g_lock);
-    g_stats[dev].saved -= n;
-    if (tg__timeline_on()) tg__tl_saved(dev, &g_stats[dev]);
+    if (atomic_fetch_sub(&s->saved_refs, 1) == 1) {
+        g_stats[s->device].saved -= s->nbytes;
+        if (tg__timeline_on()) tg__tl_saved(s->device, &g_stats[s->device]);
+    }
     pthread_mutex_unlock(&g_lock);
 }
 

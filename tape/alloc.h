@@ -19,8 +19,11 @@ void tg__free(tg_device dev, void *p, size_t nbytes, tg_mem_category cat);
 void *tg__xmalloc(size_t n);
 void *tg__xcalloc(size_t n, size_t size);
 void *tg__xrealloc(void *p, size_t n);
-void tg__saved_bytes_add(tg_device dev, size_t n);
-void tg__saved_bytes_sub(tg_device dev, size_t n);
+/* A saved-tensor slot starts / stops holding st: its bytes count as saved
+ * while at least one slot holds it (st->saved_refs, changed under the
+ * allocator lock so that the figures follow the counter on every thread). */
+void tg__saved_hold(tg__storage *st);
+void tg__saved_drop(tg__storage *st);
 /* tg__alloc / tg__free naming the op that allocates the bytes (`op` may be
  * NULL: the op last named on this thread) for the memory timeline. *tag
  * receives what tg__free_op needs to name the op again at free time (0 when

@@ -7,6 +7,7 @@
 #include "errors.h"
 #include "tensor_impl.h"
 #include "node.h"
+#include "sync.h"
 
 static _Thread_local bool tl_grad_disabled = false; /* zero-initialised = grad on */
 
@@ -53,7 +54,10 @@ const char *tg_grad_fn_name(const tg_tensor *t) {
 
 tg_tensor *tg_grad(const tg_tensor *t) {
     if (tg__null_arg(t, "tg_grad", "t")) return NULL;
-    return tg__ret(tg_retain(t->grad));
+    tg__grad_lock(); /* a backward on another thread may be committing into it */
+    tg_tensor *g = tg_retain(t->grad);
+    tg__grad_unlock();
+    return tg__ret(g);
 }
 
 tg_status tg_zero_grad(tg_tensor *t) {

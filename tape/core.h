@@ -1,7 +1,7 @@
 /* tape/core.h - every tape/ header at once, for the layers above the tape
  * (ops/, leakcheck/): errors, memory, storages, tensors, shapes, views,
- * graph nodes, dispatch to the kernels, devices, the memory timeline's hooks
- * and the live-object registry. The tape's own files include only the
+ * graph nodes, dispatch to the kernels, devices, the memory timeline's hooks,
+ * the live-object registry and the locks. The tape's own files include only the
  * headers they use. Not installed. Internal non-static names use the tg__
  * prefix. ops/ops_internal.h adds what only the ops share.
  */
@@ -17,5 +17,6 @@
 #include "device.h"
 #include "timeline_hooks.h"
 #include "live_objects.h"
+#include "sync.h"
 
 #endif

@@ -8,7 +8,15 @@
  * only after every node that feeds it a gradient (Kahn's algorithm);
  * (4) commit the leaves' gradients only when everything succeeded. While the
  * memory timeline records, backward is a span named "tg_backward" and each
- * node run a span inside it named by the node. */
+ * node run a span inside it named by the node.
+ *
+ * Threads: one backward runs at a time in the process (the engine lock,
+ * tape/sync.h, held for all of tg_backward; recursive, so a custom backward
+ * may call tg_backward), since the walk keeps its scratch in the nodes
+ * (deps, mark, ran, gbuf) and the leaves (pending), which graphs on other
+ * threads may share. The commit holds the grad lock too: no other thread
+ * takes a reference to a .grad between the check that nobody else holds it
+ * and the add into it. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +32,7 @@
 #include "dispatch.h"
 #include "device.h"
 #include "timeline_hooks.h"
+#include "sync.h"
 
 static _Atomic uint64_t g_epoch = 1;
 
@@ -221,7 +230,9 @@ static tg_status check_root(tg_tensor *root, tg_tensor *grad) {
 }
 
 /* Commit, phase A (may fail, changes no .grad): turns the leaf's pending
- * gradient into the tensor that phase B will install or add. */
+ * gradient into the tensor that phase B will install or add. Both phases
+ * run under the grad lock; what they release meanwhile never takes it, and
+ * a release callback waits for the engine lock to go (tg__release_later). */
 /* Whether phase B adds g into the leaf's .grad in place: .grad exclusive,
  * both on the CPU (adding there cannot fail), and .grad of g's dtype or f32
  * (a bf16 .grad gaining an f32 gradient is replaced by the f32 sum). */
@@ -258,7 +269,7 @@ static void install_leaf(tg_tensor *leaf) {
         (void)tg__k_accumulate(leaf->grad, g); /* cannot fail on the host */
         tg__tensor_release(g);
     } else {
-        tg__set_grad(leaf, g);
+        tg__tensor_release(tg__swap_grad(leaf, g));
     }
 }
 
@@ -346,18 +357,21 @@ static tg_status check_input_grad(const tg__node *n, int i, const tg_tensor *g) 
  * (as PyTorch's AccumulateGrad: nothing added). */
 static tg_status route(const tg__node *n, tg__edge *e, tg_tensor *g, ptrvec *leaves) {
     if (e->kind == TG__EDGE_NODE) return accumulate(n->site, &e->node->gbuf[e->output_nr], g);
-    tg_tensor *leaf = tg__edge_leaf(e);
+    tg_tensor *leaf = tg__edge_leaf_get(e); /* a weakly held leaf may be going on a thread */
     if (!leaf || !tg__req_grad(leaf)) {
+        tg__tensor_release(leaf);
         tg__tensor_release(g);
         return TG_OK;
     }
     if (!leaf->pending) {
         if (!vec_push(leaves, leaf)) {
+            tg__tensor_release(leaf);
             tg__tensor_release(g);
             return tg_last_status();
         }
-        tg_retain(leaf);
-        leaf->lib_refs++;
+        leaf->lib_refs++; /* the list's reference: the one tg__edge_leaf_get gave */
+    } else {
+        tg__tensor_release(leaf); /* the list holds one */
     }
     return accumulate(n->site, &leaf->pending, g);
 }
@@ -422,17 +436,21 @@ static tg_status run_graph(tg_tensor *root, tg__node *rn, tg_tensor *seed, uint6
         st = run_and_route(heap_pop(&ready), epoch, &ready, leaves, retain_graph);
     free(ready.v);
     /* (4) commit the leaves: all or nothing */
+    tg__grad_lock();
     for (size_t i = 0; i < leaves->n && st == TG_OK; i++) st = prepare_leaf(leaves->v[i]);
     if (st == TG_OK)
         for (size_t i = 0; i < leaves->n; i++) install_leaf(leaves->v[i]);
+    tg__grad_unlock();
     return st;
 }
 
 /* A leaf root: its gradient is the seed (taken). */
 static tg_status backward_leaf(tg_tensor *root, tg_tensor *seed) {
     root->pending = seed;
+    tg__grad_lock();
     tg_status st = prepare_leaf(root);
     if (st == TG_OK) install_leaf(root);
+    tg__grad_unlock();
     tg__tensor_release(root->pending);
     root->pending = NULL;
     return st;
@@ -487,8 +505,8 @@ static tg_status backward_from(tg_tensor *root, tg_tensor *grad, uint64_t epoch,
     return st;
 }
 
-tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
-    if (tg__null_arg(root, "tg_backward", "root")) return tg_last_status();
+/* tg_backward with the engine lock held. */
+static tg_status backward_locked(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
     /* this backward's epoch: a node that ran in it has ran == epoch */
     const uint64_t epoch = atomic_fetch_add(&g_epoch, 1);
     tg_status st = check_root(root, grad);
@@ -511,5 +529,13 @@ tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
     tg__scopes_resume(prev_scopes);
     tg_set_grad_enabled(prev_grad);
     if (timeline) tg__tl_span_end("tg_backward", tl_token);
+    return st;
+}
+
+tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph) {
+    if (tg__null_arg(root, "tg_backward", "root")) return tg_last_status();
+    tg__engine_lock();
+    tg_status st = backward_locked(root, grad, retain_graph);
+    tg__engine_unlock(); /* then the release callbacks put off meanwhile run */
     return st;
 }

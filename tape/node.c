@@ -12,6 +12,7 @@
 #include "node.h"
 #include "dispatch.h"
 #include "live_objects.h"
+#include "sync.h"
 
 bool tg__req_grad(const tg_tensor *t) {
     return t->requires_grad || t->grad_fn || (t->view_base && tg__req_grad(t->view_base));
@@ -24,49 +25,88 @@ bool tg__needs_grad(int n_in, tg_tensor *const *inputs) {
     return false;
 }
 
-/* A new reference to t's leaf handle (made with the first edge). NULL on NOMEM. */
+/* A new reference to t's leaf handle (made with the first edge). NULL on
+ * NOMEM. Two threads making nodes on one leaf at once find one handle. */
 static tg__leafref *leafref_of(tg_tensor *t) {
-    if (t->leafref) {
-        t->leafref->refcount++;
-        return t->leafref;
+    tg__leafref *fresh = NULL, *r = NULL;
+    while (!r) { /* twice at most: when the handle went between the look and the lock */
+        /* a new handle is allocated before the lock is taken */
+        if (!fresh && !atomic_load(&t->leafref) && !(fresh = tg__xmalloc(sizeof *fresh)))
+            return NULL;
+        tg__leafref_lock();
+        if ((r = t->leafref)) {
+            atomic_fetch_add_explicit(&r->refcount, 1, memory_order_relaxed);
+        } else if (fresh) {
+            r = fresh;
+            fresh = NULL;
+            atomic_init(&r->refcount, 1);
+            r->leaf = t;
+            r->strong = !t->view_base; /* a view owns its base: holding it could close a cycle */
+            if (r->strong) {
+                tg_retain(t);
+                t->lib_refs++;
+            }
+            t->leafref = r;
+        }
+        tg__leafref_unlock();
     }
-    tg__leafref *r = tg__xmalloc(sizeof *r);
-    if (!r) return NULL;
-    r->refcount = 1;
-    r->leaf = t;
-    r->strong = !t->view_base; /* a view owns its base: holding it could close a cycle */
-    if (r->strong) {
-        tg_retain(t);
-        t->lib_refs++;
-    }
-    t->leafref = r;
+    free(fresh); /* another thread made one meanwhile */
     return r;
 }
 
-/* Drops the handle's reference to its leaf (the leaf may be freed). */
-static void unown(tg__leafref *r) {
-    if (!r->strong) return;
+/* Makes r weak: the reference it owned on its leaf, if any, for the caller
+ * to give back (not under the lock: the leaf may be freed). */
+static tg_tensor *unown_locked(tg__leafref *r) {
+    if (!r || !r->strong) return NULL;
     r->strong = false;
     r->leaf->lib_refs--;
-    tg__tensor_release(r->leaf);
+    return r->leaf;
 }
 
 void tg__leafref_release(tg__leafref *r) {
-    if (!r || --r->refcount > 0) return;
-    if (r->leaf) r->leaf->leafref = NULL;
-    if (r->strong) {
-        r->strong = false;
-        r->leaf->lib_refs--;
-        tg__tensor_release(r->leaf);
+    if (!r) return;
+    int n = atomic_load_explicit(&r->refcount, memory_order_relaxed);
+    while (n > 1) /* not the last edge: no lock */
+        if (atomic_compare_exchange_weak_explicit(&r->refcount, &n, n - 1, memory_order_acq_rel,
+                                                  memory_order_relaxed))
+            return;
+    tg__leafref_lock();
+    if (atomic_fetch_sub_explicit(&r->refcount, 1, memory_order_acq_rel) > 1) {
+        tg__leafref_unlock(); /* another edge came meanwhile */
+        return;
     }
+    if (r->leaf) r->leaf->leafref = NULL;
+    tg_tensor *owned = unown_locked(r);
+    tg__leafref_unlock();
+    tg__tensor_release(owned);
     free(r);
+}
+
+void tg__leafref_forget(tg_tensor *t) {
+    tg__leafref_lock();
+    tg__leafref *r = t->leafref;
+    if (r) r->leaf = NULL; /* a weak handle (a strong one would have kept t alive) */
+    t->leafref = NULL;
+    tg__leafref_unlock();
+}
+
+tg_tensor *tg__edge_leaf_get(const tg__edge *e) {
+    if (e->kind != TG__EDGE_LEAF || !e->ref) return NULL;
+    tg__leafref_lock();
+    tg_tensor *leaf = e->ref->leaf;
+    if (leaf && !tg__tensor_try_retain(leaf)) leaf = NULL; /* dying on another thread */
+    tg__leafref_unlock();
+    return leaf;
 }
 
 void tg__unown_leaf_chain(tg_tensor *t) {
     tg_tensor *x = tg_retain(t);
     while (x) {
         tg_tensor *next = tg_retain(x->grad_owner);
-        if (x->leafref) unown(x->leafref);
+        tg__leafref_lock();
+        tg_tensor *owned = unown_locked(x->leafref);
+        tg__leafref_unlock();
+        tg__tensor_release(owned);
         tg__tensor_release(x);
         x = next;
     }
@@ -99,13 +139,12 @@ tg__node *tg__node_new(tg_site s, const tg__op_def *op, const char *name, int n_
     n->out_meta = (tg__meta *)p;
     p += (size_t)n_out * sizeof(tg__meta);
     n->gbuf = (tg_tensor **)p; /* [n_out], used by the backward engine */
-    n->refcount = 1;
+    atomic_init(&n->refcount, 1);
     n->op = op;
     n->name = name ? name : (op ? op->name : "Backward");
     n->site = s;
     n->n_in = n_in;
     n->n_out = n_out;
-    tg__reg_node_add(n);
     for (int i = 0; i < n_in; i++) {
         tg_tensor *t = inputs[i];
         if (!t) continue;
@@ -125,8 +164,10 @@ tg__node *tg__node_new(tg_site s, const tg__op_def *op, const char *name, int n_
             n->edge[i].kind = TG__EDGE_LEAF;
         }
     }
+    tg__reg_node_add(n); /* listed once its edges are set: a leak scan may read them */
     return n;
 fail:
+    tg__reg_node_add(n); /* counted, for the release */
     tg__node_release(n);
     return NULL;
 }
@@ -134,10 +175,10 @@ fail:
 void tg__node_set_output(tg__node *n, int k, tg_tensor *out) {
     meta_of(&n->out_meta[k], out);
     tg__node_retain(n);
-    tg__node_release(out->grad_fn);
-    out->grad_fn = n;
     out->output_nr = k;
     out->requires_grad = true;
+    tg__node *old = atomic_exchange(&out->grad_fn, n);
+    tg__node_release(old);
 }
 
 tg__node *tg__record(tg_site s, const tg__op_def *op, int n_in, tg_tensor *const *inputs,
@@ -152,16 +193,20 @@ tg__node *tg__record(tg_site s, const tg__op_def *op, int n_in, tg_tensor *const
 int tg__node_save(tg__node *n, tg_tensor *t, bool is_output, int io) {
     if (n->n_saved == n->cap_saved) {
         int cap = n->cap_saved ? 2 * n->cap_saved : 2;
+        tg__reg_lock(); /* a leak scan on another thread may be reading the slots */
         tg__saved *ns = tg__xrealloc(n->saved, (size_t)cap * sizeof *ns);
+        if (ns) {
+            n->saved = ns;
+            n->cap_saved = cap;
+        }
+        tg__reg_unlock();
         if (!ns) return -1;
-        n->saved = ns;
-        n->cap_saved = cap;
     }
     tg__saved *sv = &n->saved[n->n_saved];
     memset(sv, 0, sizeof *sv);
     sv->storage = t->storage;
     tg__storage_retain(t->storage);
-    if (t->storage->saved_refs++ == 0) tg__saved_bytes_add(t->storage->device, t->storage->nbytes);
+    tg__saved_hold(t->storage);
     meta_of(&sv->meta, t);
     for (int d = 0; d < t->ndim; d++) sv->strides[d] = t->strides[d];
     sv->offset = t->offset;
@@ -183,7 +228,9 @@ int tg__node_save(tg__node *n, tg_tensor *t, bool is_output, int io) {
 
 /* Builds the TG_ERR_INPLACE message for slot sv of node n. */
 static tg_status inplace_error(const tg__node *n, const tg__saved *sv) {
-    const tg__storage *st = sv->storage;
+    tg__version_event ring[TG__VERSION_HISTORY]; /* a copy: other threads may bump it */
+    uint64_t version;
+    const uint64_t n_events = tg__storage_history(sv->storage, ring, &version);
     char shape[160], what[256], hist[1600];
     tg__shape_str(shape, sizeof shape, sv->meta.ndim, sv->meta.shape);
     if (sv->producer)
@@ -196,7 +243,7 @@ static tg_status inplace_error(const tg__node *n, const tg__saved *sv) {
     /* In-place events after the save, oldest first, from the ring buffer. */
     size_t k = 0;
     hist[0] = '\0';
-    uint64_t first = st->n_events > TG__VERSION_HISTORY ? st->n_events - TG__VERSION_HISTORY : 0;
+    uint64_t first = n_events > TG__VERSION_HISTORY ? n_events - TG__VERSION_HISTORY : 0;
     uint64_t listed = 0;
     /* the hint names each op that was used, once, with its out-of-place form */
     char hint[256];
@@ -204,8 +251,8 @@ static tg_status inplace_error(const tg__node *n, const tg__saved *sv) {
     const char *named[TG__VERSION_HISTORY];
     int n_named = 0;
     hint[0] = '\0';
-    for (uint64_t e = first; e < st->n_events; e++) {
-        const tg__version_event *ev = &st->hist[e % TG__VERSION_HISTORY];
+    for (uint64_t e = first; e < n_events; e++) {
+        const tg__version_event *ev = &ring[e % TG__VERSION_HISTORY];
         if (ev->version <= sv->version) continue;
         bool seen = false;
         for (int i = 0; i < n_named; i++) seen |= strcmp(named[i], ev->op) == 0;
@@ -224,7 +271,7 @@ static tg_status inplace_error(const tg__node *n, const tg__saved *sv) {
                         (unsigned long long)ev->version);
         listed++;
     }
-    uint64_t moved = st->version - sv->version;
+    uint64_t moved = version - sv->version;
     char lost[96] = "";
     if (moved > listed)
         snprintf(lost, sizeof lost, " (and %llu earlier ones not remembered)",
@@ -244,7 +291,7 @@ static tg_status inplace_error(const tg__node *n, const tg__saved *sv) {
         tg_dtype_name(sv->meta.dtype), shape,
         tg__label((char[TG__LABEL_LEN]){0}, TG__LABEL_LEN, sv->name, sv->id), what, n->name,
         n->site.file ? n->site.file : "?", n->site.line, role,
-        (unsigned long long)st->version, (unsigned long long)sv->version,
+        (unsigned long long)version, (unsigned long long)sv->version,
         listed ? hist : "(none recorded)", lost, hint);
 }
 
@@ -279,18 +326,23 @@ tg_status tg__node_check(tg__node *n) {
      * still be a leaf (an in-place op recorded on it, or on the base of a view
      * that was marked requires_grad itself, gave it a grad_fn since) */
     for (int i = 0; i < n->n_in; i++) {
-        tg_tensor *leaf = tg__edge_leaf(&n->edge[i]);
+        tg_tensor *leaf = tg__edge_leaf_get(&n->edge[i]);
         tg__node *fn;
-        if (!leaf || !tg__has_grad_fn(leaf)) continue;
-        if (!tg__grad_fn(leaf, &fn)) return tg_last_status();
-        return tg__set_error(TG_ERR_AUTOGRAD,
-                             "tg_backward: leaf variable has been moved into the graph "
-                             "interior: %s was a leaf when %s (created at %s:%d) used it as "
-                             "its input %d, and has a grad_fn (%s) since (an in-place op "
-                             "recorded on it, or on the base of a view of it). Use a clone "
-                             "or tg_detach for the in-place op.",
-                             TG__LABEL(leaf), n->name, n->site.file ? n->site.file : "?",
-                             n->site.line, i, fn ? fn->name : "?");
+        if (!leaf || !tg__has_grad_fn(leaf)) {
+            tg__tensor_release(leaf);
+            continue;
+        }
+        if (tg__grad_fn(leaf, &fn)) /* else its error stands */
+            tg__set_error(TG_ERR_AUTOGRAD,
+                          "tg_backward: leaf variable has been moved into the graph interior: "
+                          "%s was a leaf when %s (created at %s:%d) used it as its input %d, "
+                          "and has a grad_fn (%s) since (an in-place op recorded on it, or on "
+                          "the base of a view of it). Use a clone or tg_detach for the "
+                          "in-place op.",
+                          TG__LABEL(leaf), n->name, n->site.file ? n->site.file : "?",
+                          n->site.line, i, fn ? fn->name : "?");
+        tg__tensor_release(leaf);
+        return tg_last_status();
     }
     return TG_OK;
 }
@@ -308,39 +360,44 @@ void tg__node_free_saved(tg__node *n) {
     for (int i = 0; i < n->n_saved; i++) {
         tg__storage *st = n->saved[i].storage;
         if (!st) continue;
-        if (--st->saved_refs == 0) tg__saved_bytes_sub(st->device, st->nbytes);
-        tg__storage_release(st);
         n->saved[i].storage = NULL;
+        tg__saved_drop(st);
+        tg__storage_release(st);
     }
     if (n->n_saved || (n->op && n->op->single_use)) n->freed = true;
 }
 
 void tg__node_retain(tg__node *n) {
-    if (n) n->refcount++;
+    if (n) atomic_fetch_add_explicit(&n->refcount, 1, memory_order_relaxed);
+}
+
+/* Gives back one reference to n; true when it was the last. */
+static bool node_unref(tg__node *n) {
+    return atomic_fetch_sub_explicit(&n->refcount, 1, memory_order_acq_rel) == 1;
 }
 
 void tg__node_release(tg__node *n) {
-    if (!n || --n->refcount > 0) return;
+    if (!n || !node_unref(n)) return;
     /* Worklist through the intrusive free_next link: no recursion, no allocation. */
     tg__node *todo = n;
     n->free_next = NULL;
     while (todo) {
         tg__node *cur = todo;
         todo = cur->free_next;
+        tg__reg_node_del(cur); /* first: a leak scan reads listed nodes whole */
         tg__node_free_saved(cur);
         free(cur->saved);
         for (int i = 0; i < cur->n_in; i++) {
             tg__edge *e = &cur->edge[i];
             if (e->kind == TG__EDGE_LEAF) {
                 tg__leafref_release(e->ref);
-            } else if (e->kind == TG__EDGE_NODE && --e->node->refcount == 0) {
+            } else if (e->kind == TG__EDGE_NODE && node_unref(e->node)) {
                 e->node->free_next = todo;
                 todo = e->node;
             }
         }
         for (int k = 0; k < cur->n_out; k++) tg__tensor_release(cur->gbuf[k]);
         free(cur->state);
-        tg__reg_node_del(cur);
         free(cur);
     }
 }

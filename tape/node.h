@@ -26,11 +26,14 @@ typedef enum { TG__EDGE_NONE = 0, TG__EDGE_NODE, TG__EDGE_LEAF } tg__edge_kind;
  * lead back to the leaf, and an owning reference there would close a cycle
  * (x -> grad_fn -> ... -> edge -> x). Handles on views are weak from the
  * start (a view owns its base). A weak handle's leaf sets `leaf` to NULL when
- * it dies; a gradient for it is then dropped (nobody can read it). */
+ * it dies; a gradient for it is then dropped (nobody can read it).
+ * Threads: the handle is made, found (the leaf's `leafref`), made weak and
+ * freed under the leafref lock, and `strong` and `leaf` change only under
+ * it; `refcount` reaches 0 only under it. */
 struct tg__leafref {
-    int refcount;      /* edges holding it */
+    atomic_int refcount; /* edges holding it */
     bool strong;
-    tg_tensor *leaf;   /* owning while strong; NULL once a weakly held leaf died */
+    tg_tensor *leaf;     /* owning while strong; NULL once a weakly held leaf died */
 };
 
 typedef struct tg__edge {
@@ -41,10 +44,14 @@ typedef struct tg__edge {
 } tg__edge;
 
 /* The leaf an edge of kind LEAF points to, or NULL (another kind, or the
- * leaf has been freed). */
+ * leaf has been freed). Borrowed: for readers holding the leafref lock
+ * (tg__quiesce_begin); others use tg__edge_leaf_get. */
 static inline tg_tensor *tg__edge_leaf(const tg__edge *e) {
     return e->kind == TG__EDGE_LEAF && e->ref ? e->ref->leaf : NULL;
 }
+/* The same as a new reference (NULL when the leaf is gone or going: its
+ * last reference is being given back on another thread). */
+tg_tensor *tg__edge_leaf_get(const tg__edge *e);
 
 typedef struct tg__saved {
     tg__storage *storage;       /* owning; NULL once freed */
@@ -83,7 +90,7 @@ typedef struct tg__op_def {
 } tg__op_def;
 
 struct tg__node {
-    int refcount;
+    atomic_int refcount;
     const tg__op_def *op;       /* NULL for custom functions */
     const char *name;           /* op->name or the custom function's name */
     tg_site site;
@@ -91,9 +98,13 @@ struct tg__node {
     tg__edge *edge;             /* [n_in] */
     tg__meta *in_meta;          /* [n_in] */
     tg__meta *out_meta;         /* [n_out] */
-    int n_saved, cap_saved;
+    /* a leak scan may read the slots while an op saves: a slot is filled
+     * before n_saved counts it, and `saved` moves under the registry lock */
+    atomic_int n_saved;
+    int cap_saved;
     tg__saved *saved;           /* [n_saved] */
-    bool freed;                 /* saved tensors released by backward */
+    bool freed;                 /* saved tensors released by backward (under the engine
+                                   lock) */
     double dparam[4];           /* op parameters (scale factor, bounds...) */
     int64_t iparam[6];          /* op parameters (dim, keepdim, ...) */
     void *state;                /* custom function state (owned) */
@@ -101,7 +112,7 @@ struct tg__node {
     const tg_function *fn;      /* custom function, or NULL */
     void *fn_user;
     uint64_t id, step;
-    /* backward engine scratch */
+    /* backward engine scratch (under the engine lock) */
     int deps;
     uint64_t mark;
     uint64_t ran;               /* the epoch of the last backward that ran it */
@@ -143,6 +154,9 @@ tg_status tg__node_check(tg__node *n);
 void tg__node_free_saved(tg__node *n);
 void tg__node_retain(tg__node *n);
 void tg__leafref_release(tg__leafref *r);
+/* For t dying (its last reference given back): its weak handle, if any,
+ * forgets it, so edges see the leaf is gone. */
+void tg__leafref_forget(tg_tensor *t);
 /* After a recorded in-place op gave t (a tensor that is not a view) a new
  * history: makes the leaf handles of t and of the leaves owning it through
  * .grad (t's grad_owner, its grad_owner, ...) weak. The caller holds a

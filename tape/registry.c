@@ -94,6 +94,7 @@ uint64_t tg_step_current(void) { return tg__current_step(); }
             if ((obj)->reg_prev) (obj)->reg_prev->reg_next = (obj)->reg_next;    \
             else (head) = (obj)->reg_next;                                       \
             if ((obj)->reg_next) (obj)->reg_next->reg_prev = (obj)->reg_prev;    \
+            (obj)->scan = -1; /* a scan finding it by a weak pointer skips it */ \
         }                                                                        \
         (counter)--;                                                             \
         pthread_mutex_unlock(&g_reg_lock);                                       \

@@ -32,13 +32,16 @@ void tg__scopes_resume(int prev) { tl_floor = prev; }
 
 bool tg__scope_may_release(const tg_tensor *t) {
     if (t->scope_refs == 0) return true;
-    if (tl_floor == 0) return false; /* no scope hidden: the reference could be a scope's */
-    for (int d = tl_floor; d < tl_depth; d++) /* a visible scope owns it */
+    for (int d = tl_floor; d < tl_depth; d++) /* a scope the caller sees owns it */
         for (size_t i = 0; i < tl_scopes[d].n; i++)
             if (tl_scopes[d].t[i] == t) return false;
-    /* every scope reference belongs to a hidden (outer) scope: a reference
-     * beyond those and the library's own is the callback's */
-    return t->refcount - t->lib_refs > t->scope_refs;
+    /* Every scope reference belongs to a hidden (outer) scope of a callback
+     * or to another thread's scope: a reference beyond those and the
+     * library's own is the caller's. Read in this order the counts never
+     * make one up while other threads move them: a reference is counted in
+     * refcount before scope_refs or lib_refs, and leaves it after them. */
+    const int scoped = t->scope_refs, lib = t->lib_refs;
+    return t->refcount - lib > scoped;
 }
 
 static bool reserve(scope *sc, size_t extra) {
@@ -87,12 +90,15 @@ tg_status tg_scope_end(int token) {
     if (tl_depth <= tl_floor || token != tl_depth)
         return tg__set_error(TG_ERR_STATE, "tg_scope_end: token %d does not match the innermost "
                                            "open scope (depth %d)", token, tl_depth);
-    scope *sc = &tl_scopes[tl_depth - 1];
-    for (size_t i = sc->n; i-- > 0;) {
-        sc->t[i]->scope_refs--;
-        tg__tensor_release(sc->t[i]);
+    /* the array is read again after each release: a release callback may
+     * open scopes of its own, which can move it (it sees none of these) */
+    const int d = tl_depth - 1;
+    for (size_t i = tl_scopes[d].n; i-- > 0;) {
+        tg_tensor *t = tl_scopes[d].t[i];
+        t->scope_refs--;
+        tg__tensor_release(t);
     }
-    free(sc->t);
+    free(tl_scopes[d].t);
     tl_depth--;
     if (tl_depth == 0) {
         free(tl_scopes);

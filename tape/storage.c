@@ -12,6 +12,7 @@
 #include "alloc.h"
 #include "tensor_impl.h"
 #include "live_objects.h"
+#include "sync.h"
 
 /* Where a storage over the caller's NULL points: tg_from_blob and
  * tg_from_dlpack take data NULL for a tensor without elements (what NumPy
@@ -27,7 +28,7 @@ static tg__storage *storage_open(tg__storage *st, tg_site s, tg_device dev, void
                                  size_t nbytes, tg_mem_category cat) {
     assert(data != NULL);
     st->data = data;
-    st->refcount = 1;
+    atomic_init(&st->refcount, 1);
     st->device = dev;
     st->cat = cat;
     st->nbytes = nbytes;
@@ -81,15 +82,17 @@ void *tg__user_ptr(const tg_tensor *t) {
 }
 
 void tg__storage_retain(tg__storage *st) {
-    if (st) st->refcount++;
+    if (st) atomic_fetch_add_explicit(&st->refcount, 1, memory_order_relaxed);
 }
 
 void tg__storage_release(tg__storage *st) {
-    if (!st || --st->refcount > 0) return;
+    if (!st || atomic_fetch_sub_explicit(&st->refcount, 1, memory_order_acq_rel) > 1) return;
     tg__reg_storage_del(st);
     if (st->cat == TG_MEM_EXTERNAL) {
         tg__external_drop(st->device, st->nbytes, st->tl_tag);
-        if (st->release) st->release(st->release_ctx);
+        /* the callback may call the library: never under one of its locks */
+        if (st->release && tg__release_later(st)) return;
+        if (st->release) tg__call_release(st->release, st->release_ctx);
     } else {
         tg__free_op(st->device, st->data, st->nbytes, st->cat, st->tl_tag);
     }
@@ -97,11 +100,22 @@ void tg__storage_release(tg__storage *st) {
 }
 
 void tg__storage_bump(tg__storage *st, const char *op, const char *alt, tg_site site) {
-    st->version++;
+    tg__history_lock();
+    const uint64_t v = atomic_fetch_add(&st->version, 1) + 1;
     tg__version_event *ev = &st->hist[st->n_events % TG__VERSION_HISTORY];
     ev->op = op;
     ev->alt = alt;
     ev->site = site;
-    ev->version = st->version;
+    ev->version = v;
     st->n_events++;
+    tg__history_unlock();
+}
+
+uint64_t tg__storage_history(const tg__storage *st, tg__version_event *hist, uint64_t *version) {
+    tg__history_lock();
+    memcpy(hist, st->hist, sizeof st->hist);
+    const uint64_t n = st->n_events;
+    *version = st->version;
+    tg__history_unlock();
+    return n;
 }

@@ -13,6 +13,7 @@
 #include "dispatch.h"
 #include "device.h"
 #include "live_objects.h"
+#include "sync.h"
 
 size_t tg_dtype_size(tg_dtype dt) { return tg__k_dtype_size(dt); }
 
@@ -78,7 +79,7 @@ tg_tensor *tg__tensor_alias(tg_site s, tg__storage *st, tg_dtype dt, int ndim,
                          const int64_t *shape, const int64_t *strides, int64_t offset) {
     tg_tensor *t = tg__xcalloc(1, sizeof *t);
     if (!t) return NULL;
-    t->refcount = 1;
+    atomic_init(&t->refcount, 1);
     t->storage = st;
     tg__storage_retain(st);
     t->dtype = dt;
@@ -126,14 +127,17 @@ tg_tensor *tg__zeros_on(tg_site s, tg_device dev, tg_dtype dt, int ndim, const i
 }
 
 void tg__tensor_release(tg_tensor *t) {
-    if (!t || --t->refcount > 0) return;
+    if (!t || atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) > 1) return;
+    /* No other thread can reach t now, but through the weak pointers of the
+     * leak scan (the registry) and of a weak leaf handle: both are let go
+     * under their locks before t is freed. */
     tg__reg_tensor_del(t);
-    if (t->leafref) t->leafref->leaf = NULL; /* a weak handle: edges see the leaf is gone */
+    if (atomic_load(&t->leafref)) tg__leafref_forget(t);
     tg__storage_release(t->storage);
     /* Depth: a strong leaf handle never holds a tensor that has a grad_fn or
      * whose .grad has one (tg__unown_leaf_chain), and a view's base is never a
      * view: the recursion below is shallow. */
-    tg__set_grad(t, NULL);
+    tg__tensor_release(tg__swap_grad(t, NULL));
     tg__tensor_release(t->pending);
     tg__node_release(t->grad_fn);
     if (t->view_base) {
@@ -143,7 +147,16 @@ void tg__tensor_release(tg_tensor *t) {
     free(t);
 }
 
-void tg__set_grad(tg_tensor *leaf, tg_tensor *g) {
+bool tg__tensor_try_retain(tg_tensor *t) {
+    int n = atomic_load_explicit(&t->refcount, memory_order_relaxed);
+    while (n > 0)
+        if (atomic_compare_exchange_weak_explicit(&t->refcount, &n, n + 1, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return true;
+    return false;
+}
+
+tg_tensor *tg__swap_grad(tg_tensor *leaf, tg_tensor *g) {
     if (g) {
         g->lib_refs++;
         g->grad_owner = leaf;
@@ -153,12 +166,19 @@ void tg__set_grad(tg_tensor *leaf, tg_tensor *g) {
     if (old) {
         old->lib_refs--;
         if (old->grad_owner == leaf) old->grad_owner = NULL;
-        tg__tensor_release(old);
     }
+    return old;
+}
+
+void tg__set_grad(tg_tensor *leaf, tg_tensor *g) {
+    tg__grad_lock();
+    tg_tensor *old = tg__swap_grad(leaf, g);
+    tg__grad_unlock();
+    tg__tensor_release(old); /* not under the lock: its release may run a callback */
 }
 
 tg_tensor *tg_retain(tg_tensor *t) {
-    if (t) t->refcount++;
+    if (t) atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
     return t;
 }
 

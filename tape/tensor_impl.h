@@ -5,6 +5,8 @@
 #ifndef TG_TAPE_TENSOR_IMPL_H
 #define TG_TAPE_TENSOR_IMPL_H
 
+#include <stdatomic.h>
+
 #include "defs.h"
 #include "tapegrad/autograd.h"
 #include "tapegrad/memory.h"
@@ -19,16 +21,20 @@ typedef struct tg__version_event {
     uint64_t version;    /* version after the bump */
 } tg__version_event;
 
+/* Fields of atomic types may be read and changed by several threads at once;
+ * the comments (and tape/sync.h) name the lock that guards some of the rest. */
 struct tg__storage {
-    int refcount;
-    int saved_refs;            /* saved-tensor slots holding it (saved bytes) */
+    atomic_int refcount;
+    atomic_int saved_refs;     /* saved-tensor slots holding it (saved bytes); changed under
+                                  the allocator lock (tg__saved_hold / tg__saved_drop) */
     tg_device device;
     tg_mem_category cat;
     size_t nbytes;
     void *data;                /* never NULL (tg__storage_adopt: an empty tensor's NULL) */
-    uint64_t version;
-    uint64_t n_events;         /* bumps recorded in total */
-    tg__version_event hist[TG__VERSION_HISTORY]; /* ring: hist[(k) % N] = event k */
+    _Atomic uint64_t version;
+    uint64_t n_events;         /* bumps recorded in total (under the history lock) */
+    tg__version_event hist[TG__VERSION_HISTORY]; /* ring: hist[(k) % N] = event k (under
+                                                    the history lock) */
     tg_site site;
     uint64_t id, step;
     int64_t scan;              /* index during a leak scan, -1 when not listed */
@@ -38,6 +44,7 @@ struct tg__storage {
      * (may be NULL) is called with release_ctx when the storage dies */
     void (*release)(void *ctx);
     void *release_ctx;
+    tg__storage *later_next;   /* dead, its callback put off (tg__release_later) */
 };
 
 /* `who` (may be NULL) names the op allocating it in the memory timeline. */
@@ -53,13 +60,16 @@ tg__storage *tg__storage_adopt(tg_site s, tg_device dev, void *data, size_t nbyt
 void tg__storage_release(tg__storage *st);
 /* Bumps the version and records the event. */
 void tg__storage_bump(tg__storage *st, const char *op, const char *alt, tg_site site);
+/* A consistent copy of st's in-place history: the ring into hist, returns
+ * the number of events recorded in total and sets *version. */
+uint64_t tg__storage_history(const tg__storage *st, tg__version_event *hist, uint64_t *version);
 
 /* ---- tensors (tape/tensor.c) ------------------------------------------------ */
 
 struct tg_tensor {
-    int refcount;
-    int scope_refs;            /* references owned by open scopes */
-    int lib_refs;              /* references held by library objects: a view's base, a
+    atomic_int refcount;
+    atomic_int scope_refs;     /* references owned by open scopes (of any thread) */
+    atomic_int lib_refs;       /* references held by library objects: a view's base, a
                                   leaf's .grad, a strong leaf handle, backward's list of
                                   leaves */
     tg__storage *storage;
@@ -68,23 +78,26 @@ struct tg_tensor {
     int64_t shape[TG_MAX_DIMS];
     int64_t strides[TG_MAX_DIMS]; /* in elements */
     int64_t offset;               /* in elements */
-    bool requires_grad;        /* set on leaves by the user; true on every non-leaf. A view
+    /* atomic: made again for a stale view while other threads read them */
+    atomic_bool requires_grad; /* set on leaves by the user; true on every non-leaf. A view
                                   also requires grad when its base does (tg__req_grad) */
-    tg__node *grad_fn;         /* owning, NULL for leaves; for a view see tg__grad_fn */
-    int output_nr;             /* which output of grad_fn */
-    tg_tensor *grad;           /* owning, leaves only */
-    tg_tensor *pending;        /* backward scratch: gradient being accumulated */
-    tg__leafref *leafref;      /* not owning: the handle graph edges hold on this leaf, NULL
-                                  while no edge points to it */
+    _Atomic(tg__node *) grad_fn; /* owning, NULL for leaves; for a view see tg__grad_fn */
+    atomic_int output_nr;      /* which output of grad_fn */
+    tg_tensor *grad;           /* owning, leaves only (under the grad lock) */
+    tg_tensor *pending;        /* backward scratch: gradient being accumulated (under the
+                                  engine lock) */
+    _Atomic(tg__leafref *) leafref; /* not owning: the handle graph edges hold on this leaf,
+                                  NULL while no edge points to it (set under the leafref
+                                  lock) */
     tg_tensor *grad_owner;     /* not owning: the leaf whose .grad this tensor is, or NULL */
     /* Views (PyTorch's view + in-place semantics, ops/view_inplace.c). */
     tg_tensor *view_base;      /* owning: the tensor (never itself a view) whose storage a view
                                   op's result shares; NULL for tensors that are not views */
-    uint64_t view_hist;        /* view_base->hist when grad_fn was last made */
-    uint64_t view_version;     /* the storage's version when the view was made (views
+    _Atomic uint64_t view_hist; /* view_base->hist when grad_fn was last made */
+    _Atomic uint64_t view_version; /* the storage's version when the view was made (views
                                   that may not be rebased compare it, as PyTorch) */
     uint8_t view_kind;         /* tg__view_kind: how the view was created */
-    uint64_t hist;             /* bases: bumped each time a recorded in-place op (on the
+    _Atomic uint64_t hist;     /* bases: bumped each time a recorded in-place op (on the
                                   tensor or on one of its views) replaces grad_fn */
     char name[TG__NAME_LEN];
     tg_site site;
@@ -111,9 +124,16 @@ tg_tensor *tg__new_output_on(tg_site s, const char *who, tg_device dev, tg_dtype
 /* A zero-filled tensor on dev (category tg__op_category()). */
 tg_tensor *tg__zeros_on(tg_site s, tg_device dev, tg_dtype dt, int ndim, const int64_t *shape);
 void tg__tensor_release(tg_tensor *t); /* ignores scope ownership; NULL: nothing */
+/* A new reference to t unless its last one is being given back (on another
+ * thread): false then. For weak pointers read under the lock that their
+ * target's release takes before it frees it (a leaf handle's leaf). */
+bool tg__tensor_try_retain(tg_tensor *t);
 /* Replaces leaf's .grad with g (taking over the caller's reference to g; NULL
- * to drop it), keeping lib_refs in step. */
+ * to drop it), keeping lib_refs in step; takes the grad lock. */
 void tg__set_grad(tg_tensor *leaf, tg_tensor *g);
+/* The same with the grad lock held by the caller (or leaf reachable by no
+ * other thread): returns the old .grad, which the caller releases. */
+tg_tensor *tg__swap_grad(tg_tensor *leaf, tg_tensor *g);
 /* Hands t to the innermost open scope (unless scopes are suspended); returns t. */
 tg_tensor *tg__ret(tg_tensor *t);
 /* Makes room in the innermost open scope for n more tensors, so that the
@@ -128,9 +148,10 @@ int tg__scopes_suspend(void);
 void tg__scopes_resume(int prev);
 /* Whether tg_release may give back a reference to t: always when no open
  * scope owns it; never when a scope the caller sees owns it (the reference
- * could be that scope's); inside a callback, whose outer scopes are hidden,
- * when t has a reference beyond those scopes' and the library's own (the
- * callback's: tg_contiguous and the like return their input's own handle). */
+ * could be that scope's); when only scopes the caller does not see own it
+ * (outer scopes hidden in a callback, scopes of other threads), when t has
+ * a reference beyond those scopes' and the library's own (the caller's:
+ * tg_contiguous and the like return their input's own handle). */
 bool tg__scope_may_release(const tg_tensor *t);
 
 bool tg__is_contiguous(const tg_tensor *t);
@@ -191,7 +212,8 @@ void tg__view_attach(tg_tensor *v, tg_tensor *src);
  * gradient into its window of the base. Returns false with the error set
  * (TG_ERR_NOMEM; TG_ERR_AUTOGRAD for a view made in no-grad mode or by a
  * custom function whose storage was modified in place since: PyTorch refuses
- * those too). */
+ * those too). Threads using one stale view at once find one new grad_fn:
+ * it is made under the view lock. */
 bool tg__grad_fn(tg_tensor *t, tg__node **fn);
 /* Whether tg__grad_fn(t) would return a node (never changes t). */
 bool tg__has_grad_fn(const tg_tensor *t);

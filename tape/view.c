@@ -35,6 +35,7 @@
 #include "tensor_impl.h"
 #include "node.h"
 #include "dispatch.h"
+#include "sync.h"
 
 /* Elements from t's first to its last element (0 when empty). */
 static int64_t span_of(const tg_tensor *t) {
@@ -140,9 +141,10 @@ const char *tg__view_kind_text(const tg_tensor *t) {
                                             : "was returned by a custom function's forward";
 }
 
-bool tg__grad_fn(tg_tensor *t, tg__node **fn) {
-    *fn = t->grad_fn;
-    if (!stale(t)) return true;
+/* tg__grad_fn for a stale t, with the view lock held: a new grad_fn for t,
+ * *old receiving a reference to the old one (for the caller to release once
+ * the lock is let go: its release may run a callback). */
+static bool regenerate_locked(tg_tensor *t, tg__node **old) {
     tg_tensor *base = t->view_base;
     if (t->view_kind != TG__VIEW_DEFAULT) {
         tg__set_error(TG_ERR_AUTOGRAD,
@@ -165,12 +167,33 @@ bool tg__grad_fn(tg_tensor *t, tg__node **fn) {
     }
     n->state = g;
     n->state_bytes = sizeof *g;
-    tg__node_set_output(n, 0, t); /* t owns it (and drops its old grad_fn) */
+    /* t keeps a grad_fn all along (other threads read it without the lock):
+     * the old one is released by the caller */
+    *old = t->grad_fn;
+    tg__node_retain(*old);
+    tg__node_set_output(n, 0, t); /* t owns n now */
     tg__node_release(n);
     t->view_hist = base->hist;
     t->view_version = t->storage->version;
-    *fn = t->grad_fn;
     return true;
+}
+
+bool tg__grad_fn(tg_tensor *t, tg__node **fn) {
+    if (!stale(t)) {
+        *fn = t->grad_fn;
+        return true;
+    }
+    /* Made once when threads use the view at once: the first makes it, the
+     * others find it up to date (a recorded in-place op on the base or one
+     * of its views while other threads use the view is a race of the
+     * caller's, as in PyTorch). */
+    tg__node *old = NULL;
+    tg__view_lock();
+    const bool ok = !stale(t) || regenerate_locked(t, &old);
+    *fn = t->grad_fn;
+    tg__view_unlock();
+    tg__node_release(old);
+    return ok;
 }
 
 

@@ -3,11 +3,12 @@
  * array; the caller's writes are seen, and tg_mark_modified makes a graph
  * that saved the tensor refuse them), caller strides, the release callback
  * called exactly once when the last reference (views, saved tensors, .grad
- * targets) is gone and never on failure, the bytes counted as "external",
- * every bad input refused with nothing kept, allocation failures, a
- * device pointer on the (emulated) CUDA device, and empty tensors over no
- * memory at all (data NULL, what NumPy and DLPack give) through the ops that
- * read memory on the host (the registry walks every op with them). */
+ * targets) is gone and never on failure, with the caller's scopes hidden
+ * and its error kept, the bytes counted as "external", every bad input
+ * refused with nothing kept, allocation failures, a device pointer on the
+ * (emulated) CUDA device, and empty tensors over no memory at all (data
+ * NULL, what NumPy and DLPack give) through the ops that read memory on the
+ * host (the registry walks every op with them). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +112,68 @@ Test(blob, autograd_over_the_callers_memory) {
     cr_assert_eq(o.released, 0, "the graph's saved reference keeps it");
     tg_release(m);
     cr_assert_eq(o.released, 1);
+}
+
+/* A release callback that uses the library: makes a tensor and gives it
+ * back, and fails a call of its own. */
+static int g_cb_ok;
+static void use_library(void *ctx) {
+    (void)ctx;
+    tg_tensor *t = tg_ones(TG_F32, TG_SHAPE(2));
+    g_cb_ok += t && tg_release(t) == TG_OK;
+    tg_set_error(TG_ERR_SHAPE, "the callback's own failure");
+}
+
+/* As any callback, a release callback sees none of its caller's scopes (a
+ * tensor it makes is its own to release), and the thread's error is the
+ * caller's again after it: when the last reference goes in tg_release, and
+ * when backward frees the graph that saved the tensor. */
+Test(blob, release_callback_hides_scopes_and_keeps_the_error) {
+    float a[2] = {1, 2}, b[2] = {3, 4};
+    g_cb_ok = 0;
+    int tok = tg_scope_begin();
+    tg_tensor *ta = tg_scope_keep(tg_from_blob(TG_CPU, TG_F32, TG_SHAPE(2), NULL, a,
+                                               use_library, NULL));
+    cr_assert_not_null(ta, "%s", tg_last_error());
+    tg_set_error(TG_ERR_VALUE, "the caller's error");
+    cr_assert_eq(tg_release(ta), TG_OK);
+    cr_assert_eq(g_cb_ok, 1, "the callback could release what it made");
+    tgt_assert_error(TG_ERR_VALUE, "the caller's error", NULL);
+    tg_clear_error();
+    /* freed by backward: the callback runs before tg_backward returns */
+    tg_tensor *tb = tg_scope_keep(tg_from_blob(TG_CPU, TG_F32, TG_SHAPE(2), NULL, b,
+                                               use_library, NULL));
+    tg_tensor *w = tg_ones(TG_F32, TG_SHAPE(2));
+    cr_assert_eq(tg_set_requires_grad(w, true), TG_OK);
+    tg_tensor *y = tg_sum(tg_mul(w, tb)); /* saves tb */
+    cr_assert_eq(tg_release(tb), TG_OK);
+    cr_assert_eq(tg_backward(y, NULL, false), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(g_cb_ok, 2, "ran in backward, and could release what it made");
+    cr_assert_eq(tg_last_status(), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_scope_end(tok), TG_OK);
+}
+
+/* A release callback that opens a scope of its own. */
+static void in_a_scope(void *ctx) {
+    (void)ctx;
+    int tok = tg_scope_begin();
+    g_cb_ok += tg_ones(TG_F32, TG_SHAPE(2)) != NULL && tg_scope_end(tok) == TG_OK;
+}
+
+/* The callback runs inside tg_scope_end of the scope that held the last
+ * reference, as deep as the scopes' array is long: its tg_scope_begin grows
+ * (moves) the array the ending scope is read from. */
+Test(blob, release_callback_opens_a_scope_while_one_ends) {
+    float a[2] = {1, 2};
+    g_cb_ok = 0;
+    int outer = tg_scope_begin();
+    while (tg_scope_depth() < 8) tg_scope_begin(); /* the array's first size */
+    int tok = tg_scope_depth();
+    cr_assert_not_null(tg_from_blob(TG_CPU, TG_F32, TG_SHAPE(2), NULL, a, in_a_scope, NULL));
+    cr_assert_not_null(tg_ones(TG_F32, TG_SHAPE(3)), "released after the blob");
+    cr_assert_eq(tg_scope_end(tok), TG_OK);
+    cr_assert_eq(g_cb_ok, 1);
+    cr_assert_eq(tg_scope_unwind(outer - 1), TG_OK);
 }
 
 Test(blob, bad_inputs_keep_nothing_and_call_nothing) {

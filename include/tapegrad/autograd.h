@@ -73,7 +73,9 @@ const char *tg_grad_fn_name(const tg_tensor *t);
 /* A new reference to the gradient accumulated in leaf t, or NULL if there is
  * none yet (status untouched), t is NULL (NULL propagation), or the innermost
  * open scope has no room left for it (TG_ERR_NOMEM: clear the error first
- * where a NULL must tell "no gradient" from a failure). */
+ * where a NULL must tell "no gradient" from a failure). A later backward
+ * never writes into a .grad you hold a reference to: it puts a new sum in
+ * its place (so another thread's backward cannot change it under you). */
 tg_tensor *tg_grad(const tg_tensor *t);
 
 /* Drops t's accumulated gradient (PyTorch's zero_grad(set_to_none=True)). */
@@ -97,7 +99,13 @@ tg_tensor *tg_detach_at(tg_site s, tg_tensor *t);
  * On failure no leaf's .grad is changed. The graph is validated before any
  * work starts; a failure found later (a custom backward that fails or modifies
  * a saved tensor) may leave nodes visited before it with their saved tensors
- * freed (when retain_graph is false), as in PyTorch. */
+ * freed (when retain_graph is false), as in PyTorch.
+ * Threads: graphs of several threads may share leaves and nodes; one
+ * backward runs at a time in the process (a lock held for the whole call,
+ * which a custom backward on the same thread may take again), and every
+ * leaf's .grad ends up the sum of all of them. Forward ops keep running on
+ * other threads meanwhile. A release callback (tg_from_blob) of a storage
+ * that dies during the call runs just before it returns, with no lock held. */
 tg_status tg_backward(tg_tensor *root, tg_tensor *grad, bool retain_graph);
 
 /* ---- custom functions (like torch.autograd.Function) ------------------- */

@@ -22,7 +22,9 @@ extern "C" {
  * (roots as given, then nodes and leaves by creation). names may be NULL, and
  * so may any names[i]. The walk is iterative (deep graphs are fine) and takes
  * no references. f is flushed; nothing is written unless the whole graph
- * could be collected.
+ * could be collected. Threads: it reads under the locks of tg_leak_scan
+ * (waits for a backward in progress; frees and object creation on other
+ * threads wait for it while it writes).
  * Errors: TG_ERR_NULL (f, roots or a roots[i] NULL; an error already pending
  * is kept and returned), TG_ERR_VALUE (n < 1), TG_ERR_IO (a write or the
  * flush failed), TG_ERR_NOMEM. */

@@ -59,8 +59,13 @@ typedef struct tg_leak_root {
 typedef struct tg_leak_report tg_leak_report;
 
 /* Scans every live object. Returns a new report (free it with
- * tg_leak_report_free) or NULL with TG_ERR_NOMEM. Thread safety: the scan
- * reads objects of every thread; run it while no other thread uses tapegrad. */
+ * tg_leak_report_free) or NULL with TG_ERR_NOMEM. Threads: the scan reads
+ * the objects of every thread. It may run while other threads work: it
+ * waits for a backward in progress, and while it reads, other threads'
+ * backward, frees and object creation wait for it; it never reads freed
+ * memory, but what it reports is a snapshot of objects in motion (a
+ * reference being handed over, an op being recorded). Check for leaks when
+ * the other threads are done or idle (docs/api.md, "Threads"). */
 tg_leak_report *tg_leak_scan(void);
 void tg_leak_report_free(tg_leak_report *r);
 

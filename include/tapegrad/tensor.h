@@ -50,17 +50,20 @@ float tg_bf16_to_f32(uint16_t h);
 
 /* ---- reference counting and names ------------------------------------- */
 
-/* Adds a reference to t and returns t (NULL passes through). */
+/* Adds a reference to t and returns t (NULL passes through). Reference
+ * counts are atomic: any thread may retain and release a shared tensor, and
+ * the last reference frees it on whichever thread gives it back. */
 tg_tensor *tg_retain(tg_tensor *t);
 
 /* Gives back one reference. NULL is a no-op returning TG_OK. Returns
- * TG_ERR_STATE (and does nothing) while an open scope owns t: which reference
- * is given back could not be told apart, and the scope releases its own at
- * tg_scope_end(); take t out first with tg_scope_keep(), or give back your
- * own references after the scope ends. Inside a callback the scopes opened
- * outside are hidden: a result the callback received is its own reference and
- * can be given back even when a hidden scope owns another reference to the
- * same tensor. */
+ * TG_ERR_STATE (and does nothing) while an open scope of this thread owns t:
+ * which reference is given back could not be told apart, and the scope
+ * releases its own at tg_scope_end(); take t out first with tg_scope_keep(),
+ * or give back your own references after the scope ends. Inside a callback
+ * the scopes opened outside are hidden: a result the callback received is its
+ * own reference and can be given back even when a hidden scope owns another
+ * reference to the same tensor. Scopes of other threads are never in the
+ * way. */
 tg_status tg_release(tg_tensor *t);
 
 /* Labels t for error messages and reports (copied, truncated to 47 bytes).
@@ -101,7 +104,10 @@ tg_tensor *tg_from_data_at(tg_site s, tg_dtype dt, int ndim, const int64_t *shap
 
 /* Called once, with the ctx given to tg_from_blob, when the last tensor on
  * the caller's memory is gone (its views, saved copies in a graph and .grad
- * references included). */
+ * references included), on the thread that let it go, with no lock of the
+ * library held (for a storage freed by tg_backward: just before it
+ * returns). It may call the library; the scopes open where it is called are
+ * hidden from it, and the thread's error is restored after it. */
 typedef void (*tg_release_fn)(void *ctx);
 
 /* A tensor over memory the caller owns, without a copy (a NumPy array's
