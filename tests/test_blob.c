@@ -207,3 +207,71 @@ Test(blob, device_pointer_on_the_cuda_device) {
     cr_assert_eq(external_live(TG_CUDA), ext0);
     tg_release(owner_t);
 }
+
+/* ---- a .grad is never written in place over the caller's memory ------------ */
+
+/* The gradient given to tg_backward for a leaf root, over the caller's memory:
+ * the caller then lets go of it and a second backward adds into the leaf's
+ * .grad; the caller's memory must keep its values. */
+Test(blob, upstream_gradient_over_the_callers_memory_is_never_accumulated_into) {
+    double gbuf[3] = {1, 2, 3};
+    owner o = {0};
+    tg_tensor *x = tg_zeros(TG_F64, TG_SHAPE(3));
+    cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+    tg_tensor *g = tg_from_blob(TG_CPU, TG_F64, TG_SHAPE(3), NULL, gbuf, on_release, &o);
+    cr_assert_eq(tg_backward(x, g, false), TG_OK, "%s", tg_last_error());
+    tg_release(g);
+    tg_tensor *g2 = tg_full(TG_F64, TG_SHAPE(3), 10);
+    cr_assert_eq(tg_backward(x, g2, false), TG_OK, "%s", tg_last_error());
+    cr_assert(gbuf[0] == 1 && gbuf[1] == 2 && gbuf[2] == 3,
+              "the caller's gradient memory was written: %g %g %g", gbuf[0], gbuf[1], gbuf[2]);
+    tg_tensor *gx = tg_grad(x);
+    cr_assert_eq(tgt_at(gx, 2), 13.0);
+    tg_release(gx);
+    tg_release(g2);
+    tg_release(x);
+    cr_assert_eq(o.released, 1);
+}
+
+/* A custom function whose backward hands back a tensor it saved, over the
+ * caller's memory, as the input's gradient (an identity-like backward): once
+ * the graph is freed that tensor is the only one on the memory, and it must
+ * not become a .grad that later backwards add into. */
+static tg_status blob_fwd(tg_ctx *ctx, int n_in, tg_tensor *const *in, int n_out,
+                          tg_tensor **out, void *user) {
+    (void)n_in, (void)n_out;
+    tg_tensor *b = user;
+    if (tg_ctx_save(ctx, b) < 0) return tg_last_status();
+    out[0] = tg_mul(in[0], b);
+    return out[0] ? TG_OK : tg_last_status();
+}
+static tg_status blob_bwd(tg_ctx *ctx, int n_out, tg_tensor *const *gout, int n_in,
+                          tg_tensor **gin, void *user) {
+    (void)n_out, (void)gout, (void)n_in, (void)user;
+    gin[0] = tg_ctx_saved(ctx, 0); /* d(x * b)/dx = b, with an upstream of ones */
+    return gin[0] ? TG_OK : tg_last_status();
+}
+Test(blob, a_gradient_over_the_callers_memory_is_copied_into_grad) {
+    double bbuf[3] = {1, 2, 3};
+    owner o = {0};
+    static const tg_function fn = {"BlobBackward", blob_fwd, blob_bwd};
+    tg_tensor *x = tg_zeros(TG_F64, TG_SHAPE(3));
+    cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+    for (int round = 0; round < 2; round++) {
+        tg_tensor *b = round ? tg_ones(TG_F64, TG_SHAPE(3))
+                             : tg_from_blob(TG_CPU, TG_F64, TG_SHAPE(3), NULL, bbuf, on_release, &o);
+        tg_tensor *y = NULL, *ones = tg_ones(TG_F64, TG_SHAPE(3));
+        cr_assert_eq(tg_function_apply(&fn, b, 1, &x, 1, &y), TG_OK, "%s", tg_last_error());
+        tg_release(b); /* the graph's saved copy holds the memory now */
+        cr_assert_eq(tg_backward(y, ones, false), TG_OK, "%s", tg_last_error());
+        tg_release(y);
+        tg_release(ones);
+    }
+    cr_assert(bbuf[0] == 1 && bbuf[1] == 2 && bbuf[2] == 3,
+              "the caller's memory was written: %g %g %g", bbuf[0], bbuf[1], bbuf[2]);
+    tg_tensor *gx = tg_grad(x);
+    cr_assert_eq(tgt_at(gx, 2), 4.0);
+    tg_release(gx);
+    tg_release(x);
+    cr_assert_eq(o.released, 1, "the .grad holds no reference to the caller's memory");
+}
