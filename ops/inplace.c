@@ -6,7 +6,9 @@
  * and the tensor or the other operand requiring grad the op is recorded, as
  * in PyTorch: refused on a leaf that requires grad (and on a view of one);
  * on other tensors the tensor's grad_fn becomes the op's node, and on a view
- * its base's grad_fn becomes a CopySlices node (ops/view_inplace.c). */
+ * its base's grad_fn becomes a CopySlices node (ops/view_inplace.c). Memory
+ * marked read-only (tg_mark_read_only) is refused first, TG_ERR_READONLY;
+ * tg_mark_modified writes nothing and takes it. */
 #include <math.h>
 #include <string.h>
 
@@ -247,6 +249,8 @@ static tg_status apply(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, dou
     if (arith2(k) && tg__null_arg(other, who, "other"))
         return tg_last_status();
     if (k == IP_COPY && tg__null_arg(other, who, "src")) return tg_last_status();
+    /* memory the caller may not write: refused before anything else */
+    if (tg__check_writable(who, "the modified tensor", t) != TG_OK) return tg_last_status();
     /* a 0-d CPU `other` of a CUDA tensor is moved to the device first (PyTorch's
      * CPU scalars; t itself never changes device) */
     tg_tensor *moved;
@@ -329,6 +333,8 @@ tg_status tg_copy__at(tg_site s, tg_tensor *t, tg_tensor *src) {
 }
 tg_status tg_fill__at(tg_site s, tg_tensor *t, double v) { return apply(IP_FILL, s, t, NULL, v); }
 
+/* Read-only memory too: its owner may change it, and a graph that saved it
+ * must then refuse it. */
 tg_status tg_mark_modified_at(tg_site s, tg_tensor *t, const char *op_name) {
     if (tg__null_arg(t, "tg_mark_modified", "t")) return tg_last_status();
     tg__storage_bump(t->storage, op_name ? op_name : "(unnamed in-place write)", NULL, s);

@@ -2,6 +2,7 @@
  * output element) against central differences, with PyTorch's default
  * tolerances. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +65,9 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, void *user, int n_in, tg_tensor *cons
             if (t->strides[d] == 0 && t->shape[d] > 1)
                 return tg__set_error(TG_ERR_LAYOUT, "%s: input %d has overlapping elements "
                                      "(stride 0); expand inside fn instead", who, i);
+        char what[64]; /* the inputs that require grad are perturbed in place below */
+        snprintf(what, sizeof what, "input %d, which the checker perturbs in place,", i);
+        if (t->requires_grad && tg__check_writable(who, what, t) != TG_OK) return tg_last_status();
     }
     tg_gradcheck_opts o = {1e-6, 1e-5, 1e-3};
     if (opts) o = *opts;

@@ -4,8 +4,10 @@
  * that saved the tensor refuse them), caller strides, the release callback
  * called exactly once when the last reference (views, saved tensors, .grad
  * targets) is gone and never on failure, the bytes counted as "external",
- * every bad input refused with nothing kept, allocation failures, and a
- * device pointer on the (emulated) CUDA device. */
+ * every bad input refused with nothing kept, allocation failures, a device
+ * pointer on the (emulated) CUDA device (read-only there too), and no
+ * gradient ever accumulated into the caller's memory. (Read-only memory on
+ * the host: tests/test_readonly.c.) */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,6 +208,42 @@ Test(blob, device_pointer_on_the_cuda_device) {
     cr_assert_eq(o.released, 1);
     cr_assert_eq(external_live(TG_CUDA), ext0);
     tg_release(owner_t);
+}
+
+/* Device memory marked read-only: every in-place op refuses it before its
+ * kernel runs (a 0-d CPU operand too); it is read as any other. */
+Test(blob, read_only_device_memory_is_refused) {
+    TGT_NEED_CUDA();
+    tg_tensor *host = tg_from_data(TG_F32, TG_SHAPE(4), (float[]){1, 2, 3, 4});
+    tg_tensor *owner_t = tg_to_device(host, TG_CUDA);
+    tg_tensor *t = tg_from_blob(TG_CUDA, TG_F32, TG_SHAPE(4), NULL, tg_data(owner_t), NULL, NULL);
+    cr_assert_not_null(t, "%s", tg_last_error());
+    cr_assert_eq(tg_mark_read_only(t), TG_OK);
+    tg_tensor *two = tg_from_data(TG_F32, TG_SCALAR, (float[]){2});
+    tg_tensor *dtwo = tg_to_device(two, TG_CUDA);
+    tg_clear_error();
+    cr_assert_eq(tg_fill_(t, 5), TG_ERR_READONLY);
+    tgt_assert_error(TG_ERR_READONLY, "tg_fill_:", "read-only", NULL);
+    cr_assert_eq(tg_add_(t, t), TG_ERR_READONLY);
+    cr_assert_eq(tg_div_(t, two), TG_ERR_READONLY);
+    cr_assert_eq(tg_pow_(t, dtwo), TG_ERR_READONLY);
+    tg_tensor *v = tg_slice(t, 0, 1, 3, 1);
+    cr_assert_eq(tg_copy_(v, dtwo), TG_ERR_READONLY);
+    cr_assert_eq(tg_version(t), 0);
+    float out[4];
+    cr_assert_eq(tg_copy_out(owner_t, TG_F32, out, sizeof out), TG_OK);
+    for (int i = 0; i < 4; i++) cr_assert_eq(out[i], (float)(i + 1), "[%d] written", i);
+    /* read: owner_t *= t */
+    cr_assert_eq(tg_mul_(owner_t, t), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_copy_out(owner_t, TG_F32, out, sizeof out), TG_OK);
+    cr_assert_eq(out[3], 16.0f);
+    tg_clear_error();
+    tg_release(v);
+    tg_release(t);
+    tg_release(two);
+    tg_release(dtwo);
+    tg_release(owner_t);
+    tg_release(host);
 }
 
 /* ---- a .grad is never written in place over the caller's memory ------------ */

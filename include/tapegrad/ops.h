@@ -684,9 +684,10 @@ tg_tensor *tg_topk_at(tg_site s, tg_tensor *t, int64_t k, int dim, bool largest,
  * an edit of t after a recorded pow_ fails backward (TG_ERR_INPLACE). An
  * operand that is t itself (x.mul_(x), x.div_(x)) is read before the write;
  * recorded, it is saved as it was, and the write then fails backward's
- * version check, as in PyTorch. Errors also: TG_ERR_SHAPE (other does not
- * broadcast to t), TG_ERR_LAYOUT (t, or a view's base, has overlapping
- * elements, e.g. an expand view), TG_ERR_NOMEM. Nothing is written and
+ * version check, as in PyTorch. Errors also: TG_ERR_READONLY (t's memory is
+ * marked read-only, tg_mark_read_only: checked first), TG_ERR_SHAPE (other
+ * does not broadcast to t), TG_ERR_LAYOUT (t, or a view's base, has
+ * overlapping elements, e.g. an expand view), TG_ERR_NOMEM. Nothing is written and
  * nothing changes on failure (but for a CUDA kernel failing while it writes:
  * TG_ERR_CUDA). */
 tg_status tg_add__at(tg_site s, tg_tensor *t, tg_tensor *other);
@@ -709,7 +710,10 @@ tg_status tg_fill__at(tg_site s, tg_tensor *t, double value);
 #define tg_fill_(t, v) tg_fill__at(TG_SITE, t, v)
 
 /* For users who wrote into tg_data(t) by hand: bumps t's version counter and
- * records op_name (copied pointer: pass a string literal) at the call site. */
+ * records op_name (copied pointer: pass a string literal) at the call site.
+ * It writes nothing, so it takes read-only memory too (tg_mark_read_only: its
+ * owner may change it, and a graph that saved it must then refuse it).
+ * Returns TG_OK; TG_ERR_NULL. */
 tg_status tg_mark_modified_at(tg_site s, tg_tensor *t, const char *op_name);
 #define tg_mark_modified(t, op_name) tg_mark_modified_at(TG_SITE, t, op_name)
 
