@@ -567,6 +567,7 @@ Test(inplace_autograd, pow_of_f32_by_f64_checks_its_result) {
             continue;
         }
         cr_assert_eq(st, TG_OK, "%s", tg_last_error());
+        free(snap.v);
         TGO_ASSERT_VALUES(y, 1e-7, 1, sqrt(2), pow(3, 1.5));
         tg_tensor *loss = tg_sum(y);
         cr_assert_eq(tg_backward(loss, NULL, true), TG_OK, "%s", tg_last_error());
