@@ -525,6 +525,12 @@ tg_status tg__logprob_entropy_lse(tg_site s, const char *who, tg_tensor *logits,
             return tg__set_error(TG_ERR_VALUE, "%s: grad_into_logits on a leaf: its .grad would "
                                  "share the logits' memory (it is for logits made by an op, "
                                  "such as the output layer's matmul)", who);
+        const tg_tensor *base = logits->view_base;
+        if (base && !tg__has_grad_fn(base) && base->requires_grad)
+            return tg__set_error(TG_ERR_VALUE, "%s: grad_into_logits on a view of a leaf that "
+                                 "requires grad (%s): the gradient would overwrite the leaf's "
+                                 "values (it is for logits made by an op, such as the output "
+                                 "layer's matmul)", who, TG__LABEL(base));
         if (!tg__is_contiguous(logits))
             return tg__set_error(TG_ERR_VALUE, "%s: grad_into_logits needs contiguous logits "
                                  "(these have shape %s and are a strided view; make them "

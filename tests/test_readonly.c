@@ -286,19 +286,27 @@ Test(readonly, grad_into_logits_never_writes_read_only_logits) {
     o.grad_into_logits = true;
     o.want_entropy = false;
     tg_tensor *y = tg_from_data(TG_I64, TG_SHAPE(2), (int64_t[]){1, 3});
-    /* a view (a non-leaf) of a read-only leaf */
-    tg_tensor *src = tg_randn(TG_F64, TG_SHAPE(8), 5, 0, 1);
-    tg_tensor *x = ro_copy(src);
-    cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
-    tg_tensor *z = tg_view(x, TG_SHAPE(2, 4)), *lp = NULL;
+    tg_tensor *w = tg_randn(TG_F64, TG_SHAPE(2, 4), 6, 0, 1);
+    cr_assert_eq(tg_set_requires_grad(w, true), TG_OK);
+    /* logits made by an op, then marked */
+    tg_tensor *z = tg_scale(w, 2), *lp = NULL;
+    cr_assert_eq(tg_mark_read_only(z), TG_OK);
+    tgo_snap before = tgo_snapshot(z);
     tg_clear_error();
     cr_assert_eq(tg_logprob_entropy(z, y, &o, &lp, NULL), TG_ERR_READONLY);
     tgt_assert_error(TG_ERR_READONLY, "tg_logprob_entropy:", "grad_into_logits", "read-only",
                      NULL);
     cr_assert_null(lp);
+    tgo_assert_unchanged(&before);
+    /* on unwritable pages: a view of a read-only leaf (refused as any view of a leaf) */
+    tg_tensor *src = tg_randn(TG_F64, TG_SHAPE(8), 5, 0, 1);
+    tg_tensor *x = ro_copy(src);
+    cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+    tg_tensor *xv = tg_view(x, TG_SHAPE(2, 4));
+    cr_assert_neq(tg_logprob_entropy(xv, y, &o, &lp, NULL), TG_OK);
+    cr_assert_null(lp);
+    tg_clear_error();
     /* marked after the forward */
-    tg_tensor *w = tg_randn(TG_F64, TG_SHAPE(2, 4), 6, 0, 1);
-    cr_assert_eq(tg_set_requires_grad(w, true), TG_OK);
     tg_tensor *z2 = tg_scale(w, 2);
     cr_assert_eq(tg_logprob_entropy(z2, y, &o, &lp, NULL), TG_OK, "%s", tg_last_error());
     tg_tensor *l = tg_sum(lp);
@@ -312,7 +320,7 @@ Test(readonly, grad_into_logits_never_writes_read_only_logits) {
     tg_tensor *g = tg_grad(w);
     cr_assert_null(g, "a failed backward changed .grad");
     tg_clear_error();
-    TGO_RELEASE(y, src, x, z, w, z2, lp, l);
+    TGO_RELEASE(y, src, x, xv, z, w, z2, lp, l);
 }
 
 /* A leaf's .grad marked read-only: the next backward gives the leaf a new
