@@ -297,7 +297,8 @@ Test(blob, a_gradient_over_the_callers_memory_is_copied_into_grad) {
     cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
     for (int round = 0; round < 2; round++) {
         tg_tensor *b = round ? tg_ones(TG_F64, TG_SHAPE(3))
-                             : tg_from_blob(TG_CPU, TG_F64, TG_SHAPE(3), NULL, bbuf, on_release, &o);
+                             : tg_from_blob(TG_CPU, TG_F64, TG_SHAPE(3), NULL, bbuf, on_release,
+                                            &o);
         tg_tensor *y = NULL, *ones = tg_ones(TG_F64, TG_SHAPE(3));
         cr_assert_eq(tg_function_apply(&fn, b, 1, &x, 1, &y), TG_OK, "%s", tg_last_error());
         tg_release(b); /* the graph's saved copy holds the memory now */

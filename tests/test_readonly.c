@@ -90,9 +90,9 @@ static void expect_refused(const tgr_op *op, const tgr_sample *s, tg_tensor *con
 /* A view of t with t's shape seen another way: a transpose (2-D and more) or
  * a slice of all of it. */
 static tg_tensor *a_view(tg_tensor *t) {
-    tg_tensor *v = tg_ndim(t) >= 2 ? tg_transpose(t, 0, 1) : tg_ndim(t) == 1
-                                                                ? tg_slice(t, 0, 0, tg_shape(t)[0], 1)
-                                                                : tg_view(t, 0, NULL);
+    tg_tensor *v = tg_ndim(t) >= 2   ? tg_transpose(t, 0, 1)
+                   : tg_ndim(t) == 1 ? tg_slice(t, 0, 0, tg_shape(t)[0], 1)
+                                     : tg_view(t, 0, NULL);
     cr_assert_not_null(v, "%s", tg_last_error());
     return v;
 }

@@ -115,9 +115,10 @@ typedef void (*tg_release_fn)(void *ctx);
  * strides are counted as TG_MEM_EXTERNAL (live, peak, the leak checker, the
  * timeline), not allocated or freed. The result is a leaf that may require
  * grad; in-place ops on it write the caller's memory and bump its version
- * counter (memory the caller may not write: tg_mark_read_only below). Writes made from outside (the other framework, the caller) are
- * invisible to the version counter: call tg_mark_modified() after one, or a
- * graph that saved the tensor computes with the new values unchecked.
+ * counter (memory the caller may not write: tg_mark_read_only below). Writes
+ * made from outside (the other framework, the caller) are invisible to the
+ * version counter: call tg_mark_modified() after one, or a graph that saved
+ * the tensor computes with the new values unchecked.
  * Errors (NULL, release not called, nothing kept): TG_ERR_NULL (data NULL
  * with a non-empty shape), TG_ERR_DTYPE, TG_ERR_VALUE (ndim outside
  * [0, TG_MAX_DIMS], a negative size or stride, data not aligned to the
