@@ -237,8 +237,12 @@ tg_tensor *tg_maximum_at(tg_site s, tg_tensor *a, tg_tensor *b) {
 tg_tensor *tg_minimum_at(tg_site s, tg_tensor *a, tg_tensor *b) {
     return tg__ret(binary(s, "tg_minimum", TG__BIN_MIN, &MIN_DEF, a, b));
 }
-tg_tensor *tg_pow_at(tg_site s, tg_tensor *a, tg_tensor *b) {
-    return tg__ret(binary(s, "tg_pow", TG__BIN_POW, &POW_DEF, a, b));
+tg_tensor *tg__pow(tg_site s, tg_tensor *a, tg_tensor *b) {
+    return binary(s, "tg_pow", TG__BIN_POW, &POW_DEF, a, b);
+}
+tg_tensor *tg_pow_at(tg_site s, tg_tensor *a, tg_tensor *b) { return tg__ret(tg__pow(s, a, b)); }
+int tg__pow_result_slot(const tg__node *n) {
+    return n && n->op == &POW_DEF ? (int)n->iparam[SLOT_OUT] : -1;
 }
 tg_tensor *tg_remainder_at(tg_site s, tg_tensor *a, tg_tensor *b) {
     return tg__ret(binary(s, "tg_remainder", TG__BIN_REMAINDER, &REMAINDER_DEF, a, b));

@@ -1,30 +1,38 @@
-/* ops/inplace.c - in-place ops: add_, sub_, mul_, scale_, copy_, fill_ and
- * tg_mark_modified. add_, sub_, mul_ and scale_ take the dtypes of their
+/* ops/inplace.c - in-place ops: add_, sub_, mul_, div_, pow_, scale_, copy_,
+ * fill_ and tg_mark_modified. The arithmetic ones take the dtypes of their
  * out-of-place ops, computed in the promoted dtype and written back converted
  * where PyTorch allows it (f32 += f64; not a float into an i64 tensor). Each bumps the storage's version counter and records its
  * name and call site, so that a later backward can name it. With grad mode on
  * and the tensor or the other operand requiring grad the op is recorded, as
  * in PyTorch: refused on a leaf that requires grad (and on a view of one);
  * on other tensors the tensor's grad_fn becomes the op's node, and on a view
- * its base's grad_fn becomes a CopySlices node (ops/view_inplace.c). */
+ * its base's grad_fn becomes a CopySlices node (ops/view_inplace.c). Memory
+ * marked read-only (tg_mark_read_only) is refused first, TG_ERR_READONLY;
+ * tg_mark_modified writes nothing and takes it. */
 #include <math.h>
 #include <string.h>
 
 #include "ops_internal.h"
 
-typedef enum { IP_ADD, IP_SUB, IP_MUL, IP_SCALE, IP_COPY, IP_FILL } ip_kind;
+typedef enum { IP_ADD, IP_SUB, IP_MUL, IP_DIV, IP_POW, IP_SCALE, IP_COPY, IP_FILL } ip_kind;
 #define IP_COUNT (IP_FILL + 1)
 
-static const char *const ip_name[] = {"add_", "sub_", "mul_", "scale_", "copy_", "fill_"};
-static const char *const ip_who[] = {"tg_add_", "tg_sub_", "tg_mul_", "tg_scale_", "tg_copy_",
-                                     "tg_fill_"};
+static const char *const ip_name[] = {"add_", "sub_",   "mul_",  "div_",
+                                      "pow_", "scale_", "copy_", "fill_"};
+static const char *const ip_who[] = {"tg_add_", "tg_sub_",   "tg_mul_",  "tg_div_",
+                                     "tg_pow_", "tg_scale_", "tg_copy_", "tg_fill_"};
 /* what the in-place error's hint suggests instead of each */
-static const char *const ip_alt[] = {"tg_add", "tg_sub", "tg_mul", "tg_scale",
-                                     "a copy of the source (tg_clone)", "tg_full"};
+static const char *const ip_alt[] = {"tg_add", "tg_sub",   "tg_mul", "tg_div", "tg_pow",
+                                     "tg_scale", "a copy of the source (tg_clone)", "tg_full"};
 _Static_assert(sizeof ip_name / sizeof *ip_name == IP_COUNT &&
                    sizeof ip_who / sizeof *ip_who == IP_COUNT &&
                    sizeof ip_alt / sizeof *ip_alt == IP_COUNT,
                "a name, a public name and an alternative for every in-place op");
+
+/* The ops of two tensors computed as their out-of-place op (tg_add, ...). */
+static bool arith2(ip_kind k) {
+    return k == IP_ADD || k == IP_SUB || k == IP_MUL || k == IP_DIV || k == IP_POW;
+}
 
 static bool overlapping(const tg_tensor *t) {
     if (tg__k_numel(t->ndim, t->shape) == 0) return false;
@@ -134,6 +142,18 @@ static tg_status castable(const char *who, tg_dtype from, tg_dtype to) {
                          tg_dtype_name(from), tg_dtype_name(to));
 }
 
+/* other op t's old values, for an op that saves its first operand for
+ * backward: t is given as a copy (PyTorch saves a clone of self), as it is
+ * about to change. */
+static tg_tensor *on_copy_of_t(tg_site s, tg_tensor *(*op)(tg_site, tg_tensor *, tg_tensor *),
+                               tg_tensor *t, tg_tensor *other) {
+    tg_tensor *c = tg__clone(s, t);
+    if (!c) return NULL;
+    tg_tensor *r = op(s, c, other);
+    tg__tensor_release(c);
+    return r;
+}
+
 /* The out-of-place equivalent, recorded in the graph when grad mode is on and
  * an operand requires grad; its dtype is the promoted one (tg_add's rules). */
 static tg_tensor *out_of_place(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, double v) {
@@ -141,15 +161,14 @@ static tg_tensor *out_of_place(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *ot
     case IP_ADD: return tg__add(s, t, other);
     case IP_SUB: return tg__sub(s, t, other);
     case IP_SCALE: return tg__scale(s, t, v);
-    case IP_MUL: {
-        if (!tg__req_grad(other)) return tg__mul(s, t, other); /* t is not saved then */
-        /* mul saves t for other's gradient: give it a copy, t is about to change */
-        tg_tensor *c = tg__clone(s, t);
-        if (!c) return NULL;
-        tg_tensor *r = tg__mul(s, c, other);
-        tg__tensor_release(c);
-        return r;
-    }
+    case IP_MUL: /* mul saves t for other's gradient */
+        return tg__req_grad(other) ? on_copy_of_t(s, tg__mul, t, other) : tg__mul(s, t, other);
+    case IP_DIV: /* div saves t for other's gradient */
+        return tg_is_grad_enabled() && tg__req_grad(other) ? on_copy_of_t(s, tg__div, t, other)
+                                                           : tg__div(s, t, other);
+    case IP_POW: /* pow saves t whenever it is recorded */
+        return tg__needs_grad(2, (tg_tensor *[]){t, other}) ? on_copy_of_t(s, tg__pow, t, other)
+                                                            : tg__pow(s, t, other);
     case IP_COPY: return overwrite(s, t, other, 0.0);
     case IP_FILL: return overwrite(s, t, NULL, v);
     }
@@ -171,21 +190,28 @@ static tg_status apply_recorded(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *o
     tg_tensor *r = out_of_place(k, s, t, other, v);
     tg__tensor_release(own);
     if (!r) return tg_last_status();
-    if (r->dtype != t->dtype) { /* promoted: back to t's dtype, recorded */
+    /* pow_ saves its result as PyTorch does: t itself once written, so that a
+     * later edit of t fails backward (the out-of-place result is let go). Of
+     * another dtype (computed in the promoted one), the result stays and t is
+     * saved beside it, for the version check alone. */
+    tg__node *pn = k == IP_POW && tg__pow_result_slot(r->grad_fn) >= 0 ? r->grad_fn : NULL;
+    const bool same_dt = r->dtype == t->dtype;
+    int t_slot = -1;
+    tg__node_retain(pn);
+    tg__node *cs = NULL;
+    tg_status st = TG_OK;
+    if (!same_dt) { /* promoted: back to t's dtype, recorded */
         tg_tensor *c = castable(ip_who[k], r->dtype, t->dtype) == TG_OK
                            ? tg__to_dtype(s, r, t->dtype)
                            : NULL;
         tg__tensor_release(r);
-        if (!(r = c)) return tg_last_status();
+        if (!(r = c)) goto fail;
+        if (pn && (t_slot = tg__node_save(pn, t, true, 0)) < 0) goto fail;
     }
-    tg__node *cs = NULL;
-    if (t->view_base && !(cs = tg__copyslices_new(s, t, r))) {
-        tg__tensor_release(r);
-        return tg_last_status();
-    }
-    tg_status st = tg__k_copy(t, r);
-    if (st != TG_OK) {
+    if (t->view_base && !(cs = tg__copyslices_new(s, t, r))) goto fail;
+    if ((st = tg__k_copy(t, r)) != TG_OK) {
         tg__node_release(cs);
+        tg__node_release(pn);
         tg__tensor_release(r);
         return st;
     }
@@ -201,10 +227,18 @@ static tg_status apply_recorded(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *o
     }
     tg__tensor_release(r);
     tg__storage_bump(t->storage, ip_name[k], ip_alt[k], s);
+    if (pn) { /* saved at t's new version */
+        tg__node_resave(pn, same_dt ? tg__pow_result_slot(pn) : t_slot, t);
+        tg__node_release(pn);
+    }
     /* the new history may lead back to t, or to a leaf owning t: no owning
      * reference may go that way (no cycle) */
     tg__unown_leaf_chain(t->view_base ? t->view_base : t);
     return TG_OK;
+fail:
+    tg__node_release(pn);
+    tg__tensor_release(r);
+    return tg_last_status();
 }
 
 static tg_status apply_on(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, double v);
@@ -212,9 +246,11 @@ static tg_status apply_on(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, 
 static tg_status apply(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, double v) {
     const char *who = ip_who[k];
     if (tg__null_arg(t, who, "t")) return tg_last_status();
-    if ((k == IP_ADD || k == IP_SUB || k == IP_MUL) && tg__null_arg(other, who, "other"))
+    if (arith2(k) && tg__null_arg(other, who, "other"))
         return tg_last_status();
     if (k == IP_COPY && tg__null_arg(other, who, "src")) return tg_last_status();
+    /* memory the caller may not write: refused before anything else */
+    if (tg__check_writable(who, "the modified tensor", t) != TG_OK) return tg_last_status();
     /* a 0-d CPU `other` of a CUDA tensor is moved to the device first (PyTorch's
      * CPU scalars; t itself never changes device) */
     tg_tensor *moved;
@@ -234,9 +270,11 @@ static tg_status apply_on(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, 
     bool record = tg_is_grad_enabled() && tg__is_floating(t->dtype) &&
                   (tg__req_grad(t) || (other && tg__req_grad(other)));
     tg_status st = TG_OK;
-    if ((k == IP_ADD || k == IP_SUB || k == IP_MUL) && t->dtype != TG_BF16) {
+    if (arith2(k) && t->dtype != TG_BF16) {
         tg_tensor *ops[2] = {t, other}; /* PyTorch checks the result type first */
-        st = castable(who, tg__result_type(2, ops), t->dtype);
+        tg_dtype rt = tg__result_type(2, ops);
+        if (k == IP_DIV && !tg__is_floating(rt)) rt = TG_F32; /* true division */
+        st = castable(who, rt, t->dtype);
     } else if (k == IP_SCALE && !tg__is_floating(t->dtype) && (v != floor(v) || !isfinite(v))) {
         st = castable(who, TG_F32, t->dtype);
     }
@@ -273,7 +311,8 @@ static tg_status apply_on(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, 
         st = tg__k_fill(t, v);
     } else { /* the kernels write through t's strides */
         static const tg__binop bop[] = {[IP_ADD] = TG__BIN_ADD, [IP_SUB] = TG__BIN_SUB,
-                                        [IP_MUL] = TG__BIN_MUL};
+                                        [IP_MUL] = TG__BIN_MUL, [IP_DIV] = TG__BIN_DIV,
+                                        [IP_POW] = TG__BIN_POW};
         if (k == IP_SCALE) st = tg__k_unary(TG__UN_SCALE, t, t, t->strides, v, 0.0);
         else st = tg__k_binary(bop[k], t, t, src, 0.0, 0.0);
     }
@@ -286,12 +325,16 @@ static tg_status apply_on(ip_kind k, tg_site s, tg_tensor *t, tg_tensor *other, 
 tg_status tg_add__at(tg_site s, tg_tensor *t, tg_tensor *o) { return apply(IP_ADD, s, t, o, 0); }
 tg_status tg_sub__at(tg_site s, tg_tensor *t, tg_tensor *o) { return apply(IP_SUB, s, t, o, 0); }
 tg_status tg_mul__at(tg_site s, tg_tensor *t, tg_tensor *o) { return apply(IP_MUL, s, t, o, 0); }
+tg_status tg_div__at(tg_site s, tg_tensor *t, tg_tensor *o) { return apply(IP_DIV, s, t, o, 0); }
+tg_status tg_pow__at(tg_site s, tg_tensor *t, tg_tensor *o) { return apply(IP_POW, s, t, o, 0); }
 tg_status tg_scale__at(tg_site s, tg_tensor *t, double k) { return apply(IP_SCALE, s, t, NULL, k); }
 tg_status tg_copy__at(tg_site s, tg_tensor *t, tg_tensor *src) {
     return apply(IP_COPY, s, t, src, 0);
 }
 tg_status tg_fill__at(tg_site s, tg_tensor *t, double v) { return apply(IP_FILL, s, t, NULL, v); }
 
+/* Read-only memory too: its owner may change it, and a graph that saved it
+ * must then refuse it. */
 tg_status tg_mark_modified_at(tg_site s, tg_tensor *t, const char *op_name) {
     if (tg__null_arg(t, "tg_mark_modified", "t")) return tg_last_status();
     tg__storage_bump(t->storage, op_name ? op_name : "(unnamed in-place write)", NULL, s);

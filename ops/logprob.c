@@ -350,6 +350,13 @@ static tg_status lpe_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
     if (n->edge[0].kind == TG__EDGE_NONE) return TG_OK;
     tg_tensor *z = tg__node_saved(n, 0), *y = NULL, *st = NULL, *dz = NULL;
     if (!z || !(y = tg__node_saved(n, 1)) || !(st = tg__node_saved(n, 2))) goto out;
+    if (n->dparam[P_INTO] != 0 && z->storage->read_only) { /* marked after the forward */
+        char what[200];
+        snprintf(what, sizeof what, "%s (created at %s:%d): the logits it would write the "
+                 "gradient over", TG__INTO_OP, n->site.file ? n->site.file : "?", n->site.line);
+        tg__check_writable("tg_backward", what, z);
+        goto out;
+    }
     if (n->dparam[P_INTO] != 0) {
         /* the gradient over the logits: the same storage, seen contiguous (checked in
          * forward); the kernel reads each element before it writes it */
@@ -518,11 +525,20 @@ tg_status tg__logprob_entropy_lse(tg_site s, const char *who, tg_tensor *logits,
             return tg__set_error(TG_ERR_VALUE, "%s: grad_into_logits on a leaf: its .grad would "
                                  "share the logits' memory (it is for logits made by an op, "
                                  "such as the output layer's matmul)", who);
+        const tg_tensor *base = logits->view_base;
+        if (base && !tg__has_grad_fn(base) && base->requires_grad)
+            return tg__set_error(TG_ERR_VALUE, "%s: grad_into_logits on a view of a leaf that "
+                                 "requires grad (%s): the gradient would overwrite the leaf's "
+                                 "values (it is for logits made by an op, such as the output "
+                                 "layer's matmul)", who, TG__LABEL(base));
         if (!tg__is_contiguous(logits))
             return tg__set_error(TG_ERR_VALUE, "%s: grad_into_logits needs contiguous logits "
                                  "(these have shape %s and are a strided view; make them "
                                  "contiguous first)", who,
                                  tg__shape_str(b, sizeof b, logits->ndim, logits->shape));
+        if (tg__check_writable(who, "the logits grad_into_logits would write the gradient "
+                               "over", logits) != TG_OK)
+            return tg_last_status();
     }
     if (o.impl == TG_LOGPROB_FUSED) return fused(s, who, logits, targets, &o, lp, h, lse);
     if (logits->dtype == TG_BF16) { /* the generic ops compute in f32: convert first */

@@ -31,6 +31,10 @@ tg_tensor *tg__add(tg_site s, tg_tensor *a, tg_tensor *b);
 tg_tensor *tg__sub(tg_site s, tg_tensor *a, tg_tensor *b);
 tg_tensor *tg__mul(tg_site s, tg_tensor *a, tg_tensor *b);
 tg_tensor *tg__div(tg_site s, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg__pow(tg_site s, tg_tensor *a, tg_tensor *b);
+/* The saved slot of n's result when n is tg_pow's node (PowBackward), else -1
+ * (n may be NULL). */
+int tg__pow_result_slot(const tg__node *n);
 tg_tensor *tg__neg(tg_site s, tg_tensor *t);
 tg_tensor *tg__scale(tg_site s, tg_tensor *t, double k);
 tg_tensor *tg__where(tg_site s, tg_tensor *c, tg_tensor *a, tg_tensor *b);

@@ -151,10 +151,14 @@ static bool same_meta(const tg_tensor *t, const tg__meta *m) {
     return true;
 }
 
-/* True when t may be modified in place: nobody else can see it. */
+/* True when t may be modified in place: nobody else can see it, and its
+ * memory is the library's own (not the caller's, as a gradient that a
+ * custom backward made from a tensor over the caller's memory is, nor marked
+ * read-only): such a gradient is copied before it becomes a .grad, and
+ * added to out of place. */
 static bool exclusive(const tg_tensor *t) {
     return t->refcount == 1 && t->storage->refcount == 1 && tg__is_contiguous(t) &&
-           t->storage->saved_refs == 0;
+           t->storage->saved_refs == 0 && !tg__storage_callers(t->storage);
 }
 
 /* a + b (same shape and device) in a new tensor; nothing is recorded. Of

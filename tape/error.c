@@ -40,6 +40,7 @@ const char *tg_status_name(tg_status s) {
     case TG_ERR_LEAK: return "TG_ERR_LEAK";
     case TG_ERR_INTERNAL: return "TG_ERR_INTERNAL";
     case TG_ERR_COMM: return "TG_ERR_COMM";
+    case TG_ERR_READONLY: return "TG_ERR_READONLY";
     }
     return "TG_ERR_UNKNOWN";
 }

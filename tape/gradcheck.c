@@ -3,6 +3,7 @@
  * tolerances. The steps: check_args, alloc_jacobians (from fn's first
  * output), analytical, numerical, compare. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,6 +75,9 @@ static tg_status check_args(const char *who, tg_gradcheck_fn fn, int n_in,
             if (t->strides[d] == 0 && t->shape[d] > 1)
                 return tg__set_error(TG_ERR_LAYOUT, "%s: input %d has overlapping elements "
                                      "(stride 0); expand inside fn instead", who, i);
+        char what[64]; /* the inputs that require grad are perturbed in place below */
+        snprintf(what, sizeof what, "input %d, which the checker perturbs in place,", i);
+        if (t->requires_grad && tg__check_writable(who, what, t) != TG_OK) return tg_last_status();
     }
     return TG_OK;
 }

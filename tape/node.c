@@ -226,6 +226,24 @@ int tg__node_save(tg__node *n, tg_tensor *t, bool is_output, int io) {
     return n->n_saved++;
 }
 
+void tg__node_resave(tg__node *n, int i, tg_tensor *t) {
+    tg__saved *sv = &n->saved[i];
+    tg__storage *old = sv->storage;
+    tg__storage_retain(t->storage);
+    tg__saved_hold(t->storage);
+    sv->storage = t->storage;
+    meta_of(&sv->meta, t);
+    for (int d = 0; d < t->ndim; d++) sv->strides[d] = t->strides[d];
+    sv->offset = t->offset;
+    sv->version = t->storage->version;
+    memcpy(sv->name, t->name, TG__NAME_LEN);
+    sv->id = t->id;
+    if (old) {
+        tg__saved_drop(old);
+        tg__storage_release(old);
+    }
+}
+
 /* Builds the TG_ERR_INPLACE message for slot sv of node n. */
 static tg_status inplace_error(const tg__node *n, const tg__saved *sv) {
     tg__version_event ring[TG__VERSION_HISTORY]; /* a copy: other threads may bump it */

@@ -142,6 +142,10 @@ tg__node *tg__record(tg_site s, const tg__op_def *op, int n_in, tg_tensor *const
 /* Saves t for backward: returns the slot index, -1 on NOMEM. is_output/io say
  * what t is to the node (for messages); io = -1 for neither. */
 int tg__node_save(tg__node *n, tg_tensor *t, bool is_output, int io);
+/* Slot i (an output of n) now holds t as it is now: its storage, layout and
+ * version. For an op whose result was written into t in place (pow_ saves
+ * its result, t, as PyTorch). Cannot fail. */
+void tg__node_resave(tg__node *n, int i, tg_tensor *t);
 /* Unpacks slot i as a new tensor (no grad), checking the version: NULL with
  * TG_ERR_INPLACE (full message) or TG_ERR_FREED. */
 tg_tensor *tg__node_saved(tg__node *n, int i);

@@ -45,6 +45,7 @@ struct tg__storage {
     void (*release)(void *ctx);
     void *release_ctx;
     tg__storage *later_next;   /* dead, its callback put off (tg__release_later) */
+    _Atomic bool read_only;    /* tg_mark_read_only (one-way): nothing writes data */
 };
 
 /* `who` (may be NULL) names the op allocating it in the memory timeline. */
@@ -58,6 +59,19 @@ void tg__storage_retain(tg__storage *st);
 tg__storage *tg__storage_adopt(tg_site s, tg_device dev, void *data, size_t nbytes,
                                void (*release)(void *ctx), void *ctx, const char *who);
 void tg__storage_release(tg__storage *st);
+/* ---- read-only memory (tape/readonly.c) ------------------------------------- */
+
+/* The memory is the caller's (tg_from_blob, tg_from_dlpack) or marked
+ * read-only: the library writes it only when told to by the op the user
+ * called on it (an in-place op on a writable one), never on its own (a
+ * gradient accumulated in place). */
+static inline bool tg__storage_callers(const tg__storage *st) {
+    return st->cat == TG_MEM_EXTERNAL || st->read_only;
+}
+/* TG_OK when `who` may write into t's memory; else TG_ERR_READONLY with a
+ * message naming who, what t is to it ("the modified tensor") and t. */
+tg_status tg__check_writable(const char *who, const char *what, const tg_tensor *t);
+
 /* Bumps the version and records the event. */
 void tg__storage_bump(tg__storage *st, const char *op, const char *alt, tg_site site);
 /* A consistent copy of st's in-place history: the ring into hist, returns

@@ -6,9 +6,11 @@
  * targets) is gone and never on failure, with the caller's scopes hidden
  * and its error kept, the bytes counted as "external", every bad input
  * refused with nothing kept, allocation failures, a device pointer on the
- * (emulated) CUDA device, and empty tensors over no memory at all (data
- * NULL, what NumPy and DLPack give) through the ops that read memory on the
- * host (the registry walks every op with them). */
+ * (emulated) CUDA device (read-only there too), empty tensors over no
+ * memory at all (data NULL, what NumPy and DLPack give) through the ops
+ * that read memory on the host (the registry walks every op with them), and
+ * no gradient ever accumulated into the caller's memory. (Read-only memory
+ * on the host: tests/test_readonly.c.) */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -353,4 +355,109 @@ Test(blob, empty_over_null_in_the_ops_that_read_on_the_host) { empty_over_null_o
 Test(blob, empty_over_a_null_device_pointer) {
     TGT_NEED_CUDA();
     empty_over_null_on(TG_CUDA);
+}
+
+/* Device memory marked read-only: every in-place op refuses it before its
+ * kernel runs (a 0-d CPU operand too); it is read as any other. */
+Test(blob, read_only_device_memory_is_refused) {
+    TGT_NEED_CUDA();
+    tg_tensor *host = tg_from_data(TG_F32, TG_SHAPE(4), (float[]){1, 2, 3, 4});
+    tg_tensor *owner_t = tg_to_device(host, TG_CUDA);
+    tg_tensor *t = tg_from_blob(TG_CUDA, TG_F32, TG_SHAPE(4), NULL, tg_data(owner_t), NULL, NULL);
+    cr_assert_not_null(t, "%s", tg_last_error());
+    cr_assert_eq(tg_mark_read_only(t), TG_OK);
+    tg_tensor *two = tg_from_data(TG_F32, TG_SCALAR, (float[]){2});
+    tg_tensor *dtwo = tg_to_device(two, TG_CUDA);
+    tg_clear_error();
+    cr_assert_eq(tg_fill_(t, 5), TG_ERR_READONLY);
+    tgt_assert_error(TG_ERR_READONLY, "tg_fill_:", "read-only", NULL);
+    cr_assert_eq(tg_add_(t, t), TG_ERR_READONLY);
+    cr_assert_eq(tg_div_(t, two), TG_ERR_READONLY);
+    cr_assert_eq(tg_pow_(t, dtwo), TG_ERR_READONLY);
+    tg_tensor *v = tg_slice(t, 0, 1, 3, 1);
+    cr_assert_eq(tg_copy_(v, dtwo), TG_ERR_READONLY);
+    cr_assert_eq(tg_version(t), 0);
+    float out[4];
+    cr_assert_eq(tg_copy_out(owner_t, TG_F32, out, sizeof out), TG_OK);
+    for (int i = 0; i < 4; i++) cr_assert_eq(out[i], (float)(i + 1), "[%d] written", i);
+    /* read: owner_t *= t */
+    cr_assert_eq(tg_mul_(owner_t, t), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_copy_out(owner_t, TG_F32, out, sizeof out), TG_OK);
+    cr_assert_eq(out[3], 16.0f);
+    tg_clear_error();
+    tg_release(v);
+    tg_release(t);
+    tg_release(two);
+    tg_release(dtwo);
+    tg_release(owner_t);
+    tg_release(host);
+}
+
+/* ---- a .grad is never written in place over the caller's memory ------------ */
+
+/* The gradient given to tg_backward for a leaf root, over the caller's memory:
+ * the caller then lets go of it and a second backward adds into the leaf's
+ * .grad; the caller's memory must keep its values. */
+Test(blob, upstream_gradient_over_the_callers_memory_is_never_accumulated_into) {
+    double gbuf[3] = {1, 2, 3};
+    owner o = {0};
+    tg_tensor *x = tg_zeros(TG_F64, TG_SHAPE(3));
+    cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+    tg_tensor *g = tg_from_blob(TG_CPU, TG_F64, TG_SHAPE(3), NULL, gbuf, on_release, &o);
+    cr_assert_eq(tg_backward(x, g, false), TG_OK, "%s", tg_last_error());
+    tg_release(g);
+    tg_tensor *g2 = tg_full(TG_F64, TG_SHAPE(3), 10);
+    cr_assert_eq(tg_backward(x, g2, false), TG_OK, "%s", tg_last_error());
+    cr_assert(gbuf[0] == 1 && gbuf[1] == 2 && gbuf[2] == 3,
+              "the caller's gradient memory was written: %g %g %g", gbuf[0], gbuf[1], gbuf[2]);
+    tg_tensor *gx = tg_grad(x);
+    cr_assert_eq(tgt_at(gx, 2), 13.0);
+    tg_release(gx);
+    tg_release(g2);
+    tg_release(x);
+    cr_assert_eq(o.released, 1);
+}
+
+/* A custom function whose backward hands back a tensor it saved, over the
+ * caller's memory, as the input's gradient (an identity-like backward): once
+ * the graph is freed that tensor is the only one on the memory, and it must
+ * not become a .grad that later backwards add into. */
+static tg_status blob_fwd(tg_ctx *ctx, int n_in, tg_tensor *const *in, int n_out,
+                          tg_tensor **out, void *user) {
+    (void)n_in, (void)n_out;
+    tg_tensor *b = user;
+    if (tg_ctx_save(ctx, b) < 0) return tg_last_status();
+    out[0] = tg_mul(in[0], b);
+    return out[0] ? TG_OK : tg_last_status();
+}
+static tg_status blob_bwd(tg_ctx *ctx, int n_out, tg_tensor *const *gout, int n_in,
+                          tg_tensor **gin, void *user) {
+    (void)n_out, (void)gout, (void)n_in, (void)user;
+    gin[0] = tg_ctx_saved(ctx, 0); /* d(x * b)/dx = b, with an upstream of ones */
+    return gin[0] ? TG_OK : tg_last_status();
+}
+Test(blob, a_gradient_over_the_callers_memory_is_copied_into_grad) {
+    double bbuf[3] = {1, 2, 3};
+    owner o = {0};
+    static const tg_function fn = {"BlobBackward", blob_fwd, blob_bwd};
+    tg_tensor *x = tg_zeros(TG_F64, TG_SHAPE(3));
+    cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
+    for (int round = 0; round < 2; round++) {
+        tg_tensor *b = round ? tg_ones(TG_F64, TG_SHAPE(3))
+                             : tg_from_blob(TG_CPU, TG_F64, TG_SHAPE(3), NULL, bbuf, on_release,
+                                            &o);
+        tg_tensor *y = NULL, *ones = tg_ones(TG_F64, TG_SHAPE(3));
+        cr_assert_eq(tg_function_apply(&fn, b, 1, &x, 1, &y), TG_OK, "%s", tg_last_error());
+        tg_release(b); /* the graph's saved copy holds the memory now */
+        cr_assert_eq(tg_backward(y, ones, false), TG_OK, "%s", tg_last_error());
+        tg_release(y);
+        tg_release(ones);
+    }
+    cr_assert(bbuf[0] == 1 && bbuf[1] == 2 && bbuf[2] == 3,
+              "the caller's memory was written: %g %g %g", bbuf[0], bbuf[1], bbuf[2]);
+    tg_tensor *gx = tg_grad(x);
+    cr_assert_eq(tgt_at(gx, 2), 4.0);
+    tg_release(gx);
+    tg_release(x);
+    cr_assert_eq(o.released, 1, "the .grad holds no reference to the caller's memory");
 }

@@ -928,6 +928,14 @@ Test(logprob, grad_into_logits_bad_uses) {
     o.grad_into_logits = true;
     cr_assert_eq(tg_logprob_entropy(leaf, y, &o, &lp, &h), TG_ERR_VALUE);
     tgt_assert_error(TG_ERR_VALUE, "grad_into_logits", "leaf", NULL);
+    /* a view of that leaf (not a leaf itself): the gradient would have
+     * overwritten the leaf's values, silently (a regression) */
+    tg_tensor *flat = tg_view(leaf, TG_SHAPE(28)), *lv = tg_view(flat, TG_SHAPE(4, 7));
+    tgo_snap snap = tgo_snapshot(leaf);
+    cr_assert(!tg_is_leaf(lv));
+    cr_assert_eq(tg_logprob_entropy(lv, y, &o, &lp, &h), TG_ERR_VALUE);
+    tgt_assert_error(TG_ERR_VALUE, "grad_into_logits", "view of a leaf", NULL);
+    tgo_assert_unchanged(&snap);
     tg_tensor *x = tg_randn(TG_F32, TG_SHAPE(4, 9), 5, 0, 1);
     cr_assert_eq(tg_set_requires_grad(x, true), TG_OK);
     tg_tensor *sl = tg_slice(tg_scale(x, 1.0), 1, 0, 7, 1); /* (4, 7), a strided view */

@@ -1,5 +1,5 @@
-/* tests/test_ops_inplace.c - in-place ops add_, sub_, mul_, scale_, copy_,
- * fill_ (and tg_mark_modified): values, broadcasting of `other`, writes
+/* tests/test_ops_inplace.c - in-place ops add_, sub_, mul_, div_, pow_,
+ * scale_, copy_, fill_ (and tg_mark_modified): values, broadcasting of `other`, writes
  * through strided views landing in the base, aliasing operands, the version
  * counter moving by exactly 1 per call, refusal on leaves that require grad
  * (allowed under TG_NO_GRAD), and recording on non-leaves: the gradient of a
@@ -9,8 +9,9 @@
 TestSuite(inplace_values, .init = tgt_setup, .fini = tgt_teardown);
 TestSuite(inplace_autograd, .init = tgt_setup, .fini = tgt_teardown);
 
-enum { IP_ADD, IP_SUB, IP_MUL, IP_SCALE, IP_COPY, IP_FILL, IP_N };
-static const char *const ip_names[IP_N] = {"add_", "sub_", "mul_", "scale_", "copy_", "fill_"};
+enum { IP_ADD, IP_SUB, IP_MUL, IP_SCALE, IP_COPY, IP_FILL, IP_DIV, IP_POW, IP_N };
+static const char *const ip_names[IP_N] = {"add_",  "sub_",  "mul_", "scale_",
+                                           "copy_", "fill_", "div_", "pow_"};
 
 /* Applies in-place op k to t (with other, or the scalar v). */
 static tg_status ip(int k, tg_tensor *t, tg_tensor *other, double v) {
@@ -21,6 +22,8 @@ static tg_status ip(int k, tg_tensor *t, tg_tensor *other, double v) {
     case IP_SCALE: return tg_scale_(t, v);
     case IP_COPY: return tg_copy_(t, other);
     case IP_FILL: return tg_fill_(t, v);
+    case IP_DIV: return tg_div_(t, other);
+    case IP_POW: return tg_pow_(t, other);
     }
     return TG_ERR_INTERNAL;
 }
@@ -70,6 +73,93 @@ static void check_values(tg_dtype dt) {
 Test(inplace_values, every_op_with_broadcast_other) {
     check_values(TG_F32);
     check_values(TG_F64);
+}
+
+static void check_div_pow_values(tg_dtype dt) {
+    double rt = tgo_rtol(dt);
+    tg_tensor *t = TGO_MAKE(dt, TG_SHAPE(2, 3), 1, 2, 3, 4, 5, 6);
+    tg_tensor *row = TGO_MAKE(dt, TG_SHAPE(3), 2, 4, -8);
+    tg_tensor *col = TGO_MAKE(dt, TG_SHAPE(2, 1), 2, 0.5);
+    tg_tensor *zero = TGO_MAKE(dt, TG_SCALAR, 0);
+    uint64_t v0 = tg_version(t);
+    ip_ok(IP_DIV, t, row, 0);
+    TGO_ASSERT_VALUES(t, rt, 0.5, 0.5, -0.375, 2, 1.25, -0.75);
+    ip_ok(IP_POW, t, col, 0);
+    TGO_ASSERT_VALUES(t, rt, 0.25, 0.25, 0.140625, sqrt(2), sqrt(1.25), NAN);
+    ip_ok(IP_DIV, t, zero, 0); /* true division: +-inf, NaN */
+    TGO_ASSERT_VALUES(t, 0, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, NAN);
+    ip_ok(IP_POW, t, zero, 0); /* anything ** 0 is 1, NaN included (C's pow) */
+    TGO_ASSERT_VALUES(t, 0, 1, 1, 1, 1, 1, 1);
+    cr_assert_eq(tg_version(t), v0 + 4);
+    TGO_ASSERT_VALUES(row, 0, 2, 4, -8);
+    cr_assert_eq(tg_version(row), 0, "other is never written");
+    TGO_RELEASE(t, row, col, zero);
+}
+Test(inplace_values, div_and_pow_with_broadcast_other) {
+    check_div_pow_values(TG_F32);
+    check_div_pow_values(TG_F64);
+}
+
+/* PyTorch's div_ is true division: an i64 (or bool) tensor cannot take the
+ * f32 quotient ("result type Float can't be cast to the desired output type
+ * Long"), whatever the divisor; nothing is written. */
+Test(inplace_values, div_of_an_integer_tensor_is_refused_as_pytorch) {
+    tg_tensor *i = TGO_MAKE(TG_I64, TG_SHAPE(3), 4, 6, -8);
+    tg_tensor *divisors[] = {TGO_MAKE(TG_I64, TG_SHAPE(3), 2, 2, 2), TGO_MAKE(TG_I64, TG_SCALAR, 1),
+                             TGO_MAKE(TG_F64, TG_SHAPE(3), 2, 2, 2),
+                             TGO_MAKE(TG_BOOL, TG_SHAPE(3), 1, 1, 1)};
+    for (size_t k = 0; k < sizeof divisors / sizeof *divisors; k++) {
+        tgo_snap snap = tgo_snapshot(i);
+        tg_clear_error();
+        cr_assert_eq(tg_div_(i, divisors[k]), TG_ERR_DTYPE, "divisor %zu", k);
+        tgt_assert_error(TG_ERR_DTYPE, "tg_div_:", k == 2 ? "result type f64" : "result type f32",
+                         "output type i64", NULL);
+        tgo_assert_unchanged(&snap);
+    }
+    tg_tensor *b = TGO_MAKE(TG_BOOL, TG_SHAPE(3), 1, 0, 1);
+    tg_clear_error();
+    cr_assert_eq(tg_div_(b, b), TG_ERR_DTYPE);
+    tgt_assert_error(TG_ERR_DTYPE, "tg_div_:", "output type bool", NULL);
+    /* a float tensor takes an integer divisor */
+    tg_tensor *f = TGO_MAKE(TG_F32, TG_SHAPE(3), 1, 2, 3);
+    ip_ok(IP_DIV, f, divisors[0], 0);
+    TGO_ASSERT_VALUES(f, 0, 0.5, 1, 1.5);
+    TGO_RELEASE(i, divisors[0], divisors[1], divisors[2], divisors[3], b, f);
+}
+
+/* pow_ of two i64 tensors as PyTorch's integer pow: exact, a negative
+ * exponent giving 1 for 1, +-1 for -1 and 0 for any other base (0 too); an
+ * integer tensor takes no float exponent; two bools are refused. */
+Test(inplace_values, pow_of_integers_as_pytorch) {
+    tg_tensor *i = TGO_MAKE(TG_I64, TG_SHAPE(8), 1, -1, -1, 2, 0, -3, 3, 7);
+    tg_tensor *e = TGO_MAKE(TG_I64, TG_SHAPE(8), -1, -1, -2, -2, -1, 3, 0, 2);
+    ip_ok(IP_POW, i, e, 0);
+    TGO_ASSERT_VALUES(i, 0, 1, -1, 1, 0, 0, -27, 1, 49);
+    tg_tensor *neg = TGO_MAKE(TG_I64, TG_SCALAR, -1); /* a 0-d exponent is a tensor too */
+    tg_tensor *j = TGO_MAKE(TG_I64, TG_SHAPE(4), 1, 2, -3, 4);
+    ip_ok(IP_POW, j, neg, 0);
+    TGO_ASSERT_VALUES(j, 0, 1, 0, 0, 0);
+    tg_tensor *bo = TGO_MAKE(TG_BOOL, TG_SHAPE(4), 1, 0, 1, 1);
+    tg_tensor *k = TGO_MAKE(TG_I64, TG_SHAPE(4), 1, 2, -3, 4);
+    ip_ok(IP_POW, k, bo, 0);
+    TGO_ASSERT_VALUES(k, 0, 1, 1, -3, 4);
+    tg_tensor *f = TGO_MAKE(TG_F64, TG_SHAPE(4), 1, 2, 3, 4);
+    tgo_snap snap = tgo_snapshot(k);
+    tg_clear_error();
+    cr_assert_eq(tg_pow_(k, f), TG_ERR_DTYPE);
+    tgt_assert_error(TG_ERR_DTYPE, "tg_pow_:", "result type f64", "output type i64", NULL);
+    tgo_assert_unchanged(&snap);
+    tg_tensor *b2 = TGO_MAKE(TG_BOOL, TG_SHAPE(4), 1, 1, 0, 0);
+    snap = tgo_snapshot(bo);
+    tg_clear_error();
+    cr_assert_eq(tg_pow_(bo, b2), TG_ERR_DTYPE);
+    tgt_assert_error(TG_ERR_DTYPE, "tg_pow_:", "bool", NULL);
+    tgo_assert_unchanged(&snap);
+    cr_assert_eq(tg_pow_(b2, k), TG_ERR_DTYPE, "an i64 result into a bool tensor");
+    /* a float tensor takes integer and bool exponents */
+    ip_ok(IP_POW, f, k, 0);
+    TGO_ASSERT_VALUES(f, 0, 1, 2, 1.0 / 27, 256);
+    TGO_RELEASE(i, e, neg, j, bo, k, f, b2);
 }
 
 Test(inplace_values, copy_converts_dtypes) {
@@ -141,6 +231,16 @@ Test(inplace_values, aliasing_operands_read_the_old_values) {
     TGO_ASSERT_VALUES(x, 0, 8, 52, 52, 128);
     tg_tensor *y = TGO_MAKE(TG_F64, TG_SHAPE(3, 3), 1, 2, 3, 4, 5, 6, 7, 8, 9);
     tg_tensor *yt = tg_transpose(y, 0, 1);
+    tg_tensor *d = TGO_MAKE(TG_F64, TG_SHAPE(2, 2), 1, 2, 3, 4);
+    ip_ok(IP_DIV, d, d, 0);
+    TGO_ASSERT_VALUES(d, 0, 1, 1, 1, 1);
+    tg_tensor *p = TGO_MAKE(TG_F64, TG_SHAPE(2, 2), 1, 2, 3, 0.5);
+    tg_tensor *pt = tg_transpose(p, 0, 1);
+    ip_ok(IP_POW, p, pt, 0); /* p ** p^T from the values before the write */
+    TGO_ASSERT_VALUES(p, 1e-15, 1, 8, 9, sqrt(0.5));
+    ip_ok(IP_POW, pt, pt, 0);
+    TGO_ASSERT_VALUES(p, 1e-15, 1, 16777216, pow(9, 9), pow(sqrt(0.5), sqrt(0.5)));
+    TGO_RELEASE(d, p, pt);
     ip_ok(IP_COPY, y, yt, 0); /* a true transpose, not a half-overwritten one */
     TGO_ASSERT_VALUES(y, 0, 1, 4, 7, 2, 5, 8, 3, 6, 9);
     tg_tensor *r0 = tg_slice(y, 0, 0, 1, 1); /* [1,3], broadcast over y's rows */
@@ -291,6 +391,22 @@ static tg_tensor *mk_copy(tg_tensor *x, tg_tensor *z, bool inplace) {
     TGO_RELEASE(e);
     return r;
 }
+static tg_tensor *mk_div(tg_tensor *x, tg_tensor *z, bool inplace) {
+    tg_tensor *y = tg_add_scalar(x, 1);
+    if (inplace) return after_ip(y, IP_DIV, z, 0);
+    tg_tensor *r = tg_div(y, z);
+    TGO_RELEASE(y);
+    return r;
+}
+/* (x^2 + 1) ** z: a positive base */
+static tg_tensor *mk_pow(tg_tensor *x, tg_tensor *z, bool inplace) {
+    tg_tensor *sq = tg_square(x), *y = tg_add_scalar(sq, 1);
+    TGO_RELEASE(sq);
+    if (inplace) return after_ip(y, IP_POW, z, 0);
+    tg_tensor *r = tg_pow(y, z);
+    TGO_RELEASE(y);
+    return r;
+}
 /* two in-place ops in a row on the same non-leaf: y = (2x + z) * z */
 static tg_tensor *mk_chain(tg_tensor *x, tg_tensor *z, bool inplace) {
     tg_tensor *y = tg_scale(x, 2);
@@ -309,6 +425,8 @@ static tg_tensor *mk_chain(tg_tensor *x, tg_tensor *z, bool inplace) {
 Test(inplace_autograd, add_on_non_leaf_is_recorded) { compare_with_out_of_place(mk_add, true); }
 Test(inplace_autograd, sub_on_non_leaf_is_recorded) { compare_with_out_of_place(mk_sub, true); }
 Test(inplace_autograd, mul_on_non_leaf_is_recorded) { compare_with_out_of_place(mk_mul, true); }
+Test(inplace_autograd, div_on_non_leaf_is_recorded) { compare_with_out_of_place(mk_div, true); }
+Test(inplace_autograd, pow_on_non_leaf_is_recorded) { compare_with_out_of_place(mk_pow, true); }
 Test(inplace_autograd, scale_on_non_leaf_is_recorded) {
     compare_with_out_of_place(mk_scale, true);
 }
@@ -390,6 +508,99 @@ Test(inplace_autograd, modifying_a_saved_output_fails_backward_naming_the_op) {
     tg_tensor *g = tg_grad(x);
     cr_assert_null(g, "a failed backward changed .grad");
     TGO_RELEASE(x, e, o, loss);
+}
+
+/* What div_ and pow_ save is PyTorch's: div_ a copy of y's old values (and
+ * other), so editing y afterwards changes nothing; pow_ also its result, y
+ * itself, so editing y afterwards fails backward naming the edit ("output 0
+ * of PowBackward ... is at version 2; expected version 1" in PyTorch), with
+ * y or only the exponent requiring grad. */
+Test(inplace_autograd, edits_after_div_and_pow_fail_backward_as_pytorch) {
+    for (int k = 0; k < 2; k++)
+        for (int which = 0; which < 2; which++) { /* 0: y requires grad; 1: the exponent */
+            tg_tensor *x = TGO_MAKE(TG_F64, TG_SHAPE(3), 1, 2, 3);
+            tg_tensor *z = TGO_MAKE(TG_F64, TG_SHAPE(3), 2, 0.5, 1.5);
+            cr_assert_eq(tg_set_requires_grad(which ? z : x, true), TG_OK);
+            tg_tensor *y = tg_scale(x, 1), *one = tg_ones(TG_F64, TG_SHAPE(3));
+            ip_ok(k ? IP_POW : IP_DIV, y, z, 0);
+            cr_assert_str_eq(tg_grad_fn_name(y), k ? "PowBackward" : "DivBackward");
+            ip_ok(IP_ADD, y, one, 0);
+            tg_tensor *loss = tg_sum(y);
+            tg_clear_error();
+            tg_status st = tg_backward(loss, NULL, false);
+            if (k) {
+                cr_assert_eq(st, TG_ERR_INPLACE, "pow_ then add_: %s", tg_status_name(st));
+                tgt_assert_error(TG_ERR_INPLACE, "output 0 of PowBackward", "add_",
+                                 "expected version 1", NULL);
+            } else {
+                cr_assert_eq(st, TG_OK, "div_ then add_: %s", tg_last_error());
+            }
+            TGO_RELEASE(x, z, y, one, loss);
+        }
+}
+
+/* An f32 y **= an f64 exponent is computed in f64 and rounded into y; the
+ * f64 result is what backward uses, y is saved beside it for the version
+ * check: editing y afterwards fails backward as in PyTorch. Every allocation
+ * failing in turn leaves y as it was. */
+Test(inplace_autograd, pow_of_f32_by_f64_checks_its_result) {
+    for (uint64_t n = 1;; n++) {
+        tg_tensor *x = TGO_MAKE(TG_F32, TG_SHAPE(3), 1, 2, 3);
+        tg_tensor *z = TGO_MAKE(TG_F64, TG_SHAPE(3), 2, 0.5, 1.5);
+        cr_assert_eq(tg_set_requires_grad(z, true), TG_OK);
+        tg_tensor *y = tg_scale(x, 1);
+        tgo_snap snap = tgo_snapshot(y);
+        tg_clear_error();
+        tg_fault_inject(n, false);
+        tg_status st = tg_pow_(y, z);
+        uint64_t fired = tg_fault_inject(0, false);
+        if (fired) {
+            cr_assert_eq(st, TG_ERR_NOMEM, "allocation %llu: %s", (unsigned long long)n,
+                         tg_status_name(st));
+            tgo_assert_unchanged(&snap);
+            cr_assert(!tg_requires_grad(y), "allocation %llu: y joined the graph",
+                      (unsigned long long)n);
+            TGO_RELEASE(x, z, y);
+            tg_live_counts lc = tg_live();
+            cr_assert(lc.nodes == 0 && lc.tensors == 0, "allocation %llu: left alive",
+                      (unsigned long long)n);
+            continue;
+        }
+        cr_assert_eq(st, TG_OK, "%s", tg_last_error());
+        free(snap.v);
+        TGO_ASSERT_VALUES(y, 1e-7, 1, sqrt(2), pow(3, 1.5));
+        tg_tensor *loss = tg_sum(y);
+        cr_assert_eq(tg_backward(loss, NULL, true), TG_OK, "%s", tg_last_error());
+        TGO_ASSERT_GRAD(z, 1e-6, 0, sqrt(2) * log(2), pow(3, 1.5) * log(3));
+        tg_tensor *one = tg_ones(TG_F32, TG_SHAPE(3));
+        ip_ok(IP_ADD, y, one, 0);
+        tg_clear_error();
+        cr_assert_eq(tg_backward(loss, NULL, false), TG_ERR_INPLACE);
+        tgt_assert_error(TG_ERR_INPLACE, "PowBackward", "add_", NULL);
+        TGO_RELEASE(x, z, y, loss, one);
+        break;
+    }
+}
+
+/* x.div_(x) and x.pow_(x) recorded: x is saved as it was (the exponent, the
+ * divisor), and the write makes backward fail its version check, as in
+ * PyTorch; the history names the op and its call site. */
+Test(inplace_autograd, aliased_div_and_pow_fail_backward_naming_the_op) {
+    for (int k = 0; k < 2; k++) {
+        tg_tensor *x = tgo_randn(TG_F64, TG_SHAPE(3), 5, true);
+        tg_tensor *sq = tg_square(x), *y = tg_add_scalar(sq, 1);
+        cr_assert_eq(k ? tg_pow_(y, y) : tg_div_(y, y), TG_OK, "%s", tg_last_error());
+        const int line = __LINE__ - 1;
+        tg_tensor *loss = tg_sum(y);
+        tg_clear_error();
+        cr_assert_eq(tg_backward(loss, NULL, false), TG_ERR_INPLACE);
+        char site[64];
+        snprintf(site, sizeof site, "test_ops_inplace.c:%d", line);
+        tgt_assert_error(TG_ERR_INPLACE, k ? "pow_" : "div_", site, NULL);
+        tg_tensor *g = tg_grad(x);
+        cr_assert_null(g, "a failed backward changed .grad");
+        TGO_RELEASE(x, sq, y, loss);
+    }
 }
 
 /* matmul saves only what the needed gradients use (as PyTorch): with only a

@@ -242,6 +242,36 @@ Test(views_inplace, gradcheck_through_inplace_ops_on_views) {
     TGO_RELEASE(x);
 }
 
+/* the same through div_ and pow_ on views: y = x^2 + 1; y[1:3] /= x[0:2];
+ * y[0:2] **= x[2:4] (a transposed view of a 2-D y); f = sum(y * y) */
+static tg_tensor *div_pow_fn(tg_tensor *const *in, void *user) {
+    (void)user;
+    tg_tensor *sq = tg_square(in[0]), *y = tg_add_scalar(sq, 1);
+    tg_tensor *v = tg_slice(y, 0, 1, 3, 1), *xs = tg_slice(in[0], 0, 0, 2, 1);
+    tg_tensor *y2 = tg_view(y, TG_SHAPE(2, 2)), *yt = tg_transpose(y2, 0, 1);
+    tg_tensor *col = tg_slice(yt, 1, 0, 1, 1); /* y[0], y[2] */
+    tg_tensor *xe = tg_slice(in[0], 0, 2, 4, 1), *e = tg_view(xe, TG_SHAPE(2, 1));
+    tg_tensor *out = NULL;
+    if (tg_div_(v, xs) == TG_OK && tg_pow_(col, e) == TG_OK) {
+        tg_tensor *yy = tg_mul(y, y);
+        out = tg_sum(yy);
+        tg_release(yy);
+    }
+    tg_tensor *all[] = {sq, y, v, xs, y2, yt, col, xe, e};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++) tg_release(all[k]);
+    return out;
+}
+
+Test(views_inplace, gradcheck_through_div_and_pow_on_views) {
+    tg_tensor *x = LEAF(TG_SHAPE(4), 0.5, 1.25, 0.75, -0.5);
+    tg_clear_error();
+    cr_assert_eq(tg_gradcheck(div_pow_fn, NULL, 1, &x, NULL), TG_OK, "%s", tg_last_error());
+    tg_tensor *f = div_pow_fn(&x, NULL);
+    cr_assert_not_null(f, "%s", tg_last_error());
+    cr_assert_eq(tg_backward(f, NULL, false), TG_OK, "%s", tg_last_error());
+    TGO_RELEASE(x, f);
+}
+
 /* ---- what PyTorch refuses, refused the same way, changing nothing --------------- */
 
 Test(views_inplace, view_of_a_leaf_requiring_grad_is_refused) {

@@ -10,7 +10,10 @@
  * Semantics shared with tg_from_blob: the memory is shared both ways; writes
  * made by the other framework are invisible to tapegrad's version counters
  * (call tg_mark_modified after one); the bytes a consumed DLPack tensor
- * reaches are counted as TG_MEM_EXTERNAL.
+ * reaches are counted as TG_MEM_EXTERNAL. DLPack 0.8 has no read-only flag:
+ * mark a tensor over a producer's read-only memory with tg_mark_read_only
+ * (tensor.h), and never give the consumer of tg_to_dlpack a read-only
+ * tensor it may write.
  */
 #ifndef TAPEGRAD_DLPACK_H
 #define TAPEGRAD_DLPACK_H

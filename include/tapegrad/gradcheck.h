@@ -22,11 +22,14 @@ typedef struct tg_gradcheck_opts {
  * with central differences, for every input that requires grad. Inputs should
  * be f64 leaves (f32 works with looser tolerances); they may be strided but
  * not overlapping (no expand views: expand inside fn instead). Inputs are
- * perturbed in place and restored bit for bit; their .grad is left as found.
+ * perturbed in place and restored bit for bit (so an input that requires
+ * grad may not be read-only memory: TG_ERR_READONLY, nothing perturbed;
+ * pass a copy); their .grad is left as found.
  * Passes when |analytical - numerical| <= atol + rtol * |numerical| for every
  * entry. opts may be NULL for the defaults.
  * Returns TG_OK, TG_ERR_GRADCHECK with a message naming the input, element,
- * output element and both values, or the error fn or backward raised. */
+ * output element and both values, TG_ERR_READONLY (above), or the error fn
+ * or backward raised. */
 tg_status tg_gradcheck(tg_gradcheck_fn fn, void *user, int n_in, tg_tensor *const *inputs,
                        const tg_gradcheck_opts *opts);
 

@@ -55,8 +55,13 @@ typedef struct tg_logprob_opts {
                                with the usual message naming this op. Needs
                                the fused impl and contiguous logits made by an
                                op (not a leaf: its .grad would share the
-                               logits' memory); TG_ERR_VALUE otherwise.
-                               Default false. */
+                               logits' memory; nor a view of a leaf that
+                               requires grad: the leaf's values would be
+                               overwritten); TG_ERR_VALUE otherwise.
+                               Logits on read-only memory (tg_mark_read_only)
+                               are refused, TG_ERR_READONLY, by this op, or
+                               by tg_backward when marked after the forward
+                               (nothing written). Default false. */
     tg_comm *comm;          /* vocab-parallel (tapegrad/comm.h): the logits are
                                this rank's slice of the vocabulary, rows
                                [vocab_start, vocab_start + V) of it; targets

@@ -669,30 +669,51 @@ tg_tensor *tg_topk_at(tg_site s, tg_tensor *t, int64_t k, int dim, bool largest,
  * the edit). fill_ and copy_ keep t's history, which then gets a zero
  * gradient. Refused (TG_ERR_AUTOGRAD) with grad mode on: a leaf that requires
  * grad, a view of one, a view made with grad mode off, a view returned by a
- * custom function. add_, sub_, mul_ and scale_ take the operands their
- * out-of-place ops take (i64 and bool tensors too, mixed dtypes), computed in
- * the promoted dtype and written into t converted, as PyTorch (an f32 t plus
- * an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the promoted
- * dtype is of a higher category than t's (a float into an i64 or bool t, an
- * i64 into a bool t), as PyTorch. Errors also: TG_ERR_SHAPE (other does not
- * broadcast to t), TG_ERR_DTYPE, TG_ERR_LAYOUT (t, or a view's base, has overlapping elements,
- * e.g. an expand view), TG_ERR_NOMEM. Nothing is written and nothing changes
- * on failure (but for a CUDA kernel failing while it writes: TG_ERR_CUDA). */
+ * custom function. add_, sub_, mul_, div_, pow_ and scale_ take the operands
+ * their out-of-place ops take (i64 and bool tensors too, mixed dtypes),
+ * computed in the promoted dtype and written into t converted, as PyTorch (an
+ * f32 t plus an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the
+ * promoted dtype is of a higher category than t's (a float into an i64 or
+ * bool t, an i64 into a bool t), as PyTorch: div_ is true division, so an i64
+ * or bool t is always refused ("result type f32 can't be cast to the desired
+ * output type i64"). pow_ of two i64 tensors computes in i64 as tg_pow
+ * (1 ** -n is 1, (-1) ** -n is +-1, any other base to a negative power 0, as
+ * PyTorch); pow_ of two bool tensors is TG_ERR_DTYPE. What backward keeps is
+ * PyTorch's: div_ and mul_ a copy of t's old values when other requires grad,
+ * pow_ that copy always and t itself after the write (its result), so that
+ * an edit of t after a recorded pow_ fails backward (TG_ERR_INPLACE). An
+ * operand that is t itself (x.mul_(x), x.div_(x)) is read before the write;
+ * recorded, it is saved as it was, and the write then fails backward's
+ * version check, as in PyTorch. Errors also: TG_ERR_READONLY (t's memory is
+ * marked read-only, tg_mark_read_only: checked first), TG_ERR_SHAPE (other
+ * does not broadcast to t), TG_ERR_LAYOUT (t, or a view's base, has
+ * overlapping elements, e.g. an expand view), TG_ERR_NOMEM. Nothing is written and
+ * nothing changes on failure (but for a CUDA kernel failing while it writes:
+ * TG_ERR_CUDA). */
 tg_status tg_add__at(tg_site s, tg_tensor *t, tg_tensor *other);
 tg_status tg_sub__at(tg_site s, tg_tensor *t, tg_tensor *other);
 tg_status tg_mul__at(tg_site s, tg_tensor *t, tg_tensor *other);
+/* t /= other, PyTorch's div_ (true division; other 0 gives +-inf or NaN). */
+tg_status tg_div__at(tg_site s, tg_tensor *t, tg_tensor *other);
+/* t **= other, PyTorch's pow_(tensor) (C's pow as tg_pow). */
+tg_status tg_pow__at(tg_site s, tg_tensor *t, tg_tensor *other);
 tg_status tg_scale__at(tg_site s, tg_tensor *t, double k);
 tg_status tg_copy__at(tg_site s, tg_tensor *t, tg_tensor *src);
 tg_status tg_fill__at(tg_site s, tg_tensor *t, double value);
 #define tg_add_(t, o) tg_add__at(TG_SITE, t, o)
 #define tg_sub_(t, o) tg_sub__at(TG_SITE, t, o)
 #define tg_mul_(t, o) tg_mul__at(TG_SITE, t, o)
+#define tg_div_(t, o) tg_div__at(TG_SITE, t, o)
+#define tg_pow_(t, o) tg_pow__at(TG_SITE, t, o)
 #define tg_scale_(t, k) tg_scale__at(TG_SITE, t, k)
 #define tg_copy_(t, src) tg_copy__at(TG_SITE, t, src)
 #define tg_fill_(t, v) tg_fill__at(TG_SITE, t, v)
 
 /* For users who wrote into tg_data(t) by hand: bumps t's version counter and
- * records op_name (copied pointer: pass a string literal) at the call site. */
+ * records op_name (copied pointer: pass a string literal) at the call site.
+ * It writes nothing, so it takes read-only memory too (tg_mark_read_only: its
+ * owner may change it, and a graph that saved it must then refuse it).
+ * Returns TG_OK; TG_ERR_NULL. */
 tg_status tg_mark_modified_at(tg_site s, tg_tensor *t, const char *op_name);
 #define tg_mark_modified(t, op_name) tg_mark_modified_at(TG_SITE, t, op_name)
 

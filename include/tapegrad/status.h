@@ -36,7 +36,8 @@ typedef enum tg_status {
     TG_ERR_CUDA,       /* a CUDA or cuBLAS call failed */
     TG_ERR_LEAK,       /* tg_leak_check found graphs kept alive or cycles */
     TG_ERR_INTERNAL,   /* a bug in tapegrad; please report it */
-    TG_ERR_COMM        /* a collective failed, or another rank failed the call */
+    TG_ERR_COMM,       /* a collective failed, or another rank failed the call */
+    TG_ERR_READONLY    /* a write into memory marked read-only (tg_mark_read_only) */
 } tg_status;
 
 /* A call site, recorded by every tensor-creating call (through the macros) so

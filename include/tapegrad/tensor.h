@@ -123,9 +123,10 @@ typedef void (*tg_release_fn)(void *ctx);
  * strides are counted as TG_MEM_EXTERNAL (live, peak, the leak checker, the
  * timeline), not allocated or freed. The result is a leaf that may require
  * grad; in-place ops on it write the caller's memory and bump its version
- * counter. Writes made from outside (the other framework, the caller) are
- * invisible to the version counter: call tg_mark_modified() after one, or a
- * graph that saved the tensor computes with the new values unchecked.
+ * counter (memory the caller may not write: tg_mark_read_only below). Writes
+ * made from outside (the other framework, the caller) are invisible to the
+ * version counter: call tg_mark_modified() after one, or a graph that saved
+ * the tensor computes with the new values unchecked.
  * Errors (NULL, release not called, nothing kept): TG_ERR_NULL (data NULL
  * with a non-empty shape), TG_ERR_DTYPE, TG_ERR_VALUE (ndim outside
  * [0, TG_MAX_DIMS], a negative size or stride, data not aligned to the
@@ -135,6 +136,33 @@ typedef void (*tg_release_fn)(void *ctx);
 tg_tensor *tg_from_blob_at(tg_site s, tg_device dev, tg_dtype dt, int ndim, const int64_t *shape,
                            const int64_t *strides, void *data, tg_release_fn release, void *ctx);
 #define tg_from_blob(dev, ...) tg_from_blob_at(TG_SITE, dev, __VA_ARGS__)
+
+/* Marks the memory under t read-only for the library: memory the caller may
+ * not write (a read-only NumPy memmap, an immutable bytes object, an array
+ * with writeable=False), given through tg_from_blob or tg_from_dlpack. One-way;
+ * the flag lives on the storage, so every tensor sharing it sees it: views,
+ * tg_detach's result, tensors a graph saved, tensors made on it later. From
+ * then on every write the library would make into that memory fails before
+ * anything is written, with TG_ERR_READONLY and a message naming the op
+ * called and the tensor: the in-place ops (tg_add_, tg_sub_, tg_mul_,
+ * tg_div_, tg_pow_, tg_scale_, tg_copy_, tg_fill_) with t, or a view of it,
+ * as the modified tensor; tg_gradcheck with it as an input that requires grad
+ * (the checker perturbs its inputs in place); tg_logprob_entropy's
+ * grad_into_logits on it (refused in forward, and by tg_backward when the
+ * logits were marked after the forward). A gradient is never accumulated in
+ * place into it (a .grad marked read-only is replaced by a new tensor
+ * holding the sum; the engine never does that into the caller's memory
+ * either). Reading, views, copies and saving it for backward work as before.
+ * tg_mark_modified still bumps the version: it writes nothing, and the
+ * memory's owner may change it (a graph that saved it must then refuse it).
+ * tg_data(t) still returns the pointer (writing through it is the caller's
+ * business), and tg_to_dlpack cannot pass the flag on (DLPack 0.8 has none).
+ * Any tensor may be marked, library memory included. Returns TG_OK (also when
+ * already marked); TG_ERR_NULL. */
+tg_status tg_mark_read_only(tg_tensor *t);
+/* True when t's memory was marked read-only (tg_mark_read_only); false for
+ * NULL. */
+bool tg_is_read_only(const tg_tensor *t);
 
 /* Seeded random tensors (f32/f64 only). The generator (xoshiro256** seeded by
  * splitmix64, polar normal method with a fixed-arithmetic logarithm) gives the

@@ -24,6 +24,8 @@ CALL(agg_loss, tg_agg_loss(in[0], in[1], (tg_agg_mode)PI(0)))
 STATUS(add_, tg_add_(in[0], in[1]))
 STATUS(sub_, tg_sub_(in[0], in[1]))
 STATUS(mul_, tg_mul_(in[0], in[1]))
+STATUS(div_, tg_div_(in[0], in[1]))
+STATUS(pow_, tg_pow_(in[0], in[1]))
 STATUS(scale_, tg_scale_(in[0], PR(0)))
 STATUS(copy_, tg_copy_(in[0], in[1]))
 STATUS(fill_, tg_fill_(in[0], PR(0)))
@@ -534,12 +536,17 @@ static void s_linear(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     if (s) s->nin = 4, s->in[3] = NULL, s->want = TG_ERR_VALUE;
 }
 
-/* in-place: target (3, 4) and others broadcast, of another float dtype, strided */
+/* in-place: target (3, 4) and others broadcast, of another float dtype, strided;
+ * float values in [op->lo, op->hi) when the row gives a range, else [-2, 2) */
 static void s_inplace(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     const bool two = op->nin == 2;
+    const bool div = !strcmp(op->name, "div_"), pow_ = !strcmp(op->name, "pow_");
+    const double lo = op->lo < op->hi ? op->lo : -2, hi = op->lo < op->hi ? op->hi : 2;
     tgr_args a = tgr_args0(dt);
     a.fv[0] = -1.5;
-    tg_tensor *(*T)(tg_dtype, int, const int64_t *, uint64_t, double, double) = tgr_rand;
+#define T(dt_, nd_, sh_, seed_, lo_, hi_)                                                      \
+    ((dt_) == TG_F32 || (dt_) == TG_F64 ? tgr_rand(dt_, nd_, sh_, seed_, lo, hi)               \
+                                        : tgr_rand(dt_, nd_, sh_, seed_, lo_, hi_))
 #define ADD(what, flags, x, y)                                                                  \
     do {                                                                                        \
         tg_tensor *x_ = (x), *y_ = (y);                                                         \
@@ -560,6 +567,9 @@ static void s_inplace(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     if (two) ADD("other that widens the target", TGR_S_BAD, T(dt, 1, SH(4), 11, -2, 2),
                  T(dt, 2, SH(3, 4), 12, -2, 2));
 #undef ADD
+    if (div || pow_) /* +-0, +-inf, NaN, tiny and huge values as the target */
+        tgr_add(out, "special target", TGR_S_SPECIAL, &a, 2, tgr_specials(dt, 2, SH(3, 3)),
+                T(dt, 2, SH(3, 3), 24, -2, 2));
     /* mixed dtypes: computed in the promoted dtype, written back converted (copy_
      * converts anything); a float into an i64 target refused, as PyTorch */
     const tg_dtype other = dt == TG_F32 ? TG_F64 : TG_F32;
@@ -569,13 +579,25 @@ static void s_inplace(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
                 T(other, 1, SH(4), 14, -2, 2));
         tgr_add(out, "i64 other", TGR_S_DTYPES, &a, 2, T(dt, 2, SH(3, 4), 15, -2, 2),
                 T(TG_I64, 1, SH(4), 16, -3, 4));
-        tgr_add(out, "i64 target", TGR_S_DTYPES, &a, 2, T(TG_I64, 2, SH(3, 4), 17, -3, 4),
-                T(TG_I64, 2, SH(3, 4), 18, -3, 4));
-        const bool sub = !strcmp(op->name, "sub_"); /* PyTorch refuses a bool operand of sub */
-        tgr_sample *sb = tgr_add(out, "i64 target, bool other", sub ? TGR_S_BAD : TGR_S_DTYPES,
-                                 &a, 2, T(TG_I64, 2, SH(3, 4), 19, -3, 4),
+        /* div_ of an i64 target is refused (its f32 quotient), as PyTorch; pow_ of
+         * one by i64 exponents from -3 (PyTorch's integer rules for negative ones) */
+        tgr_sample *si = tgr_add(out, "i64 target", div ? TGR_S_BAD : TGR_S_DTYPES, &a, 2,
+                                 T(TG_I64, 2, SH(3, 4), 17, -3, 4),
+                                 T(TG_I64, 2, SH(3, 4), 18, -3, 4));
+        if (si && div) si->want = TG_ERR_DTYPE;
+        /* PyTorch refuses a bool operand of sub */
+        const bool refuse_bool = !strcmp(op->name, "sub_") || div;
+        tgr_sample *sb = tgr_add(out, "i64 target, bool other",
+                                 refuse_bool ? TGR_S_BAD : TGR_S_DTYPES, &a, 2,
+                                 T(TG_I64, 2, SH(3, 4), 19, -3, 4),
                                  T(TG_BOOL, 1, SH(4), 20, 0, 2));
-        if (sb && sub) sb->want = TG_ERR_DTYPE;
+        if (sb && refuse_bool) sb->want = TG_ERR_DTYPE;
+        if (div || pow_) { /* bool / bool is f32, bool ** bool has no kernel: refused */
+            tgr_sample *bb = tgr_add(out, "bool target", TGR_S_BAD, &a, 2,
+                                     T(TG_BOOL, 2, SH(3, 4), 25, 0, 2),
+                                     T(TG_BOOL, 2, SH(3, 4), 26, 0, 2));
+            if (bb) bb->want = TG_ERR_DTYPE;
+        }
         tgr_sample *s = tgr_add(out, "float into an i64 target", copy ? TGR_S_DTYPES : TGR_S_BAD,
                                 &a, 2, T(TG_I64, 2, SH(3, 4), 21, -3, 4),
                                 T(dt, 1, SH(4), 22, -2, 2));
@@ -585,6 +607,7 @@ static void s_inplace(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
                                 T(TG_I64, 2, SH(3, 4), 23, -3, 4));
         if (s) s->want = TG_ERR_DTYPE;
     }
+#undef T
 }
 
 #define LOSS(NAME, TORCH, PARAMS, NIN, NREQ, DIFF, SAMPLES)                                    \
@@ -595,6 +618,11 @@ static void s_inplace(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
     {.name = #NAME, .c_name = "tg_" #NAME, .torch = TORCH, .params = PARAMS, .nin = NIN,     \
      .nin_required = NIN, .nout = 0, .diff = DIFF, .flags = TGR_INPLACE, .apply = ap_##NAME,   \
      .samples = s_inplace}
+/* an in-place row whose float samples take values in [LO, HI) */
+#define INPLACE_IN(NAME, TORCH, LO, HI)                                                         \
+    {.name = #NAME, .c_name = "tg_" #NAME, .torch = TORCH, .params = "", .nin = 2,            \
+     .nin_required = 2, .nout = 0, .diff = 3, .flags = TGR_INPLACE, .apply = ap_##NAME,       \
+     .samples = s_inplace, .lo = LO, .hi = HI}
 #define LP "i:impl r:T i:ignore i:chunk b:entropy b:egrad"
 #define LP_ARGS "impl, T, ignore, chunk, entropy, egrad"
 
@@ -636,5 +664,8 @@ tgr_op TGR_ROWS_LOSS[] = {
     INPLACE(scale_, "R.scale_(a, k)", "r:k", 1, 1),
     INPLACE(copy_, "a.copy_(b)", "", 2, 3),
     INPLACE(fill_, "a.fill_(value)", "r:value", 1, 1),
+    /* the latest rows last: the op programs' byte form numbers the rows */
+    INPLACE_IN(div_, "a.div_(b)", 0.5, 2),
+    INPLACE_IN(pow_, "a.pow_(b)", 0.5, 2),
 };
 const int TGR_N_LOSS = (int)(sizeof TGR_ROWS_LOSS / sizeof TGR_ROWS_LOSS[0]);

@@ -227,11 +227,15 @@ def of_difference(f, a, b, **kw):
 
 
 def pow(a, b):   # noqa: A001  (the op's name)
-    """torch.pow with float operands of two dtypes converted to the promoted one
-    first, as tapegrad does (a recorded conversion): PyTorch computes the
-    exponent's gradient with the log of the base in the base's own dtype, an f32
-    log for an f32 base with an f64 exponent (docs/api.md "Type promotion")."""
-    if a.is_floating_point() and b.is_floating_point() and a.dtype != b.dtype:
+    """torch.pow with float operands of two dtypes, or an i64 one with a float
+    one, converted to the promoted dtype first, as tapegrad does (a recorded
+    conversion): PyTorch computes the exponent's gradient with the log of the
+    base in the base's own dtype, an f32 log for an f32 base with an f64
+    exponent, and for an i64 base (its default float dtype) (docs/api.md "Type
+    promotion")."""
+    ints = (torch.int64,)
+    if a.dtype != b.dtype and (a.is_floating_point() or a.dtype in ints) and \
+            (b.is_floating_point() or b.dtype in ints):
         dt = torch.result_type(a, b)
         a, b = a.to(dt), b.to(dt)
     return torch.pow(a, b)
