@@ -263,7 +263,9 @@ def unreached_holders(found: Set[int], limit: int = 50) -> List[Tuple[torch.Tens
     not reach (held by an object no frame or module reaches, or in a
     reference cycle): (tensor, description of its holder), at most ``limit``.
     Tensors only PyTorch's graphs hold (a saved activation) are not listed:
-    their graph is. One pass over the collector's objects; slow (tens of ms)."""
+    their graph is. Garbage (unreachable reference cycles) is collected first.
+    One pass over the collector's objects: slow (tens of ms)."""
+    gc.collect()
     cands = [o for o in gc.get_objects()
              if is_tensor(o) and id(o) not in found and o.grad_fn is not None]
     if not cands:

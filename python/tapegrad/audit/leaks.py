@@ -73,8 +73,9 @@ class LeakReport(Internal):
 
     def __init__(self, roots: List[_Root], step: Optional[int], outlived_nodes: int,
                  kept_bytes: int, growth: float, growth_steps: int, truncated: bool,
-                 dot: str) -> None:
+                 dot: str, after_test: bool = False) -> None:
         self.step = step
+        self.after_test = after_test
         self.roots = len(roots)
         self.outlived_nodes = outlived_nodes
         self.kept_bytes = kept_bytes
@@ -179,6 +180,8 @@ def _text(rep: LeakReport) -> str:
                      else "no autograd graph is kept alive by a reference the program holds")
     else:
         ago = " from earlier steps still" if rep.step is not None else ""
+        if rep.after_test:
+            ago, where = " made during the watch still", " after it"
         lines.append(f"{rep.outlived_nodes} graph node{'s' if rep.outlived_nodes != 1 else ''}"
                      f"{ago} alive{where}, keeping {fmt_bytes(rep.kept_bytes)}, held by "
                      f"{rep.roots} root{'s' if rep.roots != 1 else ''}:")
@@ -213,15 +216,18 @@ def _text(rep: LeakReport) -> str:
 
 # ---- the scan ------------------------------------------------------------------------------------
 
-def _walk(r: _Root, key: Optional[str], step: Optional[int]) -> bool:
+def _walk(r: _Root, key: Optional[str], step: Optional[int], lo: int = 0,
+          finish: bool = False) -> bool:
     """Walks r's graph breadth first, tagging each interior node with the step
-    it is first seen in (under ``key`` in its metadata); True when a node was
-    seen in an earlier step (or always, without steps)."""
+    it is first seen in (under ``key`` in its metadata). True (report it):
+    without steps, always; else when a node was first seen in a step from
+    ``lo`` to the one before ``step``; with ``finish``, when a node was first
+    seen in step ``lo`` or later, or now."""
     top = r.top
     if top is None:
         return False
     seen = {id(top)}
-    todo, i, old = [top], 0, step is None
+    todo, i, hit = [top], 0, step is None
     while i < len(todo):
         n = todo[i]
         i += 1
@@ -233,16 +239,17 @@ def _walk(r: _Root, key: Optional[str], step: Optional[int]) -> bool:
                 md = n.metadata
                 tag = md.get(key)
                 if tag is None:
-                    md[key] = step
-                elif tag < step:
-                    old = True
-                    r.first_step = tag if r.first_step is None else min(r.first_step, tag)
+                    md[key] = tag = step
+                if tag >= lo and (tag < step or finish):
+                    hit = True
+                    if tag < step:
+                        r.first_step = tag if r.first_step is None else min(r.first_step, tag)
         for c, _ in children(n):
             if id(c) not in seen:
                 seen.add(id(c))
                 r.parent[id(c)] = n
                 todo.append(c)
-    return old
+    return hit
 
 
 def _add(store: Dict[Any, int], t: Optional[torch.Tensor]) -> Optional[Any]:
@@ -313,7 +320,8 @@ def _measure(r: _Root, elsewhere: Set[Any], names: Dict[int, str]) -> None:
 
 
 def scan(frame: Any, key: Optional[str] = None, step: Optional[int] = None,
-         thorough: bool = True, limit: int = 200_000) -> Tuple[List[_Root], int, int, bool, str]:
+         thorough: bool = True, limit: int = 200_000, lo: int = 0,
+         finish: bool = False) -> Tuple[List[_Root], int, int, bool, str]:
     """The graphs kept alive: (reported roots, nodes, kept bytes, truncated, DOT)."""
     search = Search(limit).run(frame)
     roots = [_Root(t, refs) for t, refs in search.tensors.values() if t.grad_fn is not None]
@@ -324,7 +332,7 @@ def scan(frame: Any, key: Optional[str] = None, step: Optional[int] = None,
             roots.append(_Root(t, [Ref("<unreached>", desc, None, "object")]))
     reported, others = [], []
     for r in roots:
-        (reported if _walk(r, key, step) else others).append(r)
+        (reported if _walk(r, key, step, lo, finish) else others).append(r)
     elsewhere = _held_elsewhere(search, others)
     names = {id(t): refs[0].expr for t, refs in search.tensors.values()}
     for r in reported:
@@ -383,12 +391,14 @@ class StepWatcher(Internal):
         self.history: List[Tuple[int, int, int]] = []
         self.report: Optional[LeakReport] = None
         self.reports: List[LeakReport] = []
+        self._since = 0
 
     def step(self, _frame: Any = None) -> LeakReport:
         """Ends the current step; the report of what outlived it."""
         frame = _frame or sys._getframe(1)
         k = self.steps
-        reported, nodes, kept, trunc, dot = scan(frame, self.key, k, self.thorough, self.limit)
+        reported, nodes, kept, trunc, dot = scan(frame, self.key, k, self.thorough, self.limit,
+                                                 lo=self._since)
         self.steps += 1
         self.history.append((k, kept, len(reported)))
         growth, n = _growth([b for _, b, _ in self.history])
@@ -396,6 +406,26 @@ class StepWatcher(Internal):
         if self.report:
             self.reports.append(self.report)
         return self.report
+
+    def finish(self, _frame: Any = None) -> LeakReport:
+        """The graphs made after the first step of this watcher (or after it
+        started, when ``start()`` marked it) that are still alive: for the end
+        of a test, when its own variables are gone. Also searches objects no
+        frame or module reaches (the collector's pass)."""
+        frame = _frame or sys._getframe(1)
+        k = self.steps
+        reported, nodes, kept, trunc, dot = scan(frame, self.key, k, True, self.limit,
+                                                 lo=self._since, finish=True)
+        self.steps += 1
+        return LeakReport(reported, k, nodes, kept, 0.0, 0, trunc, dot, after_test=True)
+
+    def start(self, _frame: Any = None) -> None:
+        """Marks what is alive now as older than the watch: ``finish()`` does
+        not report it."""
+        frame = _frame or sys._getframe(1)
+        scan(frame, self.key, self.steps, True, self.limit)
+        self.steps += 1
+        self._since = self.steps
 
     @property
     def growth(self) -> float:
