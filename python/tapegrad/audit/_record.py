@@ -34,6 +34,7 @@ _OLD_WRAPPED = int(torch.__version__.split(".")[0]) < 2
 _WRAPPED = (torch.float64, torch.int64, torch.bool, torch.complex128)
 HISTORY = 8  # in-place events remembered per storage (TG__VERSION_HISTORY in the C library)
 _seq = itertools.count(1)
+SERIAL = itertools.count()  # names of the metadata keys (an id() could come back)
 
 
 class Record(Internal):
@@ -150,7 +151,7 @@ class Recorder(Internal):
         self.first: Dict[Any, int] = {}    # storage key -> seq of its first live record
         self.events: Dict[Any, List[Event]] = {}
         self.pending: List[Any] = []       # weakrefs to the last ops' outputs
-        self.key = f"tapegrad.rec.{id(self)}"
+        self.key = f"tapegrad.rec.{next(SERIAL)}"
         self.lock = threading.RLock()  # a record may go (__del__) while it is held
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack)
         self._mode = _Mode(self)

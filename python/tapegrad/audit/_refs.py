@@ -20,7 +20,7 @@ from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 import torch
 
 from ._graph import is_node
-from ._util import dtype_name, is_library_file, is_tensor, shape_str
+from ._util import dtype_name, is_library_file, is_tensor, shape_str, short_path
 
 _SITE_DIRS = tuple({os.path.abspath(p) + os.sep for p in (
     sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
@@ -110,7 +110,8 @@ class Search:
             modules.setdefault(mod, f.f_globals)
             if not code.co_flags & _CO_OPTIMIZED and f.f_locals is f.f_globals:
                 continue  # a module's top level: its globals, below
-            scope = f"local of {code.co_name}() at {code.co_filename}:{code.co_firstlineno}"
+            scope = f"local of {code.co_name}() at {short_path(code.co_filename)}:" \
+                    f"{code.co_firstlineno}"
             for name, v in frame_locals(f):
                 self._offer(v, name, scope, None, "frame")
         main = sys.modules.get("__main__")

@@ -110,9 +110,25 @@ def user_frame(f: Any) -> Any:
     return g if g is not None else f
 
 
+_short: dict = {}  # co_filename -> (working directory, path written)
+
+
+def short_path(filename: str) -> str:
+    """A file's name as reports write it: relative to the working directory
+    when it lies under it (``examples/python/story.py``), else as given."""
+    cwd = os.getcwd()
+    got = _short.get(filename)
+    if got is None or got[0] != cwd:
+        p = filename
+        if os.path.isabs(filename) and filename.startswith(cwd + os.sep):
+            p = os.path.relpath(filename, cwd)
+        _short[filename] = got = (cwd, p)
+    return got[1]
+
+
 def site_of(f: Any) -> str:
-    """``file:line`` of a frame."""
-    return f"{f.f_code.co_filename}:{f.f_lineno}"
+    """``file:line`` of a frame (the file as ``short_path`` writes it)."""
+    return f"{short_path(f.f_code.co_filename)}:{f.f_lineno}"
 
 
 def caller_site(depth: int = 1) -> str:

@@ -34,7 +34,7 @@ class _Nodes(Internal):
 
     def __init__(self) -> None:
         self.infos: List[NodeInfo] = []
-        self.key = f"tapegrad.saved.{id(self)}"
+        self.key = f"tapegrad.saved.{next(_record.SERIAL)}"
 
     def learn(self, n: Any, name: str, saved: Sequence[Any], order: int = 0) -> int:
         md = n.metadata
