@@ -81,6 +81,50 @@ def _written(func: Any) -> Tuple[int, ...]:
     return w
 
 
+_UNCOUNTED: Dict[Any, bool] = {}  # OpOverload -> writes without PyTorch's version bump under a mode
+
+
+def _uncounted(func: Any) -> bool:
+    """True for an op that writes its arguments but has no ADInplaceOrView
+    kernel (``_foreach_add_``, ``_fused_adam_``): its version bumps come from
+    the in-place ops it runs inside, which a dispatch mode's handler runs
+    below that key, so under a mode nothing would bump them."""
+    u = _UNCOUNTED.get(func)
+    if u is None:
+        sch = func._schema
+        name = f"{sch.name}.{sch.overload_name}" if sch.overload_name else sch.name
+        try:
+            u = bool(_written(func)) and not torch._C._dispatch_has_kernel_for_dispatch_key(
+                name, "ADInplaceOrView")
+        except (AttributeError, RuntimeError):
+            u = False
+        _UNCOUNTED[func] = u
+    return u
+
+
+_increment = getattr(torch.autograd.graph, "increment_version", None)  # PyTorch >= 2.1
+
+
+def bump(ts: List[torch.Tensor]) -> None:
+    """Moves the version counters of ``ts`` on by one, as PyTorch does for an
+    in-place op. Called inside a dispatch handler; PyTorch 1.13, without
+    increment_version: an in-place op that changes nothing (as_strided_ to
+    the same geometry), with ADInplaceOrView let through for it."""
+    if _increment is not None:
+        for t in ts:
+            _increment(t)
+        return
+    key = torch._C.DispatchKey.ADInplaceOrView
+    prev = torch._C._dispatch_tls_is_dispatch_key_excluded(key)
+    torch._C._dispatch_tls_set_dispatch_key_excluded(key, False)
+    try:
+        with torch.no_grad():
+            for t in ts:
+                t.as_strided_(t.size(), t.stride(), t.storage_offset())
+    finally:
+        torch._C._dispatch_tls_set_dispatch_key_excluded(key, prev)
+
+
 def _op_name(func: Any, i: int) -> str:
     """``sub_``; ``add (out=)`` for an out= variant."""
     name = func.overloadpacket.__name__
@@ -102,6 +146,8 @@ class _Mode(TorchDispatchMode):
                 rec.writing(func, w, args, kwargs)
             if rec.pending:
                 rec.flush()
+        if not TLS.busy and _uncounted(func):
+            return rec.uncounted(func, args, kwargs)
         out = func(*args, **kwargs)
         if not TLS.busy and torch.is_grad_enabled():
             t = out if isinstance(out, torch.Tensor) else \
@@ -223,18 +269,34 @@ class Recorder(Internal):
         site = None
         names = [a.name for a in func._schema.arguments]
         for i in w:
-            t = args[i] if i < len(args) else kwargs.get(names[i])
-            if not isinstance(t, torch.Tensor):
-                continue
-            k = storage_key(t)
-            if k is None or k not in self.live:
-                continue
-            site = site or site_of(user_frame(sys._getframe(2)))
-            ev = Event(_op_name(func, i), site, t._version, next(_seq))
-            with self.lock:
-                h = self.events.setdefault(k, [])
-                h.append(ev)
-                del h[:-HISTORY]
+            a = args[i] if i < len(args) else kwargs.get(names[i])
+            for t in (a if isinstance(a, (list, tuple)) else (a,)):  # _foreach_add_ writes lists
+                if not isinstance(t, torch.Tensor):
+                    continue
+                k = storage_key(t)
+                if k is None or k not in self.live:
+                    continue
+                site = site or site_of(user_frame(sys._getframe(2)))
+                ev = Event(_op_name(func, i), site, t._version, next(_seq))
+                with self.lock:
+                    h = self.events.setdefault(k, [])
+                    h.append(ev)
+                    del h[:-HISTORY]
+
+    def uncounted(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        """Runs an op that writes without a version bump under a mode
+        (``_uncounted``) and moves the written tensors' versions on, as they
+        move without the mode (where the op moved none itself)."""
+        names = [a.name for a in func._schema.arguments]
+        ts = []
+        for i in _written(func):
+            a = args[i] if i < len(args) else kwargs.get(names[i])
+            ts += [t for t in (a if isinstance(a, (list, tuple)) else (a,))
+                   if isinstance(t, torch.Tensor)]
+        before = [t._version for t in ts]
+        out = func(*args, **kwargs)
+        bump([t for t, v in zip(ts, before) if t._version == v])
+        return out
 
     def since(self, r: Record) -> Tuple[List[Event], int]:
         """The remembered in-place events on r's storage after its save, and

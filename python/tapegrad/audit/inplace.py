@@ -33,7 +33,8 @@ def version_error(r: "_record.Record", rec: "_record.Recorder", frame: Any) -> s
     evs, lost = rec.since(r)
     hist = "; ".join(f"{e.op} at {e.site} (version {e.before} -> {e.after})" for e in evs)
     if lost:
-        hist += (" " if hist else "") + f"(and {lost} earlier ones not remembered)"
+        hist += ("; " if hist else "") + f"{lost} not recorded (made while no inplace_guard() " \
+                                          "was active, or forgotten)"
     return ("one of the variables needed for gradient computation has been modified by an "
             f"inplace operation: [{t.type()} {shape_str(t.shape)}]{what}{saver}, is at version "
             f"{t._version}; expected version {r.version} instead. In-place operations since it "
