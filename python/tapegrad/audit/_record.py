@@ -154,7 +154,7 @@ class _Mode(TorchDispatchMode):
                 next((o for o in out if isinstance(o, torch.Tensor)), None) \
                 if isinstance(out, (tuple, list)) else None
             if t is not None:
-                rec.pending.append(weakref.ref(t))
+                rec.pending.append((weakref.ref(t), site_of(user_frame(sys._getframe(1)))))
         return out
 
 
@@ -172,6 +172,15 @@ class NodeInfo(Internal):
         self.inputs: List[int] = []
         self.runs = 0
         self.nonzero = False
+
+
+def recorded_site(md: dict) -> Optional[str]:
+    """The line of the op that made a node, as a recorder noted it in the
+    node's metadata (None when none did)."""
+    for k, v in md.items():
+        if isinstance(k, str) and k.startswith("tapegrad.rec.") and v:
+            return v
+    return None
 
 
 def zero_hook(info: NodeInfo) -> Callable:
@@ -311,35 +320,37 @@ class Recorder(Internal):
         """Finds the nodes the last ops created (from their outputs' grad_fn)
         and, breadth first, the nodes behind them not known yet."""
         pend, self.pending = self.pending, []
-        for ref in pend:
+        for ref, site in pend:
             t = ref()
             if t is not None and t.grad_fn is not None:
-                self.discover(t.grad_fn)
+                self.discover(t.grad_fn, site)
 
-    def discover(self, top: Any) -> None:
+    def discover(self, top: Any, site: Optional[str] = None) -> None:
+        """Learns ``top`` (made by the op called at ``site``) and the nodes
+        behind it not known yet."""
         busy, TLS.busy = TLS.busy, True
         try:
-            todo, learned = [top], []
+            todo, learned = [(top, site)], []
             while todo:
-                n = todo.pop()
+                n, at = todo.pop()
                 md = n.metadata
                 if self.key in md:
                     continue
-                md[self.key] = -1
+                md[self.key] = at or ""  # the line of the op that made it, for reports
                 if is_accumulate(n):
                     continue
-                self.learn(n)
+                self.learn(n, at)
                 learned.append(n)
-                todo.extend(c for c, _ in children(n))
+                todo.extend((c, None) for c, _ in children(n))
             for tr in self.trackers:
                 for n in learned:
                     tr.link(n)
         finally:
             TLS.busy = busy
 
-    def learn(self, n: Any) -> None:
+    def learn(self, n: Any, site: Optional[str] = None) -> None:
         """Tells the records of n's saves their node and slot; hands the node
-        to the trackers."""
+        (and the line of the op that made it, when known) to the trackers."""
         saved = saved_of(n)
         name = node_name(n)
         for s in saved:
@@ -348,7 +359,7 @@ class Recorder(Internal):
                 r.node = name
                 r.slot = f"saved_tensors[{s.slot}]" if s.slot.isdigit() else s.slot
         for tr in self.trackers:
-            tr.learn(n, name, saved)
+            tr.learn(n, name, saved, site=site)
 
     # -- activation --------------------------------------------------------------------------
 

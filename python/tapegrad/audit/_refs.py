@@ -34,10 +34,17 @@ _GENERATORS = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorTyp
 _CO_OPTIMIZED = 0x0001
 
 
+_USER: Dict[str, bool] = {}
+
+
 def is_user_file(filename: str) -> bool:
     """Code of the program itself: not PyTorch, tapegrad, the standard library
     or an installed package (pytest's frames, for one, are not searched)."""
-    return not is_library_file(filename) and not os.path.abspath(filename).startswith(_SITE_DIRS)
+    r = _USER.get(filename)
+    if r is None:
+        r = _USER[filename] = not is_library_file(filename) and \
+            not os.path.abspath(filename).startswith(_SITE_DIRS)
+    return r
 
 
 class Ref:
@@ -118,7 +125,8 @@ class Search:
         if main is not None:
             modules.setdefault("__main__", vars(main))
         for name, m in list(sys.modules.items()):
-            fn = getattr(m, "__file__", None)
+            d = getattr(m, "__dict__", None)  # not getattr(m, "__file__"): some modules warn
+            fn = d.get("__file__") if isinstance(d, dict) else None
             if fn and is_user_file(fn):
                 modules.setdefault(name, vars(m))
         for mod, g in modules.items():

@@ -18,7 +18,7 @@ import torch
 
 from . import _record
 from ._graph import children, is_accumulate, node_name, saved_of
-from ._record import NodeInfo, zero_hook
+from ._record import NodeInfo, recorded_site, zero_hook
 from ._util import Internal, fmt_bytes, storage_bytes, storage_key, tensor_desc
 
 FIX = ("fix: compute what only feeds a zero coefficient under torch.no_grad() (or from "
@@ -36,13 +36,17 @@ class _Nodes(Internal):
         self.infos: List[NodeInfo] = []
         self.key = f"tapegrad.saved.{next(_record.SERIAL)}"
 
-    def learn(self, n: Any, name: str, saved: Sequence[Any], order: int = 0) -> int:
+    def learn(self, n: Any, name: str, saved: Sequence[Any], order: int = 0,
+              site: Optional[str] = None) -> int:
+        """A NodeInfo for n (once), its saves, and a hook watching its gradient;
+        its line: its records', else ``site`` or what a recorder noted (the
+        op's), else anomaly mode's."""
         md = n.metadata
         i = md.get(self.key)
         if i is not None:
             return i
         rec_site = next((s.record.site for s in saved if s.record is not None), None)
-        info = NodeInfo(name, rec_site or _anomaly_site(md))
+        info = NodeInfo(name, rec_site or site or recorded_site(md) or _anomaly_site(md))
         for s in saved:
             r = s.record
             ident = r.ident if r is not None else (storage_key(s.tensor), 0)
@@ -327,9 +331,10 @@ class SavedTracker(_Nodes):
         self._order = 0
         self.max_zero_grad_bytes = 0  # the pytest fixture's limit
 
-    def learn(self, n: Any, name: str, saved: Sequence[Any], order: int = 0) -> int:
+    def learn(self, n: Any, name: str, saved: Sequence[Any], order: int = 0,
+              site: Optional[str] = None) -> int:
         self._order += 1
-        return super().learn(n, name, saved, self._order)
+        return super().learn(n, name, saved, self._order, site)
 
     def report(self, title: str = " by the graphs built under track_saved()") -> SavedReport:
         if self.recorder is not None:
