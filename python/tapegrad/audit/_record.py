@@ -51,9 +51,12 @@ class Record(Internal):
                  "slot", "owner")
 
     def __del__(self) -> None:  # the graph let go of it: its storage may stop being watched
-        owner = self.owner
+        owner = getattr(self, "owner", None)
         if owner is not None:
-            owner.release(self.key)
+            try:
+                owner.release(self.key)
+            except Exception:  # noqa: BLE001 - at interpreter exit the module may be gone
+                pass
 
 
 class Event:

@@ -87,6 +87,23 @@ def _key_expr(k: Any) -> str:
     return f"<{type(k).__name__}>"
 
 
+_modules_seen: List[Any] = [-1, []]  # len(sys.modules) when listed, [(name, globals)]
+
+
+def _user_modules() -> List[Tuple[str, dict]]:
+    """(name, globals) of the modules loaded from the program's own files,
+    listed again when the number of loaded modules changes."""
+    if _modules_seen[0] != len(sys.modules):
+        got = []
+        for name, m in list(sys.modules.items()):
+            d = getattr(m, "__dict__", None)  # not getattr(m, "__file__"): some modules warn
+            fn = d.get("__file__") if isinstance(d, dict) else None
+            if fn and is_user_file(fn):
+                got.append((name, d))
+        _modules_seen[:] = [len(sys.modules), got]
+    return _modules_seen[1]
+
+
 class Search:
     """One search. ``tensors``: id -> (tensor, [Ref]) for every tensor found
     (every reference to it, in the order found); ``nodes``: id -> (node,
@@ -124,11 +141,8 @@ class Search:
         main = sys.modules.get("__main__")
         if main is not None:
             modules.setdefault("__main__", vars(main))
-        for name, m in list(sys.modules.items()):
-            d = getattr(m, "__dict__", None)  # not getattr(m, "__file__"): some modules warn
-            fn = d.get("__file__") if isinstance(d, dict) else None
-            if fn and is_user_file(fn):
-                modules.setdefault(name, vars(m))
+        for name, g in _user_modules():
+            modules.setdefault(name, g)
         for mod, g in modules.items():
             scope = f"global of module {mod}"
             for name, v in list(g.items()):
