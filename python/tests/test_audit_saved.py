@@ -140,3 +140,11 @@ def test_saved_bytes_agree_with_the_allocators_growth():
 def test_a_loss_without_a_graph_is_refused():
     with pytest.raises(ValueError, match="loss has no graph"):
         tt.saved_report(torch.ones(()))
+
+
+def test_anomaly_modes_tracebacks_give_the_lines_without_a_recorder():
+    logits, targets = inputs()
+    with torch.autograd.set_detect_anomaly(True):
+        loss, _ = story.policy_loss(logits, targets, 0.0)
+    rep = tt.saved_report(loss)
+    assert [r["site"] for r in rep.lines] == [LOGP, PROBS, GATHER, LOSS, ENTROPY]

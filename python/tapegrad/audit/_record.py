@@ -28,7 +28,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ._graph import children, is_accumulate, node_name, saved_of
-from ._util import TLS, Internal, site_of, storage_key, user_frame
+from ._util import TLS, Internal, Site, site_of, storage_key, user_frame
 
 _OLD_WRAPPED = int(torch.__version__.split(".")[0]) < 2
 _WRAPPED = (torch.float64, torch.int64, torch.bool, torch.complex128)
@@ -64,7 +64,7 @@ class Event:
 
     __slots__ = ("op", "site", "before", "after", "seq")
 
-    def __init__(self, op: str, site: str, before: int, seq: int) -> None:
+    def __init__(self, op: str, site: Site, before: int, seq: int) -> None:
         self.op, self.site, self.before, self.after, self.seq = op, site, before, before + 1, seq
 
 
@@ -156,8 +156,9 @@ class _Mode(TorchDispatchMode):
             t = out if isinstance(out, torch.Tensor) else \
                 next((o for o in out if isinstance(o, torch.Tensor)), None) \
                 if isinstance(out, (tuple, list)) else None
-            if t is not None:
-                rec.pending.append((weakref.ref(t), site_of(user_frame(sys._getframe(1)))))
+            if t is not None:  # the op's line: for the trackers' reports only
+                at = site_of(user_frame(sys._getframe(1))) if rec.trackers else None
+                rec.pending.append((weakref.ref(t), at))
         return out
 
 
@@ -169,7 +170,7 @@ class NodeInfo(Internal):
 
     __slots__ = ("name", "site", "saves", "inputs", "runs", "nonzero")
 
-    def __init__(self, name: str, site: Optional[str]) -> None:
+    def __init__(self, name: str, site: Optional[Site]) -> None:
         self.name, self.site = name, site
         self.saves: List[Tuple[str, str, Any, int, int]] = []
         self.inputs: List[int] = []
@@ -177,11 +178,11 @@ class NodeInfo(Internal):
         self.nonzero = False
 
 
-def recorded_site(md: dict) -> Optional[str]:
+def recorded_site(md: dict) -> Optional[Site]:
     """The line of the op that made a node, as a recorder noted it in the
     node's metadata (None when none did)."""
     for k, v in md.items():
-        if isinstance(k, str) and k.startswith("tapegrad.rec.") and v:
+        if isinstance(k, str) and k.startswith("tapegrad.rec.") and v is not None:
             return v
     return None
 
@@ -328,7 +329,7 @@ class Recorder(Internal):
             if t is not None and t.grad_fn is not None:
                 self.discover(t.grad_fn, site)
 
-    def discover(self, top: Any, site: Optional[str] = None) -> None:
+    def discover(self, top: Any, site: Optional[Site] = None) -> None:
         """Learns ``top`` (made by the op called at ``site``) and the nodes
         behind it not known yet."""
         busy, TLS.busy = TLS.busy, True
@@ -339,7 +340,7 @@ class Recorder(Internal):
                 md = n.metadata
                 if self.key in md:
                     continue
-                md[self.key] = at or ""  # the line of the op that made it, for reports
+                md[self.key] = at  # the line of the op that made it, for reports
                 if is_accumulate(n):
                     continue
                 self.learn(n, at)
@@ -351,7 +352,7 @@ class Recorder(Internal):
         finally:
             TLS.busy = busy
 
-    def learn(self, n: Any, site: Optional[str] = None) -> None:
+    def learn(self, n: Any, site: Optional[Site] = None) -> None:
         """Tells the records of n's saves their node and slot; hands the node
         (and the line of the op that made it, when known) to the trackers."""
         saved = saved_of(n)

@@ -126,14 +126,30 @@ def short_path(filename: str) -> str:
     return got[1]
 
 
-def site_of(f: Any) -> str:
-    """``file:line`` of a frame (the file as ``short_path`` writes it)."""
-    return f"{short_path(f.f_code.co_filename)}:{f.f_lineno}"
+class Site:
+    """A line of the program: ``file:line`` when written (the file as
+    ``short_path`` writes it, worked out only then: the hooks make many)."""
+
+    __slots__ = ("file", "line")
+
+    def __init__(self, file: str, line: int) -> None:
+        self.file, self.line = file, line
+
+    def __str__(self) -> str:
+        return f"{short_path(self.file)}:{self.line}"
+
+    __repr__ = __str__
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, Site) and (self.file, self.line) == (other.file, other.line)
+
+    def __hash__(self) -> int:
+        return hash((self.file, self.line))
 
 
-def caller_site(depth: int = 1) -> str:
-    """``file:line`` of the user's code calling the caller (depth frames up)."""
-    return site_of(user_frame(sys._getframe(depth + 1)))
+def site_of(f: Any) -> Site:
+    """The line a frame is at."""
+    return Site(f.f_code.co_filename, f.f_lineno)
 
 
 # ---- per thread state -------------------------------------------------------------------------

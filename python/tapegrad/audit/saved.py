@@ -12,6 +12,7 @@ that backward never needed it.
 from __future__ import annotations
 
 import linecache
+import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -19,7 +20,8 @@ import torch
 from . import _record
 from ._graph import children, is_accumulate, node_name, saved_of
 from ._record import NodeInfo, recorded_site, zero_hook
-from ._util import Internal, fmt_bytes, storage_bytes, storage_key, tensor_desc
+from ._util import (Internal, Site, fmt_bytes, is_library_file, storage_bytes, storage_key,
+                    tensor_desc)
 
 FIX = ("fix: compute what only feeds a zero coefficient under torch.no_grad() (or from "
        ".detach()ed inputs); for an entropy next to a log-prob, "
@@ -37,7 +39,7 @@ class _Nodes(Internal):
         self.key = f"tapegrad.saved.{next(_record.SERIAL)}"
 
     def learn(self, n: Any, name: str, saved: Sequence[Any], order: int = 0,
-              site: Optional[str] = None) -> int:
+              site: Optional[Any] = None) -> int:
         """A NodeInfo for n (once), its saves, and a hook watching its gradient;
         its line: its records', else ``site`` or what a recorder noted (the
         op's), else anomaly mode's."""
@@ -73,16 +75,18 @@ class _Nodes(Internal):
         return SavedReport(self.infos, title)
 
 
-def _anomaly_site(md: dict) -> Optional[str]:
-    """The line anomaly mode recorded for a node (its ``traceback_``), if any."""
+def _anomaly_site(md: dict) -> Optional[Site]:
+    """The line anomaly mode (``torch.autograd.set_detect_anomaly(True)``)
+    recorded for a node in its ``traceback_``: the innermost frame of the
+    program's own code."""
     tb = md.get("traceback_")
     if not tb:
         return None
-    lines = [ln.strip() for ln in str(tb).splitlines() if ln.strip().startswith("File ")]
-    for ln in reversed(lines):
-        parts = ln.split('"')
-        if len(parts) >= 3 and "site-packages" not in parts[1] and "/torch/" not in parts[1]:
-            return f"{parts[1]}:{parts[2].split(',')[1].split()[-1]}"
+    text = "".join(tb) if isinstance(tb, (list, tuple)) else str(tb)
+    for ln in reversed(text.splitlines()):
+        m = re.match(r'\s*File "(.+)", line (\d+)', ln)
+        if m and not is_library_file(m.group(1)):
+            return Site(m.group(1), int(m.group(2)))
     return None
 
 
@@ -122,8 +126,9 @@ class SavedReport(Internal):
             r = rows.setdefault(info.name, {"op": info.name, "nodes": 0, "bytes": 0,
                                             "lines": []})
             r["nodes"] += 1 if info.saves else 0
-            if info.site and info.site not in r["lines"] and info.saves:
-                r["lines"].append(info.site)
+            site = str(info.site) if info.site else None
+            if site and site not in r["lines"] and info.saves:
+                r["lines"].append(site)
         for k, (i, b) in own.items():
             rows[self._infos[i].name]["bytes"] += b
         return sorted((r for r in rows.values() if r["nodes"]), key=lambda r: -r["bytes"])
@@ -134,13 +139,14 @@ class SavedReport(Internal):
         own = self._owner()
         for info in self._infos:
             if info.saves:
-                site = info.site or "?"
+                site = str(info.site) if info.site else "?"
                 r = rows.setdefault(site, {"site": site, "bytes": 0, "ops": [],
                                            "source": _source(site)})
                 if info.name not in r["ops"]:
                     r["ops"].append(info.name)
         for k, (i, b) in own.items():
-            rows[self._infos[i].site or "?"]["bytes"] += b
+            site = self._infos[i].site
+            rows[str(site) if site else "?"]["bytes"] += b
         return sorted(rows.values(), key=lambda r: -r["bytes"])
 
     @property
@@ -167,8 +173,8 @@ class SavedReport(Internal):
                         weight[i] = weight.get(i, 0) + b
                 if info.saves and info.name not in savers:
                     savers.append(info.name)
-                if info.saves and info.site and info.site not in sites:
-                    sites.append(info.site)
+                if info.saves and info.site and str(info.site) not in sites:
+                    sites.append(str(info.site))
             out.append({"chain": _chain(comp, self._infos, weight), "bytes": sum(keys.values()),
                         "savers": savers, "lines": sites, "nodes": len(comp)})
         return sorted(out, key=lambda z: -z["bytes"])
@@ -332,7 +338,7 @@ class SavedTracker(_Nodes):
         self.max_zero_grad_bytes = 0  # the pytest fixture's limit
 
     def learn(self, n: Any, name: str, saved: Sequence[Any], order: int = 0,
-              site: Optional[str] = None) -> int:
+              site: Optional[Any] = None) -> int:
         self._order += 1
         return super().learn(n, name, saved, self._order, site)
 
