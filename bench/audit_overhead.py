@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """bench/audit_overhead.py - what tapegrad.torch's audit of PyTorch graphs
-costs a training step: the step alone (the tools off), under
+costs a training step: the step alone (the tools off), under a dispatch
+mode that does nothing (PyTorch's own cost of a mode, for comparison), under
 ``inplace_guard()``, with ``watch_steps()`` marking every step, both, and
 ``track_saved()`` (a diagnostic, not meant for every step). One process,
 the variants interleaved round after round so that a busy machine slows
 them alike; the figure is the median time per step over the rounds and its
-ratio to the step alone (and the difference, which is what the tools add:
-about the same for any size of step with the same ops).
+ratio to the step alone, and the difference (what the tools add).
 
     PYTHONPATH=python python3 bench/audit_overhead.py [--rounds 7] [--steps 5]
         [--size lm|small] [--threads 1] [--json]
@@ -29,6 +29,7 @@ import sys
 import time
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import tapegrad.torch as tt
 
@@ -83,6 +84,10 @@ def timed(step, steps, device, variant):
             for _ in range(steps):
                 step()
                 w.step()
+    elif variant == "empty mode":
+        with _EmptyMode():
+            for _ in range(steps):
+                step()
     elif variant == "track_saved":
         with tt.track_saved():
             for _ in range(steps):
@@ -91,7 +96,15 @@ def timed(step, steps, device, variant):
     return (time.perf_counter() - t0) / steps
 
 
-VARIANTS = ("off", "guard", "watcher", "guard+watcher", "track_saved")
+VARIANTS = ("off", "empty mode", "guard", "watcher", "guard+watcher", "track_saved")
+
+
+class _EmptyMode(TorchDispatchMode):
+    """A dispatch mode that only calls the op: what PyTorch's mode machinery
+    costs by itself, for comparison with the guard."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
 
 
 def main(argv=None):
