@@ -216,9 +216,23 @@ def test_a_holder_no_frame_reaches_is_found_by_the_collector_pass():
         fin.detach()
 
 
+def test_a_graph_only_a_running_functions_variable_holds_is_listed_apart():
+    loss = story.microbatch(0, N, V)
+    report = tt.leak_check()
+    scope = scope_of(test_a_graph_only_a_running_functions_variable_holds_is_listed_apart)
+    assert not report and report.in_frames == [f"`loss` ({scope})"]
+    assert report.text() == (
+        "no autograd graph is kept alive by a reference the program holds\n(not reported: 1 "
+        "graph only variables of running functions hold, gone when they are rebound or the "
+        f"function returns: `loss` ({scope}))")
+    (e,) = tt.leak_check(frame_locals=True).entries
+    assert e["holder"] == "loss" and e["container"] is None and e["bytes"] == PER
+    del loss
+
+
 def test_a_node_held_directly_and_the_report_formats():
     fn = (torch.ones(8, requires_grad=True) * 2).exp().grad_fn
-    report = tt.leak_check()
+    report = tt.leak_check(frame_locals=True)
     (e,) = report.entries
     assert e["holder"] == "fn" and e["shape"] == "graph node" and e["chain"][0] == "ExpBackward0"
     assert json.loads(report.json())["roots"][0]["holder"] == "fn"

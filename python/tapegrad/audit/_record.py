@@ -59,6 +59,15 @@ class Record(Internal):
                 pass
 
 
+def _unrecorded(fn: Callable, t: torch.Tensor) -> torch.Tensor:
+    """fn(t) past the dispatch modes (tapegrad's own alias or copy)."""
+    guard = torch._C._DisableTorchDispatch()  # noqa: F841 - held for the call
+    try:
+        return fn(t)
+    finally:
+        del guard
+
+
 class Event:
     """An in-place op on a watched storage: op name, line, versions, order."""
 
@@ -224,17 +233,13 @@ class Recorder(Internal):
         r.owner = None
         r.version = t._version
         if t.grad_fn is not None:
-            guard = torch._C._DisableTorchDispatch()
-            r.tensor = t.detach()
-            del guard
+            r.tensor = _unrecorded(torch.Tensor.detach, t)
             r.producer = f"output {t.output_nr} of {node_name(t.grad_fn)}"
         elif _OLD_WRAPPED and t.dim() == 0 and not t.requires_grad and t.dtype in _WRAPPED \
                 and not t.is_cuda:
             # PyTorch 1.13: a Python number an op saved (a "wrapped number") comes back to
             # a dispatch mode as a float, which breaks its detach in backward: a plain copy
-            guard = torch._C._DisableTorchDispatch()
-            r.tensor = t.clone()
-            del guard
+            r.tensor = _unrecorded(torch.Tensor.clone, t)
             r.version, r.producer = r.tensor._version, None
         else:
             r.tensor = t

@@ -4,7 +4,6 @@ which Python frame is the user's."""
 from __future__ import annotations
 
 import os
-import sys
 import sysconfig
 import threading
 from typing import Any, Optional, Tuple

@@ -11,13 +11,12 @@ holder.
 """
 from __future__ import annotations
 
-import contextlib
 import html
 import itertools
 import json
 import sys
 import threading
-from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Set, Tuple
 
 import torch
 
@@ -46,6 +45,7 @@ class _Root:
         self.nodes_with_saved = 0
         self.target: Any = None
         self.target_desc = ""
+        self.shared = 0                # of its bytes, those other reported roots keep too
 
     @property
     def top(self) -> Any:
@@ -73,9 +73,10 @@ class LeakReport(Internal):
 
     def __init__(self, roots: List[_Root], step: Optional[int], outlived_nodes: int,
                  kept_bytes: int, growth: float, growth_steps: int, truncated: bool,
-                 dot: str, after_test: bool = False) -> None:
+                 dot: str, after_test: bool = False, in_frames: Optional[List[str]] = None) -> None:
         self.step = step
         self.after_test = after_test
+        self.in_frames: List[str] = in_frames or []
         self.roots = len(roots)
         self.outlived_nodes = outlived_nodes
         self.kept_bytes = kept_bytes
@@ -128,7 +129,7 @@ def _entry(r: _Root) -> dict:
             "nodes": len(r.nodes), "nodes_with_saved": r.nodes_with_saved,
             "bytes": sum(r.storages.values()),
             "saved_bytes": sum(b for k, b in r.storages.items() if k in r.saved_keys),
-            "shared_bytes": getattr(r, "shared", 0), "first_step": r.first_step}
+            "shared_bytes": r.shared, "first_step": r.first_step}
 
 
 def _chain(r: _Root) -> List[Tuple[str, str]]:
@@ -206,6 +207,11 @@ def _text(rep: LeakReport) -> str:
                 lines.append(f"  {h['holder']} keeps {h['graphs']} graph"
                              f"{'s' if h['graphs'] != 1 else ''}, {fmt_bytes(h['bytes'])}")
         lines.append("  " + FIX)
+    if rep.in_frames:
+        lines.append(f"(not reported: {len(rep.in_frames)} graph"
+                     f"{'s' if len(rep.in_frames) != 1 else ''} only variables of running "
+                     f"functions hold, gone when they are rebound or the function returns: "
+                     f"{', '.join(rep.in_frames)})")
     if rep.growth_steps:
         lines.append(f"memory kept by graphs grew at each of the last {rep.growth_steps} steps: "
                      f"+{fmt_bytes(rep.growth)} per step")
@@ -319,10 +325,21 @@ def _measure(r: _Root, elsewhere: Set[Any], names: Dict[int, str]) -> None:
         r.target = r.nodes[-1]
 
 
+class _Scan(NamedTuple):
+    reported: List[_Root]
+    nodes: int
+    kept: int
+    truncated: bool
+    dot: str
+    in_frames: List[str]  # graphs only running functions' variables hold, not reported
+
+
 def scan(frame: Any, key: Optional[str] = None, step: Optional[int] = None,
-         thorough: bool = True, limit: int = 200_000, lo: int = 0,
-         finish: bool = False) -> Tuple[List[_Root], int, int, bool, str]:
-    """The graphs kept alive: (reported roots, nodes, kept bytes, truncated, DOT)."""
+         thorough: bool = True, limit: int = 200_000, lo: int = 0, finish: bool = False,
+         frame_locals: bool = True) -> _Scan:
+    """The graphs kept alive and what they keep; without ``frame_locals``, a
+    graph that only variables of running functions hold is left out (listed
+    in ``in_frames``): it goes when they are rebound or the function returns."""
     search = Search(limit).run(frame)
     roots = [_Root(t, refs) for t, refs in search.tensors.values() if t.grad_fn is not None]
     roots += [_Root(n, refs) for n, refs in search.nodes.values() if not is_accumulate(n)]
@@ -330,9 +347,13 @@ def scan(frame: Any, key: Optional[str] = None, step: Optional[int] = None,
         found = set(search.tensors)
         for t, desc in unreached_holders(found):
             roots.append(_Root(t, [Ref("<unreached>", desc, None, "object")]))
-    reported, others = [], []
+    reported, others, in_frames = [], [], []
     for r in roots:
-        (reported if _walk(r, key, step, lo, finish) else others).append(r)
+        hit = _walk(r, key, step, lo, finish)
+        if hit and not frame_locals and all(x.kind == "frame" for x in r.refs):
+            hit = False
+            in_frames.append(f"`{r.ref.expr}` ({r.ref.scope})")
+        (reported if hit else others).append(r)
     elsewhere = _held_elsewhere(search, others)
     names = {id(t): refs[0].expr for t, refs in search.tensors.values()}
     for r in reported:
@@ -348,20 +369,25 @@ def scan(frame: Any, key: Optional[str] = None, step: Optional[int] = None,
     nodes = len({id(n) for r in reported for n in r.nodes})
     reported.sort(key=lambda r: (-sum(r.storages.values()), r.ref.expr))
     dot = _dot.leak_dot(reported, step) if reported else ""
-    return reported, nodes, sum(kept.values()), search.truncated, dot
+    return _Scan(reported, nodes, sum(kept.values()), search.truncated, dot, sorted(in_frames))
 
 
-def leak_check(*, thorough: bool = True, limit: int = 200_000) -> LeakReport:
+def leak_check(*, thorough: bool = True, frame_locals: bool = False,
+               limit: int = 200_000) -> LeakReport:
     """Every PyTorch autograd graph that a live Python reference keeps alive:
-    who holds it (a local of a running frame, a global, a container, an
-    attribute, a closure), the path from it to what the graph keeps, and the
-    bytes (the tensors saved for backward, the held tensors' own storages, the
-    leaves only the graph holds and their ``.grad``; a storage the program
-    also holds otherwise, a parameter say, is not counted). ``thorough``
-    also lists graphs held by objects no frame or module reaches (one pass
-    over the garbage collector's objects). PyTorch has no equivalent."""
-    reported, nodes, kept, trunc, dot = scan(sys._getframe(1), None, None, thorough, limit)
-    return LeakReport(reported, None, nodes, kept, 0.0, 0, trunc, dot)
+    who holds it (a global, a container, an attribute, a closure, a suspended
+    generator), the path from it to what the graph keeps, and the bytes (the
+    tensors saved for backward, the held tensors' own storages, the leaves
+    only the graph holds and their ``.grad``; a storage the program also
+    holds otherwise, a parameter say, is not counted). A graph that only
+    variables of running functions hold (the ``loss`` of the step under way)
+    is listed apart, not reported, unless ``frame_locals``. ``thorough`` also
+    finds holders no frame or module reaches (one pass over the garbage
+    collector's objects). ``limit``: objects the search looks at, at most.
+    PyTorch has no equivalent."""
+    sc = scan(sys._getframe(1), None, None, thorough, limit, frame_locals=frame_locals)
+    return LeakReport(sc.reported, None, sc.nodes, sc.kept, 0.0, 0, sc.truncated, sc.dot,
+                      in_frames=sc.in_frames)
 
 
 # ---- steps -----------------------------------------------------------------------------------------
@@ -382,7 +408,8 @@ class StepWatcher(Internal):
     end of an earlier one (a loop's ``loss``, rebound every step, holds only
     the latest graph and is never reported; a list it is appended to is).
     ``history``: (step, kept bytes, roots) per step; ``report``: the last
-    step's LeakReport; ``reports``: those that found something."""
+    step's LeakReport; ``reports``: those that found something. PyTorch has
+    no equivalent."""
 
     def __init__(self, thorough: bool = False, limit: int = 200_000) -> None:
         self.key = f"tapegrad.step.{next(_serial)}"
@@ -397,12 +424,12 @@ class StepWatcher(Internal):
         """Ends the current step; the report of what outlived it."""
         frame = _frame or sys._getframe(1)
         k = self.steps
-        reported, nodes, kept, trunc, dot = scan(frame, self.key, k, self.thorough, self.limit,
-                                                 lo=self._since)
+        sc = scan(frame, self.key, k, self.thorough, self.limit, lo=self._since)
         self.steps += 1
-        self.history.append((k, kept, len(reported)))
+        self.history.append((k, sc.kept, len(sc.reported)))
         growth, n = _growth([b for _, b, _ in self.history])
-        self.report = LeakReport(reported, k, nodes, kept, growth, n, trunc, dot)
+        self.report = LeakReport(sc.reported, k, sc.nodes, sc.kept, growth, n, sc.truncated,
+                                 sc.dot)
         if self.report:
             self.reports.append(self.report)
         return self.report
@@ -414,10 +441,10 @@ class StepWatcher(Internal):
         frame or module reaches (the collector's pass)."""
         frame = _frame or sys._getframe(1)
         k = self.steps
-        reported, nodes, kept, trunc, dot = scan(frame, self.key, k, True, self.limit,
-                                                 lo=self._since, finish=True)
+        sc = scan(frame, self.key, k, True, self.limit, lo=self._since, finish=True)
         self.steps += 1
-        return LeakReport(reported, k, nodes, kept, 0.0, 0, trunc, dot, after_test=True)
+        return LeakReport(sc.reported, k, sc.nodes, sc.kept, 0.0, 0, sc.truncated, sc.dot,
+                          after_test=True)
 
     def start(self, _frame: Any = None) -> None:
         """Marks what is alive now as older than the watch: ``finish()`` does
@@ -469,7 +496,7 @@ def watch_steps(*, thorough: bool = False, limit: int = 200_000) -> StepWatcher:
 def step_mark() -> Optional[LeakReport]:
     """Ends the current step of every ``watch_steps()`` active in this thread;
     the innermost one's report (None when none is active). The C library's
-    ``tg_step_mark`` for PyTorch graphs."""
+    ``tg_step_mark`` for PyTorch graphs; PyTorch has no equivalent."""
     rep = None
     for w in list(_watchers()):
         rep = w.step(sys._getframe(1))

@@ -97,7 +97,7 @@ class SavedReport(Internal):
     subgraphs whose incoming gradient was zero everywhere (``zero``: dicts
     with ``chain``, ``bytes``, ``savers``, ``lines``) and the bytes saved only
     by them (``zero_grad_bytes``). Read it after backward for the second
-    half: the figures are computed when read."""
+    half: the figures are computed when read. PyTorch has no equivalent."""
 
     def __init__(self, infos: List[NodeInfo], title: str) -> None:
         self._infos = infos
