@@ -147,6 +147,29 @@ def test_detach_or_item_reports_nothing(keep):
     assert report.text() == "no autograd graph is kept alive by a reference the program holds"
 
 
+def test_an_entropy_logged_with_its_graph_keeps_its_saved_tensors():
+    """Stories 1 and 3 at once (torch_entropy_at_zero.py's composition): the
+    entropy kept for logging with its graph, outside the loss: backward never
+    runs through it, so its nodes still hold the probabilities and the
+    log-probs."""
+    g = torch.Generator().manual_seed(7)
+    logits = torch.randn(N, V, generator=g).requires_grad_()
+    targets = torch.randint(0, V, (N,), generator=g)
+    metrics = {}
+    logp = torch.log_softmax(logits, -1)
+    loss = -logp.gather(-1, targets[:, None]).mean()
+    probs = torch.softmax(logits, -1)
+    metrics["entropy"] = -(probs * logp).sum(-1).mean()  # logged, its graph kept
+    loss.backward()
+    del logp, probs, loss
+    (e,) = tt.leak_check().entries
+    assert e["holder"] == "metrics['entropy']" and e["nodes_with_saved"] == 2
+    # the probabilities and the log-probs (N V 4 each), and the entropy itself; the
+    # logits are a local of this test (held elsewhere)
+    assert e["saved_bytes"] == 2 * N * V * 4 and e["bytes"] == 2 * N * V * 4 + 4
+    assert "saved tensors still live: backward never ran through them" in tt.leak_check().text()
+
+
 KEPT = []
 
 
