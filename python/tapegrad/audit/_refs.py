@@ -110,9 +110,8 @@ class Search:
     [Ref]) for graph nodes held directly (``fn = loss.grad_fn``);
     ``truncated``: the object budget ran out."""
 
-    def __init__(self, limit: int = 200_000, skip_frames: Set[int] = frozenset()) -> None:
+    def __init__(self, limit: int = 200_000) -> None:
         self.limit = limit
-        self.skip_frames = skip_frames
         self.tensors: Dict[int, Tuple[torch.Tensor, List[Ref]]] = {}
         self.nodes: Dict[int, Tuple[Any, List[Ref]]] = {}
         self.seen: Set[int] = set()
@@ -160,7 +159,7 @@ class Search:
         for top in stacks:
             f = top
             while f is not None:
-                if id(f) not in self.skip_frames and is_user_file(f.f_code.co_filename):
+                if is_user_file(f.f_code.co_filename):
                     yield f
                 f = f.f_back
 
