@@ -26,6 +26,9 @@ import torch as _torch
 from . import Tensor, from_dlpack
 from ._lib import TapegradError, _C
 from . import fused
+# the audit of PyTorch's own graphs (tapegrad/audit/): off until called, nothing installed here
+from .audit import (InplaceGuard, LeakReport, SavedReport, SavedTracker, StepWatcher,  # noqa: F401
+                    inplace_guard, leak_check, saved_report, step_mark, track_saved, watch_steps)
 
 # what the adapters build is called from PyTorch's autograd.Function.apply: the call
 # sites in tapegrad's messages and reports skip PyTorch's frames for the user's line

@@ -7,6 +7,9 @@ import pytest
 
 import tapegrad as tg
 
+# tapegrad's own pytest plugin (markers and fixtures auditing PyTorch steps), as users load it
+pytest_plugins = ["tapegrad.pytest"]
+
 
 @pytest.fixture(autouse=True)
 def no_leaks():

@@ -49,6 +49,32 @@ def test_retained_loss(detach):
         assert 'root "losses[0]"' in out and "held by 3 roots" in out
 
 
+@pytest.mark.parametrize("fix", [None, "--detach", "--item"])
+def test_torch_retained_loss(fix):
+    pytest.importorskip("torch")
+    out = run("torch_retained_loss.py", "--micro", "5", "--seq", "32", "--vocab", "300",
+              *([fix] if fix else []))
+    if fix:
+        assert "Nothing kept" in out
+    else:
+        assert 'root "losses[4]" (f32 [])' in out and "keeps 5 graphs, 375.0 KiB" in out
+        assert "grew at each of the last 4 steps: +75.0 KiB per step" in out
+
+
+def test_torch_inplace_pair():
+    pytest.importorskip("torch")
+    out = run("torch_inplace_pair.py")
+    assert "saved by LogprobBackward" in out and "sub_ at" in out and "add_ at" in out
+    assert "weight gradient the same as PyTorch's own ops give" in out
+
+
+def test_torch_entropy_at_zero():
+    pytest.importorskip("torch")
+    out = run("torch_entropy_at_zero.py", "--seq", "64", "--vocab", "500")
+    assert "gradient zero everywhere in 1 subgraph, holding 125.0 KiB saved for nothing" in out
+    assert "Same loss, logged entropy and gradient in all three." in out
+
+
 def test_peer_python_bench_runs_its_three_ways():
     pytest.importorskip("torch")
     env = dict(os.environ)
