@@ -107,6 +107,9 @@ static PyObject *f_from_buffer(PyObject *mod, PyObject *obj) {
         tgpy_owner_discard(ctx);  /* a failed call kept nothing and calls nothing */
         return tgpy_raise_last();
     }
+    /* memory the array's owner may not write (a read-only memmap, bytes,
+     * writeable=False): nothing the library does writes it (TG_ERR_READONLY) */
+    if (b->readonly) tg_mark_read_only(h);
     return tgpy_wrap(h);
 }
 
@@ -247,6 +250,11 @@ static PyObject *f_to_dlpack(PyObject *mod, PyObject *args) {
     if (tg_requires_grad(h)) {  /* as PyTorch: the consumer would write around autograd */
         PyErr_SetString(PyExc_RuntimeError, "tapegrad: can't export a tensor that requires grad "
                         "through DLPack; use tensor.detach()");
+        return NULL;
+    }
+    if (tg_is_read_only(h)) {  /* DLPack 0.8 cannot say so, and the consumer may write */
+        PyErr_SetString(PyExc_BufferError, "tapegrad: can't export read-only memory through "
+                        "DLPack (it has no read-only flag); tapegrad.tensor(t) copies it");
         return NULL;
     }
     if (tg_get_device(h) == TG_CUDA && stream != Py_None) {

@@ -349,6 +349,15 @@ static const tgpy_op_def D_div = {"div", "Tensor.div", 2, P_div, false,
 FUNCTION(div)
 METHOD(div)
 
+static const tgpy_param P_div_[] = {{"t", TGPY_TENSOR, NULL}, {"other", TGPY_TENSOR, NULL}};
+static tg_status C_div_(tg_site s, tgpy_arg *a) {
+    return tg_div__at(s, a[0].t, a[1].t);
+}
+static const tgpy_op_def D_div_ = {"div_", "Tensor.div_", 2, P_div_, true,
+    NULL, C_div_};
+FUNCTION(div_)
+METHOD(div_)
+
 static const tgpy_param P_empty[] = {{"dt", TGPY_ENUM, &E_tg_dtype}, {"shape", TGPY_INT64S, NULL}};
 static tg_tensor *C_empty(tg_site s, tgpy_arg *a) {
     return tg_empty_at(s, a[0].i, a[1].arr.n, (const int64_t *)a[1].arr.v);
@@ -949,6 +958,15 @@ static const tgpy_op_def D_pow = {"pow", "Tensor.pow", 2, P_pow, false,
 FUNCTION(pow)
 METHOD(pow)
 
+static const tgpy_param P_pow_[] = {{"t", TGPY_TENSOR, NULL}, {"other", TGPY_TENSOR, NULL}};
+static tg_status C_pow_(tg_site s, tgpy_arg *a) {
+    return tg_pow__at(s, a[0].t, a[1].t);
+}
+static const tgpy_op_def D_pow_ = {"pow_", "Tensor.pow_", 2, P_pow_, true,
+    NULL, C_pow_};
+FUNCTION(pow_)
+METHOD(pow_)
+
 static const tgpy_param P_pow_scalar[] = {{"t", TGPY_TENSOR, NULL}, {"exponent", TGPY_DOUBLE, NULL}};
 static tg_tensor *C_pow_scalar(tg_site s, tgpy_arg *a) {
     return tg_pow_scalar_at(s, a[0].t, a[1].d);
@@ -1456,15 +1474,27 @@ PyMethodDef tgpy_op_functions[] = {
     "the edit). fill_ and copy_ keep t's history, which then gets a zero\n"
     "gradient. Refused (TG_ERR_AUTOGRAD) with grad mode on: a leaf that requires\n"
     "grad, a view of one, a view made with grad mode off, a view returned by a\n"
-    "custom function. add_, sub_, mul_ and scale_ take the operands their\n"
-    "out-of-place ops take (i64 and bool tensors too, mixed dtypes), computed in\n"
-    "the promoted dtype and written into t converted, as PyTorch (an f32 t plus\n"
-    "an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the promoted\n"
-    "dtype is of a higher category than t's (a float into an i64 or bool t, an\n"
-    "i64 into a bool t), as PyTorch. Errors also: TG_ERR_SHAPE (other does not\n"
-    "broadcast to t), TG_ERR_DTYPE, TG_ERR_LAYOUT (t, or a view's base, has overlapping elements,\n"
-    "e.g. an expand view), TG_ERR_NOMEM. Nothing is written and nothing changes\n"
-    "on failure (but for a CUDA kernel failing while it writes: TG_ERR_CUDA)."},
+    "custom function. add_, sub_, mul_, div_, pow_ and scale_ take the operands\n"
+    "their out-of-place ops take (i64 and bool tensors too, mixed dtypes),\n"
+    "computed in the promoted dtype and written into t converted, as PyTorch (an\n"
+    "f32 t plus an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the\n"
+    "promoted dtype is of a higher category than t's (a float into an i64 or\n"
+    "bool t, an i64 into a bool t), as PyTorch: div_ is true division, so an i64\n"
+    "or bool t is always refused (\"result type f32 can't be cast to the desired\n"
+    "output type i64\"). pow_ of two i64 tensors computes in i64 as tg_pow\n"
+    "(1 ** -n is 1, (-1) ** -n is +-1, any other base to a negative power 0, as\n"
+    "PyTorch); pow_ of two bool tensors is TG_ERR_DTYPE. What backward keeps is\n"
+    "PyTorch's: div_ and mul_ a copy of t's old values when other requires grad,\n"
+    "pow_ that copy always and t itself after the write (its result), so that\n"
+    "an edit of t after a recorded pow_ fails backward (TG_ERR_INPLACE). An\n"
+    "operand that is t itself (x.mul_(x), x.div_(x)) is read before the write;\n"
+    "recorded, it is saved as it was, and the write then fails backward's\n"
+    "version check, as in PyTorch. Errors also: TG_ERR_READONLY (t's memory is\n"
+    "marked read-only, tg_mark_read_only: checked first), TG_ERR_SHAPE (other\n"
+    "does not broadcast to t), TG_ERR_LAYOUT (t, or a view's base, has\n"
+    "overlapping elements, e.g. an expand view), TG_ERR_NOMEM. Nothing is written and\n"
+    "nothing changes on failure (but for a CUDA kernel failing while it writes:\n"
+    "TG_ERR_CUDA)."},
     {"add_scalar", (PyCFunction)(void (*)(void))F_add_scalar, METH_FASTCALL | METH_KEYWORDS,
     "add_scalar($module, t, k)\n"
     "--\n"
@@ -1694,23 +1724,7 @@ PyMethodDef tgpy_op_functions[] = {
     "\n"
     "copy_(t, src): tg_copy_ (ops.h).\n"
     "\n"
-    "in-place (bump the version counter, record op name and call site)\n"
-    "t may be a view (the write goes to the shared storage). other is broadcast\n"
-    "to t's shape. With grad mode on and t or other requiring grad, the op is\n"
-    "recorded as in PyTorch: t's grad_fn becomes the op's node, or for a view\n"
-    "its base's grad_fn becomes CopySlices (views of the base made earlier see\n"
-    "the edit). fill_ and copy_ keep t's history, which then gets a zero\n"
-    "gradient. Refused (TG_ERR_AUTOGRAD) with grad mode on: a leaf that requires\n"
-    "grad, a view of one, a view made with grad mode off, a view returned by a\n"
-    "custom function. add_, sub_, mul_ and scale_ take the operands their\n"
-    "out-of-place ops take (i64 and bool tensors too, mixed dtypes), computed in\n"
-    "the promoted dtype and written into t converted, as PyTorch (an f32 t plus\n"
-    "an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the promoted\n"
-    "dtype is of a higher category than t's (a float into an i64 or bool t, an\n"
-    "i64 into a bool t), as PyTorch. Errors also: TG_ERR_SHAPE (other does not\n"
-    "broadcast to t), TG_ERR_DTYPE, TG_ERR_LAYOUT (t, or a view's base, has overlapping elements,\n"
-    "e.g. an expand view), TG_ERR_NOMEM. Nothing is written and nothing changes\n"
-    "on failure (but for a CUDA kernel failing while it writes: TG_ERR_CUDA)."},
+    "t **= other, PyTorch's pow_(tensor) (C's pow as tg_pow)."},
     {"count_nonzero", (PyCFunction)(void (*)(void))F_count_nonzero, METH_FASTCALL | METH_KEYWORDS,
     "count_nonzero($module, t, dims)\n"
     "--\n"
@@ -1783,6 +1797,13 @@ PyMethodDef tgpy_op_functions[] = {
     "div(a, b): tg_div (ops.h).\n"
     "\n"
     "elementwise, binary with broadcasting"},
+    {"div_", (PyCFunction)(void (*)(void))F_div_, METH_FASTCALL | METH_KEYWORDS,
+    "div_($module, t, other)\n"
+    "--\n"
+    "\n"
+    "div_(t, other): tg_div_ (ops.h).\n"
+    "\n"
+    "t /= other, PyTorch's div_ (true division; other 0 gives +-inf or NaN)."},
     {"empty", (PyCFunction)(void (*)(void))F_empty, METH_FASTCALL | METH_KEYWORDS,
     "empty($module, dt, shape)\n"
     "--\n"
@@ -1842,23 +1863,7 @@ PyMethodDef tgpy_op_functions[] = {
     "\n"
     "fill_(t, value): tg_fill_ (ops.h).\n"
     "\n"
-    "in-place (bump the version counter, record op name and call site)\n"
-    "t may be a view (the write goes to the shared storage). other is broadcast\n"
-    "to t's shape. With grad mode on and t or other requiring grad, the op is\n"
-    "recorded as in PyTorch: t's grad_fn becomes the op's node, or for a view\n"
-    "its base's grad_fn becomes CopySlices (views of the base made earlier see\n"
-    "the edit). fill_ and copy_ keep t's history, which then gets a zero\n"
-    "gradient. Refused (TG_ERR_AUTOGRAD) with grad mode on: a leaf that requires\n"
-    "grad, a view of one, a view made with grad mode off, a view returned by a\n"
-    "custom function. add_, sub_, mul_ and scale_ take the operands their\n"
-    "out-of-place ops take (i64 and bool tensors too, mixed dtypes), computed in\n"
-    "the promoted dtype and written into t converted, as PyTorch (an f32 t plus\n"
-    "an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the promoted\n"
-    "dtype is of a higher category than t's (a float into an i64 or bool t, an\n"
-    "i64 into a bool t), as PyTorch. Errors also: TG_ERR_SHAPE (other does not\n"
-    "broadcast to t), TG_ERR_DTYPE, TG_ERR_LAYOUT (t, or a view's base, has overlapping elements,\n"
-    "e.g. an expand view), TG_ERR_NOMEM. Nothing is written and nothing changes\n"
-    "on failure (but for a CUDA kernel failing while it writes: TG_ERR_CUDA)."},
+    "t **= other, PyTorch's pow_(tensor) (C's pow as tg_pow)."},
     {"flatten", (PyCFunction)(void (*)(void))F_flatten, METH_FASTCALL | METH_KEYWORDS,
     "flatten($module, t, start_dim, end_dim)\n"
     "--\n"
@@ -2324,15 +2329,27 @@ PyMethodDef tgpy_op_functions[] = {
     "the edit). fill_ and copy_ keep t's history, which then gets a zero\n"
     "gradient. Refused (TG_ERR_AUTOGRAD) with grad mode on: a leaf that requires\n"
     "grad, a view of one, a view made with grad mode off, a view returned by a\n"
-    "custom function. add_, sub_, mul_ and scale_ take the operands their\n"
-    "out-of-place ops take (i64 and bool tensors too, mixed dtypes), computed in\n"
-    "the promoted dtype and written into t converted, as PyTorch (an f32 t plus\n"
-    "an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the promoted\n"
-    "dtype is of a higher category than t's (a float into an i64 or bool t, an\n"
-    "i64 into a bool t), as PyTorch. Errors also: TG_ERR_SHAPE (other does not\n"
-    "broadcast to t), TG_ERR_DTYPE, TG_ERR_LAYOUT (t, or a view's base, has overlapping elements,\n"
-    "e.g. an expand view), TG_ERR_NOMEM. Nothing is written and nothing changes\n"
-    "on failure (but for a CUDA kernel failing while it writes: TG_ERR_CUDA)."},
+    "custom function. add_, sub_, mul_, div_, pow_ and scale_ take the operands\n"
+    "their out-of-place ops take (i64 and bool tensors too, mixed dtypes),\n"
+    "computed in the promoted dtype and written into t converted, as PyTorch (an\n"
+    "f32 t plus an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the\n"
+    "promoted dtype is of a higher category than t's (a float into an i64 or\n"
+    "bool t, an i64 into a bool t), as PyTorch: div_ is true division, so an i64\n"
+    "or bool t is always refused (\"result type f32 can't be cast to the desired\n"
+    "output type i64\"). pow_ of two i64 tensors computes in i64 as tg_pow\n"
+    "(1 ** -n is 1, (-1) ** -n is +-1, any other base to a negative power 0, as\n"
+    "PyTorch); pow_ of two bool tensors is TG_ERR_DTYPE. What backward keeps is\n"
+    "PyTorch's: div_ and mul_ a copy of t's old values when other requires grad,\n"
+    "pow_ that copy always and t itself after the write (its result), so that\n"
+    "an edit of t after a recorded pow_ fails backward (TG_ERR_INPLACE). An\n"
+    "operand that is t itself (x.mul_(x), x.div_(x)) is read before the write;\n"
+    "recorded, it is saved as it was, and the write then fails backward's\n"
+    "version check, as in PyTorch. Errors also: TG_ERR_READONLY (t's memory is\n"
+    "marked read-only, tg_mark_read_only: checked first), TG_ERR_SHAPE (other\n"
+    "does not broadcast to t), TG_ERR_LAYOUT (t, or a view's base, has\n"
+    "overlapping elements, e.g. an expand view), TG_ERR_NOMEM. Nothing is written and\n"
+    "nothing changes on failure (but for a CUDA kernel failing while it writes:\n"
+    "TG_ERR_CUDA)."},
     {"nan_to_num", (PyCFunction)(void (*)(void))F_nan_to_num, METH_FASTCALL | METH_KEYWORDS,
     "nan_to_num($module, t, nan_value, posinf, neginf)\n"
     "--\n"
@@ -2462,6 +2479,13 @@ PyMethodDef tgpy_op_functions[] = {
     "pow: NaN for a negative base and a non-integer exponent). Gradients as\n"
     "PyTorch: d/da = b a^(b-1) g (0 where b == 0), d/db = a^b log(a) g (0 where\n"
     "a == 0 and b >= 0). Errors as tg_add."},
+    {"pow_", (PyCFunction)(void (*)(void))F_pow_, METH_FASTCALL | METH_KEYWORDS,
+    "pow_($module, t, other)\n"
+    "--\n"
+    "\n"
+    "pow_(t, other): tg_pow_ (ops.h).\n"
+    "\n"
+    "t **= other, PyTorch's pow_(tensor) (C's pow as tg_pow)."},
     {"pow_scalar", (PyCFunction)(void (*)(void))F_pow_scalar, METH_FASTCALL | METH_KEYWORDS,
     "pow_scalar($module, t, exponent)\n"
     "--\n"
@@ -2608,23 +2632,7 @@ PyMethodDef tgpy_op_functions[] = {
     "\n"
     "scale_(t, k): tg_scale_ (ops.h).\n"
     "\n"
-    "in-place (bump the version counter, record op name and call site)\n"
-    "t may be a view (the write goes to the shared storage). other is broadcast\n"
-    "to t's shape. With grad mode on and t or other requiring grad, the op is\n"
-    "recorded as in PyTorch: t's grad_fn becomes the op's node, or for a view\n"
-    "its base's grad_fn becomes CopySlices (views of the base made earlier see\n"
-    "the edit). fill_ and copy_ keep t's history, which then gets a zero\n"
-    "gradient. Refused (TG_ERR_AUTOGRAD) with grad mode on: a leaf that requires\n"
-    "grad, a view of one, a view made with grad mode off, a view returned by a\n"
-    "custom function. add_, sub_, mul_ and scale_ take the operands their\n"
-    "out-of-place ops take (i64 and bool tensors too, mixed dtypes), computed in\n"
-    "the promoted dtype and written into t converted, as PyTorch (an f32 t plus\n"
-    "an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the promoted\n"
-    "dtype is of a higher category than t's (a float into an i64 or bool t, an\n"
-    "i64 into a bool t), as PyTorch. Errors also: TG_ERR_SHAPE (other does not\n"
-    "broadcast to t), TG_ERR_DTYPE, TG_ERR_LAYOUT (t, or a view's base, has overlapping elements,\n"
-    "e.g. an expand view), TG_ERR_NOMEM. Nothing is written and nothing changes\n"
-    "on failure (but for a CUDA kernel failing while it writes: TG_ERR_CUDA)."},
+    "t **= other, PyTorch's pow_(tensor) (C's pow as tg_pow)."},
     {"scatter_add", (PyCFunction)(void (*)(void))F_scatter_add, METH_FASTCALL | METH_KEYWORDS,
     "scatter_add($module, t, dim, index, src)\n"
     "--\n"
@@ -2803,15 +2811,27 @@ PyMethodDef tgpy_op_functions[] = {
     "the edit). fill_ and copy_ keep t's history, which then gets a zero\n"
     "gradient. Refused (TG_ERR_AUTOGRAD) with grad mode on: a leaf that requires\n"
     "grad, a view of one, a view made with grad mode off, a view returned by a\n"
-    "custom function. add_, sub_, mul_ and scale_ take the operands their\n"
-    "out-of-place ops take (i64 and bool tensors too, mixed dtypes), computed in\n"
-    "the promoted dtype and written into t converted, as PyTorch (an f32 t plus\n"
-    "an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the promoted\n"
-    "dtype is of a higher category than t's (a float into an i64 or bool t, an\n"
-    "i64 into a bool t), as PyTorch. Errors also: TG_ERR_SHAPE (other does not\n"
-    "broadcast to t), TG_ERR_DTYPE, TG_ERR_LAYOUT (t, or a view's base, has overlapping elements,\n"
-    "e.g. an expand view), TG_ERR_NOMEM. Nothing is written and nothing changes\n"
-    "on failure (but for a CUDA kernel failing while it writes: TG_ERR_CUDA)."},
+    "custom function. add_, sub_, mul_, div_, pow_ and scale_ take the operands\n"
+    "their out-of-place ops take (i64 and bool tensors too, mixed dtypes),\n"
+    "computed in the promoted dtype and written into t converted, as PyTorch (an\n"
+    "f32 t plus an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the\n"
+    "promoted dtype is of a higher category than t's (a float into an i64 or\n"
+    "bool t, an i64 into a bool t), as PyTorch: div_ is true division, so an i64\n"
+    "or bool t is always refused (\"result type f32 can't be cast to the desired\n"
+    "output type i64\"). pow_ of two i64 tensors computes in i64 as tg_pow\n"
+    "(1 ** -n is 1, (-1) ** -n is +-1, any other base to a negative power 0, as\n"
+    "PyTorch); pow_ of two bool tensors is TG_ERR_DTYPE. What backward keeps is\n"
+    "PyTorch's: div_ and mul_ a copy of t's old values when other requires grad,\n"
+    "pow_ that copy always and t itself after the write (its result), so that\n"
+    "an edit of t after a recorded pow_ fails backward (TG_ERR_INPLACE). An\n"
+    "operand that is t itself (x.mul_(x), x.div_(x)) is read before the write;\n"
+    "recorded, it is saved as it was, and the write then fails backward's\n"
+    "version check, as in PyTorch. Errors also: TG_ERR_READONLY (t's memory is\n"
+    "marked read-only, tg_mark_read_only: checked first), TG_ERR_SHAPE (other\n"
+    "does not broadcast to t), TG_ERR_LAYOUT (t, or a view's base, has\n"
+    "overlapping elements, e.g. an expand view), TG_ERR_NOMEM. Nothing is written and\n"
+    "nothing changes on failure (but for a CUDA kernel failing while it writes:\n"
+    "TG_ERR_CUDA)."},
     {"sum", (PyCFunction)(void (*)(void))F_sum, METH_FASTCALL | METH_KEYWORDS,
     "sum($module, t)\n"
     "--\n"
@@ -3016,15 +3036,27 @@ PyMethodDef tgpy_op_methods[] = {
     "the edit). fill_ and copy_ keep t's history, which then gets a zero\n"
     "gradient. Refused (TG_ERR_AUTOGRAD) with grad mode on: a leaf that requires\n"
     "grad, a view of one, a view made with grad mode off, a view returned by a\n"
-    "custom function. add_, sub_, mul_ and scale_ take the operands their\n"
-    "out-of-place ops take (i64 and bool tensors too, mixed dtypes), computed in\n"
-    "the promoted dtype and written into t converted, as PyTorch (an f32 t plus\n"
-    "an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the promoted\n"
-    "dtype is of a higher category than t's (a float into an i64 or bool t, an\n"
-    "i64 into a bool t), as PyTorch. Errors also: TG_ERR_SHAPE (other does not\n"
-    "broadcast to t), TG_ERR_DTYPE, TG_ERR_LAYOUT (t, or a view's base, has overlapping elements,\n"
-    "e.g. an expand view), TG_ERR_NOMEM. Nothing is written and nothing changes\n"
-    "on failure (but for a CUDA kernel failing while it writes: TG_ERR_CUDA)."},
+    "custom function. add_, sub_, mul_, div_, pow_ and scale_ take the operands\n"
+    "their out-of-place ops take (i64 and bool tensors too, mixed dtypes),\n"
+    "computed in the promoted dtype and written into t converted, as PyTorch (an\n"
+    "f32 t plus an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the\n"
+    "promoted dtype is of a higher category than t's (a float into an i64 or\n"
+    "bool t, an i64 into a bool t), as PyTorch: div_ is true division, so an i64\n"
+    "or bool t is always refused (\"result type f32 can't be cast to the desired\n"
+    "output type i64\"). pow_ of two i64 tensors computes in i64 as tg_pow\n"
+    "(1 ** -n is 1, (-1) ** -n is +-1, any other base to a negative power 0, as\n"
+    "PyTorch); pow_ of two bool tensors is TG_ERR_DTYPE. What backward keeps is\n"
+    "PyTorch's: div_ and mul_ a copy of t's old values when other requires grad,\n"
+    "pow_ that copy always and t itself after the write (its result), so that\n"
+    "an edit of t after a recorded pow_ fails backward (TG_ERR_INPLACE). An\n"
+    "operand that is t itself (x.mul_(x), x.div_(x)) is read before the write;\n"
+    "recorded, it is saved as it was, and the write then fails backward's\n"
+    "version check, as in PyTorch. Errors also: TG_ERR_READONLY (t's memory is\n"
+    "marked read-only, tg_mark_read_only: checked first), TG_ERR_SHAPE (other\n"
+    "does not broadcast to t), TG_ERR_LAYOUT (t, or a view's base, has\n"
+    "overlapping elements, e.g. an expand view), TG_ERR_NOMEM. Nothing is written and\n"
+    "nothing changes on failure (but for a CUDA kernel failing while it writes:\n"
+    "TG_ERR_CUDA)."},
     {"add_scalar", (PyCFunction)(void (*)(void))M_add_scalar, METH_FASTCALL | METH_KEYWORDS,
     "add_scalar($self, k)\n"
     "--\n"
@@ -3230,23 +3262,7 @@ PyMethodDef tgpy_op_methods[] = {
     "\n"
     "copy_(t, src): tg_copy_ (ops.h).\n"
     "\n"
-    "in-place (bump the version counter, record op name and call site)\n"
-    "t may be a view (the write goes to the shared storage). other is broadcast\n"
-    "to t's shape. With grad mode on and t or other requiring grad, the op is\n"
-    "recorded as in PyTorch: t's grad_fn becomes the op's node, or for a view\n"
-    "its base's grad_fn becomes CopySlices (views of the base made earlier see\n"
-    "the edit). fill_ and copy_ keep t's history, which then gets a zero\n"
-    "gradient. Refused (TG_ERR_AUTOGRAD) with grad mode on: a leaf that requires\n"
-    "grad, a view of one, a view made with grad mode off, a view returned by a\n"
-    "custom function. add_, sub_, mul_ and scale_ take the operands their\n"
-    "out-of-place ops take (i64 and bool tensors too, mixed dtypes), computed in\n"
-    "the promoted dtype and written into t converted, as PyTorch (an f32 t plus\n"
-    "an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the promoted\n"
-    "dtype is of a higher category than t's (a float into an i64 or bool t, an\n"
-    "i64 into a bool t), as PyTorch. Errors also: TG_ERR_SHAPE (other does not\n"
-    "broadcast to t), TG_ERR_DTYPE, TG_ERR_LAYOUT (t, or a view's base, has overlapping elements,\n"
-    "e.g. an expand view), TG_ERR_NOMEM. Nothing is written and nothing changes\n"
-    "on failure (but for a CUDA kernel failing while it writes: TG_ERR_CUDA)."},
+    "t **= other, PyTorch's pow_(tensor) (C's pow as tg_pow)."},
     {"count_nonzero", (PyCFunction)(void (*)(void))M_count_nonzero, METH_FASTCALL | METH_KEYWORDS,
     "count_nonzero($self, dims)\n"
     "--\n"
@@ -3319,6 +3335,13 @@ PyMethodDef tgpy_op_methods[] = {
     "div(a, b): tg_div (ops.h).\n"
     "\n"
     "elementwise, binary with broadcasting"},
+    {"div_", (PyCFunction)(void (*)(void))M_div_, METH_FASTCALL | METH_KEYWORDS,
+    "div_($self, other)\n"
+    "--\n"
+    "\n"
+    "div_(t, other): tg_div_ (ops.h).\n"
+    "\n"
+    "t /= other, PyTorch's div_ (true division; other 0 gives +-inf or NaN)."},
     {"eq", (PyCFunction)(void (*)(void))M_eq, METH_FASTCALL | METH_KEYWORDS,
     "eq($self, b)\n"
     "--\n"
@@ -3369,23 +3392,7 @@ PyMethodDef tgpy_op_methods[] = {
     "\n"
     "fill_(t, value): tg_fill_ (ops.h).\n"
     "\n"
-    "in-place (bump the version counter, record op name and call site)\n"
-    "t may be a view (the write goes to the shared storage). other is broadcast\n"
-    "to t's shape. With grad mode on and t or other requiring grad, the op is\n"
-    "recorded as in PyTorch: t's grad_fn becomes the op's node, or for a view\n"
-    "its base's grad_fn becomes CopySlices (views of the base made earlier see\n"
-    "the edit). fill_ and copy_ keep t's history, which then gets a zero\n"
-    "gradient. Refused (TG_ERR_AUTOGRAD) with grad mode on: a leaf that requires\n"
-    "grad, a view of one, a view made with grad mode off, a view returned by a\n"
-    "custom function. add_, sub_, mul_ and scale_ take the operands their\n"
-    "out-of-place ops take (i64 and bool tensors too, mixed dtypes), computed in\n"
-    "the promoted dtype and written into t converted, as PyTorch (an f32 t plus\n"
-    "an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the promoted\n"
-    "dtype is of a higher category than t's (a float into an i64 or bool t, an\n"
-    "i64 into a bool t), as PyTorch. Errors also: TG_ERR_SHAPE (other does not\n"
-    "broadcast to t), TG_ERR_DTYPE, TG_ERR_LAYOUT (t, or a view's base, has overlapping elements,\n"
-    "e.g. an expand view), TG_ERR_NOMEM. Nothing is written and nothing changes\n"
-    "on failure (but for a CUDA kernel failing while it writes: TG_ERR_CUDA)."},
+    "t **= other, PyTorch's pow_(tensor) (C's pow as tg_pow)."},
     {"flatten", (PyCFunction)(void (*)(void))M_flatten, METH_FASTCALL | METH_KEYWORDS,
     "flatten($self, start_dim, end_dim)\n"
     "--\n"
@@ -3842,15 +3849,27 @@ PyMethodDef tgpy_op_methods[] = {
     "the edit). fill_ and copy_ keep t's history, which then gets a zero\n"
     "gradient. Refused (TG_ERR_AUTOGRAD) with grad mode on: a leaf that requires\n"
     "grad, a view of one, a view made with grad mode off, a view returned by a\n"
-    "custom function. add_, sub_, mul_ and scale_ take the operands their\n"
-    "out-of-place ops take (i64 and bool tensors too, mixed dtypes), computed in\n"
-    "the promoted dtype and written into t converted, as PyTorch (an f32 t plus\n"
-    "an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the promoted\n"
-    "dtype is of a higher category than t's (a float into an i64 or bool t, an\n"
-    "i64 into a bool t), as PyTorch. Errors also: TG_ERR_SHAPE (other does not\n"
-    "broadcast to t), TG_ERR_DTYPE, TG_ERR_LAYOUT (t, or a view's base, has overlapping elements,\n"
-    "e.g. an expand view), TG_ERR_NOMEM. Nothing is written and nothing changes\n"
-    "on failure (but for a CUDA kernel failing while it writes: TG_ERR_CUDA)."},
+    "custom function. add_, sub_, mul_, div_, pow_ and scale_ take the operands\n"
+    "their out-of-place ops take (i64 and bool tensors too, mixed dtypes),\n"
+    "computed in the promoted dtype and written into t converted, as PyTorch (an\n"
+    "f32 t plus an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the\n"
+    "promoted dtype is of a higher category than t's (a float into an i64 or\n"
+    "bool t, an i64 into a bool t), as PyTorch: div_ is true division, so an i64\n"
+    "or bool t is always refused (\"result type f32 can't be cast to the desired\n"
+    "output type i64\"). pow_ of two i64 tensors computes in i64 as tg_pow\n"
+    "(1 ** -n is 1, (-1) ** -n is +-1, any other base to a negative power 0, as\n"
+    "PyTorch); pow_ of two bool tensors is TG_ERR_DTYPE. What backward keeps is\n"
+    "PyTorch's: div_ and mul_ a copy of t's old values when other requires grad,\n"
+    "pow_ that copy always and t itself after the write (its result), so that\n"
+    "an edit of t after a recorded pow_ fails backward (TG_ERR_INPLACE). An\n"
+    "operand that is t itself (x.mul_(x), x.div_(x)) is read before the write;\n"
+    "recorded, it is saved as it was, and the write then fails backward's\n"
+    "version check, as in PyTorch. Errors also: TG_ERR_READONLY (t's memory is\n"
+    "marked read-only, tg_mark_read_only: checked first), TG_ERR_SHAPE (other\n"
+    "does not broadcast to t), TG_ERR_LAYOUT (t, or a view's base, has\n"
+    "overlapping elements, e.g. an expand view), TG_ERR_NOMEM. Nothing is written and\n"
+    "nothing changes on failure (but for a CUDA kernel failing while it writes:\n"
+    "TG_ERR_CUDA)."},
     {"nan_to_num", (PyCFunction)(void (*)(void))M_nan_to_num, METH_FASTCALL | METH_KEYWORDS,
     "nan_to_num($self, nan_value, posinf, neginf)\n"
     "--\n"
@@ -3971,6 +3990,13 @@ PyMethodDef tgpy_op_methods[] = {
     "pow: NaN for a negative base and a non-integer exponent). Gradients as\n"
     "PyTorch: d/da = b a^(b-1) g (0 where b == 0), d/db = a^b log(a) g (0 where\n"
     "a == 0 and b >= 0). Errors as tg_add."},
+    {"pow_", (PyCFunction)(void (*)(void))M_pow_, METH_FASTCALL | METH_KEYWORDS,
+    "pow_($self, other)\n"
+    "--\n"
+    "\n"
+    "pow_(t, other): tg_pow_ (ops.h).\n"
+    "\n"
+    "t **= other, PyTorch's pow_(tensor) (C's pow as tg_pow)."},
     {"pow_scalar", (PyCFunction)(void (*)(void))M_pow_scalar, METH_FASTCALL | METH_KEYWORDS,
     "pow_scalar($self, exponent)\n"
     "--\n"
@@ -4087,23 +4113,7 @@ PyMethodDef tgpy_op_methods[] = {
     "\n"
     "scale_(t, k): tg_scale_ (ops.h).\n"
     "\n"
-    "in-place (bump the version counter, record op name and call site)\n"
-    "t may be a view (the write goes to the shared storage). other is broadcast\n"
-    "to t's shape. With grad mode on and t or other requiring grad, the op is\n"
-    "recorded as in PyTorch: t's grad_fn becomes the op's node, or for a view\n"
-    "its base's grad_fn becomes CopySlices (views of the base made earlier see\n"
-    "the edit). fill_ and copy_ keep t's history, which then gets a zero\n"
-    "gradient. Refused (TG_ERR_AUTOGRAD) with grad mode on: a leaf that requires\n"
-    "grad, a view of one, a view made with grad mode off, a view returned by a\n"
-    "custom function. add_, sub_, mul_ and scale_ take the operands their\n"
-    "out-of-place ops take (i64 and bool tensors too, mixed dtypes), computed in\n"
-    "the promoted dtype and written into t converted, as PyTorch (an f32 t plus\n"
-    "an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the promoted\n"
-    "dtype is of a higher category than t's (a float into an i64 or bool t, an\n"
-    "i64 into a bool t), as PyTorch. Errors also: TG_ERR_SHAPE (other does not\n"
-    "broadcast to t), TG_ERR_DTYPE, TG_ERR_LAYOUT (t, or a view's base, has overlapping elements,\n"
-    "e.g. an expand view), TG_ERR_NOMEM. Nothing is written and nothing changes\n"
-    "on failure (but for a CUDA kernel failing while it writes: TG_ERR_CUDA)."},
+    "t **= other, PyTorch's pow_(tensor) (C's pow as tg_pow)."},
     {"scatter_add", (PyCFunction)(void (*)(void))M_scatter_add, METH_FASTCALL | METH_KEYWORDS,
     "scatter_add($self, dim, index, src)\n"
     "--\n"
@@ -4264,15 +4274,27 @@ PyMethodDef tgpy_op_methods[] = {
     "the edit). fill_ and copy_ keep t's history, which then gets a zero\n"
     "gradient. Refused (TG_ERR_AUTOGRAD) with grad mode on: a leaf that requires\n"
     "grad, a view of one, a view made with grad mode off, a view returned by a\n"
-    "custom function. add_, sub_, mul_ and scale_ take the operands their\n"
-    "out-of-place ops take (i64 and bool tensors too, mixed dtypes), computed in\n"
-    "the promoted dtype and written into t converted, as PyTorch (an f32 t plus\n"
-    "an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the promoted\n"
-    "dtype is of a higher category than t's (a float into an i64 or bool t, an\n"
-    "i64 into a bool t), as PyTorch. Errors also: TG_ERR_SHAPE (other does not\n"
-    "broadcast to t), TG_ERR_DTYPE, TG_ERR_LAYOUT (t, or a view's base, has overlapping elements,\n"
-    "e.g. an expand view), TG_ERR_NOMEM. Nothing is written and nothing changes\n"
-    "on failure (but for a CUDA kernel failing while it writes: TG_ERR_CUDA)."},
+    "custom function. add_, sub_, mul_, div_, pow_ and scale_ take the operands\n"
+    "their out-of-place ops take (i64 and bool tensors too, mixed dtypes),\n"
+    "computed in the promoted dtype and written into t converted, as PyTorch (an\n"
+    "f32 t plus an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the\n"
+    "promoted dtype is of a higher category than t's (a float into an i64 or\n"
+    "bool t, an i64 into a bool t), as PyTorch: div_ is true division, so an i64\n"
+    "or bool t is always refused (\"result type f32 can't be cast to the desired\n"
+    "output type i64\"). pow_ of two i64 tensors computes in i64 as tg_pow\n"
+    "(1 ** -n is 1, (-1) ** -n is +-1, any other base to a negative power 0, as\n"
+    "PyTorch); pow_ of two bool tensors is TG_ERR_DTYPE. What backward keeps is\n"
+    "PyTorch's: div_ and mul_ a copy of t's old values when other requires grad,\n"
+    "pow_ that copy always and t itself after the write (its result), so that\n"
+    "an edit of t after a recorded pow_ fails backward (TG_ERR_INPLACE). An\n"
+    "operand that is t itself (x.mul_(x), x.div_(x)) is read before the write;\n"
+    "recorded, it is saved as it was, and the write then fails backward's\n"
+    "version check, as in PyTorch. Errors also: TG_ERR_READONLY (t's memory is\n"
+    "marked read-only, tg_mark_read_only: checked first), TG_ERR_SHAPE (other\n"
+    "does not broadcast to t), TG_ERR_LAYOUT (t, or a view's base, has\n"
+    "overlapping elements, e.g. an expand view), TG_ERR_NOMEM. Nothing is written and\n"
+    "nothing changes on failure (but for a CUDA kernel failing while it writes:\n"
+    "TG_ERR_CUDA)."},
     {"sum", (PyCFunction)(void (*)(void))M_sum, METH_FASTCALL | METH_KEYWORDS,
     "sum($self, )\n"
     "--\n"

@@ -449,8 +449,24 @@ BINARY(mod, tg_remainder_at)
 BINARY(matmul, tg_matmul_at)
 #undef BINARY
 
+/* An integer tensor to a negative Python int: PyTorch refuses it (a tensor
+ * exponent computes, as tg_pow does). */
+static bool negative_int_power(PyObject *base, PyObject *exponent) {
+    if (!tgpy_is_tensor(base) || !PyLong_Check(exponent) || PyBool_Check(exponent)) return false;
+    tg_dtype dt = tg_get_dtype(H(base));
+    if (dt != TG_I64 && dt != TG_BOOL) return false;
+    int overflow;
+    long long e = PyLong_AsLongLongAndOverflow(exponent, &overflow);
+    if (e == -1 && PyErr_Occurred()) PyErr_Clear();
+    if (e >= 0 && overflow >= 0) return false;
+    PyErr_SetString(PyExc_RuntimeError, "tapegrad: integers to negative integer powers are not "
+                    "allowed (as PyTorch)");
+    return true;
+}
+
 static PyObject *nb_pow(PyObject *a, PyObject *b, PyObject *mod) {
     if (mod != Py_None) Py_RETURN_NOTIMPLEMENTED;
+    if (negative_int_power(a, b)) return NULL;
     return binary(a, b, tg_pow_at, "Tensor.__pow__");
 }
 static PyObject *nb_and(PyObject *a, PyObject *b) {
@@ -546,11 +562,12 @@ static PyObject *nb_imul(PyObject *a, PyObject *b) {
     return inplace(a, b, tg_mul__at, "Tensor.__imul__");
 }
 static PyObject *nb_itruediv(PyObject *a, PyObject *b) {
-    return inplace_by_copy(a, b, tg_div_at, "Tensor.__itruediv__");
+    return inplace(a, b, tg_div__at, "Tensor.__itruediv__");
 }
 static PyObject *nb_ipow(PyObject *a, PyObject *b, PyObject *mod) {
     if (mod != Py_None) Py_RETURN_NOTIMPLEMENTED;
-    return inplace_by_copy(a, b, tg_pow_at, "Tensor.__ipow__");
+    if (negative_int_power(a, b)) return NULL;
+    return inplace(a, b, tg_pow__at, "Tensor.__ipow__");
 }
 static PyObject *nb_ifloordiv(PyObject *a, PyObject *b) {
     return inplace_by_copy(a, b, tg_floor_divide_at, "Tensor.__ifloordiv__");
@@ -699,7 +716,7 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     static const char *const fmt[] = {[TG_F32] = "f", [TG_F64] = "d", [TG_I64] = "q",
                                       [TG_BOOL] = "?"};
     tg_tensor *h = H(self);
-    const bool readonly = false;
+    const bool readonly = tg_is_read_only(h);  /* a NumPy view of it is read-only too */
     const char *why = buffer_refusal(h, flags, readonly);
     if (why) {
         PyErr_Format(PyExc_BufferError, "tapegrad: %s", why);

@@ -31,16 +31,29 @@ OPS = {'abs': {'doc': '|t|. Gradient g * sign(t): 0 at 0.',
                  "the edit). fill_ and copy_ keep t's history, which then gets a zero\n"
                  'gradient. Refused (TG_ERR_AUTOGRAD) with grad mode on: a leaf that requires\n'
                  'grad, a view of one, a view made with grad mode off, a view returned by a\n'
-                 'custom function. add_, sub_, mul_ and scale_ take the operands their\n'
-                 'out-of-place ops take (i64 and bool tensors too, mixed dtypes), computed in\n'
-                 'the promoted dtype and written into t converted, as PyTorch (an f32 t plus\n'
-                 'an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the promoted\n'
-                 "dtype is of a higher category than t's (a float into an i64 or bool t, an\n"
-                 'i64 into a bool t), as PyTorch. Errors also: TG_ERR_SHAPE (other does not\n'
-                 "broadcast to t), TG_ERR_DTYPE, TG_ERR_LAYOUT (t, or a view's base, has "
-                 'overlapping elements,\n'
-                 'e.g. an expand view), TG_ERR_NOMEM. Nothing is written and nothing changes\n'
-                 'on failure (but for a CUDA kernel failing while it writes: TG_ERR_CUDA).',
+                 'custom function. add_, sub_, mul_, div_, pow_ and scale_ take the operands\n'
+                 'their out-of-place ops take (i64 and bool tensors too, mixed dtypes),\n'
+                 'computed in the promoted dtype and written into t converted, as PyTorch (an\n'
+                 'f32 t plus an f64 other is rounded into t); refused (TG_ERR_DTYPE) where '
+                 'the\n'
+                 "promoted dtype is of a higher category than t's (a float into an i64 or\n"
+                 'bool t, an i64 into a bool t), as PyTorch: div_ is true division, so an i64\n'
+                 'or bool t is always refused ("result type f32 can\'t be cast to the desired\n'
+                 'output type i64"). pow_ of two i64 tensors computes in i64 as tg_pow\n'
+                 '(1 ** -n is 1, (-1) ** -n is +-1, any other base to a negative power 0, as\n'
+                 'PyTorch); pow_ of two bool tensors is TG_ERR_DTYPE. What backward keeps is\n'
+                 "PyTorch's: div_ and mul_ a copy of t's old values when other requires grad,\n"
+                 'pow_ that copy always and t itself after the write (its result), so that\n'
+                 'an edit of t after a recorded pow_ fails backward (TG_ERR_INPLACE). An\n'
+                 'operand that is t itself (x.mul_(x), x.div_(x)) is read before the write;\n'
+                 "recorded, it is saved as it was, and the write then fails backward's\n"
+                 "version check, as in PyTorch. Errors also: TG_ERR_READONLY (t's memory is\n"
+                 'marked read-only, tg_mark_read_only: checked first), TG_ERR_SHAPE (other\n'
+                 "does not broadcast to t), TG_ERR_LAYOUT (t, or a view's base, has\n"
+                 'overlapping elements, e.g. an expand view), TG_ERR_NOMEM. Nothing is written '
+                 'and\n'
+                 'nothing changes on failure (but for a CUDA kernel failing while it writes:\n'
+                 'TG_ERR_CUDA).',
           'header': 'ops.h',
           'params': [('t', 'tensor'), ('other', 'tensor')],
           'returns': 'status'},
@@ -218,26 +231,7 @@ OPS = {'abs': {'doc': '|t|. Gradient g * sign(t): 0 at 0.',
                 'header': 'tensor.h',
                 'params': [('t', 'tensor')],
                 'returns': 'tensor'},
- 'copy_': {'doc': 'in-place (bump the version counter, record op name and call site)\n'
-                  't may be a view (the write goes to the shared storage). other is broadcast\n'
-                  "to t's shape. With grad mode on and t or other requiring grad, the op is\n"
-                  "recorded as in PyTorch: t's grad_fn becomes the op's node, or for a view\n"
-                  "its base's grad_fn becomes CopySlices (views of the base made earlier see\n"
-                  "the edit). fill_ and copy_ keep t's history, which then gets a zero\n"
-                  'gradient. Refused (TG_ERR_AUTOGRAD) with grad mode on: a leaf that '
-                  'requires\n'
-                  'grad, a view of one, a view made with grad mode off, a view returned by a\n'
-                  'custom function. add_, sub_, mul_ and scale_ take the operands their\n'
-                  'out-of-place ops take (i64 and bool tensors too, mixed dtypes), computed '
-                  'in\n'
-                  'the promoted dtype and written into t converted, as PyTorch (an f32 t plus\n'
-                  'an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the promoted\n'
-                  "dtype is of a higher category than t's (a float into an i64 or bool t, an\n"
-                  'i64 into a bool t), as PyTorch. Errors also: TG_ERR_SHAPE (other does not\n'
-                  "broadcast to t), TG_ERR_DTYPE, TG_ERR_LAYOUT (t, or a view's base, has "
-                  'overlapping elements,\n'
-                  'e.g. an expand view), TG_ERR_NOMEM. Nothing is written and nothing changes\n'
-                  'on failure (but for a CUDA kernel failing while it writes: TG_ERR_CUDA).',
+ 'copy_': {'doc': "t **= other, PyTorch's pow_(tensor) (C's pow as tg_pow).",
            'header': 'ops.h',
            'params': [('t', 'tensor'), ('src', 'tensor')],
            'returns': 'status'},
@@ -323,6 +317,10 @@ OPS = {'abs': {'doc': '|t|. Gradient g * sign(t): 0 at 0.',
          'header': 'ops.h',
          'params': [('a', 'tensor'), ('b', 'tensor')],
          'returns': 'tensor'},
+ 'div_': {'doc': "t /= other, PyTorch's div_ (true division; other 0 gives +-inf or NaN).",
+          'header': 'ops.h',
+          'params': [('t', 'tensor'), ('other', 'tensor')],
+          'returns': 'status'},
  'empty': {'doc': 'A new contiguous tensor. shape may be NULL only when ndim == 0 (a scalar).\n'
                   'Errors: TG_ERR_VALUE (ndim outside 0..8, negative size), TG_ERR_DTYPE,\n'
                   'TG_ERR_NOMEM, TG_ERR_SHAPE (element count overflows).',
@@ -362,26 +360,7 @@ OPS = {'abs': {'doc': '|t|. Gradient g * sign(t): 0 at 0.',
            'header': 'ops.h',
            'params': [('t', 'tensor')],
            'returns': 'tensor'},
- 'fill_': {'doc': 'in-place (bump the version counter, record op name and call site)\n'
-                  't may be a view (the write goes to the shared storage). other is broadcast\n'
-                  "to t's shape. With grad mode on and t or other requiring grad, the op is\n"
-                  "recorded as in PyTorch: t's grad_fn becomes the op's node, or for a view\n"
-                  "its base's grad_fn becomes CopySlices (views of the base made earlier see\n"
-                  "the edit). fill_ and copy_ keep t's history, which then gets a zero\n"
-                  'gradient. Refused (TG_ERR_AUTOGRAD) with grad mode on: a leaf that '
-                  'requires\n'
-                  'grad, a view of one, a view made with grad mode off, a view returned by a\n'
-                  'custom function. add_, sub_, mul_ and scale_ take the operands their\n'
-                  'out-of-place ops take (i64 and bool tensors too, mixed dtypes), computed '
-                  'in\n'
-                  'the promoted dtype and written into t converted, as PyTorch (an f32 t plus\n'
-                  'an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the promoted\n'
-                  "dtype is of a higher category than t's (a float into an i64 or bool t, an\n"
-                  'i64 into a bool t), as PyTorch. Errors also: TG_ERR_SHAPE (other does not\n'
-                  "broadcast to t), TG_ERR_DTYPE, TG_ERR_LAYOUT (t, or a view's base, has "
-                  'overlapping elements,\n'
-                  'e.g. an expand view), TG_ERR_NOMEM. Nothing is written and nothing changes\n'
-                  'on failure (but for a CUDA kernel failing while it writes: TG_ERR_CUDA).',
+ 'fill_': {'doc': "t **= other, PyTorch's pow_(tensor) (C's pow as tg_pow).",
            'header': 'ops.h',
            'params': [('t', 'tensor'), ('value', 'double')],
            'returns': 'status'},
@@ -779,16 +758,29 @@ OPS = {'abs': {'doc': '|t|. Gradient g * sign(t): 0 at 0.',
                  "the edit). fill_ and copy_ keep t's history, which then gets a zero\n"
                  'gradient. Refused (TG_ERR_AUTOGRAD) with grad mode on: a leaf that requires\n'
                  'grad, a view of one, a view made with grad mode off, a view returned by a\n'
-                 'custom function. add_, sub_, mul_ and scale_ take the operands their\n'
-                 'out-of-place ops take (i64 and bool tensors too, mixed dtypes), computed in\n'
-                 'the promoted dtype and written into t converted, as PyTorch (an f32 t plus\n'
-                 'an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the promoted\n'
-                 "dtype is of a higher category than t's (a float into an i64 or bool t, an\n"
-                 'i64 into a bool t), as PyTorch. Errors also: TG_ERR_SHAPE (other does not\n'
-                 "broadcast to t), TG_ERR_DTYPE, TG_ERR_LAYOUT (t, or a view's base, has "
-                 'overlapping elements,\n'
-                 'e.g. an expand view), TG_ERR_NOMEM. Nothing is written and nothing changes\n'
-                 'on failure (but for a CUDA kernel failing while it writes: TG_ERR_CUDA).',
+                 'custom function. add_, sub_, mul_, div_, pow_ and scale_ take the operands\n'
+                 'their out-of-place ops take (i64 and bool tensors too, mixed dtypes),\n'
+                 'computed in the promoted dtype and written into t converted, as PyTorch (an\n'
+                 'f32 t plus an f64 other is rounded into t); refused (TG_ERR_DTYPE) where '
+                 'the\n'
+                 "promoted dtype is of a higher category than t's (a float into an i64 or\n"
+                 'bool t, an i64 into a bool t), as PyTorch: div_ is true division, so an i64\n'
+                 'or bool t is always refused ("result type f32 can\'t be cast to the desired\n'
+                 'output type i64"). pow_ of two i64 tensors computes in i64 as tg_pow\n'
+                 '(1 ** -n is 1, (-1) ** -n is +-1, any other base to a negative power 0, as\n'
+                 'PyTorch); pow_ of two bool tensors is TG_ERR_DTYPE. What backward keeps is\n'
+                 "PyTorch's: div_ and mul_ a copy of t's old values when other requires grad,\n"
+                 'pow_ that copy always and t itself after the write (its result), so that\n'
+                 'an edit of t after a recorded pow_ fails backward (TG_ERR_INPLACE). An\n'
+                 'operand that is t itself (x.mul_(x), x.div_(x)) is read before the write;\n'
+                 "recorded, it is saved as it was, and the write then fails backward's\n"
+                 "version check, as in PyTorch. Errors also: TG_ERR_READONLY (t's memory is\n"
+                 'marked read-only, tg_mark_read_only: checked first), TG_ERR_SHAPE (other\n'
+                 "does not broadcast to t), TG_ERR_LAYOUT (t, or a view's base, has\n"
+                 'overlapping elements, e.g. an expand view), TG_ERR_NOMEM. Nothing is written '
+                 'and\n'
+                 'nothing changes on failure (but for a CUDA kernel failing while it writes:\n'
+                 'TG_ERR_CUDA).',
           'header': 'ops.h',
           'params': [('t', 'tensor'), ('other', 'tensor')],
           'returns': 'status'},
@@ -911,6 +903,10 @@ OPS = {'abs': {'doc': '|t|. Gradient g * sign(t): 0 at 0.',
          'header': 'ops.h',
          'params': [('a', 'tensor'), ('b', 'tensor')],
          'returns': 'tensor'},
+ 'pow_': {'doc': "t **= other, PyTorch's pow_(tensor) (C's pow as tg_pow).",
+          'header': 'ops.h',
+          'params': [('t', 'tensor'), ('other', 'tensor')],
+          'returns': 'status'},
  'pow_scalar': {'doc': "t ** exponent (PyTorch's pow(tensor, scalar)): the exact forms PyTorch "
                        'uses\n'
                        "for 2, 3, -1, -2, 0.5 (sqrt: (-0) ** 0.5 is -0) and -0.5, else C's "
@@ -1032,30 +1028,7 @@ OPS = {'abs': {'doc': '|t|. Gradient g * sign(t): 0 at 0.',
            'header': 'ops.h',
            'params': [('t', 'tensor'), ('k', 'double')],
            'returns': 'tensor'},
- 'scale_': {'doc': 'in-place (bump the version counter, record op name and call site)\n'
-                   't may be a view (the write goes to the shared storage). other is '
-                   'broadcast\n'
-                   "to t's shape. With grad mode on and t or other requiring grad, the op is\n"
-                   "recorded as in PyTorch: t's grad_fn becomes the op's node, or for a view\n"
-                   "its base's grad_fn becomes CopySlices (views of the base made earlier see\n"
-                   "the edit). fill_ and copy_ keep t's history, which then gets a zero\n"
-                   'gradient. Refused (TG_ERR_AUTOGRAD) with grad mode on: a leaf that '
-                   'requires\n'
-                   'grad, a view of one, a view made with grad mode off, a view returned by a\n'
-                   'custom function. add_, sub_, mul_ and scale_ take the operands their\n'
-                   'out-of-place ops take (i64 and bool tensors too, mixed dtypes), computed '
-                   'in\n'
-                   'the promoted dtype and written into t converted, as PyTorch (an f32 t '
-                   'plus\n'
-                   'an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the '
-                   'promoted\n'
-                   "dtype is of a higher category than t's (a float into an i64 or bool t, an\n"
-                   'i64 into a bool t), as PyTorch. Errors also: TG_ERR_SHAPE (other does not\n'
-                   "broadcast to t), TG_ERR_DTYPE, TG_ERR_LAYOUT (t, or a view's base, has "
-                   'overlapping elements,\n'
-                   'e.g. an expand view), TG_ERR_NOMEM. Nothing is written and nothing '
-                   'changes\n'
-                   'on failure (but for a CUDA kernel failing while it writes: TG_ERR_CUDA).',
+ 'scale_': {'doc': "t **= other, PyTorch's pow_(tensor) (C's pow as tg_pow).",
             'header': 'ops.h',
             'params': [('t', 'tensor'), ('k', 'double')],
             'returns': 'status'},
@@ -1209,16 +1182,29 @@ OPS = {'abs': {'doc': '|t|. Gradient g * sign(t): 0 at 0.',
                  "the edit). fill_ and copy_ keep t's history, which then gets a zero\n"
                  'gradient. Refused (TG_ERR_AUTOGRAD) with grad mode on: a leaf that requires\n'
                  'grad, a view of one, a view made with grad mode off, a view returned by a\n'
-                 'custom function. add_, sub_, mul_ and scale_ take the operands their\n'
-                 'out-of-place ops take (i64 and bool tensors too, mixed dtypes), computed in\n'
-                 'the promoted dtype and written into t converted, as PyTorch (an f32 t plus\n'
-                 'an f64 other is rounded into t); refused (TG_ERR_DTYPE) where the promoted\n'
-                 "dtype is of a higher category than t's (a float into an i64 or bool t, an\n"
-                 'i64 into a bool t), as PyTorch. Errors also: TG_ERR_SHAPE (other does not\n'
-                 "broadcast to t), TG_ERR_DTYPE, TG_ERR_LAYOUT (t, or a view's base, has "
-                 'overlapping elements,\n'
-                 'e.g. an expand view), TG_ERR_NOMEM. Nothing is written and nothing changes\n'
-                 'on failure (but for a CUDA kernel failing while it writes: TG_ERR_CUDA).',
+                 'custom function. add_, sub_, mul_, div_, pow_ and scale_ take the operands\n'
+                 'their out-of-place ops take (i64 and bool tensors too, mixed dtypes),\n'
+                 'computed in the promoted dtype and written into t converted, as PyTorch (an\n'
+                 'f32 t plus an f64 other is rounded into t); refused (TG_ERR_DTYPE) where '
+                 'the\n'
+                 "promoted dtype is of a higher category than t's (a float into an i64 or\n"
+                 'bool t, an i64 into a bool t), as PyTorch: div_ is true division, so an i64\n'
+                 'or bool t is always refused ("result type f32 can\'t be cast to the desired\n'
+                 'output type i64"). pow_ of two i64 tensors computes in i64 as tg_pow\n'
+                 '(1 ** -n is 1, (-1) ** -n is +-1, any other base to a negative power 0, as\n'
+                 'PyTorch); pow_ of two bool tensors is TG_ERR_DTYPE. What backward keeps is\n'
+                 "PyTorch's: div_ and mul_ a copy of t's old values when other requires grad,\n"
+                 'pow_ that copy always and t itself after the write (its result), so that\n'
+                 'an edit of t after a recorded pow_ fails backward (TG_ERR_INPLACE). An\n'
+                 'operand that is t itself (x.mul_(x), x.div_(x)) is read before the write;\n'
+                 "recorded, it is saved as it was, and the write then fails backward's\n"
+                 "version check, as in PyTorch. Errors also: TG_ERR_READONLY (t's memory is\n"
+                 'marked read-only, tg_mark_read_only: checked first), TG_ERR_SHAPE (other\n'
+                 "does not broadcast to t), TG_ERR_LAYOUT (t, or a view's base, has\n"
+                 'overlapping elements, e.g. an expand view), TG_ERR_NOMEM. Nothing is written '
+                 'and\n'
+                 'nothing changes on failure (but for a CUDA kernel failing while it writes:\n'
+                 'TG_ERR_CUDA).',
           'header': 'ops.h',
           'params': [('t', 'tensor'), ('other', 'tensor')],
           'returns': 'status'},

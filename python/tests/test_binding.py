@@ -422,3 +422,42 @@ def test_enum_names_with_a_nul_are_not_names():
     x = tg.tensor([1.0, 2.0])
     with pytest.raises(ValueError, match="is not a tg_reduction"):
         tg.mse_loss(x, x, "mean\0x")
+
+
+# ---- read-only memory ---------------------------------------------------------------------------
+
+def test_read_only_memory_is_never_written(tmp_path):
+    immutable = bytes(np.arange(4, dtype=np.float32).tobytes())
+    t = tg.from_numpy(np.frombuffer(immutable, np.float32))
+    for write in (lambda: t.fill_(9.0), lambda: t.add_(1.0), lambda: t.__iadd__(1.0),
+                  lambda: t.__itruediv__(2.0), lambda: t.copy_(tg.zeros("f32", [4]))):
+        with pytest.raises(tg.ReadOnlyError, match="read-only"):
+            write()  # once rewrote an immutable bytes object
+    assert immutable == np.arange(4, dtype=np.float32).tobytes()
+    assert (t + 1).tolist() == [1.0, 2.0, 3.0, 4.0]  # read as any other
+    a = np.arange(3.0)
+    a.flags.writeable = False
+    u = tg.from_numpy(a)
+    with pytest.raises(ValueError):  # ReadOnlyError is a ValueError, as NumPy's
+        u *= 2
+    view = u.numpy()
+    assert not view.flags.writeable  # once came back writable
+    with pytest.raises(BufferError):
+        u.__dlpack__()  # DLPack cannot say read-only
+    path = tmp_path / "m.bin"
+    np.arange(8, dtype=np.float64).tofile(path)
+    mm = np.memmap(path, dtype=np.float64, mode="r")
+    m = tg.from_numpy(mm)
+    with pytest.raises(tg.ReadOnlyError):
+        m.mul_(2.0)  # once a segfault
+    assert m.sum().item() == 28.0
+    del m, mm
+
+
+def test_integers_to_negative_python_int_powers_are_refused_as_pytorch():
+    with pytest.raises(RuntimeError, match="negative integer powers"):
+        tg.tensor([3]) ** -1
+    t = tg.tensor([3])
+    with pytest.raises(RuntimeError, match="negative integer powers"):
+        t **= -2
+    assert t.tolist() == [3] and (tg.tensor([3]) ** tg.tensor(-1)).tolist() == [0]
