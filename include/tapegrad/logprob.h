@@ -241,6 +241,109 @@ tg_status tg_linear_logprob_entropy_at(tg_site s, tg_tensor *hidden, tg_tensor *
     tg_linear_logprob_entropy_at(TG_SITE, hidden, weight, bias, targets, opts, logprob,       \
                                  entropy, lse)
 
+/* ---- the loss known in forward: tg_linear_loss -------------------------------
+ *
+ * Most RL and fine-tuning losses are a sum over tokens of a function of the
+ * token's log-prob, entropy and log-sum-exp and of per-token constants known
+ * before the step (cross-entropy, PPO's clipped surrogate, GRPO / DAPO, KL
+ * to a reference policy, the entropy bonus, the z-loss). Given such a loss
+ * as a callback, tg_linear_loss computes it and its gradient in one pass
+ * over the logits: for each chunk of rows, forward computes the chunk's
+ * statistics (one GEMM per vocabulary block), runs the callback's loss and
+ * its backward with tapegrad's own engine to get the per-row gradients of
+ * log-prob, entropy and lse, turns the chunk's logits into their gradient
+ * in place and accumulates the gradients of hidden, weight and bias (two
+ * GEMMs): three GEMMs of 2 N d V in all where tg_linear_logprob_entropy
+ * followed by the loss makes four (backward recomputes the logits). When
+ * the plan splits the vocabulary into several blocks the logits of a chunk
+ * are not whole in the workspace and are recomputed (four GEMMs); the
+ * default plan keeps the whole vocabulary whenever 128 rows of it fit. */
+
+/* What the callback is given for one chunk. The chunk is the rows
+ * [row_start, row_end) of hidden's N rows (row-major over its leading
+ * dimensions); chunks follow each other and cover every row, ignored rows
+ * included (their statistics are 0 and whatever gradient the loss gives
+ * them is dropped). */
+typedef struct tg_linear_loss_chunk {
+    int64_t index;         /* 0, 1, ... in row order */
+    int64_t row_start, row_end;
+    /* (row_end - row_start), the compute dtype (f32 for bf16 inputs),
+     * hidden's device: new leaves, requiring grad when the call records a
+     * gradient (entropy only with entropy_grad). Borrowed: valid during the
+     * call; the callback must not keep them or modify them in place. */
+    tg_tensor *logprob;    /* log softmax(z / T)[target] */
+    tg_tensor *entropy;    /* the entropy of softmax(z / T) */
+    tg_tensor *lse;        /* logsumexp(z / T) */
+    const int64_t *targets;/* (row_end - row_start) the chunk's targets, on the host */
+} tg_linear_loss_chunk;
+
+/* Builds, with tapegrad's ops, the loss of one chunk as a one-element
+ * tensor of a floating dtype on hidden's device, and stores a new reference
+ * in *loss (the callback runs with every scope opened outside hidden, as in
+ * a custom function: it owns what it creates and releases all but *loss).
+ * The loss may depend on the chunk's logprob, entropy and lse and on
+ * tensors that do not require grad (per-token constants, sliced with the
+ * chunk's rows); nothing else that requires grad. Returns TG_OK, or an
+ * error (any tapegrad status; the message is kept in tg_linear_loss's). */
+typedef tg_status (*tg_linear_loss_fn)(const tg_linear_loss_chunk *chunk, void *user,
+                                       tg_tensor **loss);
+
+typedef struct tg_linear_loss_opts {
+    double temperature;       /* > 0 (default 1) */
+    int64_t ignore_index;     /* rows with this target are never multiplied
+                                 (default -100) */
+    bool entropy_grad;        /* default true; false: the entropy given to the
+                                 callback does not require grad (no entropy
+                                 term in the gradient, as a detached entropy) */
+    bool grad_f32;            /* bf16 inputs: gradients in f32 (default false) */
+    size_t workspace_bytes;   /* as tg_linear_logprob_opts (0: the default) */
+    int64_t chunk_rows;       /* kept rows per chunk, 0 = from the budget */
+    int64_t vocab_block;      /* 0 = from the budget (the whole vocabulary when
+                                 128 rows fit) */
+    /* Sequence boundaries (NULL: none): n_seqs lengths >= 0 summing to N.
+     * Chunks then hold whole sequences, so that a loss over a sequence (GSPO's
+     * sequence-level ratio, a sequence mean) sees all of it; a sequence with
+     * more kept rows than chunk_rows is a chunk of its own, and the workspace
+     * grows to hold it. Borrowed during the call. */
+    const int64_t *seq_lens;
+    int64_t n_seqs;
+} tg_linear_loss_opts;
+
+/* The defaults listed above. */
+tg_linear_loss_opts tg_linear_loss_opts_default(void);
+
+/* The sum over chunks of loss_fn's losses for z = hidden @ weight^T + bias,
+ * with its gradient computed in forward.
+ * hidden (..., d), weight (V, d), bias (V) or NULL, targets (...): as
+ * tg_linear_logprob_entropy. loss_fn: called once per chunk, in row order,
+ * on this thread, with user. opts: NULL for defaults.
+ * Outputs: *loss, a new 0-d tensor of the compute dtype (f32 for bf16
+ * inputs) on hidden's device; when hidden, weight or bias requires grad (and
+ * grad mode is on) its grad_fn (LinearLossBackward) holds the gradients
+ * computed in forward (in the inputs' dtype, or f32 with grad_f32) and hands
+ * them, times the upstream gradient, to the inputs that require grad;
+ * hidden, weight and bias are also saved for the version check, so an
+ * in-place edit of one before backward fails there as in the fused op.
+ * *logprob and *entropy (may be NULL: not wanted): hidden's leading shape,
+ * the compute dtype, no grad_fn (for logging).
+ * Errors (all outputs NULL, nothing leaked, no .grad changed): those of
+ * tg_linear_logprob_entropy (TG_ERR_NULL also for loss_fn and loss;
+ * TG_ERR_VALUE for seq_lens that are negative or do not sum to N); and for
+ * a chunk whose loss is refused, the message naming the chunk's rows:
+ * the callback's own status when it fails; TG_ERR_VALUE when it returns no
+ * loss, or a loss that depends on a tensor requiring grad other than the
+ * chunk's logprob, entropy and lse (another chunk's, a parameter);
+ * TG_ERR_SHAPE for a loss of more than one element; TG_ERR_DTYPE for one
+ * not floating; TG_ERR_DEVICE for one on another device. */
+tg_status tg_linear_loss_at(tg_site s, tg_tensor *hidden, tg_tensor *weight, tg_tensor *bias,
+                            tg_tensor *targets, tg_linear_loss_fn loss_fn, void *user,
+                            const tg_linear_loss_opts *opts, tg_tensor **loss,
+                            tg_tensor **logprob, tg_tensor **entropy);
+#define tg_linear_loss(hidden, weight, bias, targets, loss_fn, user, opts, loss, logprob,      \
+                       entropy)                                                                 \
+    tg_linear_loss_at(TG_SITE, hidden, weight, bias, targets, loss_fn, user, opts, loss,       \
+                      logprob, entropy)
+
 #ifdef __cplusplus
 }
 #endif
