@@ -11,18 +11,10 @@
 #define LIN_NAME "LinearLogprobEntropyBackward" /* the node, its messages and GEMMs */
 
 
-typedef struct bwd_ctx {
-    tg_tensor *st;               /* (N, nstat) saved statistics */
-    int nstat;
-    tg_tensor *glp, *gH, *glse;  /* (N) upstream gradients or NULL */
-    tg_tensor *dh, *dw, *db;     /* gradients being accumulated, or NULL */
-    tg_tensor *ones;             /* (c) ones for db, or NULL */
-} bwd_ctx;
-
 /* c += a @ b, the operands of dtype dt (bf16: into f32 c). */
 static tg_status gemm_acc(const lin *loop, tg_dtype dt, const tg__mat *a, const tg__mat *b,
                           const tg__mat *c) {
-    return tg__k_matmul(loop->in.dev, LIN_NAME, dt, 0, NULL, a, b, c, false, true);
+    return tg__k_matmul(loop->in.dev, loop->in.who, dt, 0, NULL, a, b, c, false, true);
 }
 
 /* tc: the bf16 buffer of dZ as a (c, vb) tensor. */
@@ -60,8 +52,7 @@ static tg_tensor *gather_of(lin *loop, int64_t r0, int64_t c, tg_tensor *t) {
     return buf;
 }
 
-static tg_status bwd_chunk(lin *loop, int64_t r0, int64_t c, void *arg) {
-    bwd_ctx *B = arg;
+tg_status tg__lin_bwd_chunk(lin *loop, int64_t r0, int64_t c, tg__lin_bwd *B, bool z_ready) {
     const int64_t vbs = loop->plan.vocab_block, d = loop->in.d;
     const size_t es = loop->in.es;
     tg_status rc = TG_OK;
@@ -81,13 +72,20 @@ static tg_status bwd_chunk(lin *loop, int64_t r0, int64_t c, void *arg) {
                          ? tg__lin_ws_new(loop, loop->in.dev, loop->in.dt, 2, (int64_t[]){c, d})
                          : NULL;
     if (r0 < 0 && B->dh && rc == TG_OK) rc = dhb ? tg__k_fill(dhb, 0.0) : tg_last_status();
-    if (rc == TG_OK) rc = tg__lin_load_chunk(loop, r0, c);
+    /* z_ready: forward left the chunk's one block of logits, its rows and
+     * its weight rows current */
+    z_ready = z_ready && loop->plan.n_blocks == 1;
+    if (rc == TG_OK && !z_ready) rc = tg__lin_load_chunk(loop, r0, c);
     for (int64_t v0 = 0; rc == TG_OK && v0 < loop->in.V; v0 += vbs) {
         const int64_t vb = loop->in.V - v0 < vbs ? loop->in.V - v0 : vbs;
         tg_tensor *y = loop->plan.n_blocks == 1 && !loop->par.comm && r0 >= 0
                            ? tg__lin_alias_rows(loop, loop->in.y, r0, c, -1, 1)
                            : tg__lin_local_targets(loop, r0, c, v0, vb, -1);
-        tg_tensor *Z = y && tg__lin_load_block(loop, v0, vb) == TG_OK
+        tg_tensor *Z = !y ? NULL
+                       : z_ready
+                           ? tg__tensor_alias(loop->in.s, loop->buf.zbuf->storage, loop->in.dt, 2,
+                                              (int64_t[]){c, vb}, (int64_t[]){vb, 1}, 0)
+                       : tg__lin_load_block(loop, v0, vb) == TG_OK
                            ? tg__lin_block_logits(loop, c, vb)
                            : NULL;
         /* tc without a bias gradient: the kernel writes dZ rounded to bf16
@@ -137,6 +135,10 @@ static tg_status bwd_chunk(lin *loop, int64_t r0, int64_t c, void *arg) {
     return rc;
 }
 
+static tg_status bwd_chunk(lin *loop, int64_t r0, int64_t c, void *arg) {
+    return tg__lin_bwd_chunk(loop, r0, c, arg, false);
+}
+
 /* The GEMMs' layout: loop->in.in_dt, loop->in.dt and loop->in.dev set. */
 void tg__lin_gemm_layout(lin *loop) {
     loop->gemm.tc = loop->in.in_dt == TG_BF16 && tg__k_has_bf16_gemm(loop->in.dev);
@@ -148,6 +150,7 @@ void tg__lin_gemm_layout(lin *loop) {
 static tg_status lin_from_node(tg__node *n, lin *loop) {
     memset(loop, 0, sizeof *loop);
     loop->in.s = n->site;
+    loop->in.who = LIN_NAME;
     tg_tensor *h = tg__node_saved(n, S_H);
     if (!h) return tg_last_status();
     loop->in.d = h->shape[h->ndim - 1];
@@ -171,7 +174,7 @@ static tg_status lin_from_node(tg__node *n, lin *loop) {
     loop->plan.n_blocks = (loop->in.V + loop->plan.vocab_block - 1) / loop->plan.vocab_block;
     loop->par.comm = (tg_comm *)(intptr_t)n->iparam[P_COMM];
     loop->par.vstart = n->iparam[P_VSTART];
-    loop->in.yh = tg__lpe_targets_host(WHO, loop->in.y, &loop->in.y_owned);
+    loop->in.yh = tg__lpe_targets_host(loop->in.who, loop->in.y, &loop->in.y_owned);
     if (!loop->in.yh) return tg_last_status();
     return loop->in.N > 0 ? tg__lin_conv_buffers(loop) : TG_OK;
 }
@@ -210,7 +213,7 @@ static tg_status vp_reduce_dh(lin *loop, tg_status rc, bool want_h, bool skipped
 
 static tg_status lin_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **gin) {
     lin loop;
-    bwd_ctx B;
+    tg__lin_bwd B;
     memset(&B, 0, sizeof B);
     tg_status rc = lin_from_node(n, &loop);
     const bool want_h = n->edge[0].kind != TG__EDGE_NONE,

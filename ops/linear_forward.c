@@ -56,9 +56,9 @@ static void merge(const lin *loop, int64_t r0, int64_t c, int64_t v0, int64_t vb
 }
 
 /* Host values of a (CPU or device) workspace tensor; *owned to free(). */
-static const void *host_of(const tg_tensor *t, void **owned) {
+static const void *host_of(const lin *loop, const tg_tensor *t, void **owned) {
     int64_t lo;
-    const void *p = tg__host_elems(WHO, t, owned, &lo);
+    const void *p = tg__host_elems(loop->in.who, t, owned, &lo);
     return p ? (const char *)p + (size_t)(t->offset - lo) * tg_dtype_size(t->dtype) : NULL;
 }
 
@@ -73,7 +73,7 @@ static tg_status empty_parts(const lin *loop, const tg_tensor *Z, int64_t r0, in
     for (int64_t i = 0; i < c; i++) {
         if (!isnan(sh[3 * i + 1])) continue;
         tg__lpe_bad b = {i, TG__LPE_COL_UNKNOWN, 0.0};
-        if (tg__lpe_locate_bad(WHO, Z, &b, loop->in.inv_t) != TG_OK) return tg_last_status();
+        if (tg__lpe_locate_bad(loop->in.who, Z, &b, loop->in.inv_t) != TG_OK) return tg_last_status();
         if (b.col >= 0) return tg__lin_bad_entry(loop, Z, &b, r0, v0, vb);
     }
     return TG_OK;
@@ -104,8 +104,8 @@ static tg_status blocks_acc(lin *loop, int64_t r0, int64_t c, tg__lpe_acc *acc) 
                                    &bad);
         if (rc == TG_OK) rc = tg__k_gather_forward(Z, idx2, zyb);
         void *own1 = NULL, *own2 = NULL;
-        const double *sh = rc == TG_OK ? host_of(stb, &own1) : NULL;
-        const void *zh = sh ? host_of(zyb, &own2) : NULL;
+        const double *sh = rc == TG_OK ? host_of(loop, stb, &own1) : NULL;
+        const void *zh = sh ? host_of(loop, zyb, &own2) : NULL;
         if (rc == TG_OK && !zh) rc = tg_last_status();
         if (rc == TG_OK && bad.row >= 0) rc = empty_parts(loop, Z, r0, c, v0, vb, sh);
         if (rc == TG_OK) merge(loop, r0, c, v0, vb, sh, zh, acc);
@@ -121,11 +121,11 @@ static tg_status blocks_acc(lin *loop, int64_t r0, int64_t c, tg__lpe_acc *acc) 
     return rc;
 }
 
-static tg_status all_minus_inf(int64_t row) {
+static tg_status all_minus_inf(const lin *loop, int64_t row) {
     return tg__set_error(TG_ERR_VALUE,
                          "%s: row %lld: every logit is -inf (the row has no valid "
                          "token; give it ignore_index)",
-                         WHO, (long long)row);
+                         loop->in.who, (long long)row);
 }
 
 /* The staged outputs (c, 5) of a chunk's rows written to those rows of the
@@ -133,14 +133,14 @@ static tg_status all_minus_inf(int64_t row) {
 static tg_status put_chunk_rows(lin *loop, int64_t r0, int64_t c, tg_tensor *stage,
                                 fwd_out *o) {
     if (r0 >= 0)
-        return tg__lpe_put_rows(loop->in.s, WHO, stage, r0, o->lp, o->H, o->st, o->nstat);
+        return tg__lpe_put_rows(loop->in.s, loop->in.who, stage, r0, o->lp, o->H, o->st, o->nstat);
     tg_status st = TG_OK;
     for (int64_t i = 0; st == TG_OK && i < c;) {
         int64_t j = i + 1;
         while (j < c && loop->buf.rows[j] == loop->buf.rows[i] + (j - i)) j++;
         tg_tensor *run =
             tg__lin_alias_rows(loop, stage, i * STAGE_COLS, j - i, STAGE_COLS, STAGE_COLS);
-        st = run ? tg__lpe_put_rows(loop->in.s, WHO, run, loop->buf.rows[i], o->lp, o->H, o->st,
+        st = run ? tg__lpe_put_rows(loop->in.s, loop->in.who, run, loop->buf.rows[i], o->lp, o->H, o->st,
                                     o->nstat)
                  : tg_last_status();
         tg__tensor_release(run);
@@ -158,7 +158,7 @@ static tg_status fwd_blocks(lin *loop, int64_t r0, int64_t c, fwd_out *o) {
     if (acc) memset(acc, 0, (size_t)c * sizeof *acc);
     if (rc == TG_OK) rc = blocks_acc(loop, r0, c, acc);
     for (int64_t i = 0; rc == TG_OK && i < c; i++)
-        if (acc[i].S == 0.0) rc = all_minus_inf(tg__lin_row_of(loop, r0, i));
+        if (acc[i].S == 0.0) rc = all_minus_inf(loop, tg__lin_row_of(loop, r0, i));
     tg_tensor *stage = rc == TG_OK
                            ? tg__lin_ws_new(loop, TG_CPU, TG_F64, 2, (int64_t[]){c, STAGE_COLS})
                            : NULL;
@@ -185,7 +185,7 @@ tg_status tg__lin_fwd_chunk(lin *loop, int64_t r0, int64_t c, void *arg) {
         return blocks_acc(loop, r0, c, loop->par.accs + r0); /* merged later */
     if (loop->par.accs) { /* gathered rows: their accumulators to their places */
         tg__lpe_acc *acc = tg__xcalloc((size_t)c, sizeof *acc);
-        if (!acc) return tg__set_error(TG_ERR_NOMEM, "%s: out of memory", WHO);
+        if (!acc) return tg__set_error(TG_ERR_NOMEM, "%s: out of memory", loop->in.who);
         st = blocks_acc(loop, r0, c, acc);
         for (int64_t i = 0; st == TG_OK && i < c; i++)
             loop->par.accs[loop->buf.rows[i]] = acc[i];
@@ -200,14 +200,14 @@ tg_status tg__lin_fwd_chunk(lin *loop, int64_t r0, int64_t c, void *arg) {
  * in one exchange (made whatever this rank's status rc: a failure here fails
  * every rank), merged in rank order and written to the outputs. */
 tg_status tg__lin_vp_finish(lin *loop, tg_status rc, fwd_out *o) {
-    rc = tg__vp_exchange(loop->par.comm, WHO, rc, &loop->par.xb);
+    rc = tg__vp_exchange(loop->par.comm, loop->in.who, rc, &loop->par.xb);
     const tg__lpe_acc *all = loop->par.xb.all;
     for (int64_t i = 0; rc == TG_OK && i < loop->in.N; i++) { /* a row empty on every rank */
         if (loop->in.yh[i] == loop->in.ignore) continue;
         double S = 0.0;
         for (int r = 0; r < loop->par.vp->P; r++)
             S += all[(size_t)r * (size_t)loop->in.N + (size_t)i].S;
-        if (S == 0.0) rc = all_minus_inf(i);
+        if (S == 0.0) rc = all_minus_inf(loop, i);
     }
     if (rc == TG_OK && loop->par.stage) { /* the CPU: written without allocating */
         const double *m = tg__ptr(loop->par.stage);
@@ -223,7 +223,7 @@ tg_status tg__lin_vp_finish(lin *loop, tg_status rc, fwd_out *o) {
     if (rc == TG_OK) {
         tg__vp_merge(loop->par.vp, loop->in.yh, loop->in.ignore, all, loop->in.N,
                      loop->in.inv_t, tg__ptr(stage));
-        rc = tg__lpe_put_rows(loop->in.s, WHO, stage, 0, o->lp, o->H, o->st, o->nstat);
+        rc = tg__lpe_put_rows(loop->in.s, loop->in.who, stage, 0, o->lp, o->H, o->st, o->nstat);
     }
     tg__tensor_release(stage);
     return rc;

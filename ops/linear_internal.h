@@ -20,6 +20,7 @@
 /* The call's operands as the loop reads them. */
 typedef struct lin_inputs {
     tg_site s;
+    const char *who;     /* the op messages name: the entry called, or the node */
     tg_tensor *h;        /* (N, d) rows of hidden (a view of the contiguous input) */
     tg_tensor *w;        /* (V, d) contiguous */
     tg_tensor *b;        /* (V) contiguous, or NULL */
@@ -107,6 +108,18 @@ enum { P_INV_T = 0, P_CHUNK = 1, P_VBLOCK = 2, P_GRAD_F32 = 3 };   /* dparam */
  * (N, nstat) f64, bias (when given). */
 enum { S_H = 0, S_W = 1, S_Y = 2, S_ST = 3, S_B = 4 };
 
+/* ---- ops/linear_logprob.c ------------------------------------------------------- */
+
+/* The operands' dtypes, devices and shapes and the options (the message
+ * names who). */
+tg_status tg__lin_check(const char *who, const tg_tensor *h, const tg_tensor *w,
+                        const tg_tensor *b, const tg_tensor *y, const tg_linear_logprob_opts *o);
+/* Fills loop (loop->in.s, who and par.comm set) from checked inputs: the
+ * plan, contiguous operands, the targets checked and on the host; *hc
+ * receives hidden made contiguous (a new reference). */
+tg_status tg__lin_prepare(lin *loop, tg_tensor *hidden, tg_tensor *w, tg_tensor *b, tg_tensor *y,
+                          const tg_linear_logprob_opts *o, tg_tensor **hc);
+
 /* ---- ops/linear_loop.c ---------------------------------------------------------- */
 
 /* Releases the loop's buffers (before backward's bf16 gradients are made:
@@ -156,8 +169,22 @@ tg_status tg__lin_vp_finish(lin *loop, tg_status rc, fwd_out *o);
 
 /* ---- ops/linear_backward.c ------------------------------------------------------- */
 
+/* What a chunk's backward reads and accumulates into. */
+typedef struct tg__lin_bwd {
+    tg_tensor *st;               /* (N, nstat) the rows' statistics */
+    int nstat;
+    tg_tensor *glp, *gH, *glse;  /* (N) upstream gradients or NULL */
+    tg_tensor *dh, *dw, *db;     /* gradients being accumulated, or NULL */
+    tg_tensor *ones;             /* (chunk_rows) ones for db, or NULL */
+} tg__lin_bwd;
+
 /* The GEMMs' layout: loop->in.in_dt, loop->in.dt and loop->in.dev set. */
 void tg__lin_gemm_layout(lin *loop);
+/* One chunk of backward: each block's logits (recomputed, or with z_ready
+ * and one block the chunk's logits forward left in the workspace, its rows
+ * and weight rows still current) turned into dZ in place, then dh, dW and
+ * db accumulated. */
+tg_status tg__lin_bwd_chunk(lin *loop, int64_t r0, int64_t c, tg__lin_bwd *B, bool z_ready);
 /* The node's definition (backward, not_run). */
 extern const tg__op_def tg__lin_def;
 

@@ -45,35 +45,35 @@ tg_linear_logprob_opts tg_linear_logprob_opts_default(void) {
 
 /* ---- checks and the public entry ---------------------------------------------------- */
 
-static tg_status check(const tg_tensor *h, const tg_tensor *w, const tg_tensor *b,
+tg_status tg__lin_check(const char *who, const tg_tensor *h, const tg_tensor *w, const tg_tensor *b,
                        const tg_tensor *y, const tg_linear_logprob_opts *o) {
     char s1[160], s2[160];
     if (!tg__is_floating(h->dtype) || w->dtype != h->dtype || (b && b->dtype != h->dtype))
         return tg__set_error(TG_ERR_DTYPE,
                              "%s: hidden, weight and bias must be f32, f64 or "
                              "bf16 of one dtype, got %s, %s and %s",
-                             WHO, tg_dtype_name(h->dtype), tg_dtype_name(w->dtype),
+                             who, tg_dtype_name(h->dtype), tg_dtype_name(w->dtype),
                              b ? tg_dtype_name(b->dtype) : "none");
     if (y->dtype != TG_I64)
-        return tg__set_error(TG_ERR_DTYPE, "%s: targets must be i64, got %s", WHO,
+        return tg__set_error(TG_ERR_DTYPE, "%s: targets must be i64, got %s", who,
                              tg_dtype_name(y->dtype));
     const tg_tensor *all[4] = {h, w, y, b};
-    if (!tg__same_device(WHO, b ? 4 : 3, all)) return tg_last_status();
+    if (!tg__same_device(who, b ? 4 : 3, all)) return tg_last_status();
     if (h->ndim < 1)
-        return tg__set_error(TG_ERR_SHAPE, "%s: hidden of shape %s: need (..., d)", WHO,
+        return tg__set_error(TG_ERR_SHAPE, "%s: hidden of shape %s: need (..., d)", who,
                              tg__shape_str(s1, sizeof s1, h->ndim, h->shape));
     const int64_t d = h->shape[h->ndim - 1];
     if (w->ndim != 2 || w->shape[1] != d || w->shape[0] < 1)
         return tg__set_error(TG_ERR_SHAPE,
                              "%s: weight of shape %s does not fit hidden of shape "
                              "%s (need (V, %lld), V >= 1)",
-                             WHO, tg__shape_str(s1, sizeof s1, w->ndim, w->shape),
+                             who, tg__shape_str(s1, sizeof s1, w->ndim, w->shape),
                              tg__shape_str(s2, sizeof s2, h->ndim, h->shape), (long long)d);
     if (b && (b->ndim != 1 || b->shape[0] != w->shape[0]))
         return tg__set_error(TG_ERR_SHAPE,
                              "%s: bias of shape %s does not fit weight of shape "
                              "%s (need (%lld))",
-                             WHO, tg__shape_str(s1, sizeof s1, b->ndim, b->shape),
+                             who, tg__shape_str(s1, sizeof s1, b->ndim, b->shape),
                              tg__shape_str(s2, sizeof s2, w->ndim, w->shape),
                              (long long)w->shape[0]);
     bool same = y->ndim == h->ndim - 1;
@@ -82,16 +82,16 @@ static tg_status check(const tg_tensor *h, const tg_tensor *w, const tg_tensor *
         return tg__set_error(TG_ERR_SHAPE,
                              "%s: targets of shape %s do not match hidden of shape "
                              "%s (targets must have hidden's shape without its last dimension)",
-                             WHO, tg__shape_str(s1, sizeof s1, y->ndim, y->shape),
+                             who, tg__shape_str(s1, sizeof s1, y->ndim, y->shape),
                              tg__shape_str(s2, sizeof s2, h->ndim, h->shape));
     if (!(o->temperature > 0.0) || !isfinite(o->temperature))
         return tg__set_error(TG_ERR_VALUE, "%s: temperature must be finite and > 0, got %g",
-                             WHO, o->temperature);
+                             who, o->temperature);
     if (o->impl != TG_LOGPROB_FUSED && o->impl != TG_LOGPROB_COMPOSITE)
-        return tg__set_error(TG_ERR_VALUE, "%s: unknown impl %d", WHO, (int)o->impl);
+        return tg__set_error(TG_ERR_VALUE, "%s: unknown impl %d", who, (int)o->impl);
     if (o->chunk_rows < 0 || o->vocab_block < 0)
         return tg__set_error(TG_ERR_VALUE, "%s: chunk_rows and vocab_block must be >= 0, got "
-                             "%lld and %lld", WHO, (long long)o->chunk_rows,
+                             "%lld and %lld", who, (long long)o->chunk_rows,
                              (long long)o->vocab_block);
     return TG_OK;
 }
@@ -123,7 +123,7 @@ static tg_status composite(tg_site s, tg_tensor *h, tg_tensor *w, tg_tensor *b, 
 /* Fills loop from the inputs (contiguous copies where needed, the targets on
  * the host); *hc receives hidden made contiguous. With a communicator the
  * targets are global ids, checked in the agreement instead. */
-static tg_status prepare(lin *loop, tg_tensor *hidden, tg_tensor *w, tg_tensor *b, tg_tensor *y,
+tg_status tg__lin_prepare(lin *loop, tg_tensor *hidden, tg_tensor *w, tg_tensor *b, tg_tensor *y,
                          const tg_linear_logprob_opts *o, tg_tensor **hc) {
     loop->in.in_dt = hidden->dtype;
     loop->in.dt = loop->in.in_dt == TG_BF16 ? TG_F32 : loop->in.in_dt;
@@ -144,19 +144,19 @@ static tg_status prepare(lin *loop, tg_tensor *hidden, tg_tensor *w, tg_tensor *
         !(loop->in.w = tg__contiguous(loop->in.s, w)) ||
         (b && !(loop->in.b = tg__contiguous(loop->in.s, b))) ||
         !(loop->in.y = tg__lpe_targets(
-              loop->in.s, WHO, y, loop->par.comm ? INT64_MAX : loop->in.V, loop->in.ignore)) ||
+              loop->in.s, loop->in.who, y, loop->par.comm ? INT64_MAX : loop->in.V, loop->in.ignore)) ||
         !(loop->in.h = tg__lin_alias_rows(loop, *hc, 0, loop->in.N, loop->in.d, loop->in.d)))
         return tg_last_status();
     tg_tensor *yflat = tg__lin_alias_rows(loop, loop->in.y, 0, loop->in.N, -1, 1);
     if (!yflat) return tg_last_status();
     tg__tensor_release(loop->in.y);
     loop->in.y = yflat;
-    return (loop->in.yh = tg__lpe_targets_host(WHO, loop->in.y, &loop->in.y_owned))
+    return (loop->in.yh = tg__lpe_targets_host(loop->in.who, loop->in.y, &loop->in.y_owned))
                ? TG_OK
                : tg_last_status();
 }
 
-/* What vocab-parallel needs beyond check(). */
+/* What vocab-parallel needs beyond tg__lin_check(). */
 static tg_status vp_checks(const tg_tensor *hidden, int64_t V,
                            const tg_linear_logprob_opts *o) {
     if (hidden->storage->device != tg_comm_device(o->comm))
@@ -256,15 +256,16 @@ static tg_status fused(tg_site s, tg_status pre, tg_tensor *hidden, tg_tensor *w
     lin loop;
     memset(&loop, 0, sizeof loop);
     loop.in.s = s;
+    loop.in.who = WHO;
     loop.par.comm = o->comm;
     tg__vp vp;
     memset(&vp, 0, sizeof vp);
     tg_tensor *hc = NULL, *lse = NULL;
     fwd_out F = {NULL, NULL, NULL, 2};
     tg_status rc = pre;
-    if (rc == TG_OK) rc = check(hidden, w, b, y, o);
+    if (rc == TG_OK) rc = tg__lin_check(WHO, hidden, w, b, y, o);
     if (rc == TG_OK && loop.par.comm) rc = vp_checks(hidden, w->shape[0], o);
-    if (rc == TG_OK) rc = prepare(&loop, hidden, w, b, y, o, &hc);
+    if (rc == TG_OK) rc = tg__lin_prepare(&loop, hidden, w, b, y, o, &hc);
     tg_tensor *ins[3] = {hc, loop.in.w, loop.in.b};
     const bool record = rc == TG_OK && tg__needs_grad(b ? 3 : 2, ins);
     const bool grad_h = record && o->want_entropy && o->entropy_grad;
@@ -356,7 +357,7 @@ tg_status tg_linear_logprob_entropy_at(tg_site s, tg_tensor *hidden, tg_tensor *
         st = fused(s, bad_arg ? tg_last_status() : TG_OK, hidden, weight, bias, targets, &o,
                    &lp, &h, lse ? &l : NULL);
     } else {
-        st = check(hidden, weight, bias, targets, &o);
+        st = tg__lin_check(WHO, hidden, weight, bias, targets, &o);
         if (st != TG_OK) return st;
         st = o.impl == TG_LOGPROB_FUSED
                  ? fused(s, TG_OK, hidden, weight, bias, targets, &o, &lp, &h, lse ? &l : NULL)

@@ -44,7 +44,7 @@ tg_tensor *tg__lin_alias_rows(const lin *loop, const tg_tensor *t, int64_t off, 
 /* A workspace tensor on dev. */
 tg_tensor *tg__lin_ws_new(const lin *loop, tg_device dev, tg_dtype dt, int ndim,
                          const int64_t *shape) {
-    return tg__tensor_new_on(loop->in.s, WHO, dev, dt, ndim, shape, TG_MEM_WORKSPACE);
+    return tg__tensor_new_on(loop->in.s, loop->in.who, dev, dt, ndim, shape, TG_MEM_WORKSPACE);
 }
 
 /* rows [r0, r0 + c) of src (a 2-D (n, k) contiguous tensor, or 1-D) copied
@@ -147,7 +147,7 @@ tg_tensor *tg__lin_block_logits(const lin *loop, int64_t c, int64_t vb) {
     cm.data = tg__ptr(Z);
     cm.rows = c, cm.cols = vb, cm.rs = vb, cm.cs = 1;
     tg_status st =
-        tg__k_matmul(loop->in.dev, WHO, loop->gemm.mm_dt, 0, NULL, &a, &bm, &cm, false, false);
+        tg__k_matmul(loop->in.dev, loop->in.who, loop->gemm.mm_dt, 0, NULL, &a, &bm, &cm, false, false);
     if (st == TG_OK && loop->cur.bcur)
         st = tg__k_binary(TG__BIN_ADD, Z, Z, loop->cur.bcur, 0, 0);
     return tg__k_ok(st, Z);
@@ -161,7 +161,7 @@ tg_status tg__lin_conv_buffers(lin *loop) {
     if (!(loop->buf.hbuf = tg__lin_ws_new(loop, loop->in.dev, loop->gemm.mm_dt, 1, &hn)))
         return tg_last_status();
     if (!(loop->buf.rows = tg__xmalloc((size_t)loop->plan.chunk_rows * sizeof *loop->buf.rows)))
-        return tg__set_error(TG_ERR_NOMEM, "%s: out of memory", WHO);
+        return tg__set_error(TG_ERR_NOMEM, "%s: out of memory", loop->in.who);
     if (loop->in.in_dt != TG_BF16) return TG_OK;
     if ((!loop->gemm.tc &&
          !(loop->buf.wbuf = tg__lin_ws_new(loop, loop->in.dev, TG_F32, 1, &wn))) ||
@@ -185,7 +185,7 @@ tg_tensor *tg__lin_local_targets(const lin *loop, int64_t r0, int64_t c, int64_t
     }
     if (loop->in.dev == TG_CPU) return hst;
     tg_mem_category prev = tg__set_category_override(TG_MEM_WORKSPACE);
-    tg_tensor *dv = tg__device_copy(loop->in.s, WHO, hst, loop->in.dev);
+    tg_tensor *dv = tg__device_copy(loop->in.s, loop->in.who, hst, loop->in.dev);
     tg__set_category_override(prev);
     tg__tensor_release(hst);
     return dv;
@@ -213,19 +213,19 @@ tg_status tg__lin_for_chunks(lin *loop, chunk_fn fn, void *arg) {
 /* The error for a rejected entry of Z (rows from r0, entries from v0). */
 tg_status tg__lin_bad_entry(const lin *loop, const tg_tensor *Z, tg__lpe_bad *bad, int64_t r0,
                            int64_t v0, int64_t vb) {
-    if (tg__lpe_locate_bad(WHO, Z, bad, loop->in.inv_t) != TG_OK) return tg_last_status();
+    if (tg__lpe_locate_bad(loop->in.who, Z, bad, loop->in.inv_t) != TG_OK) return tg_last_status();
     if (bad->col < 0)
         return tg__set_error(TG_ERR_VALUE,
                              "%s: row %lld: every logit of vocabulary entries "
                              "[%lld, %lld) is -inf (a row needs a finite logit; give it "
                              "ignore_index)",
-                             WHO, (long long)tg__lin_row_of(loop, r0, bad->row), (long long)v0,
+                             loop->in.who, (long long)tg__lin_row_of(loop, r0, bad->row), (long long)v0,
                              (long long)(v0 + vb));
     return tg__set_error(TG_ERR_VALUE,
                          "%s: row %lld: the logit of vocabulary entry %lld "
                          "(hidden row %lld . weight row %lld%s) is %g (logits must be finite "
                          "or -inf)",
-                         WHO, (long long)tg__lin_row_of(loop, r0, bad->row),
+                         loop->in.who, (long long)tg__lin_row_of(loop, r0, bad->row),
                          (long long)(v0 + bad->col),
                          (long long)tg__lin_row_of(loop, r0, bad->row),
                          (long long)(v0 + bad->col), loop->in.b ? " + bias" : "", bad->value);

@@ -4,6 +4,7 @@
  * without CUDA links a stub table that answers TG_ERR_DEVICE). The operands
  * of one call are on one device: the ops check that first (tg__same_device).
  * Every entry returns TG_OK or the error the kernel recorded. */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -292,12 +293,20 @@ tg_status tg__k_argsort(tg_tensor *idx, tg_tensor *val, const tg_tensor *x, int 
 
 bool tg__k_has_bf16_gemm(tg_device dev) { return tg__backend_of(dev)->matmul_bf16; }
 
+static _Atomic uint64_t matmul_macs; /* multiply-adds asked of the GEMMs, every device */
+
+uint64_t tg__k_matmul_macs(void) { return atomic_load(&matmul_macs); }
+
 tg_status tg__k_matmul(tg_device dev, const char *who, tg_dtype dt, int nb, const int64_t *bshape,
                        const tg__mat *a, const tg__mat *b, const tg__mat *c, bool reduce,
                        bool accumulate) {
     if (dt == TG_BF16 && !tg__k_has_bf16_gemm(dev))
         return tg__set_error(TG_ERR_DTYPE, "%s: the %s backend has no bf16 matrix product", who,
                              tg__device_name(dev));
+    uint64_t batch = 1;
+    for (int k = 0; k < nb; k++) batch *= (uint64_t)bshape[k];
+    atomic_fetch_add(&matmul_macs,
+                     batch * (uint64_t)a->rows * (uint64_t)a->cols * (uint64_t)b->cols);
     tg_status st = tg__backend_of(dev)->matmul((int)dt, nb, bshape, a, b, c, reduce, accumulate);
     if (st != TG_OK) tg__set_error(st, "%s: %s", who, tg_last_error());
     return st;

@@ -69,6 +69,10 @@ tg_status tg__k_gather_backward(const tg_tensor *g, const tg_tensor *index, tg_t
  * val (x's dtype, or NULL: not wanted) new contiguous tensors of x's shape. */
 tg_status tg__k_argsort(tg_tensor *idx, tg_tensor *val, const tg_tensor *x, int dim,
                         bool descending);
+/* The multiply-adds (rows x inner x cols, summed over calls and batches)
+ * asked of tg__k_matmul since the process started, on every device: how
+ * tests count the GEMM work an op does. */
+uint64_t tg__k_matmul_macs(void);
 /* dt TG_BF16: a and b bf16, c f32 (f32 sums), on a backend that has it
  * (tg__k_has_bf16_gemm; TG_ERR_DTYPE elsewhere). */
 tg_status tg__k_matmul(tg_device dev, const char *who, tg_dtype dt, int nb, const int64_t *bshape,

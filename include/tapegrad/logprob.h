@@ -278,9 +278,11 @@ typedef struct tg_linear_loss_chunk {
 } tg_linear_loss_chunk;
 
 /* Builds, with tapegrad's ops, the loss of one chunk as a one-element
- * tensor of a floating dtype on hidden's device, and stores a new reference
- * in *loss (the callback runs with every scope opened outside hidden, as in
- * a custom function: it owns what it creates and releases all but *loss).
+ * tensor of a floating dtype on hidden's device, and stores it in *loss.
+ * The callback runs inside a scope of its own (the scopes opened outside are
+ * hidden, as in a custom function): whatever it makes is released when it
+ * returns, except *loss, which tg_linear_loss takes (also a reference the
+ * callback owns outright, from tg_retain). Nested calls need no cleanup.
  * The loss may depend on the chunk's logprob, entropy and lse and on
  * tensors that do not require grad (per-token constants, sliced with the
  * chunk's rows); nothing else that requires grad. Returns TG_OK, or an
