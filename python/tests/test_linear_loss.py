@@ -409,3 +409,354 @@ def test_threads_run_their_own_losses():
         t.join(60)
     assert not errors and len(got) == 10
     assert all(math.isclose(v, want, rel_tol=1e-12) for v in got)
+
+
+# ---- tapegrad.torch.linear_loss ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def torch():
+    return pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def tt(torch):
+    return pytest.importorskip("tapegrad.torch")
+
+
+def _torch_inputs(torch, h, w, b, y, dtype=None):
+    dtype = dtype or torch.float64
+    xs = [torch.tensor(x, dtype=torch.float64).to(dtype).requires_grad_() if x is not None
+          else None for x in (h, w, b)]
+    return xs, torch.tensor(y)
+
+
+def _torch_reference(torch, loss, xs, y, c, T=1.0):
+    """PyTorch alone: the logits, log_softmax, the loss over all rows."""
+    z = xs[0] @ xs[1].T + (xs[2] if xs[2] is not None else 0)
+    z = z / T
+    logp = torch.log_softmax(z, -1)
+    keep = y != -100
+    lp = logp.gather(-1, y.clamp(min=0)[..., None])[..., 0] * keep
+    H = -(logp.exp() * logp).sum(-1) * keep
+    lse = torch.logsumexp(z, -1) * keep
+    PT = _torch_ops()
+    N = y.numel()
+    return loss(PT, _consts(PT, c), lp.reshape(N), H.reshape(N), lse.reshape(N),
+                slice(0, N)), lp, H
+
+
+def _torch_loss_fn(torch, loss, c, calls=None):
+    PT = _torch_ops()
+    consts = _consts(PT, c)
+
+    def loss_fn(lp, H, lse, rows):
+        if calls is not None:
+            calls.append((rows, torch.is_grad_enabled(), lp.requires_grad, H.requires_grad))
+        return loss(PT, consts, lp, H, lse, rows)
+    return loss_fn
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_torch_adapter_matches_pytorch(torch, tt, name):
+    loss_name, case_args, opts = CASES[name]
+    loss = LOSSES[loss_name]
+    T = case_args.get("T", 1.0)
+    h, w, b, y, c = _case(**case_args)
+    xs, yt = _torch_inputs(torch, h, w, b, y)
+    refs = [x.detach().clone().requires_grad_() if x is not None else None for x in xs]
+    want, want_lp, want_H = _torch_reference(torch, loss, refs, yt, c, T)
+    calls = []
+    got, lp, H = tt.linear_loss(xs[0], xs[1], yt, _torch_loss_fn(torch, loss, c, calls), xs[2],
+                                temperature=T, **opts)
+    assert got.shape == () and got.dtype == torch.float64 and got.requires_grad
+    assert not lp.requires_grad and not H.requires_grad and lp.shape == yt.shape
+    torch.testing.assert_close(got, want, **TOL)
+    torch.testing.assert_close(lp, want_lp.detach(), **TOL)
+    torch.testing.assert_close(H, want_H.detach(), **TOL)
+    assert all(g and r1 and r2 for _, g, r1, r2 in calls)
+    (got * 1.5).backward()
+    (want * 1.5).backward()
+    for x, r in zip(xs, refs):
+        if x is not None:
+            torch.testing.assert_close(x.grad, r.grad, **TOL)
+
+
+def test_torch_adapter_frozen_weight_and_entropy_grad_off(torch, tt):
+    h, w, b, y, c = _case(seed=13)
+    xs, yt = _torch_inputs(torch, h, w, b, y)
+    xs[1].requires_grad_(False)
+    refs = [x.detach().clone().requires_grad_(x.requires_grad) for x in xs]
+    calls = []
+    got, _, _ = tt.linear_loss(xs[0], xs[1], yt, _torch_loss_fn(torch, ppo, c, calls), xs[2],
+                               entropy_grad=False, chunk_rows=6)
+    got.backward()
+    assert {(g, r1, r2) for _, g, r1, r2 in calls} == {(True, True, False)}
+    PT = _torch_ops()
+    z = refs[0] @ refs[1].T + refs[2]
+    logp = torch.log_softmax(z, -1)
+    keep = yt != -100
+    lp = logp.gather(-1, yt.clamp(min=0)[:, None])[:, 0] * keep
+    H = (-(logp.exp() * logp).sum(-1) * keep).detach()
+    ppo(PT, _consts(PT, c), lp, H, torch.logsumexp(z, -1) * keep, slice(0, yt.numel())).backward()
+    assert xs[1].grad is None
+    for x, r in ((xs[0], refs[0]), (xs[2], refs[2])):
+        torch.testing.assert_close(x.grad, r.grad, **TOL)
+
+
+def test_torch_adapter_bfloat16(torch, tt):
+    """bf16 inputs: the loss and the statistics in float32, the gradients in
+    bf16, near float64's."""
+    h, w, b, y, c = _case(seed=14)
+    xs, yt = _torch_inputs(torch, h, w, b, y, torch.bfloat16)
+    got, lp, _ = tt.linear_loss(xs[0], xs[1], yt, _torch_loss_fn(torch, cross_entropy, c),
+                                xs[2], chunk_rows=8)
+    assert got.dtype == lp.dtype == torch.float32
+    got.backward()
+    refs = [x.detach().double().requires_grad_() for x in xs]
+    want = _torch_reference(torch, cross_entropy, refs, yt, c)[0]
+    want.backward()
+    torch.testing.assert_close(got.double(), want, rtol=1e-2, atol=1e-2)
+    for x, r in zip(xs, refs):
+        assert x.grad.dtype == torch.bfloat16
+        torch.testing.assert_close(x.grad.double(), r.grad, rtol=5e-2, atol=5e-2)
+
+
+def test_torch_loss_using_another_chunks_logprob_is_refused(torch, tt):
+    h, w, b, y, c = _case(seed=15)
+    xs, yt = _torch_inputs(torch, h, w, b, y)
+    first = []
+
+    def loss_fn(lp, H, lse, rows):
+        if not first:
+            first.append(lp)
+            return lp.sum()
+        return lp.sum() + first[0].sum()
+
+    with pytest.raises(ValueError, match=r"tapegrad.torch.linear_loss: the loss of rows "
+                                         r"\[\d+, \d+\) depends on a tensor of shape"):
+        tt.linear_loss(xs[0], xs[1], yt, loss_fn, xs[2], chunk_rows=5)
+    with pytest.raises(ValueError, match=r"rows \[0, \d+\) depends on a tensor of shape "
+                                         r"\(37, 6\)"):
+        tt.linear_loss(xs[0], xs[1], yt, lambda lp, H, lse, r: lp.sum() + xs[1].sum(), xs[2])
+    assert all(x.grad is None for x in xs)
+
+
+def test_torch_loss_that_raises(torch, tt):
+    h, w, b, y, c = _case(seed=16)
+    xs, yt = _torch_inputs(torch, h, w, b, y)
+    boom = _Boom("torch side")
+
+    def loss_fn(lp, H, lse, rows):
+        if rows.start > 0:
+            raise boom
+        return lp.sum()
+
+    with pytest.raises(_Boom) as e:
+        tt.linear_loss(xs[0], xs[1], yt, loss_fn, xs[2], chunk_rows=5)
+    assert e.value is boom
+    with pytest.raises(TypeError, match="must return a torch.Tensor"):
+        tt.linear_loss(xs[0], xs[1], yt, lambda *a: 0.5, xs[2])
+    with pytest.raises(ValueError, match="one floating element"):
+        tt.linear_loss(xs[0], xs[1], yt, lambda lp, H, lse, r: lp, xs[2])
+    assert all(x.grad is None for x in xs)
+    e = boom = None  # the traceback's frames hold the call's tensors
+    assert _library_bytes() == (0, 0, 0)
+
+
+# ---- the rules of a PyTorch op ------------------------------------------------------------------
+
+def _library_bytes():
+    gc.collect()
+    return tg.mem_stats()["live_total"], tg.mem_stats()["saved"], tg.live_counts()["nodes"]
+
+
+def _rules_case(torch, seed=20, N=24, d=5, V=300):
+    g = torch.Generator().manual_seed(seed)
+    h = torch.randn(N, d, generator=g, dtype=torch.float64).requires_grad_()
+    w = torch.randn(V, d, generator=g, dtype=torch.float64).requires_grad_()
+    b = torch.randn(V, generator=g, dtype=torch.float64).requires_grad_()
+    y = torch.randint(0, V, (N,), generator=g)
+    return h, w, b, y
+
+
+def _mean_nll(lp, H, lse, rows):
+    return -lp.sum() / 24 - 0.01 * H.sum()
+
+
+def test_torch_what_is_held_before_and_after_backward(torch, tt):
+    """After forward: the gradients computed in forward (the inputs' sizes),
+    the inputs (PyTorch's memory, kept for the version check) and the
+    outputs; nothing of (N, V), even in the workspace (a chunk of 7 rows).
+    After backward: the kept loss, lp and H hold their own bytes only;
+    without them, nothing."""
+    N, d, V = 24, 5, 300
+    h, w, b, y = _rules_case(torch)
+    tg.reset_peak("cpu")
+    loss, lp, H = tt.linear_loss(h, w, y, _mean_nll, b, chunk_rows=7)
+    outs, inputs = (1 + 2 * N) * 8, (N * d + V * d + V) * 8
+    gc.collect()
+    stats = tg.mem_stats()
+    assert stats["live"]["activation"] == outs + inputs  # the outputs, the gradients
+    assert stats["live"]["external"] == inputs and stats["saved"] == 2 * inputs
+    assert stats["peak"]["workspace"] < N * V * 8 // 3, stats
+    assert tg.live_counts()["nodes"] == 1
+    loss.backward()
+    assert _library_bytes() == (outs + inputs, 0, 0)  # the .grads, over the library's memory
+    h.grad = w.grad = b.grad = None
+    assert _library_bytes() == (outs, 0, 0)
+    del lp, H
+    assert _library_bytes() == (8, 0, 0)
+    del loss
+    assert _library_bytes() == (0, 0, 0)
+
+
+def test_torch_no_graph_under_no_grad(torch, tt):
+    h, w, b, y = _rules_case(torch)
+    calls = []
+
+    def loss_fn(lp, H, lse, rows):
+        calls.append((torch.is_grad_enabled(), lp.requires_grad))
+        return _mean_nll(lp, H, lse, rows)
+
+    with torch.no_grad():
+        loss, lp, H = tt.linear_loss(h, w, y, loss_fn, b, chunk_rows=10)
+    assert loss.grad_fn is None and not loss.requires_grad
+    assert set(calls) == {(False, False)}
+    assert _library_bytes() == ((1 + 2 * 24) * 8, 0, 0)
+
+
+def _leaf_loss(torch, tt, counter=None):
+    h, w, b, y = _rules_case(torch, N=9, V=13)
+
+    def loss_fn(lp, H, lse, rows):
+        if counter is not None:
+            counter.append(rows)
+        return (lp * lp).sum() + 0.3 * (H * lse).sum()
+
+    refs = [x.detach().clone().requires_grad_() for x in (h, w, b)]
+    z = refs[0] @ refs[1].T + refs[2]
+    logp = torch.log_softmax(z, -1)
+    rlp = logp.gather(-1, y[:, None])[:, 0]
+    rH = -(logp.exp() * logp).sum(-1)
+    rloss = loss_fn(rlp, rH, torch.logsumexp(z, -1), slice(0, 9))
+    loss = tt.linear_loss(h, w, y, loss_fn, b, chunk_rows=4)[0]
+    return (h, w, b), refs, loss, rloss, loss_fn
+
+
+def test_torch_second_backward_is_refused(torch, tt):
+    xs, refs, loss, rloss, _ = _leaf_loss(torch, tt)
+    loss.backward()
+    rloss.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time") as e:
+        loss.backward()
+    assert "tapegrad.torch.linear_loss" in str(e.value)
+    for x, r in zip(xs, refs):
+        torch.testing.assert_close(x.grad, r.grad, **TOL)
+
+
+def test_torch_retain_graph_runs_the_loss_again_then_lets_it_go(torch, tt):
+    """retain_graph=True: the next backward runs the forward again (loss_fn
+    included) and gives the same gradient; after a backward without it,
+    loss_fn (and what it holds) is let go, as PyTorch lets go of saved
+    tensors, and a further backward is refused."""
+    counter = []
+    xs, refs, loss, rloss, loss_fn = _leaf_loss(torch, tt, counter)
+    rloss.backward(retain_graph=True)
+    del rloss
+    alive = weakref.ref(loss_fn)
+    del loss_fn
+    n_chunks = len(counter) - 1  # the reference called it once
+    loss.backward(retain_graph=True)
+    assert len(counter) == 1 + n_chunks
+    loss.backward(retain_graph=True)
+    assert len(counter) == 1 + 2 * n_chunks
+    assert alive() is not None
+    loss.backward()
+    assert len(counter) == 1 + 3 * n_chunks
+    gc.collect()
+    assert alive() is None
+    with pytest.raises(RuntimeError, match="second time"):
+        loss.backward()
+    for x, r in zip(xs, refs):
+        torch.testing.assert_close(x.grad, 3 * r.grad, **TOL)
+        x.grad = None
+    assert _library_bytes() == (8, 0, 0)  # the kept loss
+
+
+def test_torch_loss_fn_is_let_go_after_backward(torch, tt):
+    """Without retain_graph a kept loss does not keep loss_fn (nor the
+    per-token constants its closure holds)."""
+    h, w, b, y = _rules_case(torch)
+
+    class Loss:
+        def __call__(self, lp, H, lse, rows):
+            return -lp.sum()
+
+    fn = Loss()
+    alive = weakref.ref(fn)
+    loss = tt.linear_loss(h, w, y, fn, b, chunk_rows=7)[0]
+    del fn
+    assert alive() is not None  # a backward with retain_graph would need it
+    loss.backward()
+    gc.collect()
+    assert alive() is None
+
+
+@pytest.mark.parametrize("name", ["hidden", "weight", "bias", "targets"])
+def test_torch_inplace_edit_of_an_input_is_refused(torch, tt, name):
+    h = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(7, 3, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(7, dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([0, 6, 2, 2, 4])
+    hidden = h * 1.0
+    line = sys._getframe().f_lineno + 1
+    loss = tt.linear_loss(hidden, w, y, _mean_nll, b)[0]
+    with torch.no_grad():
+        {"hidden": lambda: hidden.mul_(2.0), "weight": lambda: w.add_(0.1),
+         "bias": lambda: b.sub_(1.0), "targets": lambda: y.fill_(1)}[name]()
+    with pytest.raises(RuntimeError) as e:
+        loss.backward()
+    msg = str(e.value)
+    assert "modified by an inplace operation" in msg, msg
+    assert f"tapegrad.torch.linear_loss saved its input '{name}' for backward at " \
+           f"{__file__}:{line}" in msg, msg
+    del loss, e
+    assert _library_bytes() == (0, 0, 0), "the failed backward dropped tapegrad's graph"
+
+
+def test_torch_second_order_gradient_is_refused(torch, tt):
+    xs, refs, loss, rloss, _ = _leaf_loss(torch, tt)
+    got = torch.autograd.grad(loss, xs, create_graph=True)
+    want = torch.autograd.grad(rloss, refs)
+    for g, r in zip(got, want):
+        torch.testing.assert_close(g, r, **TOL)
+        assert g.requires_grad
+    with pytest.raises(RuntimeError, match="differentiate twice") as e:
+        torch.autograd.grad(sum((g ** 2).sum() for g in got), xs)
+    assert "tapegrad.torch.linear_loss" in str(e.value)
+    del got, e
+
+
+@pytest.mark.parametrize("lead", [(0,), (0, 3), (3, 0)])
+def test_torch_empty_batch(torch, tt, lead):
+    """0 rows: loss 0, loss_fn never called (or on no rows), 0-row outputs,
+    an empty gradient for hidden, zeros for weight and bias, as PyTorch."""
+    h = torch.randn(*lead, 4, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(6, 4, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(6, dtype=torch.float64, requires_grad=True)
+    y = torch.zeros(lead, dtype=torch.long)
+    loss, lp, H = tt.linear_loss(h, w, y, lambda lp, H, lse, r: -lp.sum(), b)
+    assert loss.item() == 0.0 and lp.shape == H.shape == lead
+    loss.backward()
+    assert h.grad.shape == h.shape
+    assert w.grad.abs().sum() == 0 and b.grad.abs().sum() == 0
+    with torch.no_grad():
+        assert tt.linear_loss(h, w, y, lambda *a: a[0].sum(), b)[0].item() == 0.0
+
+
+def test_torch_wrong_inputs_are_a_type_error(torch, tt):
+    h, w, b, y = _rules_case(torch)
+    with pytest.raises(TypeError, match="linear_loss: argument 'targets' must be int64"):
+        tt.linear_loss(h, w, y.double(), _mean_nll, b)
+    with pytest.raises(TypeError, match="'loss_fn' must be callable"):
+        tt.linear_loss(h, w, y, None, b)
