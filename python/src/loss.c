@@ -143,16 +143,15 @@ typedef struct {
 } loss_user;
 
 /* Python's tensors own their references (tgpy_wrap; the binding never opens
- * a scope), so the callable must run under the no-scope rules the header
- * promises a callback ("as in a custom function": it owns what it creates).
- * The loop opens a scope of its own around the callback (a convenience for C
- * callbacks: what they make is released when they return): a Tensor made in
- * it would hold the scope's reference, refused by its tg_release (a leak of
- * every chunk's loss) and freed under it at the scope's end (a Tensor kept
- * by the callable would dangle). Nothing is in that scope yet when the
- * callback starts: it is closed here, and the loop's tg_scope_keep of the
- * result then finds it the caller's already, as for a C callback returning
- * a tensor it owns outright. */
+ * a scope), so the callable must run under the no-scope rules of a custom
+ * function's callback. The loop runs the callback inside a scope of its own
+ * (logprob.h: a convenience for C callbacks, whatever they make is released
+ * when they return): a Tensor made there would hold the scope's reference,
+ * refused by its tg_release (a leak of every chunk's loss) and freed under it
+ * at the scope's end (a Tensor the callable keeps would dangle). Nothing is
+ * in that scope yet when the callback starts: it is closed here, and the
+ * loop then takes the loss as "a reference the callback owns outright"
+ * (logprob.h), its tg_scope_keep finding nothing to move. */
 static void leave_loop_scopes(const loss_user *u) {
     if (PyThread_get_thread_ident() != u->thread) return;
     for (int d = tg_scope_depth(); d > u->depth; d--)
