@@ -15,11 +15,15 @@ nothing kept), threads, and the rules the PyTorch adapters obey (exact bytes
 held, no graph under no_grad, version errors, second backward,
 retain_graph, create_graph, empty batches). Each test also gives back every
 library object it made (conftest.py)."""
+import contextlib
 import gc
+import io
 import math
+import re
 import sys
 import threading
 import weakref
+from pathlib import Path
 
 import pytest
 
@@ -760,3 +764,15 @@ def test_torch_wrong_inputs_are_a_type_error(torch, tt):
         tt.linear_loss(h, w, y.double(), _mean_nll, b)
     with pytest.raises(TypeError, match="'loss_fn' must be callable"):
         tt.linear_loss(h, w, y, None, b)
+
+
+def test_the_documented_example_prints_what_the_docs_say(torch, tt):
+    """docs/python.md's example of the loss known in forward, run as written."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "python.md").read_text()
+    section = doc.split("## The loss known in forward\n", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    said = re.search(r"prints `([^`]*)` and `([^`]*)`", section).groups()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "docs/python.md", "exec"), {})
+    assert out.getvalue().splitlines() == list(said)
