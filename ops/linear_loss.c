@@ -34,6 +34,7 @@ tg_linear_loss_opts tg_linear_loss_opts_default(void) {
     o.temperature = 1.0;
     o.ignore_index = -100;
     o.entropy_grad = true;
+    o.callback_scope = true;
     return o;
 }
 
@@ -299,14 +300,14 @@ static tg_status check_loss(const loss_call *L, tg_tensor *loss, tg_tensor *cons
     return tg__req_grad(loss) ? own_leaves_only(loss, mine, a, b) : TG_OK;
 }
 
-/* Runs the callback inside a scope of its own (the scopes opened outside
- * hidden): what it makes is released when it returns, except its loss,
- * which becomes the caller's reference (*loss: NULL on failure). A failure
- * keeps the callback's message, the chunk's rows named. */
+/* Runs the callback with the outer scopes hidden, inside a scope of its own
+ * when callback_scope: what it makes there is released when it returns,
+ * except its loss, which becomes the caller's reference (*loss: NULL on
+ * failure). A failure keeps the callback's message, the chunk's rows named. */
 static tg_status call_back(const loss_call *L, const tg_linear_loss_chunk *ch, tg_tensor **loss) {
     *loss = NULL;
     const int prev = tg__scopes_suspend();
-    const int token = tg_scope_begin();
+    const int token = L->o->callback_scope ? tg_scope_begin() : 0;
     tg_status st = token < 0 ? tg_last_status() : TG_OK;
     char msg[512] = "";
     tg_tensor *out = NULL;
@@ -315,10 +316,12 @@ static tg_status call_back(const loss_call *L, const tg_linear_loss_chunk *ch, t
         st = L->fn(ch, L->user, &out);
         if (st != TG_OK && tg_last_status() == st && tg_last_error())
             snprintf(msg, sizeof msg, "%s", tg_last_error());
-        /* a loss made in the scope moves out of it; one the callback owns
-         * outright (tg_retain) is already the caller's */
-        if (out && !tg_scope_keep(out)) tg_clear_error();
-        tg_scope_unwind(token - 1); /* also what the callback left open */
+        if (token > 0) {
+            /* a loss made in the scope moves out of it; one the callback
+             * owns outright (tg_retain) is already the caller's */
+            if (out && !tg_scope_keep(out)) tg_clear_error();
+            tg_scope_unwind(token - 1); /* also what the callback left open */
+        }
     }
     tg__scopes_resume(prev);
     if (st == TG_OK) {

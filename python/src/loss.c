@@ -137,29 +137,9 @@ static PyObject *chunk_new(const tg_linear_loss_chunk *ch) {
 typedef struct {
     PyObject *fn;         /* the loss function (borrowed: an argument of the call) */
     PyObject *exc;        /* the exception it raised, NULL while none */
-    int depth;            /* tg_scope_depth() at the call */
     unsigned long thread; /* the calling thread */
     int64_t index, row_start, row_end; /* the chunk it raised on */
 } loss_user;
-
-/* Python's tensors own their references (tgpy_wrap; the binding never opens
- * a scope), so the callable must run under the no-scope rules of a custom
- * function's callback. The loop runs the callback inside a scope of its own
- * (logprob.h: a convenience for C callbacks, whatever they make is released
- * when they return): a Tensor made there would hold the scope's reference,
- * refused by its tg_release (a leak of every chunk's loss) and freed under it
- * at the scope's end (a Tensor the callable keeps would dangle). Nothing is
- * in that scope yet when the callback starts: it is closed here, and the
- * loop then takes the loss as "a reference the callback owns outright"
- * (logprob.h), its tg_scope_keep finding nothing to move. */
-static void leave_loop_scopes(const loss_user *u) {
-    if (PyThread_get_thread_ident() != u->thread) return;
-    for (int d = tg_scope_depth(); d > u->depth; d--)
-        if (tg_scope_end(d) != TG_OK) {  /* not the loop's: left as it is */
-            tg_clear_error();
-            break;
-        }
-}
 
 /* The pending exception, taken (PyErr_Fetch's three parts folded into one). */
 static PyObject *take_exception(void) {
@@ -193,7 +173,6 @@ static tg_status run_loss(const tg_linear_loss_chunk *ch, void *user, tg_tensor 
         PyGILState_Release(gil);
         return tg_set_error(TG_ERR_STATE, "the loss function already raised an exception");
     }
-    leave_loop_scopes(u);
     PyObject *chunk = chunk_new(ch);
     PyObject *r = chunk ? PyObject_CallOneArg(u->fn, chunk) : NULL;
     Py_XDECREF(chunk);
@@ -253,6 +232,9 @@ static PyObject *f_linear_loss(PyObject *mod, PyObject *const *args, Py_ssize_t 
     tgpy_call c;
     tgpy_call_init(&c, "linear_loss");
     tg_linear_loss_opts o = tg_linear_loss_opts_default();
+    /* Python's tensors own their references (tgpy_wrap): no scope around
+     * the callable, whose Tensors would otherwise hold the scope's reference */
+    o.callback_scope = false;
     tg_tensor *hid, *w, *y, *b = NULL;
     int64_t ws = (int64_t)o.workspace_bytes;
     int n_seqs = 0;
@@ -285,7 +267,7 @@ static PyObject *f_linear_loss(PyObject *mod, PyObject *const *args, Py_ssize_t 
     o.n_seqs = n_seqs;
     /* a[3] (the callable) and the tensor arguments are held by the caller
      * through the call, the converted ones and seq_lens by c */
-    loss_user u = {a[3], NULL, tg_scope_depth(), PyThread_get_thread_ident(), 0, 0, 0};
+    loss_user u = {a[3], NULL, PyThread_get_thread_ident(), 0, 0, 0};
     tg_tensor *loss = NULL, *lp = NULL, *h = NULL;
     tg_site s = tgpy_site();
     tg_status st;
