@@ -7,7 +7,7 @@
  * of hidden, weight and bias, that tg_linear_logprob_entropy followed by the
  * same loss on the whole batch gives (losses.c's zoo_ppo_loss plus a k3 KL
  * term, zoo_grpo_loss), within 1e-12 (relative, floored at 1). Each case runs
- * with several chunks (chunk_rows 5 of 24 rows), with the vocabulary cut into
+ * with several chunks (5 kept rows each, of 18), with the vocabulary cut into
  * blocks (vocab_block 4 of 13: the logits are recomputed) and whole, and with
  * the chunks following sequence boundaries (seq_lens). PPO is also checked
  * against examples/ppo_loss.c on the logits made with tg_matmul. On a CUDA
