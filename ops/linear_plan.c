@@ -37,6 +37,20 @@ size_t tg_linear_logprob_default_workspace(tg_device dev) {
     return b;
 }
 
+/* The budget a zero workspace_bytes stands for at N x V (es bytes a
+ * logit): on the CPU an eighth of the logits the op avoids (the peak stays
+ * near a tenth of the naive step's), at least TG_LINEAR_LOGPROB_WORKSPACE_MIN
+ * and at most the device's default; on a GPU the device's default (its
+ * GEMMs want chunks of thousands of rows: docs/api.md). */
+static size_t default_budget(tg_device dev, int64_t N, int64_t V, size_t es) {
+    const size_t dflt = tg_linear_logprob_default_workspace(dev);
+    if (dev != TG_CPU) return dflt;
+    const double eighth = (double)N * (double)V * (double)es / 8.0;
+    if (eighth >= (double)dflt) return dflt;
+    const size_t b = (size_t)eighth;
+    return b < TG_LINEAR_LOGPROB_WORKSPACE_MIN ? TG_LINEAR_LOGPROB_WORKSPACE_MIN : b;
+}
+
 /* Workspace bytes per chunk row besides the logits, with several blocks.
  * Forward: the merge state held throughout, and at most either the
  * per-block buffers (local targets, logprob es, statistics, target logit
@@ -103,9 +117,9 @@ tg_status tg_linear_logprob_plan_for(int64_t N, int64_t d, int64_t V, tg_dtype d
     if (o.device != TG_CPU && o.device != TG_CUDA)
         return tg__set_error(TG_ERR_DEVICE, "%s: unknown device %d", who, (int)o.device);
     const bool bf = dt == TG_BF16, tc = bf && tg__k_has_bf16_gemm(o.device);
-    const size_t B = o.workspace_bytes ? o.workspace_bytes
-                                       : tg_linear_logprob_default_workspace(o.device);
     const size_t es = bf ? 4 : tg_dtype_size(dt), dz_es = tc ? 2 : 0;
+    const size_t B = o.workspace_bytes ? o.workspace_bytes
+                                       : default_budget(o.device, N, V, es);
     /* every chunk's rows of hidden gathered (converted) into a buffer */
     const size_t crow = (size_t)d * (tc ? 2 : es), dhrow = (size_t)d * es;
     const size_t cvoc = tc ? (has_bias ? 4 : 0) : bf ? (size_t)(d + 1) * 4 : 0;

@@ -437,6 +437,24 @@ static tg_tensor *e_linear(tg_tensor *const *in, const void *a) {
     return tg_add(tg_add(lp, tg_scale(H, 0.5)), tg_scale(lse, 0.25));
 }
 
+/* The loss entry (tg_linear_loss): hidden, weight, bias, targets and a
+ * per-row constant (detached: the callback slices it); the chunk's loss
+ * sums exp(lp - c) - H / 4 + lse^2 / 8 over its rows. */
+static tg_status e_loss_chunk(const tg_linear_loss_chunk *ch, void *user, tg_tensor **loss) {
+    tg_tensor *c = tg_narrow(user, 0, ch->row_start, ch->row_end - ch->row_start);
+    tg_tensor *t = tg_add(tg_sub(tg_exp(tg_sub(ch->logprob, c)), tg_scale(ch->entropy, 0.25)),
+                          tg_scale(tg_square(ch->lse), 0.125));
+    *loss = tg_sum(t); /* the callback's scope releases the rest */
+    return *loss ? TG_OK : tg_last_status();
+}
+static tg_tensor *e_linear_loss(tg_tensor *const *in, const void *a) {
+    const tg_linear_loss_opts *o = a;
+    tg_tensor *loss, *c = tg_detach(in[4]);
+    tg_status st = tg_linear_loss(in[0], in[1], in[2], in[3], e_loss_chunk, c, o, &loss, NULL,
+                                  NULL);
+    return st == TG_OK ? loss : NULL;
+}
+
 /* bf16 on the device: conversions both ways (specials, rounding to even),
  * the fused logits op and the fused linear op reading bf16 */
 static tg_tensor *e_bf16_round_trip(tg_tensor *const *in, const void *a) {
@@ -473,6 +491,40 @@ Test(backends, bf16_conversions_and_fused_ops) {
         run_both(j ? "bf16 linear, blocks, f32 grads" : "bf16 linear", 4, li, e_linear, &o, true);
         g_grad_max_rel = 0.0;
     }
+    cr_assert_eq(tg_scope_end(sc), TG_OK);
+}
+
+Test(backends, linear_loss_agrees_with_the_cpu) {
+    NEED_DEVICE();
+    for (int k = 0; k < 2; k++) {
+        for (int j = 0; j < 3; j++) {
+            int t = tg_scope_begin();
+            tg_linear_loss_opts o = tg_linear_loss_opts_default();
+            o.temperature = 0.8;
+            o.chunk_rows = j == 0 ? 0 : 5;
+            o.vocab_block = j == 2 ? 7 : 0; /* several blocks: the recompute path */
+            o.entropy_grad = j != 1;
+            tg_tensor *in[5] = {randn(FLOATS[k], 2, (int64_t[]){17, 6}, 1),
+                                randn(FLOATS[k], 2, (int64_t[]){30, 6}, 2),
+                                randn(FLOATS[k], 1, (int64_t[]){30}, 3), tgt_targets(17, 30, 4),
+                                randn(FLOATS[k], 1, (int64_t[]){17}, 5)};
+            char what[64];
+            snprintf(what, sizeof what, "linear loss %s chunk %lld block %lld",
+                     tg_dtype_name(FLOATS[k]), (long long)o.chunk_rows, (long long)o.vocab_block);
+            run_both(what, 5, in, e_linear_loss, &o, true);
+            cr_assert_eq(tg_scope_end(t), TG_OK);
+        }
+    }
+    int sc = tg_scope_begin(); /* bf16: the device's GEMMs read bf16 */
+    tg_linear_loss_opts o = tg_linear_loss_opts_default();
+    o.chunk_rows = 5;
+    tg_tensor *li[5] = {tg_to_dtype(randn(TG_F32, 2, (int64_t[]){17, 6}, 44), TG_BF16),
+                        tg_to_dtype(randn(TG_F32, 2, (int64_t[]){30, 6}, 45), TG_BF16),
+                        tg_to_dtype(randn(TG_F32, 1, (int64_t[]){30}, 46), TG_BF16),
+                        tgt_targets(17, 30, 47), randn(TG_F32, 1, (int64_t[]){17}, 48)};
+    g_grad_max_rel = 0x1p-7;
+    run_both("bf16 linear loss", 5, li, e_linear_loss, &o, true);
+    g_grad_max_rel = 0.0;
     cr_assert_eq(tg_scope_end(sc), TG_OK);
 }
 

@@ -470,6 +470,38 @@ Test(linear_logprob, default_plan_shapes) {
               "%lld x %lld", (long long)p.chunk_rows, (long long)p.vocab_block);
 }
 
+/* The CPU's default budget: an eighth of the logits the op avoids (at least
+ * 1 MiB, at most 256 MiB), so the fused step's peak stays near a tenth of
+ * the naive step's; the plan never exceeds it. */
+Test(linear_logprob, default_budget_is_an_eighth_of_the_logits) {
+    const int64_t shapes[][2] = {{4096, 32000}, {512, 32000}, {8192, 128256}, {4, 10}, {0, 7},
+                                 {65536, 256000}};
+    const tg_dtype dts[] = {TG_F32, TG_F64, TG_BF16};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        for (size_t t = 0; t < 3; t++) {
+            const int64_t N = shapes[i][0], V = shapes[i][1];
+            const size_t es = dts[t] == TG_F64 ? 8 : 4;
+            double eighth = (double)N * (double)V * (double)es / 8;
+            if (eighth > (double)TG_LINEAR_LOGPROB_WORKSPACE)
+                eighth = (double)TG_LINEAR_LOGPROB_WORKSPACE;
+            if (eighth < (double)TG_LINEAR_LOGPROB_WORKSPACE_MIN)
+                eighth = (double)TG_LINEAR_LOGPROB_WORKSPACE_MIN;
+            tg_linear_logprob_plan p;
+            cr_assert_eq(tg_linear_logprob_plan_for(N, 1024, V, dts[t], true, NULL, &p), TG_OK,
+                         "%s", tg_last_error());
+            cr_assert((double)p.forward_workspace <= eighth &&
+                          (double)p.backward_workspace <= eighth,
+                      "%lld x %lld %s: workspace %zu / %zu over %.0f", (long long)N,
+                      (long long)V, tg_dtype_name(dts[t]), p.forward_workspace,
+                      p.backward_workspace, eighth);
+        }
+    /* 4096 x 32000 f32: the logits are 500 MiB, the workspace at most 62.5 MiB */
+    tg_linear_logprob_plan p;
+    cr_assert_eq(tg_linear_logprob_plan_for(4096, 1024, 32000, TG_F32, false, NULL, &p), TG_OK);
+    cr_assert(p.backward_workspace <= (size_t)4096 * 32000 * 4 / 8 && p.n_blocks == 1,
+              "%zu bytes, %lld blocks", p.backward_workspace, (long long)p.n_blocks);
+}
+
 /* ---- allocation failures ------------------------------------------------------------ */
 
 Test(linear_logprob, allocation_failure_sweep) {

@@ -144,8 +144,11 @@ typedef struct tg_linear_logprob_opts {
                                  (the baseline the loop is measured against) */
     size_t workspace_bytes;   /* budget for the loop's buffers, from which the
                                  chunk and block are derived; 0 (the
-                                 default): the device's,
-                                 tg_linear_logprob_default_workspace() */
+                                 default): on the CPU an eighth of the
+                                 (N, V) logits' bytes (f32 for bf16), at
+                                 least TG_LINEAR_LOGPROB_WORKSPACE_MIN and
+                                 at most tg_linear_logprob_default_workspace();
+                                 on CUDA the latter */
     int64_t chunk_rows;       /* rows per chunk, 0 = from the budget */
     int64_t vocab_block;      /* vocabulary rows per block, 0 = from the budget */
     bool grad_f32;            /* bf16 inputs: their gradients in f32 (the f32
@@ -172,12 +175,14 @@ typedef struct tg_linear_logprob_opts {
 } tg_linear_logprob_opts;
 
 #define TG_LINEAR_LOGPROB_WORKSPACE ((size_t)256 << 20) /* 256 MiB */
+#define TG_LINEAR_LOGPROB_WORKSPACE_MIN ((size_t)1 << 20) /* 1 MiB */
 #define TG_LINEAR_LOGPROB_WORKSPACE_CUDA_MAX ((size_t)2 << 30) /* 2 GiB */
 
 /* The defaults listed above. */
 tg_linear_logprob_opts tg_linear_logprob_opts_default(void);
 
-/* The workspace budget a zero workspace_bytes stands for on dev. TG_CPU:
+/* The most a zero workspace_bytes stands for on dev (on the CPU the plan
+ * takes less: an eighth of the logits' bytes). TG_CPU:
  * TG_LINEAR_LOGPROB_WORKSPACE. TG_CUDA: a sixteenth of the device's free
  * memory the first time it is asked in the process (then remembered, so a
  * run's steps share one plan), at least TG_LINEAR_LOGPROB_WORKSPACE and at

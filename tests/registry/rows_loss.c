@@ -74,6 +74,30 @@ static tg_status ap_linear_logprob_entropy(const tgr_op *op, tg_tensor *const *i
                                      o.want_entropy ? &out[1] : NULL, &out[2]);
 }
 
+/* tg_linear_loss with a fixed per-token loss (torch_ref.py's linear_loss):
+ * the sum over rows of -lp + 0.3 exp(lp) - 0.1 H + 0.05 lse^2; inputs and
+ * params as tg_linear_logprob_entropy's row (impl and entropy unused). */
+static tg_status loss_chunk(const tg_linear_loss_chunk *ch, void *user, tg_tensor **loss) {
+    (void)user;
+    tg_tensor *t = tg_add(tg_sub(tg_scale(tg_exp(ch->logprob), 0.3), ch->logprob),
+                          tg_sub(tg_scale(tg_square(ch->lse), 0.05), tg_scale(ch->entropy, 0.1)));
+    *loss = tg_sum(t); /* the rest is the callback's scope's */
+    return *loss ? TG_OK : tg_last_status();
+}
+
+static tg_status ap_linear_loss(const tgr_op *op, tg_tensor *const *in, const tgr_args *a,
+                                tg_tensor **out) {
+    (void)op;
+    tg_linear_loss_opts o = tg_linear_loss_opts_default();
+    o.temperature = PR(0);
+    o.ignore_index = PI(1);
+    o.chunk_rows = PI(2);
+    o.entropy_grad = PB(4);
+    o.vocab_block = PI(5);
+    return tg_linear_loss(in[0], in[1], in[3], in[2], loss_chunk, NULL, &o, &out[0], NULL,
+                          NULL);
+}
+
 #define SH(...) ((const int64_t[]){__VA_ARGS__})
 
 static void bad(tgr_samples *out, const char *what, const tgr_args *a, tg_status want, int nin,
@@ -626,6 +650,19 @@ static void s_inplace(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
 #define LP "i:impl r:T i:ignore i:chunk b:entropy b:egrad"
 #define LP_ARGS "impl, T, ignore, chunk, entropy, egrad"
 
+/* The fused op's samples for the loss entry: its loss is one number (no
+ * batch dim), and with the entropy detached (entropy_grad off) the loss
+ * still varies with the entropy, so a numerical gradient sees a term the
+ * analytical one leaves out by contract: no gradcheck there. */
+static void s_linear_loss(const tgr_op *op, tg_dtype dt, tgr_samples *out) {
+    const int first = out->n;
+    s_linear(op, dt, out);
+    for (int k = first; k < out->n; k++) {
+        out->s[k].batch = 0;
+        if (!out->s[k].a.iv[4]) out->s[k].flags &= ~(unsigned)TGR_S_SMOOTH;
+    }
+}
+
 tgr_op TGR_ROWS_LOSS[] = {
     LOSS(mse_loss, "R.of_difference(F.mse_loss, a, b, reduction=R.reduction(reduction))", "i:reduction", 2, 2, 3,
          s_pair_loss),
@@ -667,5 +704,10 @@ tgr_op TGR_ROWS_LOSS[] = {
     /* the latest rows last: the op programs' byte form numbers the rows */
     INPLACE_IN(div_, "a.div_(b)", 0.5, 2),
     INPLACE_IN(pow_, "a.pow_(b)", 0.5, 2),
+    {.name = "linear_loss", .c_name = "tg_linear_loss",
+     .torch = "R.linear_loss(a, b, c, d, T, ignore, egrad)",
+     .params = "i:impl r:T i:ignore i:chunk_rows b:entropy b:egrad i:vocab_block", .nin = 4,
+     .nin_required = 3, .nout = 1, .diff = 11, .apply = ap_linear_loss,
+     .samples = s_linear_loss},
 };
 const int TGR_N_LOSS = (int)(sizeof TGR_ROWS_LOSS / sizeof TGR_ROWS_LOSS[0]);

@@ -589,6 +589,15 @@ def linear_logprob(h, w, y, b, impl, T, ignore, entropy, egrad):
     return logprob(z, y, impl, T, ignore, 0, entropy, egrad, lse=True)
 
 
+def linear_loss(h, w, y, b, T, ignore, egrad):
+    """tg_linear_loss with the registry's per-token loss (rows_loss.c's
+    loss_chunk): the sum over rows of -lp + 0.3 exp(lp) - 0.1 H + 0.05 lse^2,
+    lp, H, lse from the logits h @ w^T (+ b); the entropy detached without
+    egrad. The gradients come from forward: nothing is kept but the inputs."""
+    lp, H, lse = linear_logprob(h, w, y, b, 1, T, ignore, 1, egrad)
+    return (-lp + 0.3 * torch.exp(lp) - 0.1 * H + 0.05 * lse * lse).sum()
+
+
 # ---- evaluating a row ----------------------------------------------------------------------
 
 def _param(kind, v):
