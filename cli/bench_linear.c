@@ -13,7 +13,9 @@
  *   list. CPU defaults: seq 4096,8192, hidden 1024, vocab 32000,128256.
  *   CUDA defaults: shapes 8192x4096x128256 (a 8B-class output layer) and
  *   262144x4096x62080 (262144 tokens on one rank holding 62080 vocabulary
- *   rows). chunk 0 (from the budget), the first three modes, workspace tg_linear_logprob_default_workspace(device),
+ *   rows). chunk 0 (from the budget), the first three modes, workspace the
+ *   default (cpu: an eighth of the logits, at most 256 MiB; cuda: the
+ *   device's, tg_linear_logprob_default_workspace),
  *   dtypes f32,bf16 (cuda: bf16), reps 3, seed 1, threads omp_get_max_threads().
  *   bf16: hidden and weight in bf16; materialized is tg_matmul of the two
  *   (f32 logits, from f32 copies of both) then the fused logits op; fused
@@ -139,7 +141,7 @@ static const cli_opt LB_OPTS[] = {
      .help = "the ways to run: materialized, fused, fused-no-entropy-grad, loss"},
     {.name = "--workspace-mib", CLI_INT(lb_opts, ws_mib, 1, 1 << 20), .meta = "M",
      .help = "fused, loss: workspace budget",
-     .default_text = "the device's, tg_linear_logprob_default_workspace"},
+     .default_text = "cpu: an eighth of the logits, at most 256; cuda: the device's"},
     {.name = "--dtype", CLI_WORD_LIST(lb_opts, dts, ndts, CLI_FLOAT_DTYPE_WORDS),
      .help = "dtypes of hidden and weight", .default_text = "f32,bf16; cuda: bf16"},
     {.name = "--tf32", CLI_SWITCH(lb_opts, tf32),
@@ -185,7 +187,7 @@ static lb_opts lb_defaults(void) {
     o.nmodes = 3;
     for (int k = 0; k < 3; k++)
         o.modes[k] = k;
-    o.ws_mib = 0; /* the device's default budget */
+    o.ws_mib = 0; /* the default budget (the plan's) */
     o.reps = 3;
     o.seed = 1;
     o.threads = omp_get_max_threads();
@@ -495,15 +497,22 @@ int cli_bench_linear(int argc, char **argv) {
     }
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     const double ram = pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
+    char budget[96]; /* the default on the CPU depends on the shape */
+    if (o.ws_mib)
+        snprintf(budget, sizeof budget, "%" PRId64 " MiB", o.ws_mib);
+    else if (o.device == TG_CPU)
+        snprintf(budget, sizeof budget, "an eighth of the logits, at most %zu MiB (the default)",
+                 tg_linear_logprob_default_workspace(TG_CPU) >> 20);
+    else
+        snprintf(budget, sizeof budget, "%zu MiB (the device's default)",
+                 tg_linear_logprob_default_workspace(o.device) >> 20);
     if (!o.json)
         printf("tapegrad bench linear-logprob: %s (%s), %" PRId64 " threads, %" PRId64
-               " reps (medians), workspace budget %zu MiB%s%s\n"
+               " reps (medians), workspace budget %s%s\n"
                "  %-22s %-18s %9s %9s %9s %10s %9s %9s %9s\n",
-               o.device == TG_CUDA ? "cuda" : "cpu", devname, o.threads, o.reps,
-               (o.ws_mib ? (size_t)o.ws_mib << 20 : tg_linear_logprob_default_workspace(o.device)) >> 20,
-               o.ws_mib ? "" : " (the device's default)", o.tf32 ? ", TF32 allowed" : "", "mode",
-               "chunk x block", "fwd ms", "bwd ms", "total ms", "peak MiB", "saved MiB",
-               "grads MiB", "RSS+ MiB");
+               o.device == TG_CUDA ? "cuda" : "cpu", devname, o.threads, o.reps, budget,
+               o.tf32 ? ", TF32 allowed" : "", "mode", "chunk x block", "fwd ms", "bwd ms",
+               "total ms", "peak MiB", "saved MiB", "grads MiB", "RSS+ MiB");
     for (int si = 0; si < o.shapes.n * o.ndts && rc == CLI_EXIT_OK; si++) {
         const shape3 *s = &o.shapes.v[si / o.ndts];
         const tg_dtype dt = o.dts[si % o.ndts];
