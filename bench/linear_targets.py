@@ -18,6 +18,11 @@ The checks, one printed line each, with the measured figures:
       median_ms.
   (c) at seq 8192, vocab 128256 (any hidden, f32, cpu): the torch-naive
       peak_rss_growth_bytes >= 5 x tapegrad's fused peak_bytes.
+  (d) for each configuration of --mode loss (a loss line and the fused+loss
+      line after it, measured interleaved): the loss entry's median_ms <=
+      0.8 x fused+loss's (at least 1.25x faster: three GEMMs where the
+      fused op and its backward make four), and its peak_bytes <=
+      fused+loss's.
 
 Each line ends in `meets`, `MISSES`, or `not measured: <why>` (a skipped
 configuration, or a missing line); a check not measured fails nothing.
@@ -33,6 +38,7 @@ MIB = 1024.0 * 1024.0
 FUSED_MODES = ("fused", "fused-no-entropy-grad")
 TIME_RATIO = 1.4     # (b): fused / materialized median time, at most
 RSS_FACTOR = 5.0     # (c): torch-naive RSS growth / fused peak, at least
+LOSS_TIME_RATIO = 0.8  # (d): loss entry / fused+loss median time, at most
 BIG_SEQ, BIG_VOCAB = 8192, 128256
 
 
@@ -170,6 +176,26 @@ def main(argv):
     section("(c) seq %d vocab %d f32 cpu: torch-naive peak RSS growth >= %g x fused peak_bytes"
             % (BIG_SEQ, BIG_VOCAB, RSS_FACTOR), out,
             "no tapegrad fused line or torch-naive line at seq %d vocab %d" % (BIG_SEQ, BIG_VOCAB))
+
+    # (d) the loss known in forward against the fused op followed by that loss
+    out = []
+    for a, b in zip(tg, tg[1:]):
+        if a.get("mode") != "loss" or b.get("mode") != "fused+loss" or shape(a) != shape(b):
+            continue
+        lab = label(a, mode=False) + " chunk=%-5d" % a.get("chunk", 0)
+        why = skipped(a) or missing(a, ("median_ms", "peak_bytes"))
+        why = why or missing(b, ("median_ms", "peak_bytes"))
+        if why:
+            out.append("%s  not measured: %s" % (lab, why))
+            continue
+        q = a["median_ms"] / b["median_ms"] if b["median_ms"] > 0 else float("inf")
+        out.append("%s  time: loss %9.1f ms / fused+loss %9.1f ms = %5.3f  %s"
+                   % (lab, a["median_ms"], b["median_ms"], q, verdict(q <= LOSS_TIME_RATIO)))
+        out.append("%s  peak: loss %9.2f MiB, fused+loss %9.2f MiB  %s"
+                   % (lab, a["peak_bytes"] / MIB, b["peak_bytes"] / MIB,
+                      verdict(a["peak_bytes"] <= b["peak_bytes"])))
+    section("(d) loss median_ms <= %.1f x fused+loss median_ms, peak_bytes <= fused+loss's"
+            % LOSS_TIME_RATIO, out, "no loss line followed by its fused+loss line")
     return 1 if tally.missed else 0
 
 

@@ -249,9 +249,9 @@ static const char *check(const cli_linear_opts *o, const lin_result *res,
 int cli_linear_run(cli_linear_opts *o) {
     FILE *note = o->json ? stderr : stdout;
     cli_lin_config cf[3] = {
-        {CLI_LIN_MATERIALIZED, true, 0, 0, TG_CPU},
-        {CLI_LIN_FUSED, true, 0, (size_t)o->workspace_mib << 20, TG_CPU},
-        {CLI_LIN_FUSED, false, 0, (size_t)o->workspace_mib << 20, TG_CPU},
+        {CLI_LIN_MATERIALIZED, true, 0, 0, TG_CPU, NULL},
+        {CLI_LIN_FUSED, true, 0, (size_t)o->workspace_mib << 20, TG_CPU, NULL},
+        {CLI_LIN_FUSED, false, 0, (size_t)o->workspace_mib << 20, TG_CPU, NULL},
     };
     lin_result res[3];
     tg_linear_logprob_plan plan[3];

@@ -21,6 +21,8 @@ static int lib_fail(const char *who, const char *what) {
 
 const char *cli_lin_mode_name(const cli_lin_config *c) {
     if (c->mode == CLI_LIN_MATERIALIZED) return "materialized";
+    if (c->mode == CLI_LIN_LOSS) return "loss";
+    if (c->mode == CLI_LIN_FUSED_LOSS) return "fused+loss";
     return c->entropy_grad ? "fused" : "fused-no-entropy-grad";
 }
 
@@ -75,6 +77,71 @@ int cli_lin_inputs(const char *who, int64_t seq, int64_t d, int64_t vocab, tg_dt
     return CLI_EXIT_OK;
 }
 
+int cli_lin_ppo_inputs(const char *who, tg_tensor *hidden, tg_tensor *weight, tg_tensor *targets,
+                       uint64_t seed, cli_lin_ppo *ppo) {
+    memset(ppo, 0, sizeof *ppo);
+    ppo->clip = 0.2;
+    ppo->ent_coef = 0.01;
+    tg_clear_error();
+    const int64_t n = tg_numel(targets);
+    const tg_device dev = tg_get_device(hidden);
+    const tg_dtype dt = tg_get_dtype(hidden) == TG_BF16 ? TG_F32 : tg_get_dtype(hidden);
+    const int scope = tg_scope_begin();
+    tg_tensor *lp = NULL, *ent = NULL; /* (seq) */
+    tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
+    o.want_entropy = false;
+    TG_NO_GRAD {
+        if (tg_linear_logprob_entropy(hidden, weight, NULL, targets, &o, &lp, &ent, NULL) ==
+            TG_OK) {
+            const uint64_t s = seed * 0x9E3779B97F4A7C15ull + 7;
+            tg_tensor *noise = tg_to_device(tg_randn(dt, TG_SHAPE(n), s, 0.0, 0.2), dev);
+            tg_tensor *kept = tg_to_dtype(tg_ne_scalar(targets, -100), dt);
+            ppo->old_logprob = tg_add(lp, noise);
+            ppo->advantages = tg_to_device(tg_randn(dt, TG_SHAPE(n), s + 1, 0.0, 1.0), dev);
+            ppo->weights = tg_div(kept, tg_sum(kept));
+        }
+    }
+    const bool ok = ppo->old_logprob && ppo->advantages && ppo->weights;
+    if (ok) { /* out of the scope, to the caller */
+        tg_scope_keep(ppo->old_logprob);
+        tg_scope_keep(ppo->advantages);
+        tg_scope_keep(ppo->weights);
+    }
+    tg_scope_end(scope); /* on failure it releases whatever was made */
+    if (!ok) {
+        ppo->old_logprob = ppo->advantages = ppo->weights = NULL;
+        return lib_fail(who, "making the loss's constants");
+    }
+    return CLI_EXIT_OK;
+}
+
+void cli_lin_ppo_release(cli_lin_ppo *ppo) {
+    tg_release(ppo->old_logprob);
+    tg_release(ppo->advantages);
+    tg_release(ppo->weights);
+    ppo->old_logprob = ppo->advantages = ppo->weights = NULL;
+}
+
+tg_status cli_lin_ppo_loss(const tg_linear_loss_chunk *c, void *user, tg_tensor **loss) {
+    cli_lin_ppo *p = user;
+    const int64_t rows = c->row_end - c->row_start;
+    p->chunks++;
+    if (rows > p->max_chunk_rows) p->max_chunk_rows = rows;
+    const int scope = tg_scope_begin();
+    tg_tensor *old = tg_narrow(p->old_logprob, 0, c->row_start, rows);
+    tg_tensor *adv = tg_narrow(p->advantages, 0, c->row_start, rows);
+    tg_tensor *w = tg_narrow(p->weights, 0, c->row_start, rows);
+    tg_tensor *ratio = tg_exp(tg_sub(c->logprob, old));
+    tg_tensor *pg = tg_neg(tg_minimum(tg_mul(ratio, adv),
+                                      tg_mul(tg_clamp(ratio, 1 - p->clip, 1 + p->clip), adv)));
+    if (p->ent_coef != 0) pg = tg_sub(pg, tg_scale(c->entropy, p->ent_coef));
+    tg_tensor *kept = tg_scope_keep(tg_sum(tg_mul(w, pg)));
+    const tg_status st = kept ? TG_OK : tg_last_status();
+    tg_scope_end(scope);
+    *loss = kept;
+    return st;
+}
+
 static int step_fail(const char *who, const cli_lin_config *c, tg_status st, const char *what) {
     return cli_step_fail(who, c->device, st, what);
 }
@@ -83,12 +150,20 @@ static tg_status clock_at(const cli_lin_config *c, double *t) {
     return cli_step_clock(c->device, t);
 }
 
-/* The forward of the configuration's mode: new references in *lp, *ent. */
+/* The forward of the configuration's mode: new references in *lp, *ent
+ * (CLI_LIN_LOSS: the loss in *lp, *ent NULL). */
 /* (inside the step's scope, which owns what it makes) */
 static tg_status forward(tg_tensor *h, tg_tensor *w, tg_tensor *y, const cli_lin_config *c,
                          tg_tensor **lp, tg_tensor **ent) {
     *lp = *ent = NULL;
-    if (c->mode == CLI_LIN_FUSED) {
+    if (c->mode == CLI_LIN_LOSS) {
+        tg_linear_loss_opts o = tg_linear_loss_opts_default();
+        o.entropy_grad = c->entropy_grad;
+        o.chunk_rows = c->chunk_rows;
+        o.workspace_bytes = c->workspace_bytes;
+        return tg_linear_loss(h, w, NULL, y, cli_lin_ppo_loss, c->ppo, &o, lp, NULL, NULL);
+    }
+    if (c->mode == CLI_LIN_FUSED || c->mode == CLI_LIN_FUSED_LOSS) {
         tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
         o.entropy_grad = c->entropy_grad;
         o.chunk_rows = c->chunk_rows;
@@ -111,7 +186,7 @@ int cli_lin_step(const char *who, tg_tensor *h, tg_tensor *w, tg_tensor *y,
     tg_clear_error();
     memset(m, 0, sizeof *m);
     const int scope = tg_scope_begin(); /* everything the step makes */
-    tg_tensor *lp = NULL, *ent = NULL, *mlp = NULL, *mh = NULL, *sh = NULL, *loss = NULL;
+    tg_tensor *lp = NULL, *ent = NULL, *loss = NULL;
     int rc = CLI_EXIT_OK;
     double t0, t1;
     tg_status st = clock_at(c, &t0);
@@ -122,13 +197,17 @@ int cli_lin_step(const char *who, tg_tensor *h, tg_tensor *w, tg_tensor *y,
         rc = step_fail(who, c, st != TG_OK ? st : sync, "the forward call");
         goto done;
     }
-    mlp = tg_neg(tg_mean(lp));
-    if (c->entropy_grad) {
-        mh = tg_mean(ent);
-        sh = tg_scale(mh, -0.01);
-        loss = tg_add(mlp, sh);
+    if (c->mode == CLI_LIN_LOSS) {
+        loss = lp; /* made, with its gradient, by the forward call */
+    } else if (c->mode == CLI_LIN_FUSED_LOSS) {
+        /* the same loss on the whole batch as one chunk (it reads neither the
+         * targets nor the log-sum-exp); the step's scope owns it */
+        const tg_linear_loss_chunk all = {0, 0, tg_numel(lp), lp, ent, NULL, NULL};
+        if (cli_lin_ppo_loss(&all, c->ppo, &loss) != TG_OK) loss = NULL;
+    } else if (c->entropy_grad) {
+        loss = tg_add(tg_neg(tg_mean(lp)), tg_scale(tg_mean(ent), -0.01));
     } else {
-        loss = mlp;
+        loss = tg_neg(tg_mean(lp));
     }
     if (!loss || tg_item(loss, &m->loss) != TG_OK) {
         rc = step_fail(who, c, tg_last_status(), "building the loss");

@@ -11,13 +11,31 @@
  *    [0, vocab) with 1% of the rows -100 (ignored). The same numbers for the
  *    same (seed, seq, d, vocab). On TG_CUDA they are made on the host and
  *    copied.
+ *  - cli_lin_ppo_inputs() makes the per-token constants of the PPO loss of
+ *    the two loss modes, (seq) each, in the compute dtype (f32 for bf16
+ *    inputs) on the inputs' device: the old log-probs (the current ones,
+ *    from tg_linear_logprob_entropy under no-grad, plus normal(0, 0.2):
+ *    about a third of the ratios are clipped), the advantages normal(0, 1)
+ *    and the token-mean weights (1 / kept rows on kept rows, 0 on ignored
+ *    ones); clip 0.2, entropy coefficient 0.01. cli_lin_ppo_release()
+ *    releases them. cli_lin_ppo_loss() is that loss as a tg_linear_loss_fn
+ *    (user: the cli_lin_ppo) on one chunk of rows:
+ *      sum(w * (-min(r adv, clamp(r, 1 - clip, 1 + clip) adv) - ent_coef H)),
+ *      r = exp(logprob - old);
+ *    it counts the chunks it sees and the largest one in the cli_lin_ppo.
  *  - cli_lin_step() runs one step:
  *      forward   CLI_LIN_MATERIALIZED: logits = hidden @ weight^T (tg_matmul),
  *                then tg_logprob_entropy on them (the fused logits op);
  *                CLI_LIN_FUSED: tg_linear_logprob_entropy with the
  *                configuration's chunk rows and workspace budget;
+ *                CLI_LIN_LOSS: tg_linear_loss with cli_lin_ppo_loss (the
+ *                loss and its gradient, in forward), the same chunk rows and
+ *                budget; CLI_LIN_FUSED_LOSS: CLI_LIN_FUSED's call;
  *      loss      -mean(logprob) - 0.01 * mean(entropy) when entropy_grad,
  *                else -mean(logprob) (the entropy made, not differentiated);
+ *                CLI_LIN_FUSED_LOSS: cli_lin_ppo_loss on the whole batch as
+ *                one chunk (the loss CLI_LIN_LOSS computes chunk by chunk);
+ *                CLI_LIN_LOSS: none (the entry made it);
  *      hook      called with the loss just before backward, if given;
  *      backward  tg_backward(loss);
  *    then releases everything it made and both inputs' gradients. Measured
@@ -44,14 +62,28 @@
 
 #define CLI_LIN_NOMEM CLI_LP_NOMEM
 
-typedef enum cli_lin_mode { CLI_LIN_MATERIALIZED = 0, CLI_LIN_FUSED = 1 } cli_lin_mode;
+typedef enum cli_lin_mode {
+    CLI_LIN_MATERIALIZED = 0,
+    CLI_LIN_FUSED = 1,
+    CLI_LIN_LOSS = 2,      /* tg_linear_loss with the PPO loss */
+    CLI_LIN_FUSED_LOSS = 3 /* tg_linear_logprob_entropy, then the same loss */
+} cli_lin_mode;
+
+/* The PPO loss of the loss modes: its constants (seq) and what the callback
+ * saw. */
+typedef struct cli_lin_ppo {
+    tg_tensor *old_logprob, *advantages, *weights;
+    double clip, ent_coef;
+    int64_t chunks, max_chunk_rows; /* counted by cli_lin_ppo_loss */
+} cli_lin_ppo;
 
 typedef struct cli_lin_config {
     cli_lin_mode mode;
-    bool entropy_grad;
-    int64_t chunk_rows;      /* fused: rows per chunk, 0 = from the budget */
-    size_t workspace_bytes;  /* fused: the budget */
+    bool entropy_grad;       /* the loss modes: ppo->ent_coef != 0 */
+    int64_t chunk_rows;      /* fused, loss: rows per chunk, 0 = from the budget */
+    size_t workspace_bytes;  /* fused, loss: the budget */
     tg_device device;
+    cli_lin_ppo *ppo;        /* the loss modes: the loss's constants */
 } cli_lin_config;
 
 typedef struct cli_lin_measure {
@@ -65,10 +97,14 @@ typedef cli_lp_hook cli_lin_hook;
 int cli_lin_inputs(const char *who, int64_t seq, int64_t d, int64_t vocab, tg_dtype dt,
                    tg_device device, uint64_t seed, tg_tensor **hidden, tg_tensor **weight,
                    tg_tensor **targets);
+int cli_lin_ppo_inputs(const char *who, tg_tensor *hidden, tg_tensor *weight, tg_tensor *targets,
+                       uint64_t seed, cli_lin_ppo *ppo);
+void cli_lin_ppo_release(cli_lin_ppo *ppo);
+tg_status cli_lin_ppo_loss(const tg_linear_loss_chunk *chunk, void *user, tg_tensor **loss);
 int cli_lin_step(const char *who, tg_tensor *hidden, tg_tensor *weight, tg_tensor *targets,
                  const cli_lin_config *c, cli_lin_measure *m, cli_lin_hook hook, void *user);
 /* The name of a mode: "materialized", "fused" (with entropy_grad false:
- * "fused-no-entropy-grad"). */
+ * "fused-no-entropy-grad"), "loss", "fused+loss". */
 const char *cli_lin_mode_name(const cli_lin_config *c);
 
 #endif

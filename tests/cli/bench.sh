@@ -216,6 +216,44 @@ fi
 run "linear table" 0 "${lin[@]}" --mode fused --dtype bf16 &&
     has "linear table" out "N 40, D 8, V 300, bf16" &&
     has "linear table" out "fused"
+# --mode loss: the loss entry and the fused op followed by the same loss, two rows per
+# configuration, their steps interleaved
+if run "linear loss json" 0 "${lin[@]}" --mode loss --json; then
+    no_stderr "linear loss json"
+    if [[ "$(wc -l <"$tmp/out")" == 8 ]]; then ok; else bad "linear loss json: expected 8 lines"; fi
+    if python3 - "$tmp/out" <<'PY'; then ok; else bad "linear loss json: structure"; fi
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+need = {"bench", "device", "dtype", "mode", "seq", "hidden", "vocab", "chunk", "skipped",
+        "interleaved", "median_ms", "fwd_ms", "bwd_ms", "peak_bytes", "saved_bytes",
+        "grad_bytes"}
+assert [r["mode"] for r in rows] == ["loss", "fused+loss"] * 4, rows
+for r in rows:
+    assert need <= set(r), need - set(r)
+    assert r["bench"] == "linear-logprob" and not r["skipped"] and r["interleaved"], r
+    assert r["peak_bytes"] > 0 and r["median_ms"] >= 0, r
+    if r["mode"] == "loss":
+        assert r["chunks"] >= 1 and 1 <= r["chunk_rows"] <= r["seq"], r
+    else:
+        assert r["chunk_rows"] >= 1 and r["vocab_block"] >= 1 and r["workspace_bytes"] > 0, r
+PY
+    # the targets script reads them (target (d)); at this size both of its targets are
+    # noise (tens of microseconds; the per-row buffers, not the (chunk, vocab) workspace,
+    # decide the peak), so only that it ran and checked every configuration
+    python3 "$(dirname "$0")/../../bench/linear_targets.py" "$tmp/out" >"$tmp/targets"
+    rc=$?
+    if [[ $rc -le 1 && "$(grep -c "time: loss .* / fused+loss" "$tmp/targets")" == 4 &&
+        "$(grep -c "peak: loss .*, fused+loss" "$tmp/targets")" == 4 ]]; then
+        ok
+    else
+        bad "linear loss targets: exit $rc, expected 4 time and 4 peak lines:"
+        cat "$tmp/targets"
+    fi
+fi
+run "linear loss table" 0 "${lin[@]}" --mode loss --dtype f32 --chunk 7 &&
+    has "linear loss table" out "fused+loss" &&
+    has "linear loss table" out "loss / fused+loss: time" &&
+    has "linear loss table" out " chunks of "
 usage_error "linear bad shapes" bench linear-logprob --shapes 4x4
 # 16 x 16 x 2 lists make 512 shapes, more than the list holds (it wrote past its end)
 usage_error "linear too many shapes" bench linear-logprob --seq 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16 \
@@ -326,6 +364,16 @@ PY
         has "simt skipped json, terminal" tty "skipped: needs ~"
     fi
     usage_error "simt bad device" bench logprob --device gpu
+    # --mode loss on the device: the loss entry's callback runs there
+    if run "simt linear loss json" 0 bench linear-logprob --device cuda --shapes 24x4x50 \
+        --dtype f32 --mode loss --reps 1 --json; then
+        if [[ "$(grep -c '"device":"cuda".*"mode":"loss".*"skipped":false' "$tmp/out")" == 1 &&
+            "$(grep -c '"mode":"fused+loss".*"skipped":false' "$tmp/out")" == 1 ]]; then ok; else
+            bad "simt linear loss json: expected a loss and a fused+loss line"
+            cat "$tmp/out"
+        fi
+        no_stderr "simt linear loss json"
+    fi
 elif [[ -n "$simt" ]]; then
     echo "note: $simt not found; the --device cuda checks on the emulated device are skipped"
 fi
