@@ -62,9 +62,10 @@ tg_status tg__lin_bwd_chunk(lin *loop, int64_t r0, int64_t c, tg__lin_bwd *B, bo
     tg_tensor *g[3] = {NULL, NULL, NULL}, *gsrc[3] = {B->glp, B->gH, B->glse};
     for (int k = 0; k < 3; k++)
         if (gsrc[k] &&
-            !(g[k] = r0 >= 0 ? tg__lin_alias_rows(loop, gsrc[k], r0 * gsrc[k]->strides[0], c,
-                                                  -1, gsrc[k]->strides[0])
-                             : gather_of(loop, r0, c, gsrc[k])))
+            !(g[k] = B->g_local ? tg_retain(gsrc[k])
+                     : r0 >= 0    ? tg__lin_alias_rows(loop, gsrc[k], r0 * gsrc[k]->strides[0],
+                                                       c, -1, gsrc[k]->strides[0])
+                                  : gather_of(loop, r0, c, gsrc[k])))
             rc = tg_last_status();
     if (!st) rc = tg_last_status();
     /* d hidden of gathered rows: summed in a buffer, then put in their rows */

@@ -173,7 +173,9 @@ tg_status tg__lin_vp_finish(lin *loop, tg_status rc, fwd_out *o);
 typedef struct tg__lin_bwd {
     tg_tensor *st;               /* (N, nstat) the rows' statistics */
     int nstat;
-    tg_tensor *glp, *gH, *glse;  /* (N) upstream gradients or NULL */
+    tg_tensor *glp, *gH, *glse;  /* (N) upstream gradients or NULL; with g_local
+                                    (c): the chunk's kept rows, in order */
+    bool g_local;
     tg_tensor *dh, *dw, *db;     /* gradients being accumulated, or NULL */
     tg_tensor *ones;             /* (chunk_rows) ones for db, or NULL */
 } tg__lin_bwd;

@@ -34,6 +34,7 @@ tg_linear_loss_opts tg_linear_loss_opts_default(void) {
     o.temperature = 1.0;
     o.ignore_index = -100;
     o.entropy_grad = true;
+    o.callback_scope = true;
     return o;
 }
 
@@ -84,14 +85,14 @@ typedef struct loss_call {
     void *user;
     bool record, want[3];     /* a gradient recorded; for hidden, weight, bias */
     fwd_out F;                /* (N) logprob, entropy; (N, 3) statistics */
-    tg__lin_bwd B;            /* (N) upstream gradients; dh (N, d), dW (V, d), db (V) */
+    tg__lin_bwd B;            /* a chunk's upstream gradients; dh (N, d), dW (V, d), db (V) */
+    tg_tensor *leaf_grad[3];  /* (range rows) the range's leaves' gradients, or NULL */
     double total;             /* the sum of the ranges' losses */
 } loss_call;
 
 static void call_free(loss_call *L) {
-    tg_tensor *all[11] = {L->F.lp, L->F.H,  L->F.st, L->B.glp, L->B.gH, L->B.glse,
-                          L->B.dh, L->B.dw, L->B.db, L->B.ones, NULL};
-    for (int k = 0; k < 11; k++) tg__tensor_release(all[k]);
+    tg_tensor *all[8] = {L->F.lp, L->F.H, L->F.st, L->B.dh, L->B.dw, L->B.db, L->B.ones, NULL};
+    for (int k = 0; k < 8; k++) tg__tensor_release(all[k]);
     tg__lin_done(&L->loop);
 }
 
@@ -299,14 +300,14 @@ static tg_status check_loss(const loss_call *L, tg_tensor *loss, tg_tensor *cons
     return tg__req_grad(loss) ? own_leaves_only(loss, mine, a, b) : TG_OK;
 }
 
-/* Runs the callback inside a scope of its own (the scopes opened outside
- * hidden): what it makes is released when it returns, except its loss,
- * which becomes the caller's reference (*loss: NULL on failure). A failure
- * keeps the callback's message, the chunk's rows named. */
+/* Runs the callback with the outer scopes hidden, inside a scope of its own
+ * when callback_scope: what it makes there is released when it returns,
+ * except its loss, which becomes the caller's reference (*loss: NULL on
+ * failure). A failure keeps the callback's message, the chunk's rows named. */
 static tg_status call_back(const loss_call *L, const tg_linear_loss_chunk *ch, tg_tensor **loss) {
     *loss = NULL;
     const int prev = tg__scopes_suspend();
-    const int token = tg_scope_begin();
+    const int token = L->o->callback_scope ? tg_scope_begin() : 0;
     tg_status st = token < 0 ? tg_last_status() : TG_OK;
     char msg[512] = "";
     tg_tensor *out = NULL;
@@ -315,10 +316,12 @@ static tg_status call_back(const loss_call *L, const tg_linear_loss_chunk *ch, t
         st = L->fn(ch, L->user, &out);
         if (st != TG_OK && tg_last_status() == st && tg_last_error())
             snprintf(msg, sizeof msg, "%s", tg_last_error());
-        /* a loss made in the scope moves out of it; one the callback owns
-         * outright (tg_retain) is already the caller's */
-        if (out && !tg_scope_keep(out)) tg_clear_error();
-        tg_scope_unwind(token - 1); /* also what the callback left open */
+        if (token > 0) {
+            /* a loss made in the scope moves out of it; one the callback
+             * owns outright (tg_retain) is already the caller's */
+            if (out && !tg_scope_keep(out)) tg_clear_error();
+            tg_scope_unwind(token - 1); /* also what the callback left open */
+        }
     }
     tg__scopes_resume(prev);
     if (st == TG_OK) {
@@ -332,25 +335,21 @@ static tg_status call_back(const loss_call *L, const tg_linear_loss_chunk *ch, t
                          msg[0] ? msg : tg_status_name(st));
 }
 
-/* The leaves' gradients into the range's rows of the upstream gradients. */
-static tg_status take_grads(loss_call *L, tg_tensor *const *mine, int64_t a, int64_t n) {
-    tg_tensor *dst[3] = {L->B.glp, L->B.gH, L->B.glse};
-    tg_status st = TG_OK;
-    for (int k = 0; k < 3 && st == TG_OK; k++) {
-        int prev = tg__scopes_suspend(); /* tg_grad's reference is ours */
-        tg_tensor *g = tg_grad(mine[k]);
+/* The leaves' gradients (new references in L->leaf_grad; NULL where the
+ * loss did not reach a leaf). */
+static tg_status take_grads(loss_call *L, tg_tensor *const *mine) {
+    for (int k = 0; k < 3; k++) {
+        const int prev = tg__scopes_suspend(); /* tg_grad's reference is ours */
+        tg_clear_error();
+        L->leaf_grad[k] = tg_grad(mine[k]);
         tg__scopes_resume(prev);
-        if (!g) continue; /* not reached: zero (the rows were zeroed) */
-        tg_tensor *rows = tg__lin_alias_rows(&L->loop, dst[k], a, n, -1, 1);
-        st = rows ? tg__k_copy(rows, g) : tg_last_status();
-        tg__tensor_release(rows);
-        tg__tensor_release(g);
+        if (!L->leaf_grad[k] && tg_last_status() != TG_OK) return tg_last_status();
     }
-    return st;
+    return TG_OK;
 }
 
 /* Runs the callback on the leaves of rows [a, b); adds its value to the
- * total and, when recording, its per-row gradients to the upstream ones. */
+ * total and, when recording, keeps the leaves' gradients (L->leaf_grad). */
 static tg_status range_loss(loss_call *L, int64_t index, int64_t a, int64_t b) {
     const lin *loop = &L->loop;
     const int64_t n = b - a;
@@ -370,11 +369,51 @@ static tg_status range_loss(loss_call *L, int64_t index, int64_t a, int64_t b) {
     if (st == TG_OK) st = tg_item(loss, &v);
     if (st == TG_OK && L->record && tg__req_grad(loss)) {
         st = tg_backward(loss, NULL, false);
-        if (st == TG_OK) st = take_grads(L, mine, a, n);
+        if (st == TG_OK) st = take_grads(L, mine);
     }
     if (st == TG_OK) L->total += v;
     tg__tensor_release(loss);
     for (int k = 0; k < 3; k++) tg__tensor_release(mine[k]);
+    return st;
+}
+
+/* The upstream gradient of the chunk's c kept rows, in order (r0 >= 0: the
+ * rows from r0; else loop->buf.rows), from the range's leaf gradient g
+ * (rows from a): a view, a gathered copy, or zeros where g is NULL. */
+static tg_tensor *kept_rows(const loss_call *L, tg_tensor *g, int64_t a, int64_t r0, int64_t c) {
+    const lin *loop = &L->loop;
+    if (!g) return tg__zeros_on(loop->in.s, loop->in.dev, loop->in.dt, 1, &c);
+    if (r0 >= 0) return tg__lin_alias_rows(loop, g, r0 - a, c, -1, 1); /* .grad: contiguous */
+    tg_tensor *out = tg__lin_ws_new(loop, loop->in.dev, loop->in.dt, 1, &c);
+    tg_status st = out ? TG_OK : tg_last_status();
+    for (int64_t i = 0; st == TG_OK && i < c;) { /* run by run of consecutive rows */
+        int64_t j = i + 1;
+        while (j < c && loop->buf.rows[j] == loop->buf.rows[i] + (j - i)) j++;
+        tg_tensor *from = tg__lin_alias_rows(loop, g, loop->buf.rows[i] - a, j - i, -1, 1);
+        tg_tensor *to = from ? tg__lin_alias_rows(loop, out, i, j - i, -1, 1) : NULL;
+        st = to ? tg__k_copy(to, from) : tg_last_status();
+        tg__tensor_release(from);
+        tg__tensor_release(to);
+        i = j;
+    }
+    if (st == TG_OK) return out;
+    tg__tensor_release(out);
+    return NULL;
+}
+
+/* The chunk's rows' gradient: its logits into dZ with the upstream
+ * gradients the loss gave its kept rows, then dh, dW, db. */
+static tg_status chunk_grad(loss_call *L, int64_t a, int64_t r0, int64_t c) {
+    tg_tensor **g[3] = {&L->B.glp, &L->B.gH, &L->B.glse};
+    tg_status st = TG_OK;
+    for (int k = 0; k < 3 && st == TG_OK; k++)
+        if (!(*g[k] = kept_rows(L, L->leaf_grad[k], a, r0, c))) st = tg_last_status();
+    L->B.g_local = true;
+    if (st == TG_OK) st = tg__lin_bwd_chunk(&L->loop, r0, c, &L->B, true);
+    for (int k = 0; k < 3; k++) {
+        tg__tensor_release(*g[k]);
+        *g[k] = NULL;
+    }
     return st;
 }
 
@@ -390,7 +429,11 @@ static tg_status run_range(loss_call *L, int64_t index, int64_t a, int64_t b) {
     tg_status st = c ? tg__lin_fwd_chunk(loop, r0, c, &L->F) : TG_OK;
     if (st == TG_OK) st = range_loss(L, index, a, b);
     if (st == TG_OK && c && L->record && (L->want[0] || L->want[1] || L->want[2]))
-        st = tg__lin_bwd_chunk(loop, r0, c, &L->B, true);
+        st = chunk_grad(L, a, r0, c);
+    for (int k = 0; k < 3; k++) {
+        tg__tensor_release(L->leaf_grad[k]);
+        L->leaf_grad[k] = NULL;
+    }
     return st;
 }
 
@@ -410,10 +453,7 @@ static tg_status allocate(loss_call *L, tg_tensor *hc) {
     if (L->record) {
         L->B.st = L->F.st; /* borrowed: released with F */
         L->B.nstat = 3;
-        if (!(L->B.glp = tg__zeros_on(s, loop->in.dev, dt, 1, &N)) ||
-            !(L->B.gH = tg__zeros_on(s, loop->in.dev, dt, 1, &N)) ||
-            !(L->B.glse = tg__zeros_on(s, loop->in.dev, dt, 1, &N)) ||
-            (L->want[0] && !(L->B.dh = tg__zeros_on(s, loop->in.dev, dt, hc->ndim, hc->shape))) ||
+        if ((L->want[0] && !(L->B.dh = tg__zeros_on(s, loop->in.dev, dt, hc->ndim, hc->shape))) ||
             (L->want[1] && !(L->B.dw = tg__zeros_on(s, loop->in.dev, dt, 2, (int64_t[]){V, d}))) ||
             (L->want[2] && !(L->B.db = tg__zeros_on(s, loop->in.dev, dt, 1, &V))))
             return tg_last_status();

@@ -405,6 +405,50 @@ Test(linear_loss, chunks_cover_every_row_in_order) {
     cr_assert_eq(tg_scope_end(t), TG_OK);
 }
 
+/* callback_scope off: the callback owns what it makes (as a binding's
+ * objects do) and gives its loss away; it may keep a tensor past the call */
+typedef struct own {
+    tg_tensor *kept;
+    bool scoped; /* callback_scope on: the scope releases e */
+} own;
+
+static tg_status owning_chunk(const tg_linear_loss_chunk *ch, void *user, tg_tensor **loss) {
+    own *u = user;
+    tg_tensor *e = tg_exp(ch->logprob);
+    *loss = tg_sum(e);
+    tg_clear_error();
+    if (!u->scoped) {
+        tg_release(e); /* refused (an error) if e belonged to a scope */
+        cr_assert_eq(tg_last_status(), TG_OK, "%s", tg_last_error());
+    }
+    if (!u->kept) u->kept = tg_mul(ch->entropy, ch->lse); /* outlives the call */
+    return *loss ? TG_OK : tg_last_status();
+}
+
+Test(linear_loss, without_a_scope_the_callback_owns_its_tensors) {
+    tg_tensor *h = tg_randn(TG_F64, 2, (int64_t[]){9, 3}, 1, 0.0, 1.0);
+    tg_tensor *w = tg_randn(TG_F64, 2, (int64_t[]){5, 3}, 2, 0.0, 1.0);
+    tg_tensor *y = tg_randint(1, (int64_t[]){9}, 3, 0, 5);
+    tg_set_requires_grad(w, true);
+    tg_linear_loss_opts o = tg_linear_loss_opts_default();
+    o.chunk_rows = 4;
+    o.callback_scope = false;
+    own u = {NULL, false};
+    tg_tensor *loss, *ref;
+    cr_assert_eq(tg_linear_loss(h, w, NULL, y, owning_chunk, &u, &o, &loss, NULL, NULL), TG_OK,
+                 "%s", tg_last_error());
+    cr_assert_not_null(u.kept);
+    cr_assert_eq(tg_numel(u.kept), 4, "the kept tensor is still valid");
+    cr_assert_eq(tg_backward(loss, NULL, false), TG_OK);
+    tg_tensor *g = tg_grad(w);
+    tg_zero_grad(w);
+    u.scoped = true;
+    cr_assert_eq(tg_linear_loss(h, w, NULL, y, owning_chunk, &u, NULL, &ref, NULL, NULL), TG_OK);
+    cr_assert_eq(tg_backward(ref, NULL, false), TG_OK);
+    cr_assert(max_rel(g, tg_grad(w)) <= 1e-15, "the same gradient with and without the scope");
+    tg_release(u.kept); /* the fixture's teardown finds nothing else of the callback's */
+}
+
 /* ---- graph rules ------------------------------------------------------------------- */
 
 Test(linear_loss, graph_rules) {

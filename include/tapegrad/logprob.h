@@ -284,10 +284,15 @@ typedef struct tg_linear_loss_chunk {
 
 /* Builds, with tapegrad's ops, the loss of one chunk as a one-element
  * tensor of a floating dtype on hidden's device, and stores it in *loss.
- * The callback runs inside a scope of its own (the scopes opened outside are
- * hidden, as in a custom function): whatever it makes is released when it
- * returns, except *loss, which tg_linear_loss takes (also a reference the
- * callback owns outright, from tg_retain). Nested calls need no cleanup.
+ * The scopes opened outside are hidden during the call, as in a custom
+ * function. With callback_scope (the default) the callback runs inside a
+ * scope of its own: whatever it makes is released when it returns, except
+ * *loss, which tg_linear_loss takes (also a reference the callback owns
+ * outright, from tg_retain); nested calls need no cleanup. Without it
+ * (bindings whose objects own their references) no scope is open: the
+ * callback owns what it makes and *loss is a new reference it gives away.
+ * No lock of the library is held during the call: it may call any
+ * function, on this or another thread.
  * The loss may depend on the chunk's logprob, entropy and lse and on
  * tensors that do not require grad (per-token constants, sliced with the
  * chunk's rows); nothing else that requires grad. Returns TG_OK, or an
@@ -314,6 +319,8 @@ typedef struct tg_linear_loss_opts {
      * grows to hold it. Borrowed during the call. */
     const int64_t *seq_lens;
     int64_t n_seqs;
+    bool callback_scope;      /* the callback runs in a scope of its own
+                                 (default true; see tg_linear_loss_fn) */
 } tg_linear_loss_opts;
 
 /* The defaults listed above. */

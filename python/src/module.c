@@ -287,9 +287,10 @@ PyMODINIT_FUNC PyInit__C(void) {
     PyObject *m = PyModule_Create(&g_module);
     if (!m) return NULL;
     if (tgpy_tensor_ready(m) < 0 || tgpy_owners_ready(m) < 0 || tgpy_reports_ready(m) < 0 ||
-        add_functions(m, tgpy_module_functions) < 0 || add_functions(m, tgpy_op_functions) < 0 ||
-        add_functions(m, tgpy_exchange_functions) < 0 ||
+        tgpy_loss_ready(m) < 0 || add_functions(m, tgpy_module_functions) < 0 ||
+        add_functions(m, tgpy_op_functions) < 0 || add_functions(m, tgpy_exchange_functions) < 0 ||
         add_functions(m, tgpy_report_functions) < 0 || add_functions(m, tgpy_fused_functions) < 0 ||
+        add_functions(m, tgpy_loss_functions) < 0 ||
         PyModule_AddIntConstant(m, "MAX_DIMS", TG_MAX_DIMS) < 0 ||
         PyModule_AddStringConstant(m, "LIB_VERSION", tg_lib_version()) < 0) {
         Py_DECREF(m);

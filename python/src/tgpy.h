@@ -14,7 +14,9 @@
  *     or IndexError for a dim, as PyTorch), every bool is a real bool;
  *   - the library never calls back into Python with a lock held: what it
  *     hands back (the owner of lent memory) is queued and let go here, with
- *     the GIL (tgpy_drain_owners). */
+ *     the GIL (tgpy_drain_owners). The one callback that runs Python code,
+ *     linear_loss's loss function (loss.c), is made by the library with none
+ *     of its locks held and takes the GIL back itself. */
 #ifndef TGPY_H
 #define TGPY_H
 
@@ -264,9 +266,12 @@ extern PyMethodDef tgpy_op_methods[];
 extern PyMethodDef tgpy_exchange_functions[];
 extern PyMethodDef tgpy_report_functions[];
 extern PyMethodDef tgpy_fused_functions[];
+extern PyMethodDef tgpy_loss_functions[];
 extern PyMethodDef tgpy_module_functions[];
 
 int tgpy_reports_ready(PyObject *module);
+/* Adds the type LinearLossChunk (loss.c). */
+int tgpy_loss_ready(PyObject *module);
 
 /* Runs stmt with the GIL released. */
 #define TGPY_NOGIL(stmt)                                                               \

@@ -25,8 +25,8 @@ __all__ = ["Tensor", "TapegradError", "DtypeError", "DimError", "InvalidValueErr
            "OutOfMemoryError", "ReadOnlyError", "tensor", "from_numpy", "from_dlpack", "no_grad",
            "enable_grad", "set_grad_enabled", "is_grad_enabled", "mem_stats", "live_counts",
            "float32", "float64", "int64", "bool_", "bfloat16", "leak_check", "step_mark", "graph",
-           "Timeline", "logprob_entropy", "linear_logprob_entropy", "reset_peak", "empty_cache",
-           "ops"]
+           "Timeline", "logprob_entropy", "linear_logprob_entropy", "linear_loss", "LinearLossChunk",
+           "reset_peak", "empty_cache", "ops"]
 
 float32, float64, int64, bool_, bfloat16 = "f32", "f64", "i64", "bool", "bf16"
 CATEGORIES: Tuple[str, ...] = _C.mem_categories()
@@ -185,7 +185,8 @@ def live_counts() -> dict:
 
 
 from .reports import Timeline, graph, leak_check, step_mark  # noqa: E402  (uses Tensor)
-from .fused import linear_logprob_entropy, logprob_entropy  # noqa: E402
+from .fused import (LinearLossChunk, linear_logprob_entropy, linear_loss,  # noqa: E402
+                    logprob_entropy)
 
 # The op vocabulary, from the table generated from the public headers: a function per op,
 # reached as an attribute of the package (module __getattr__, so that ``all``, ``sum`` or

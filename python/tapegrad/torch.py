@@ -1,15 +1,17 @@
 """tapegrad.torch: tapegrad's fused ops as PyTorch functions.
 
-``logprob_entropy(logits, targets, ...)`` and
-``linear_logprob_entropy(hidden, weight, targets, bias, ...)`` take PyTorch
-tensors, run tapegrad's fused ops on their memory (DLPack, no copy), return
-PyTorch tensors, and their gradients flow on in PyTorch's autograd. The
-logits op saves nothing of shape (..., V) beyond the logits themselves,
+``logprob_entropy(logits, targets, ...)``,
+``linear_logprob_entropy(hidden, weight, targets, bias, ...)`` and
+``linear_loss(hidden, weight, targets, loss_fn, bias, ...)`` (a per-token
+loss given as a PyTorch function, its gradient computed in forward) take
+PyTorch tensors, run tapegrad's fused ops on their memory (DLPack, no copy),
+return PyTorch tensors, and their gradients flow on in PyTorch's autograd.
+The logits op saves nothing of shape (..., V) beyond the logits themselves,
 where PyTorch's own ``log_softmax`` + ``gather`` + entropy keep several; the
-linear op never makes the (N, V) logits at all. CPU or CUDA tensors (on
+linear ops never make the (N, V) logits at all. CPU or CUDA tensors (on
 CUDA the library queues its work on PyTorch's current stream). On PyTorch
->= 2.4 the ops are also registered as ``torch.ops.tapegrad.*`` custom ops,
-which torch.compile uses (see _torch_library.py).
+>= 2.4 the first two are also registered as ``torch.ops.tapegrad.*`` custom
+ops, which torch.compile uses (see _torch_library.py).
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import re
 import sys
 import threading
 import warnings
-from typing import Optional, Tuple
+from typing import Callable, Optional, Sequence, Tuple
 
 import torch as _torch
 
@@ -345,6 +347,203 @@ class _LinearLogprobEntropy(_torch.autograd.Function):
         grads = _backward(ctx, grads,
                           lambda h, w, b, y: _linear_graph(h, w, b, y, ctx.need, *ctx.opts))
         return (*grads, None, None, None, None, None, None, None)
+
+
+# ---- the loss known in forward ----------------------------------------------------------------
+#
+# tapegrad's tg_linear_loss runs a loss per chunk of rows in forward, with its backward, and keeps
+# the gradients of hidden, weight and bias for the backward. Here the chunk's loss is a PyTorch
+# function: for each chunk the callback hands it the chunk's logprob, entropy and lse as PyTorch
+# leaves (over the library's memory), gets their gradients from PyTorch's autograd, and gives the
+# library a tapegrad loss with PyTorch's value and those gradients:
+#     c + (s - detach(s)),  s = sum(lp * g_lp + H * g_H + lse * g_lse)
+# where c holds PyTorch's loss (s - detach(s) is exactly 0 for a finite s) and the g are constants.
+
+
+def _foreign_leaf(out: _torch.Tensor, mine) -> Optional[_torch.Tensor]:
+    """A tensor requiring grad, other than ``mine``, that out's graph
+    accumulates into (another chunk's leaf, a parameter), or None."""
+    seen, todo = {}, [out.grad_fn]  # seen keeps the nodes' wrappers: ids stay theirs
+    while todo:
+        fn = todo.pop()
+        if fn is None or id(fn) in seen:
+            continue
+        seen[id(fn)] = fn
+        leaf = getattr(fn, "variable", None)  # AccumulateGrad
+        if leaf is not None and not any(leaf is t for t in mine):
+            return leaf
+        todo.extend(f for f, _ in fn.next_functions)
+    return None
+
+
+def _chunk_loss_fn(loss_fn, record: bool, entropy_grad: bool, op: str):
+    """The callback tapegrad runs per chunk: loss_fn on the chunk's
+    statistics as PyTorch tensors, and the surrogate above as tapegrad's loss."""
+
+    def run(chunk) -> Tensor:
+        where = f"rows [{chunk.rows.start}, {chunk.rows.stop})"
+        ts = [_to_torch(t.detach()) for t in (chunk.logprob, chunk.entropy, chunk.lse)]
+        if record:
+            for t, want in zip(ts, (True, entropy_grad, True)):
+                t.requires_grad_(want)
+        with _torch.set_grad_enabled(record):
+            out = loss_fn(*ts, chunk.rows)
+        if not isinstance(out, _torch.Tensor):
+            raise TypeError(f"{op}: loss_fn must return a torch.Tensor (the loss of {where}), "
+                            f"not {type(out).__name__}")
+        if out.numel() != 1 or not out.is_floating_point():
+            raise ValueError(f"{op}: the loss of {where} must be one floating element, not "
+                             f"{out.dtype} of shape {tuple(out.shape)}")
+        if out.device != ts[0].device:
+            raise ValueError(f"{op}: the loss of {where} is on {out.device} but the inputs are "
+                             f"on {ts[0].device}")
+        mine = [t for t in ts if t.requires_grad]
+        grads = [None] * 3
+        if out.requires_grad:
+            foreign = _foreign_leaf(out, mine)
+            if foreign is not None:
+                raise ValueError(
+                    f"{op}: the loss of {where} depends on a tensor of shape "
+                    f"{tuple(foreign.shape)} that requires grad and is not this chunk's "
+                    f"logprob, entropy or lse (another chunk's tensor, or a parameter): a "
+                    f"chunk's loss may depend only on its own rows' statistics and on tensors "
+                    f"that do not require grad")
+            got = iter(_torch.autograd.grad(out, mine, allow_unused=True))
+            grads = [next(got) if t.requires_grad else None for t in ts]
+        dtype = ts[0].dtype
+        loss = _from_torch(out.detach().reshape(()).to(dtype))
+        s = None
+        for t, g in zip((chunk.logprob, chunk.entropy, chunk.lse), grads):
+            if g is not None:
+                term = (t * _from_torch(g.to(dtype).contiguous())).sum()
+                s = term if s is None else s + term
+        return loss if s is None else loss + (s - s.detach())
+
+    return run
+
+
+def _linear_loss_graph(hidden, weight, bias, targets, loss_fn, need, opts, op):
+    """tapegrad's linear loss on the tensors' memory, the leaves requiring
+    grad as `need` says: (leaves, (loss, lp, H)), loss's graph holding the
+    gradients computed in forward (none where no leaf requires grad)."""
+    temperature, ignore_index, entropy_grad, chunk_rows, vocab_block, workspace, seq_lens = opts
+    _on_torch_stream(hidden, weight, bias)
+    h = _from_torch(hidden).requires_grad_(need[0])
+    w = _from_torch(weight).requires_grad_(need[1])
+    b = _from_torch(bias).requires_grad_(need[2]) if bias is not None else None
+    y = _from_torch(targets.contiguous())
+    run = _chunk_loss_fn(loss_fn, any(need), entropy_grad, op)
+    return (h, w, b), fused.linear_loss(
+        h, w, y, run, b, temperature=temperature, ignore_index=ignore_index,
+        entropy_grad=entropy_grad, chunk_rows=chunk_rows, vocab_block=vocab_block,
+        workspace_bytes=workspace, seq_lens=seq_lens)
+
+
+def _forget_loss_fn_unless_retained(ctx) -> None:
+    """At the end of this backward: a backward without retain_graph freed the
+    saved inputs, so no later backward can run loss_fn again: let go of it
+    (and of what its closure holds) as PyTorch lets go of saved tensors."""
+
+    def forget():
+        try:
+            ctx.saved_tensors
+        except RuntimeError:  # freed (or refused: no backward can use it either)
+            ctx.loss_fn = None
+
+    _torch.autograd.Variable._execution_engine.queue_callback(forget)
+
+
+class _LinearLoss(_torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, hidden, weight, bias, targets, loss_fn, opts, call):
+        ctx.call, ctx.entropy_grad, ctx.tg, ctx.loss_fn, ctx.opts = call, True, None, None, opts
+        ctx.need = tuple(call.grad_enabled and n for n in ctx.needs_input_grad[:3])
+        leaves, (loss, lp, ent) = _linear_loss_graph(hidden, weight, bias, targets, loss_fn,
+                                                      ctx.need, opts, call.op)
+        if any(ctx.need):
+            call.save(ctx, hidden=hidden, weight=weight, bias=bias, targets=targets)
+            ctx.tg, ctx.loss_fn = (leaves, (loss,)), loss_fn
+        res = tuple(_to_torch(t.detach()) for t in (loss, lp, ent))
+        ctx.mark_non_differentiable(res[1], res[2])
+        return res
+
+    @staticmethod
+    def backward(ctx, g, *unused):
+        loss_fn = ctx.loss_fn
+        _forget_loss_fn_unless_retained(ctx)
+
+        def rebuild(h, w, b, y):  # a further backward (retain_graph): forward again
+            leaves, (loss, _, _) = _linear_loss_graph(h, w, b, y, loss_fn, ctx.need, ctx.opts,
+                                                      ctx.call.op)
+            return leaves, (loss,)
+
+        grads = _backward(ctx, (g,), rebuild)
+        return (*grads, None, None, None, None)
+
+
+def linear_loss(hidden: _torch.Tensor, weight: _torch.Tensor, targets: _torch.Tensor,
+                loss_fn: Callable[[_torch.Tensor, _torch.Tensor, _torch.Tensor, slice],
+                                  _torch.Tensor],
+                bias: Optional[_torch.Tensor] = None, *, temperature: float = 1.0,
+                ignore_index: int = -100, entropy_grad: bool = True, chunk_rows: int = 0,
+                vocab_block: int = 0, workspace_bytes: int = 0,
+                seq_lens: Optional[Sequence[int]] = None) -> Tuple[_torch.Tensor, ...]:
+    """A loss over the tokens of ``hidden @ weight.T + bias``, given as a
+    PyTorch function of each chunk's log-probs, entropies and log-sum-exps,
+    with its gradient computed in forward by tapegrad's tg_linear_loss: the
+    (N, V) logits are never whole and backward makes no pass over them
+    (three GEMMs in all where ``linear_logprob_entropy`` + the loss make
+    four). Liger's ``LigerFusedLinearCrossEntropyLoss`` computes its gradient
+    in forward the same way, for cross-entropy only. PyTorch equivalent::
+
+        z = (hidden @ weight.T + bias) / temperature
+        logp = torch.log_softmax(z, -1)
+        lp = logp.gather(-1, targets[..., None])[..., 0]; H = -(logp.exp() * logp).sum(-1)
+        lse = torch.logsumexp(z, -1)                # lp, H, lse: 0 where ignored
+        loss = sum(loss_fn(lp.flatten()[r], H.flatten()[r], lse.flatten()[r], r)
+                   for r in chunks)
+
+    ``loss_fn(logprob, entropy, lse, rows)`` gets one chunk: three PyTorch
+    tensors of its rows (float32 for bfloat16 inputs) and ``rows``, the
+    ``slice`` of hidden's N rows (row-major over its leading dims) they are;
+    it returns the chunk's loss, a one-element floating tensor, built from
+    them and from tensors that do not require grad (per-token constants:
+    ``adv.flatten()[rows]``). It runs once per chunk in row order; the loss
+    is the sum of its values. Its backward runs in forward, so a loss that
+    depends on another tensor requiring grad (a previous chunk's log-probs, a
+    parameter) is refused: a ValueError naming the chunk's rows. An
+    exception it raises comes out of this call as it is.
+
+    hidden (..., d), weight (V, d), bias (V) or None: float32, float64 or
+    bfloat16, CPU or CUDA; targets int64 of hidden's leading shape; rows
+    whose target is ``ignore_index`` have 0 statistics and no gradient.
+    ``entropy_grad=False``: the entropy loss_fn gets does not require grad.
+    chunk_rows, vocab_block, workspace_bytes: 0 takes them from the budget;
+    ``seq_lens``: lengths of the sequences packed in the rows (summing to N),
+    each chunk then holding whole sequences, for a loss over a sequence.
+
+    Returns (loss, logprob, entropy): the 0-d loss, whose gradient flows to
+    whichever of hidden, weight and bias requires grad, and the log-probs and
+    entropies of hidden's leading shape, without gradient (for logging).
+
+    As a PyTorch op: hidden, weight, bias and targets are saved for backward
+    (an in-place edit of one before backward is PyTorch's version error,
+    naming it and this call's line); between forward and backward it holds
+    the gradients of the inputs (their size), nothing of (N, V); a backward
+    without ``retain_graph`` frees them and refuses a second one (with
+    ``retain_graph`` the next backward runs the forward again, loss_fn
+    included); under ``torch.no_grad()`` nothing is recorded and loss_fn
+    runs without grad; a second-order gradient (``create_graph``) is refused.
+    """
+    _check_args("linear_loss", {"hidden": hidden, "weight": weight, "bias": bias}, targets)
+    if not callable(loss_fn):
+        raise TypeError(f"tapegrad.torch.linear_loss: argument 'loss_fn' must be callable, not "
+                        f"{type(loss_fn).__name__}")
+    lens = None if seq_lens is None else [int(n) for n in seq_lens]
+    opts = (float(temperature), int(ignore_index), bool(entropy_grad), int(chunk_rows),
+            int(vocab_block), int(workspace_bytes), lens)
+    call = _Call("tapegrad.torch.linear_loss")
+    return _LinearLoss.apply(hidden, weight, bias, targets, loss_fn, opts, call)
 
 
 HAS_CUSTOM_OPS = hasattr(getattr(_torch, "library", None), "custom_op")

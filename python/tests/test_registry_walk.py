@@ -122,6 +122,15 @@ def _call(row, rec, ins):
                                  impl=("fused", "composite")[impl], want_lse=True,
                                  want_entropy=bool(entropy))
         return list(out if name.endswith("lse") else out[:2])
+    if name == "linear_loss":  # rows_loss.c's loss_chunk: a fixed per-token loss
+        _, temp, ignore, chunk_rows, _, egrad, vocab_block = a
+
+        def per_token(ch):
+            return (tg.exp(ch.logprob).scale(0.3) - ch.logprob +
+                    (tg.square(ch.lse).scale(0.05) - ch.entropy.scale(0.1))).sum()
+        return [tg.linear_loss(ins[0], ins[1], ins[2], per_token, ins[3], temperature=temp,
+                               ignore_index=ignore, chunk_rows=chunk_rows,
+                               vocab_block=vocab_block, entropy_grad=bool(egrad))[0]]
     if name == "linear_logprob_entropy":
         impl, temp, ignore, chunk_rows, entropy, egrad, vocab_block = a
         return list(tg.linear_logprob_entropy(
