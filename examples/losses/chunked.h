@@ -24,9 +24,10 @@
  * Each callback returns, in *loss, the chunk's share of the loss (a 0-d
  * tensor, a new reference) and TG_OK, or the error of the op that failed;
  * every intermediate is released inside (a scope). The sum over the chunks
- * is the full-batch loss of losses.h's zoo_ppo_loss (with a KL term) and
- * zoo_grpo_loss on tg_linear_logprob_entropy's outputs; test_chunked.c checks
- * that to 1e-12 in float64, with the gradients of hidden, weight and bias. */
+ * is the full-batch loss of losses.h's zoo_ppo_loss (without dual-clip or
+ * value loss, plus the KL term) and zoo_grpo_loss on
+ * tg_linear_logprob_entropy's outputs; test_chunked.c checks that to 1e-12
+ * in float64, with the gradients of hidden, weight and bias. */
 #ifndef TG_EXAMPLES_CHUNKED_H
 #define TG_EXAMPLES_CHUNKED_H
 
