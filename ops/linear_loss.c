@@ -307,6 +307,7 @@ static tg_status check_loss(const loss_call *L, tg_tensor *loss, tg_tensor *cons
 static tg_status call_back(const loss_call *L, const tg_linear_loss_chunk *ch, tg_tensor **loss) {
     *loss = NULL;
     const int prev = tg__scopes_suspend();
+    const int depth = tg_scope_depth();
     const int token = L->o->callback_scope ? tg_scope_begin() : 0;
     tg_status st = token < 0 ? tg_last_status() : TG_OK;
     char msg[512] = "";
@@ -316,11 +317,12 @@ static tg_status call_back(const loss_call *L, const tg_linear_loss_chunk *ch, t
         st = L->fn(ch, L->user, &out);
         if (st != TG_OK && tg_last_status() == st && tg_last_error())
             snprintf(msg, sizeof msg, "%s", tg_last_error());
-        if (token > 0) {
-            /* a loss made in the scope moves out of it; one the callback
-             * owns outright (tg_retain) is already the caller's */
+        /* the scopes opened since (ours, and any the callback left open) end,
+         * innermost first; a loss made in one moves out a scope at a time,
+         * one the callback owns outright (tg_retain) is already the caller's */
+        for (int d = tg_scope_depth(); d > depth; d--) {
             if (out && !tg_scope_keep(out)) tg_clear_error();
-            tg_scope_unwind(token - 1); /* also what the callback left open */
+            if (tg_scope_end(d) != TG_OK) tg_clear_error();
         }
     }
     tg__scopes_resume(prev);
@@ -368,6 +370,9 @@ static tg_status range_loss(loss_call *L, int64_t index, int64_t a, int64_t b) {
     double v = 0.0;
     if (st == TG_OK) st = tg_item(loss, &v);
     if (st == TG_OK && L->record && tg__req_grad(loss)) {
+        /* a gradient the callback put there itself (its own backward) is not
+         * the loss's: only this backward's counts */
+        for (int k = 0; k < 3; k++) tg__set_grad(mine[k], NULL);
         st = tg_backward(loss, NULL, false);
         if (st == TG_OK) st = take_grads(L, mine);
     }
@@ -534,6 +539,30 @@ static tg_tensor *shaped(const lin *loop, const tg_tensor *hidden, tg_tensor *t)
     return r;
 }
 
+/* Refuses inputs modified in place while the chunks ran (by the loss
+ * function, or another thread): some chunks would have read the old
+ * values, some the new. versions: the storages' at the start. */
+static tg_status unchanged(tg_tensor *const *ins, int n_in, const uint64_t *versions) {
+    static const char *names[3] = {"hidden", "weight", "bias"};
+    for (int k = 0; k < n_in; k++) {
+        if (atomic_load(&ins[k]->storage->version) == versions[k]) continue;
+        tg__version_event hist[TG__VERSION_HISTORY];
+        uint64_t now;
+        const uint64_t n = tg__storage_history(ins[k]->storage, hist, &now);
+        const tg__version_event *last = n ? &hist[(n - 1) % TG__VERSION_HISTORY] : NULL;
+        return tg__set_error(TG_ERR_INPLACE,
+                             "%s: %s was modified in place while the loss was computed (version "
+                             "%llu, now %llu; last by %s at %s:%d): chunks would mix its old "
+                             "and new values; modify it before or after the call, not in the "
+                             "loss function",
+                             WHO, names[k], (unsigned long long)versions[k],
+                             (unsigned long long)now, last ? last->op : "an unrecorded write",
+                             last && last->site.file ? last->site.file : "?",
+                             last ? last->site.line : 0);
+    }
+    return TG_OK;
+}
+
 static tg_status run(loss_call *L, tg_tensor *hidden, tg_tensor *w, tg_tensor *b, tg_tensor *y,
                      tg_tensor **loss_out, tg_tensor **lp_out, tg_tensor **H_out) {
     lin *loop = &L->loop;
@@ -550,12 +579,16 @@ static tg_status run(loss_call *L, tg_tensor *hidden, tg_tensor *w, tg_tensor *b
         if (L->o->seq_lens) fit_sequences(L);
         st = allocate(L, hc);
     }
+    uint64_t versions[3] = {0, 0, 0};
+    for (int k = 0; st == TG_OK && k < n_in; k++)
+        versions[k] = atomic_load(&ins[k]->storage->version);
     int64_t seq = 0;
     for (int64_t a = 0, index = 0; st == TG_OK && a < loop->in.N; index++) {
         const int64_t e = range_end(L, a, &seq);
         st = run_range(L, index, a, e);
         a = e;
     }
+    if (st == TG_OK) st = unchanged(ins, n_in, versions);
     tg__lin_free_workspace(loop);
     if (st == TG_OK) st = to_input_dtype(L);
     tg_tensor *loss = st == TG_OK ? make_loss(L, ins, n_in) : NULL;

@@ -449,6 +449,81 @@ Test(linear_loss, without_a_scope_the_callback_owns_its_tensors) {
     tg_release(u.kept); /* the fixture's teardown finds nothing else of the callback's */
 }
 
+/* Callbacks that misbehave in ways the entry survives or refuses:
+ * 0, 1: a scope left open (the loss made inside it, or before it);
+ * 2: its own backward on its loss (retain_graph), before the entry's;
+ * 3: an in-place edit of the weight during the call. */
+typedef struct odd {
+    int kind;
+    tg_tensor *w;
+} odd;
+
+static tg_status odd_chunk(const tg_linear_loss_chunk *ch, void *user, tg_tensor **loss) {
+    odd *u = user;
+    switch (u->kind) {
+    case 0:
+        tg_scope_begin();
+        *loss = tg_sum(tg_exp(ch->logprob));
+        break;
+    case 1:
+        *loss = tg_sum(tg_exp(ch->logprob));
+        tg_scope_begin();
+        tg_exp(ch->lse);
+        break;
+    case 2:
+        *loss = tg_sum(tg_exp(ch->logprob));
+        if (tg_backward(*loss, NULL, true) != TG_OK) return tg_last_status();
+        break;
+    default:
+        *loss = tg_sum(tg_exp(ch->logprob));
+        if (ch->index == 1) TG_NO_GRAD { tg_scale_(u->w, 2.0); }
+    }
+    return *loss ? TG_OK : tg_last_status();
+}
+
+static tg_status plain_chunk(const tg_linear_loss_chunk *ch, void *user, tg_tensor **loss) {
+    (void)user;
+    *loss = tg_sum(tg_exp(ch->logprob));
+    return *loss ? TG_OK : tg_last_status();
+}
+
+Test(linear_loss, odd_callbacks_survived_or_refused) {
+    for (int kind = 0; kind < 5; kind++) {
+        int t = tg_scope_begin();
+        tg_tensor *h = tg_randn(TG_F64, 2, (int64_t[]){9, 3}, 1, 0.0, 1.0);
+        tg_tensor *w = tg_randn(TG_F64, 2, (int64_t[]){5, 3}, 2, 0.0, 1.0);
+        tg_tensor *y = tg_randint(1, (int64_t[]){9}, 3, 0, 5);
+        tg_set_requires_grad(w, true);
+        tg_linear_loss_opts o = tg_linear_loss_opts_default();
+        o.chunk_rows = 4;
+        o.callback_scope = kind < 4; /* 4: kind 0 without the entry's scope */
+        odd u = {kind < 4 ? kind : 0, w};
+        tg_tensor *loss = NULL, *ref = NULL;
+        const int depth = tg_scope_depth();
+        tg_status st = tg_linear_loss(h, w, NULL, y, odd_chunk, &u, &o, &loss, NULL, NULL);
+        cr_assert_eq(tg_scope_depth(), depth, "kind %d: the callback's scopes are closed", kind);
+        if (kind == 3) {
+            cr_assert_eq(st, TG_ERR_INPLACE);
+            tgt_assert_error(TG_ERR_INPLACE, "tg_linear_loss: weight was modified in place",
+                             "scale_", "test_linear_loss.c", NULL);
+            cr_assert_null(loss);
+            cr_assert_null(tg_grad(w));
+            cr_assert_eq(tg_scope_end(t), TG_OK);
+            continue;
+        }
+        cr_assert_eq(st, TG_OK, "kind %d: %s", kind, tg_last_error());
+        cr_assert_eq(tg_backward(loss, NULL, false), TG_OK);
+        tg_tensor *g = tg_grad(w);
+        tg_zero_grad(w);
+        o.callback_scope = true;
+        cr_assert_eq(tg_linear_loss(h, w, NULL, y, plain_chunk, NULL, &o, &ref, NULL, NULL), TG_OK);
+        cr_assert_eq(tg_backward(ref, NULL, false), TG_OK);
+        cr_assert(max_rel(g, tg_grad(w)) <= 1e-15, "kind %d: the gradient", kind);
+        cr_assert_eq(tgt_at(loss, 0), tgt_at(ref, 0));
+        cr_assert_eq(tg_scope_end(t), TG_OK, "kind %d: %s", kind, tg_last_error());
+    }
+}
+
 /* ---- graph rules ------------------------------------------------------------------- */
 
 Test(linear_loss, graph_rules) {
