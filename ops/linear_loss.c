@@ -87,10 +87,13 @@ typedef struct loss_call {
     fwd_out F;                /* (N) logprob, entropy; (N, 3) statistics */
     tg__lin_bwd B;            /* a chunk's upstream gradients; dh (N, d), dW (V, d), db (V) */
     tg_tensor *leaf_grad[3];  /* (range rows) the range's leaves' gradients, or NULL */
+    tg__node *node;           /* recording: LinearLossBackward, the inputs saved in slots
+                                 0..n_in-1 before the chunks run */
     double total;             /* the sum of the ranges' losses */
 } loss_call;
 
 static void call_free(loss_call *L) {
+    tg__node_release(L->node); /* the loss owns it once made */
     tg_tensor *all[8] = {L->F.lp, L->F.H, L->F.st, L->B.dh, L->B.dw, L->B.db, L->B.ones, NULL};
     for (int k = 0; k < 8; k++) tg__tensor_release(all[k]);
     tg__lin_done(&L->loop);
@@ -496,18 +499,46 @@ static tg_status to_input_dtype(loss_call *L) {
     return TG_OK;
 }
 
-/* The 0-d loss holding the total; with its node when recording. */
-static tg_tensor *make_loss(loss_call *L, tg_tensor *const *ins, int n_in) {
+/* The node, made before the chunks: the inputs saved now, so that the
+ * engine's version check (tg__node_check_saved) finds an in-place edit of
+ * one while the chunks run (by the loss function, or another thread:
+ * chunks would mix its old and new values) as it finds one before
+ * backward. */
+static tg_status make_node(loss_call *L, tg_tensor *const *ins, int n_in) {
+    L->node = tg__node_new(L->loop.in.s, &loss_def, loss_def.name, n_in, ins, 1);
+    for (int k = 0; L->node && k < n_in; k++)
+        if (tg__node_save(L->node, ins[k], false, k) < 0) return tg_last_status();
+    return L->node ? TG_OK : tg_last_status();
+}
+
+static const char *const INPUT_NAMES[3] = {"hidden", "weight", "bias"};
+
+/* After the chunks: the inputs unchanged since make_node. */
+static tg_status inputs_unchanged(const loss_call *L, int n_in) {
+    for (int k = 0; k < n_in; k++) {
+        if (tg__node_check_saved(L->node, k) == TG_OK) continue;
+        char msg[2048];
+        snprintf(msg, sizeof msg, "%s", tg_last_error());
+        return tg__set_error(TG_ERR_INPLACE,
+                             "%s: %s was modified in place while the loss was computed (chunks "
+                             "would mix its old and new values): %s",
+                             WHO, INPUT_NAMES[k], msg);
+    }
+    return TG_OK;
+}
+
+/* The 0-d loss holding the total; recording, the node's output, the
+ * gradients made in forward saved on it. */
+static tg_tensor *make_loss(loss_call *L, int n_in) {
     const lin *loop = &L->loop;
     tg_tensor *loss = tg__new_output_on(loop->in.s, WHO, loop->in.dev, loop->in.dt, 0, NULL);
     if (loss) loss = tg__k_ok(tg__k_fill(loss, L->total), loss);
     if (!loss || !L->record) return loss;
-    tg__node *n = tg__node_new(loop->in.s, &loss_def, loss_def.name, n_in, ins, 1);
-    bool ok = n != NULL;
-    for (int k = 0; ok && k < n_in; k++) ok = tg__node_save(n, ins[k], false, k) >= 0;
+    tg__node *n = L->node;
     tg_tensor *grads[3] = {L->B.dh, L->B.dw, L->B.db};
     static const char *names[3] = {"d hidden (from forward)", "d weight (from forward)",
                                    "d bias (from forward)"};
+    bool ok = true;
     for (int k = 0; ok && k < 3; k++) {
         n->iparam[P_GRAD_SLOT + k] = -1;
         if (k >= n_in || !grads[k]) continue;
@@ -517,12 +548,10 @@ static tg_tensor *make_loss(loss_call *L, tg_tensor *const *ins, int n_in) {
         n->iparam[P_GRAD_SLOT + k] = slot;
     }
     if (!ok) {
-        tg__node_release(n);
         tg__tensor_release(loss);
         return NULL;
     }
     tg__node_set_output(n, 0, loss);
-    tg__node_release(n);
     return loss;
 }
 
@@ -537,30 +566,6 @@ static tg_tensor *shaped(const lin *loop, const tg_tensor *hidden, tg_tensor *t)
     tg_tensor *r = tg__tensor_alias(loop->in.s, t->storage, t->dtype, lead, hidden->shape, cst, 0);
     tg__tensor_release(t);
     return r;
-}
-
-/* Refuses inputs modified in place while the chunks ran (by the loss
- * function, or another thread): some chunks would have read the old
- * values, some the new. versions: the storages' at the start. */
-static tg_status unchanged(tg_tensor *const *ins, int n_in, const uint64_t *versions) {
-    static const char *names[3] = {"hidden", "weight", "bias"};
-    for (int k = 0; k < n_in; k++) {
-        if (atomic_load(&ins[k]->storage->version) == versions[k]) continue;
-        tg__version_event hist[TG__VERSION_HISTORY];
-        uint64_t now;
-        const uint64_t n = tg__storage_history(ins[k]->storage, hist, &now);
-        const tg__version_event *last = n ? &hist[(n - 1) % TG__VERSION_HISTORY] : NULL;
-        return tg__set_error(TG_ERR_INPLACE,
-                             "%s: %s was modified in place while the loss was computed (version "
-                             "%llu, now %llu; last by %s at %s:%d): chunks would mix its old "
-                             "and new values; modify it before or after the call, not in the "
-                             "loss function",
-                             WHO, names[k], (unsigned long long)versions[k],
-                             (unsigned long long)now, last ? last->op : "an unrecorded write",
-                             last && last->site.file ? last->site.file : "?",
-                             last ? last->site.line : 0);
-    }
-    return TG_OK;
 }
 
 static tg_status run(loss_call *L, tg_tensor *hidden, tg_tensor *w, tg_tensor *b, tg_tensor *y,
@@ -579,19 +584,17 @@ static tg_status run(loss_call *L, tg_tensor *hidden, tg_tensor *w, tg_tensor *b
         if (L->o->seq_lens) fit_sequences(L);
         st = allocate(L, hc);
     }
-    uint64_t versions[3] = {0, 0, 0};
-    for (int k = 0; st == TG_OK && k < n_in; k++)
-        versions[k] = atomic_load(&ins[k]->storage->version);
+    if (st == TG_OK && L->record) st = make_node(L, ins, n_in);
     int64_t seq = 0;
     for (int64_t a = 0, index = 0; st == TG_OK && a < loop->in.N; index++) {
         const int64_t e = range_end(L, a, &seq);
         st = run_range(L, index, a, e);
         a = e;
     }
-    if (st == TG_OK) st = unchanged(ins, n_in, versions);
+    if (st == TG_OK && L->record) st = inputs_unchanged(L, n_in);
     tg__lin_free_workspace(loop);
     if (st == TG_OK) st = to_input_dtype(L);
-    tg_tensor *loss = st == TG_OK ? make_loss(L, ins, n_in) : NULL;
+    tg_tensor *loss = st == TG_OK ? make_loss(L, n_in) : NULL;
     if (st == TG_OK && !loss) st = tg_last_status();
     tg__tensor_release(hc);
     if (st != TG_OK) return st;
