@@ -180,15 +180,8 @@ static tg_status hand_outputs(lin *loop, tg_tensor *hidden, tg_tensor *hc, tg_te
     const tg_site s = loop->in.s;
     const int lead = hidden->ndim - 1;
     tg_tensor *shaped[2] = {NULL, NULL}, *flat[2] = {F->lp, F->H};
-    int64_t cst[TG_MAX_DIMS], acc = 1;
-    for (int k = lead - 1; k >= 0; k--) {
-        cst[k] = acc;
-        acc *= hidden->shape[k];
-    }
     for (int k = 0; k < 2; k++)
-        if (flat[k])
-            shaped[k] =
-                tg__tensor_alias(s, flat[k]->storage, loop->in.dt, lead, hidden->shape, cst, 0);
+        if (flat[k]) shaped[k] = tg__lpe_lead_view(s, flat[k], hidden);
     tg__tensor_release(F->lp);
     tg__tensor_release(F->H);
     F->lp = shaped[0];

@@ -201,24 +201,20 @@ static tg_tensor *leaf_rows(const lin *loop, tg_tensor *src, int64_t a, int64_t 
     return t;
 }
 
-/* The range's lse: M / T + ls from its rows of the statistics (0 on ignored
- * rows), a new leaf. */
+/* The range's lse (M / T + ls from its rows of the statistics; 0 on
+ * ignored rows), a new leaf. */
 static tg_tensor *lse_rows(const loss_call *L, int64_t a, int64_t n, bool requires_grad) {
     const lin *loop = &L->loop;
-    tg_tensor *st = L->F.st;
-    tg_tensor *m = tg__tensor_alias(loop->in.s, st->storage, TG_F64, 1, &n, (int64_t[]){3},
-                                    st->offset + 3 * a);
-    tg_tensor *l = m ? tg__tensor_alias(loop->in.s, st->storage, TG_F64, 1, &n,
-                                        (int64_t[]){3}, st->offset + 3 * a + 1)
-                     : NULL;
-    tg_tensor *r = l ? tg__new_output_on(loop->in.s, WHO, loop->in.dev, TG_F64, 1, &n) : NULL;
-    tg_status rc = r ? tg__k_unary(TG__UN_SCALE, r, m, NULL, loop->in.inv_t, 0)
-                     : tg_last_status();
-    if (rc == TG_OK) rc = tg__k_binary(TG__BIN_ADD, r, r, l, 0, 0);
-    tg_tensor *t = rc == TG_OK ? leaf_rows(loop, r, 0, n, requires_grad, "chunk lse") : NULL;
-    tg__tensor_release(m);
-    tg__tensor_release(l);
-    tg__tensor_release(r);
+    tg_tensor *st = tg__lin_alias_rows(loop, L->F.st, 3 * a, n, 3, 3);
+    tg_tensor *t = st ? tg__lpe_lse_rows(loop->in.s, WHO, st, 3, loop->in.inv_t, loop->in.dev,
+                                         loop->in.dt)
+                      : NULL;
+    tg__tensor_release(st);
+    if (t && requires_grad && tg_set_requires_grad(t, true) != TG_OK) {
+        tg__tensor_release(t);
+        return NULL;
+    }
+    if (t) tg_set_name(t, "chunk lse");
     return t;
 }
 
@@ -557,13 +553,7 @@ static tg_tensor *make_loss(loss_call *L, int n_in) {
 
 /* hidden's leading shape for a flat (N) output (a new alias; t released). */
 static tg_tensor *shaped(const lin *loop, const tg_tensor *hidden, tg_tensor *t) {
-    const int lead = hidden->ndim - 1;
-    int64_t cst[TG_MAX_DIMS], acc = 1;
-    for (int k = lead - 1; k >= 0; k--) {
-        cst[k] = acc;
-        acc *= hidden->shape[k];
-    }
-    tg_tensor *r = tg__tensor_alias(loop->in.s, t->storage, t->dtype, lead, hidden->shape, cst, 0);
+    tg_tensor *r = tg__lpe_lead_view(loop->in.s, t, hidden);
     tg__tensor_release(t);
     return r;
 }

@@ -395,32 +395,41 @@ out:
 
 static const tg__op_def lpe_def = {"LogprobEntropyBackward", lpe_backward, false, NULL};
 
-tg_tensor *tg__lpe_lse_of(tg_site s, const char *who, const tg_tensor *z, tg_tensor *st,
-                          int nstat, double inv_t) {
+tg_tensor *tg__lpe_lse_rows(tg_site s, const char *who, const tg_tensor *st, int nstat,
+                            double inv_t, tg_device dev, tg_dtype dt) {
     const int64_t N = st->shape[0];
     tg_tensor *m = tg__tensor_alias(s, st->storage, TG_F64, 1, &N, (int64_t[]){nstat}, st->offset);
     tg_tensor *l = m ? tg__tensor_alias(s, st->storage, TG_F64, 1, &N, (int64_t[]){nstat},
                                         st->offset + 1)
                      : NULL;
-    tg_tensor *r = l ? tg__new_output_on(s, who, z->storage->device, TG_F64, 1, &N) : NULL;
+    tg_tensor *r = l ? tg__new_output_on(s, who, dev, TG_F64, 1, &N) : NULL;
     if (r) r = tg__k_ok(tg__k_unary(TG__UN_SCALE, r, m, NULL, inv_t, 0), r);
     if (r) r = tg__k_ok(tg__k_binary(TG__BIN_ADD, r, r, l, 0, 0), r);
-    tg_tensor *out = r ? tg__new_output_on(s, who, z->storage->device, tg__lpe_out_dtype(z),
-                                           z->ndim - 1, z->shape)
-                       : NULL;
-    /* (N) into the leading shape (..., ) through a flat alias of the new contiguous
-     * output: copying r into out itself would broadcast (N) against (B, T) */
-    tg_tensor *flat = out ? tg__tensor_alias(s, out->storage, out->dtype, 1, &N, (int64_t[]){1},
-                                             out->offset)
-                          : NULL;
-    tg_status rc = flat ? tg__k_copy(flat, r) : tg_last_status();
-    tg__tensor_release(flat);
+    tg_tensor *out = r ? tg__new_output_on(s, who, dev, dt, 1, &N) : NULL;
+    if (out) out = tg__k_ok(tg__k_copy(out, r), out);
     tg__tensor_release(m);
     tg__tensor_release(l);
     tg__tensor_release(r);
-    if (rc == TG_OK) return out;
-    tg__tensor_release(out);
-    return NULL;
+    return out;
+}
+
+tg_tensor *tg__lpe_lse_of(tg_site s, const char *who, const tg_tensor *z, tg_tensor *st,
+                          int nstat, double inv_t) {
+    tg_tensor *flat = tg__lpe_lse_rows(s, who, st, nstat, inv_t, z->storage->device,
+                                       tg__lpe_out_dtype(z));
+    tg_tensor *out = flat ? tg__lpe_lead_view(s, flat, z) : NULL;
+    tg__tensor_release(flat);
+    return out;
+}
+
+tg_tensor *tg__lpe_lead_view(tg_site s, const tg_tensor *flat, const tg_tensor *like) {
+    const int lead = like->ndim - 1;
+    int64_t cst[TG_MAX_DIMS], acc = 1;
+    for (int k = lead - 1; k >= 0; k--) {
+        cst[k] = acc;
+        acc *= like->shape[k];
+    }
+    return tg__tensor_alias(s, flat->storage, flat->dtype, lead, like->shape, cst, flat->offset);
 }
 
 tg_status tg__lpe_record(tg_site s, tg_tensor *z, tg_tensor *yc, tg_tensor *st, int nstat,

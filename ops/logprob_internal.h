@@ -32,6 +32,13 @@ tg_dtype tg__lpe_out_dtype(const tg_tensor *z);
  * tg__lpe_out_dtype(z) and z's leading shape (its shape without the last dim). */
 tg_tensor *tg__lpe_lse_of(tg_site s, const char *who, const tg_tensor *z, tg_tensor *st,
                           int nstat, double inv_t);
+/* A contiguous (N) tensor seen in like's leading shape (like's shape
+ * without its last dim): a new alias of its storage. */
+tg_tensor *tg__lpe_lead_view(tg_site s, const tg_tensor *flat, const tg_tensor *like);
+/* The same for the rows of st (N, nstat) as a new (N) tensor of dtype dt
+ * on dev. */
+tg_tensor *tg__lpe_lse_rows(tg_site s, const char *who, const tg_tensor *st, int nstat,
+                            double inv_t, tg_device dev, tg_dtype dt);
 /* Hands the outputs that were asked for to the caller (scope): lp always,
  * h when entropy is not NULL (else releases it), lse when lse_out is not
  * NULL. Takes over the references. */
