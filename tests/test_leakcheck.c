@@ -113,11 +113,6 @@ static char *report_json(const tg_leak_report *r) {
     return buf;
 }
 
-static size_t live_bytes(void) {
-    tg_mem_stats m;
-    cr_assert_eq(tg_mem_get(TG_CPU, &m), TG_OK);
-    return m.live_total;
-}
 
 static size_t saved_bytes(void) {
     tg_mem_stats m;
@@ -179,7 +174,7 @@ Test(leakcheck, retained_losses_are_reported_with_name_path_nodes_and_exact_byte
         total += q->bytes;
     }
     cr_assert_eq(tg_leak_report_kept_bytes(r), total);
-    cr_assert_eq(live_bytes(), total, "the losses keep everything that is live");
+    cr_assert_eq(tgt_cpu_live(), total, "the losses keep everything that is live");
     cr_assert_eq(saved_bytes(), 0);
 
     /* growth: live bytes grew at each of the last MB-1 marks by >= 4 KiB */
@@ -264,7 +259,7 @@ Test(leakcheck, shared_parameter_bytes_are_not_attributed_to_one_loss) {
         cr_assert_eq(q->saved_bytes, 0);
     }
     cr_assert_eq(tg_leak_report_kept_bytes(r), 12 + wb);
-    cr_assert_eq(live_bytes(), 12 + wb);
+    cr_assert_eq(tgt_cpu_live(), 12 + wb);
     char *text = report_text(r);
     cr_assert(strstr(text, "shared with other roots") != NULL, "%s", text);
     free(text);
@@ -300,7 +295,7 @@ Test(leakcheck, two_roots_sharing_a_graph_are_both_reported_and_counted_once) {
               "loss %lld nodes, part %lld nodes", (long long)ql->nodes, (long long)qp->nodes);
     /* live: both scalars, the logits leaf and its .grad, all freed if both let go */
     uint64_t live = 8 + 2 * (uint64_t)n * V * 4;
-    cr_assert_eq(live_bytes(), live);
+    cr_assert_eq(tgt_cpu_live(), live);
     cr_assert_eq(tg_leak_report_kept_bytes(r), live, "kept bytes %llu, expected %llu",
                  (unsigned long long)tg_leak_report_kept_bytes(r), (unsigned long long)live);
     tg_leak_report_free(r);
@@ -361,7 +356,7 @@ Test(leakcheck, detached_losses_keep_no_graph_and_do_not_grow) {
     cr_assert_eq(c.nodes, 0);
     cr_assert_eq(c.tensors, MB);
     cr_assert_eq(c.storages, MB);
-    cr_assert_eq(live_bytes(), MB * sizeof(float), "only the scalars stay");
+    cr_assert_eq(tgt_cpu_live(), MB * sizeof(float), "only the scalars stay");
     for (int k = 0; k < MB; k++) {
         double v;
         cr_assert_eq(tg_item(kept[k], &v), TG_OK);
@@ -435,7 +430,7 @@ Test(leakcheck, entropy_kept_with_grad_reports_live_saved_tensors_and_their_byte
         total_saved += want_saved;
     }
     cr_assert_eq(tg_leak_report_kept_bytes(r), total);
-    cr_assert_eq(live_bytes(), total);
+    cr_assert_eq(tgt_cpu_live(), total);
     cr_assert_eq(saved_bytes(), total_saved, "memory accounting agrees on saved bytes");
     char *text = report_text(r);
     cr_assert(strstr(text, "saved tensors still live") != NULL, "%s", text);
@@ -456,7 +451,7 @@ Test(leakcheck, entropy_logged_without_grad_keeps_nothing) {
     cr_assert_eq(tg_leak_check(), TG_OK, "%s", tg_leak_check_report());
     cr_assert_eq(tg_live().nodes, 0);
     cr_assert_eq(saved_bytes(), 0);
-    cr_assert_eq(live_bytes(), 3 * sizeof(float));
+    cr_assert_eq(tgt_cpu_live(), 3 * sizeof(float));
     for (int k = 0; k < 3; k++) TGO_RELEASE(logs[k]);
 }
 
@@ -1026,7 +1021,7 @@ Test(leakcheck, scans_and_reports_leak_nothing) {
     tg_tensor *loss = microbatch(0);
     tg_step_mark(NULL);
     tg_live_counts before = tg_live();
-    size_t bytes = live_bytes();
+    size_t bytes = tgt_cpu_live();
     for (int i = 0; i < 20; i++) {
         tg_leak_report *r = scan();
         free(report_text(r));
@@ -1038,7 +1033,7 @@ Test(leakcheck, scans_and_reports_leak_nothing) {
     cr_assert_eq(after.tensors, before.tensors);
     cr_assert_eq(after.storages, before.storages);
     cr_assert_eq(after.nodes, before.nodes);
-    cr_assert_eq(live_bytes(), bytes);
+    cr_assert_eq(tgt_cpu_live(), bytes);
     TGO_RELEASE(loss);
 }
 

@@ -70,24 +70,6 @@ static lres run(const lcase *c, tg_logprob_impl impl) {
     return r;
 }
 
-/* max |a - b| / max |b|; a NaN anywhere: infinite. */
-static double max_rel(const tg_tensor *a, const tg_tensor *b) {
-    cr_assert(a && b);
-    int64_t n = tg_numel(a);
-    cr_assert_eq(n, tg_numel(b));
-    double *x = malloc((size_t)(n + 1) * sizeof *x), *e = malloc((size_t)(n + 1) * sizeof *e);
-    cr_assert(x && e);
-    cr_assert_eq(tg_copy_out(a, TG_F64, x, (size_t)n * sizeof *x), TG_OK);
-    cr_assert_eq(tg_copy_out(b, TG_F64, e, (size_t)n * sizeof *e), TG_OK);
-    double scale = 0, worst = 0;
-    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(e[i]));
-    for (int64_t i = 0; i < n && worst < INFINITY; i++)
-        worst = isnan(x[i]) || isnan(e[i]) ? INFINITY
-                                           : fmax(worst, fabs(x[i] - e[i]) / (scale > 0 ? scale : 1));
-    free(x);
-    free(e);
-    return worst;
-}
 
 /* The loop against the composite path: every output and gradient within tol
  * (relative to the largest entry of each). */
@@ -99,7 +81,7 @@ static void check_case(const lcase *c, double tol) {
     for (int k = 0; k < 6; k++) {
         cr_assert_eq(fs[k] == NULL, ms[k] == NULL, "%s present in one path only", what[k]);
         if (!fs[k]) continue;
-        double e = max_rel(fs[k], ms[k]);
+        double e = tgt_max_rel(fs[k], ms[k]);
         cr_assert(e <= tol, "%s: relative difference %.3g > %.3g (N %lld d %lld V %lld chunk "
                   "%lld block %lld %s)", what[k], e, tol, (long long)c->N, (long long)c->d,
                   (long long)c->V, (long long)c->chunk, (long long)c->vblock,
@@ -174,12 +156,12 @@ Test(linear_logprob, leading_shape_and_strided_hidden) {
     tg_tensor *z = tg_matmul(h, tg_transpose(w, 0, 1));
     tg_tensor *lp2, *H2;
     cr_assert_eq(tg_logprob_entropy(z, y, NULL, &lp2, &H2), TG_OK);
-    cr_assert(max_rel(lp, lp2) < 1e-13);
-    cr_assert(max_rel(H, H2) < 1e-13);
+    cr_assert(tgt_max_rel(lp, lp2) < 1e-13);
+    cr_assert(tgt_max_rel(H, H2) < 1e-13);
     /* lse[b, t] of every b (before the fix, row [0, t]'s for every b); 0 where ignored */
     tg_tensor *zero = tg_zeros(TG_F64, 0, NULL);
     tg_tensor *want = tg_where(tg_ne_scalar(y, -100), tg_logsumexp_dim(z, -1, false), zero);
-    cr_assert(max_rel(lse, want) < 1e-13);
+    cr_assert(tgt_max_rel(lse, want) < 1e-13);
     cr_assert_eq(tgt_at(lp, 1), 0.0); /* ignored row */
     cr_assert_eq(tg_backward(tg_sum(lp), NULL, false), TG_OK, "%s", tg_last_error());
     cr_assert_eq(tg_shape(tg_grad(raw))[0], 3);
@@ -215,16 +197,6 @@ Test(linear_logprob, gradcheck_f64) {
 
 /* ---- memory ---------------------------------------------------------------------- */
 
-static size_t peak_total(void) {
-    tg_mem_stats m;
-    tg_mem_get(TG_CPU, &m);
-    return m.peak_total;
-}
-static size_t live_total(void) {
-    tg_mem_stats m;
-    tg_mem_get(TG_CPU, &m);
-    return m.live_total;
-}
 
 Test(linear_logprob, exact_memory_no_logits) {
     /* forward: outputs + statistics + the plan's workspace, nothing (N, V);
@@ -255,25 +227,25 @@ Test(linear_logprob, exact_memory_no_logits) {
             o.workspace_bytes ? o.workspace_bytes : tg_linear_logprob_default_workspace(TG_CPU);
         cr_assert(p.forward_workspace <= budget);
         cr_assert(p.backward_workspace <= budget);
-        const size_t before = live_total();
+        const size_t before = tgt_cpu_live();
         tg_mem_reset_peak(TG_CPU);
         tg_tensor *lp, *H, *L;
         cr_assert_eq(tg_linear_logprob_entropy(h, w, b, y, &o, &lp, &H, &L), TG_OK);
         const size_t outs = 2 * N * 4 + N * 3 * 8; /* logprob, entropy, statistics (saved) */
-        const size_t fwd = peak_total() - before;
+        const size_t fwd = tgt_cpu_peak() - before;
         if (gathered)
             cr_assert_eq(fwd, outs + p.forward_workspace, "forward peak %zu, expected %zu", fwd,
                          outs + p.forward_workspace);
         else
             cr_assert(fwd > outs && fwd <= outs + p.forward_workspace, "forward peak %zu", fwd);
-        cr_assert_eq(live_total() - before, outs + N * 4); /* and the lse */
+        cr_assert_eq(tgt_cpu_live() - before, outs + N * 4); /* and the lse */
         tg_tensor *loss = tg_add(tg_add(tg_sum(lp), tg_sum(H)), tg_sum(L));
-        const size_t before_bwd = live_total();
+        const size_t before_bwd = tgt_cpu_live();
         tg_mem_reset_peak(TG_CPU);
         cr_assert_eq(tg_backward(loss, NULL, false), TG_OK, "%s", tg_last_error());
         const size_t grads = (N * d + V * d + V) * 4;
         /* and the three upstream gradients, (N) each, that the sums' backward makes */
-        const size_t ups = 3 * N * 4, bwd = peak_total() - before_bwd;
+        const size_t ups = 3 * N * 4, bwd = tgt_cpu_peak() - before_bwd;
         if (gathered)
             cr_assert_eq(bwd, grads + p.backward_workspace + ups, "backward peak %zu, expected "
                          "gradients %zu + workspace %zu + upstream %zu", bwd, grads,
@@ -281,7 +253,7 @@ Test(linear_logprob, exact_memory_no_logits) {
         else
             cr_assert(bwd > grads + ups && bwd <= grads + p.backward_workspace + ups,
                       "backward peak %zu", bwd);
-        cr_assert(peak_total() - before < (size_t)N * V * 4, "an (N, V) buffer was made");
+        cr_assert(tgt_cpu_peak() - before < (size_t)N * V * 4, "an (N, V) buffer was made");
         cr_assert_eq(tg_scope_end(t), TG_OK);
     }
 }
@@ -314,8 +286,8 @@ Test(linear_logprob, entropy_grad_off_has_no_entropy_term) {
     lres a = run(&c, TG_LOGPROB_FUSED);
     c.entropy = false;
     lres b = run(&c, TG_LOGPROB_FUSED);
-    cr_assert_eq(max_rel(a.gw, b.gw), 0.0);
-    cr_assert_eq(max_rel(a.gh, b.gh), 0.0);
+    cr_assert_eq(tgt_max_rel(a.gw, b.gw), 0.0);
+    cr_assert_eq(tgt_max_rel(a.gh, b.gh), 0.0);
 }
 
 Test(linear_logprob, inplace_edit_after_forward_is_caught) {
@@ -335,10 +307,10 @@ Test(linear_logprob, run_to_run_bitwise) {
     lcase c = base(TG_F32);
     c.N = 50, c.d = 20, c.V = 200, c.chunk = 16, c.vblock = 64;
     lres a = run(&c, TG_LOGPROB_FUSED), b = run(&c, TG_LOGPROB_FUSED);
-    cr_assert_eq(max_rel(a.gw, b.gw), 0.0);
-    cr_assert_eq(max_rel(a.gh, b.gh), 0.0);
-    cr_assert_eq(max_rel(a.gb, b.gb), 0.0);
-    cr_assert_eq(max_rel(a.lp, b.lp), 0.0);
+    cr_assert_eq(tgt_max_rel(a.gw, b.gw), 0.0);
+    cr_assert_eq(tgt_max_rel(a.gh, b.gh), 0.0);
+    cr_assert_eq(tgt_max_rel(a.gb, b.gb), 0.0);
+    cr_assert_eq(tgt_max_rel(a.lp, b.lp), 0.0);
 }
 
 Test(linear_logprob, all_rows_ignored_and_empty) {
@@ -568,9 +540,9 @@ Test(linear_logprob, a_block_all_minus_inf_is_an_empty_part) {
         gw[k] = tg_clone(tg_grad(w));
         tg_zero_grad(w);
     }
-    cr_assert(max_rel(lp[1], lp[0]) < 1e-13 && max_rel(H[1], H[0]) < 1e-13, "%g %g",
-              max_rel(lp[1], lp[0]), max_rel(H[1], H[0]));
-    cr_assert(max_rel(gw[1], gw[0]) < 1e-13, "%g", max_rel(gw[1], gw[0]));
+    cr_assert(tgt_max_rel(lp[1], lp[0]) < 1e-13 && tgt_max_rel(H[1], H[0]) < 1e-13, "%g %g",
+              tgt_max_rel(lp[1], lp[0]), tgt_max_rel(H[1], H[0]));
+    cr_assert(tgt_max_rel(gw[1], gw[0]) < 1e-13, "%g", tgt_max_rel(gw[1], gw[0]));
     for (int v = 0; v < 37; v++) ((double *)tg_data(b))[v] = -INFINITY;
     tg_linear_logprob_opts o = tg_linear_logprob_opts_default();
     o.vocab_block = 8;

@@ -162,24 +162,6 @@ static lres run_reference(const lcase *c) {
     return r;
 }
 
-/* max |a - b| / max |b| */
-static double max_rel(const tg_tensor *a, const tg_tensor *b) {
-    cr_assert(a && b);
-    const int64_t n = tg_numel(a);
-    cr_assert_eq(n, tg_numel(b));
-    double *x = malloc((size_t)(n + 1) * sizeof *x), *e = malloc((size_t)(n + 1) * sizeof *e);
-    cr_assert(x && e);
-    cr_assert_eq(tg_copy_out(a, TG_F64, x, (size_t)n * sizeof *x), TG_OK);
-    cr_assert_eq(tg_copy_out(b, TG_F64, e, (size_t)n * sizeof *e), TG_OK);
-    double scale = 0, worst = 0;
-    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(e[i]));
-    for (int64_t i = 0; i < n; i++)
-        worst = isnan(x[i]) || isnan(e[i]) ? INFINITY
-                                           : fmax(worst, fabs(x[i] - e[i]) / (scale > 0 ? scale : 1));
-    free(x);
-    free(e);
-    return worst;
-}
 
 static void check_case(const lcase *c, double tol) {
     lres f = run_entry(c), m = run_reference(c);
@@ -192,7 +174,7 @@ static void check_case(const lcase *c, double tol) {
         cr_assert_eq(fs[k] == NULL, ms[k] == NULL, "%s present in one path only", what[k]);
         if (!fs[k]) continue;
         cr_assert_eq(tg_ndim(fs[k]), tg_ndim(ms[k]), "%s: rank", what[k]);
-        const double e = max_rel(fs[k], ms[k]);
+        const double e = tgt_max_rel(fs[k], ms[k]);
         cr_assert(e <= tol, "%s: relative difference %.3g > %.3g (N %lld d %lld V %lld chunk "
                   "%lld block %lld %s)", what[k], e, tol, (long long)rows_of(c),
                   (long long)c->d, (long long)c->V, (long long)c->chunk, (long long)c->vblock,
@@ -347,8 +329,8 @@ Test(linear_loss, sequences_are_kept_whole) {
         cr_assert_eq(tg_backward(rl, NULL, false), TG_OK);
         cr_assert(fabs(v - ref) <= 1e-12 * fmax(1, fabs(ref)), "chunk %lld: %.17g vs %.17g",
                   (long long)chunk, v, ref);
-        cr_assert(max_rel(gh, tg_grad(h)) <= 1e-12);
-        cr_assert(max_rel(gw, tg_grad(w)) <= 1e-12);
+        cr_assert(tgt_max_rel(gh, tg_grad(h)) <= 1e-12);
+        cr_assert(tgt_max_rel(gw, tg_grad(w)) <= 1e-12);
         cr_assert_eq(tg_scope_end(t), TG_OK);
     }
 }
@@ -445,7 +427,7 @@ Test(linear_loss, without_a_scope_the_callback_owns_its_tensors) {
     u.scoped = true;
     cr_assert_eq(tg_linear_loss(h, w, NULL, y, owning_chunk, &u, NULL, &ref, NULL, NULL), TG_OK);
     cr_assert_eq(tg_backward(ref, NULL, false), TG_OK);
-    cr_assert(max_rel(g, tg_grad(w)) <= 1e-15, "the same gradient with and without the scope");
+    cr_assert(tgt_max_rel(g, tg_grad(w)) <= 1e-15, "the same gradient with and without the scope");
     tg_release(u.kept); /* the fixture's teardown finds nothing else of the callback's */
 }
 
@@ -518,7 +500,7 @@ Test(linear_loss, odd_callbacks_survived_or_refused) {
         o.callback_scope = true;
         cr_assert_eq(tg_linear_loss(h, w, NULL, y, plain_chunk, NULL, &o, &ref, NULL, NULL), TG_OK);
         cr_assert_eq(tg_backward(ref, NULL, false), TG_OK);
-        cr_assert(max_rel(g, tg_grad(w)) <= 1e-15, "kind %d: the gradient", kind);
+        cr_assert(tgt_max_rel(g, tg_grad(w)) <= 1e-15, "kind %d: the gradient", kind);
         cr_assert_eq(tgt_at(loss, 0), tgt_at(ref, 0));
         cr_assert_eq(tg_scope_end(t), TG_OK, "kind %d: %s", kind, tg_last_error());
     }
@@ -541,7 +523,7 @@ Test(linear_loss, graph_rules) {
     tg_tensor *g1 = tg_clone(tg_grad(w));
     cr_assert_eq(tg_backward(tg_scale(loss, 2.5), NULL, false), TG_OK, "%s", tg_last_error());
     tg_tensor *want = tg_scale(g1, 3.5);
-    cr_assert(max_rel(tg_grad(w), want) <= 1e-15);
+    cr_assert(tgt_max_rel(tg_grad(w), want) <= 1e-15);
     /* a second backward without retain_graph: refused, as PyTorch */
     EXPECT_ERR(tg_backward(loss, NULL, false), TG_ERR_FREED, "LinearLossBackward", NULL);
     /* an in-place edit of the weight between forward and backward: the version
@@ -612,16 +594,6 @@ Test(linear_loss, empty_batch_and_every_row_ignored) {
 
 /* ---- memory ------------------------------------------------------------------------- */
 
-static size_t peak_total(void) {
-    tg_mem_stats m;
-    tg_mem_get(TG_CPU, &m);
-    return m.peak_total;
-}
-static size_t live_total(void) {
-    tg_mem_stats m;
-    tg_mem_get(TG_CPU, &m);
-    return m.live_total;
-}
 
 Test(linear_loss, no_logits_held_and_exact_bytes_after_forward) {
     /* after forward: the loss, logprob, entropy and the gradients made in
@@ -638,18 +610,18 @@ Test(linear_loss, no_logits_held_and_exact_bytes_after_forward) {
     seen s = {0, 0, 0};
     tg_linear_loss_opts o = tg_linear_loss_opts_default();
     o.chunk_rows = 16;
-    const size_t before = live_total();
+    const size_t before = tgt_cpu_live();
     tg_mem_reset_peak(TG_CPU);
     tg_tensor *loss, *lp, *H;
     cr_assert_eq(tg_linear_loss(h, w, b, y, watch_chunk, &s, &o, &loss, &lp, &H), TG_OK);
     const size_t grads = (size_t)(N * d + V * d + V) * 4;
-    cr_assert_eq(live_total() - before, 4 + 2 * N * 4 + grads, "live %zu",
-                 live_total() - before);
-    cr_assert(peak_total() - before < (size_t)N * V * 4, "an (N, V) buffer was made");
+    cr_assert_eq(tgt_cpu_live() - before, 4 + 2 * N * 4 + grads, "live %zu",
+                 tgt_cpu_live() - before);
+    cr_assert(tgt_cpu_peak() - before < (size_t)N * V * 4, "an (N, V) buffer was made");
     cr_assert_eq(tg_backward(loss, NULL, false), TG_OK);
     /* the gradients moved into .grad, nothing copied: the same bytes */
-    cr_assert_eq(live_total() - before, 4 + 2 * N * 4 + grads, "live %zu",
-                 live_total() - before);
+    cr_assert_eq(tgt_cpu_live() - before, 4 + 2 * N * 4 + grads, "live %zu",
+                 tgt_cpu_live() - before);
     cr_assert_eq(tg_scope_end(t), TG_OK);
 }
 

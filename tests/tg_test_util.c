@@ -160,3 +160,33 @@ size_t tg__cuda_guard_violations(void) __attribute__((weak));
 size_t tgt_cuda_guard_violations(void) {
     return tg__cuda_guard_violations ? tg__cuda_guard_violations() : 0;
 }
+
+double tgt_max_rel(const tg_tensor *a, const tg_tensor *b) {
+    cr_assert(a && b);
+    const int64_t n = tg_numel(a);
+    cr_assert_eq(n, tg_numel(b));
+    double *x = malloc((size_t)(n + 1) * sizeof *x), *e = malloc((size_t)(n + 1) * sizeof *e);
+    cr_assert(x && e);
+    cr_assert_eq(tg_copy_out(a, TG_F64, x, (size_t)n * sizeof *x), TG_OK);
+    cr_assert_eq(tg_copy_out(b, TG_F64, e, (size_t)n * sizeof *e), TG_OK);
+    double scale = 0, worst = 0;
+    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(e[i]));
+    for (int64_t i = 0; i < n && worst < INFINITY; i++)
+        worst = isnan(x[i]) || isnan(e[i]) ? INFINITY
+                                           : fmax(worst, fabs(x[i] - e[i]) / (scale > 0 ? scale : 1));
+    free(x);
+    free(e);
+    return worst;
+}
+
+size_t tgt_cpu_live(void) {
+    tg_mem_stats m;
+    cr_assert_eq(tg_mem_get(TG_CPU, &m), TG_OK);
+    return m.live_total;
+}
+
+size_t tgt_cpu_peak(void) {
+    tg_mem_stats m;
+    cr_assert_eq(tg_mem_get(TG_CPU, &m), TG_OK);
+    return m.peak_total;
+}

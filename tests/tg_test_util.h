@@ -40,6 +40,14 @@ double tgt_at(const tg_tensor *t, int64_t i);
 /* Asserts t's values equal want[0..n-1] within tol. */
 void tgt_assert_values(const tg_tensor *t, const double *want, int64_t n, double tol);
 
+/* max |a - b| / max |b| over the elements (a NaN on either side:
+ * infinite); asserts they have the same number of elements. */
+double tgt_max_rel(const tg_tensor *a, const tg_tensor *b);
+
+/* The CPU's live and peak bytes (tg_mem_get's live_total, peak_total). */
+size_t tgt_cpu_live(void);
+size_t tgt_cpu_peak(void);
+
 /* Targets (n) i64 in [0, v), seeded, with every third row ignored (-100). */
 tg_tensor *tgt_targets(int64_t n, int64_t v, uint64_t seed);
 
