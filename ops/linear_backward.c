@@ -140,6 +140,21 @@ static tg_status bwd_chunk(lin *loop, int64_t r0, int64_t c, void *arg) {
     return tg__lin_bwd_chunk(loop, r0, c, arg, false);
 }
 
+tg_status tg__lin_grads_to_inputs(const lin *loop, tg_tensor **grads) {
+    if (loop->in.in_dt != TG_BF16) return TG_OK;
+    for (int k = 0; k < 3; k++) {
+        tg_tensor *a = grads[k];
+        if (!a) continue;
+        tg_tensor *g16 =
+            tg__new_output_on(loop->in.s, loop->in.who, loop->in.dev, TG_BF16, a->ndim, a->shape);
+        if (g16) g16 = tg__k_ok(tg__k_copy(g16, a), g16);
+        if (!g16) return tg_last_status();
+        tg__tensor_release(a);
+        grads[k] = g16;
+    }
+    return TG_OK;
+}
+
 /* The GEMMs' layout: loop->in.in_dt, loop->in.dt and loop->in.dev set. */
 void tg__lin_gemm_layout(lin *loop) {
     loop->gemm.tc = loop->in.in_dt == TG_BF16 && tg__k_has_bf16_gemm(loop->in.dev);
@@ -264,17 +279,7 @@ static tg_status lin_backward(tg__node *n, tg_tensor *const *gout, tg_tensor **g
     tg__lin_free_workspace(&loop);
     tg__tensor_release(B.ones);
     B.ones = NULL;
-    /* bf16 inputs: the f32 accumulators become bf16 gradients, unless asked
-     * for in f32 */
-    for (int k = 0; k < 3 && rc == TG_OK; k++) {
-        if (!keep[k] || loop.in.in_dt != TG_BF16 || n->dparam[P_GRAD_F32] != 0) continue;
-        tg_tensor *g16 = tg__new_output_on(n->site, LIN_NAME, loop.in.dev, TG_BF16,
-                                           keep[k]->ndim, keep[k]->shape);
-        if (g16) g16 = tg__k_ok(tg__k_copy(g16, keep[k]), g16);
-        tg__tensor_release(keep[k]);
-        keep[k] = g16;
-        if (!g16) rc = tg_last_status();
-    }
+    if (rc == TG_OK && n->dparam[P_GRAD_F32] == 0) rc = tg__lin_grads_to_inputs(&loop, keep);
     for (int k = 0; k < 3; k++) {
         if (rc == TG_OK) gin[k] = keep[k];
         else tg__tensor_release(keep[k]);

@@ -180,6 +180,10 @@ typedef struct tg__lin_bwd {
     tg_tensor *ones;             /* (chunk_rows) ones for db, or NULL */
 } tg__lin_bwd;
 
+/* bf16 inputs: the f32 accumulators grads[0..3) (NULL ones skipped) become
+ * bf16 gradients, each replaced in place; on failure the ones not yet
+ * converted stay (the caller releases all). Other dtypes: nothing. */
+tg_status tg__lin_grads_to_inputs(const lin *loop, tg_tensor **grads);
 /* The GEMMs' layout: loop->in.in_dt, loop->in.dt and loop->in.dev set. */
 void tg__lin_gemm_layout(lin *loop);
 /* One chunk of backward: each block's logits (recomputed, or with z_ready

@@ -478,23 +478,6 @@ static tg_status allocate(loss_call *L, tg_tensor *hc) {
     return TG_OK;
 }
 
-/* bf16 inputs: the f32 accumulators become bf16 gradients (unless grad_f32). */
-static tg_status to_input_dtype(loss_call *L) {
-    if (L->loop.in.in_dt != TG_BF16 || L->o->grad_f32) return TG_OK;
-    tg_tensor **acc[3] = {&L->B.dh, &L->B.dw, &L->B.db};
-    for (int k = 0; k < 3; k++) {
-        tg_tensor *a = *acc[k];
-        if (!a) continue;
-        tg_tensor *g16 =
-            tg__new_output_on(L->loop.in.s, WHO, L->loop.in.dev, TG_BF16, a->ndim, a->shape);
-        if (g16) g16 = tg__k_ok(tg__k_copy(g16, a), g16);
-        if (!g16) return tg_last_status();
-        tg__tensor_release(a);
-        *acc[k] = g16;
-    }
-    return TG_OK;
-}
-
 /* The node, made before the chunks: the inputs saved now, so that the
  * engine's version check (tg__node_check_saved) finds an in-place edit of
  * one while the chunks run (by the loss function, or another thread:
@@ -583,7 +566,9 @@ static tg_status run(loss_call *L, tg_tensor *hidden, tg_tensor *w, tg_tensor *b
     }
     if (st == TG_OK && L->record) st = inputs_unchanged(L, n_in);
     tg__lin_free_workspace(loop);
-    if (st == TG_OK) st = to_input_dtype(L);
+    tg_tensor *grads[3] = {L->B.dh, L->B.dw, L->B.db};
+    if (st == TG_OK && !L->o->grad_f32) st = tg__lin_grads_to_inputs(loop, grads);
+    L->B.dh = grads[0], L->B.dw = grads[1], L->B.db = grads[2];
     tg_tensor *loss = st == TG_OK ? make_loss(L, n_in) : NULL;
     if (st == TG_OK && !loss) st = tg_last_status();
     tg__tensor_release(hc);
