@@ -494,6 +494,30 @@ Test(backends, bf16_conversions_and_fused_ops) {
     cr_assert_eq(tg_scope_end(sc), TG_OK);
 }
 
+/* a loss on the host for device inputs: refused, naming the rows */
+static tg_status host_loss_chunk(const tg_linear_loss_chunk *ch, void *user, tg_tensor **loss) {
+    (void)user;
+    *loss = tg_to_device(tg_sum(ch->logprob), TG_CPU);
+    return *loss ? TG_OK : tg_last_status();
+}
+
+Test(backends, linear_loss_refuses_a_loss_on_another_device) {
+    NEED_DEVICE();
+    int sc = tg_scope_begin();
+    tg_tensor *h = tg_to_device(randn(TG_F64, 2, (int64_t[]){7, 3}, 1), TG_CUDA);
+    tg_tensor *w = tg_to_device(randn(TG_F64, 2, (int64_t[]){5, 3}, 2), TG_CUDA);
+    tg_tensor *y = tg_to_device(tgt_targets(7, 5, 3), TG_CUDA);
+    cr_assert_eq(tg_set_requires_grad(w, true), TG_OK);
+    tg_tensor *loss = NULL;
+    cr_assert_eq(tg_linear_loss(h, w, NULL, y, host_loss_chunk, NULL, NULL, &loss, NULL, NULL),
+                 TG_ERR_DEVICE, "%s", tg_last_error());
+    tgt_assert_error(TG_ERR_DEVICE, "tg_linear_loss: the loss of rows [0, 7) is on cpu",
+                     "the inputs are on cuda", NULL);
+    cr_assert_null(loss);
+    cr_assert_null(tg_grad(w));
+    cr_assert_eq(tg_scope_end(sc), TG_OK);
+}
+
 Test(backends, linear_loss_agrees_with_the_cpu) {
     NEED_DEVICE();
     for (int k = 0; k < 2; k++) {

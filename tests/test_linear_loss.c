@@ -722,6 +722,10 @@ Test(linear_loss, bad_inputs) {
     o.seq_lens = neg_lens;
     EXPECT_ERR(tg_linear_loss(h, w, NULL, y, watch_chunk, &s, &o, &loss, NULL, NULL),
                      TG_ERR_VALUE, "tg_linear_loss", "seq_lens[0] is 5", NULL);
+    o.n_seqs = -1;
+    EXPECT_ERR(tg_linear_loss(h, w, NULL, y, watch_chunk, &s, &o, &loss, NULL, NULL),
+                     TG_ERR_VALUE, "tg_linear_loss", "n_seqs must be >= 0, got -1", NULL);
+    o.n_seqs = 2;
     o.seq_lens = NULL;
     EXPECT_ERR(tg_linear_loss(h, w, NULL, y, watch_chunk, &s, &o, &loss, NULL, NULL),
                      TG_ERR_VALUE, "tg_linear_loss", "seq_lens is NULL", NULL);
